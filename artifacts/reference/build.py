@@ -1,0 +1,125 @@
+"""Rebuild the reference artifacts from the public figures in shared/reference/kokoro-g5xlarge.md.
+
+These describe someone else's endpoint (provenance ``reference``): fixtures and a worked example,
+never a substitute for measuring your own. Run: ``python artifacts/reference/build.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from speech.artifacts import (
+    Fingerprint,
+    LadderLevel,
+    Phase,
+    Provenance,
+    QmaxArtifact,
+    RequestMix,
+    ServiceTime,
+    Slo,
+    TtotalArtifact,
+    qmax_filename,
+    ttotal_filename,
+)
+from speech.files import write_artifact
+
+SOURCE = "aws-samples/sample-kokoro-tts-for-ai-agents (committed artifacts and blog post), public figures"
+FINGERPRINT = Fingerprint.of(
+    "ml.g5.xlarge", "sha256:8b1b96bc4dc0b30ddd84d8fe37af7c490937333c44a9f8f7d77b918c3d7eaced"
+)
+SLO_MS = 3000.0
+MEASURE_S = 60.0
+
+# concurrency, completed, ok, errors, p50, p95, p99, throughput rps
+LADDER = [
+    (1, 965, 965, 0, 60.0, 65.4, 68.5, 16.08),
+    (5, 1074, 1074, 0, 278.0, 286.2, 290.0, 17.90),
+    (10, 1075, 1075, 0, 554.9, 568.5, 573.5, 17.92),
+    (20, 1075, 1075, 0, 1112.1, 1129.3, 1137.1, 17.92),
+    (30, 1074, 1074, 0, 1674.2, 1689.8, 1700.7, 17.90),
+    (40, 1073, 1073, 0, 2235.3, 2245.0, 2247.9, 17.88),
+    (50, 1072, 1072, 0, 2793.5, 2805.7, 2840.5, 17.87),
+    (60, 1074, 1073, 1, 3353.9, 3374.8, 3404.0, 17.90),
+]
+
+# name, offset from desired_set (s), source, bounded
+PHASES = [
+    ("desired_set", 0.0, "UpdateEndpointWeightsAndCapacities call", False),
+    ("instance_logging", 180.835, "new log stream's first event", True),
+    ("container_started", 184.559, "derived from the first marker's elapsed time", True),
+    ("framework_init", 184.573, "container log marker", False),
+    ("weights_ready", 191.048, "container log marker", False),
+    ("warmup_done", 192.094, "container log marker", False),
+    ("ready", 192.094, "container log marker", False),
+    ("in_service", 212.808, "DescribeEndpoint CurrentInstanceCount", False),
+    ("traffic_recovered", 260.248, "client p95 back near its pre-surge level for 60 s", True),
+]
+REACTION_BOUND_S = 60.0
+# The figures carry no wall-clock date; a fixed one keeps the artifacts reproducible.
+T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=timezone.utc)
+
+
+def reference_qmax() -> QmaxArtifact:
+    ladder = [
+        LadderLevel(
+            concurrency=c,
+            completed=done,
+            ok=ok,
+            rejected=0,
+            errors=err,
+            ttfab_p50_ms=p50,
+            ttfab_p95_ms=p95,
+            ttfab_p99_ms=p99,
+            throughput_rps=x,
+            client_concurrency_mean=float(c),
+            cloudwatch_concurrency_max=float(c),
+            meets_slo=p95 <= SLO_MS,
+            measure_s=MEASURE_S,
+        )
+        for c, done, ok, err, p50, p95, p99, x in LADDER
+    ]
+    return QmaxArtifact(
+        model="kokoro-82m",
+        transport="stream",
+        fingerprint=FINGERPRINT,
+        slo=Slo(ttfab_p95_ms=SLO_MS),
+        ladder=ladder,
+        q_max=50,
+        bracketed=True,
+        first_failing_concurrency=60,
+        service_time=ServiceTime(mean_ms=61.3, p95_ms=66.1),
+        cloudwatch_ratio=1.0,
+        request_mix=RequestMix(name="short-utterances", chars_min=20, chars_mean=25.0, chars_max=30, count=1),
+        provenance=Provenance(origin="reference", source=SOURCE, measured_at=T0),
+    )
+
+
+def reference_ttotal() -> TtotalArtifact:
+    phases = [
+        Phase(name=n, at=T0 + timedelta(seconds=off), offset_s=off, source=src, bounded=b)
+        for n, off, src, b in PHASES
+    ]
+    measured = 260.248
+    return TtotalArtifact(
+        model="kokoro-82m",
+        trigger="forced-desired",
+        transport="stream",
+        fingerprint=FINGERPRINT,
+        phases=phases,
+        measured_total_s=measured,
+        reaction_bound_s=REACTION_BOUND_S,
+        planning_total_s=round(measured + REACTION_BOUND_S, 3),
+        provenance=Provenance(origin="reference", source=SOURCE, measured_at=T0),
+    )
+
+
+def main() -> None:
+    here = Path(__file__).resolve().parent
+    q, t = reference_qmax(), reference_ttotal()
+    for art, name in ((q, qmax_filename(q)), (t, ttotal_filename(t))):
+        print(write_artifact(here / name, art))
+
+
+if __name__ == "__main__":
+    main()

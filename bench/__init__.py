@@ -1,0 +1,1 @@
+"""Measurement CLI: ``python -m bench plan|qmax|ttotal|drift|validate|thaw``."""

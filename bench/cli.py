@@ -1,0 +1,59 @@
+"""``python -m bench``: one subcommand per step of the chain.
+
+Exit codes: 0 ok/warn, 1 a stop finding or a failed check, 2 bad input (nothing written),
+130 interrupted. Subcommand modules are imported lazily so ``bench plan`` loads neither pulumi
+nor boto3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from speech.errors import SpeechError
+
+EXIT_OK, EXIT_STOP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+# name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "plan": ("bench.plan_cmd", "turn qmax + ttotal artifacts into thresholds, fleet and cooldowns (no AWS calls)"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for every other bad input
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m bench",
+        description="Measure an endpoint (qmax, ttotal), plan its autoscaling (plan) and keep the "
+        "deployment equal to the measurements (drift, validate, thaw).",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module, help_) in COMMANDS.items():
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=help_, description=getattr(mod, "DESCRIPTION", help_),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args._module.run(args))
+    except SpeechError as err:
+        print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
+        return getattr(err, "exit_code", EXIT_USAGE)
+    except KeyboardInterrupt:
+        print("interrupted: nothing half-written was left behind", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,0 +1,18 @@
+"""Errors of the bench package."""
+
+from speech.errors import SpeechError
+
+
+class BenchError(SpeechError):
+    """A user-facing failure of a bench command: the message names the value, the limit and the fix.
+
+    Subclasses :class:`speech.errors.SpeechError`, so the CLI catches one base class for both.
+    """
+
+
+class UsageError(BenchError):
+    """Bad flags or flag values (exit 2)."""
+
+
+class TargetError(BenchError):
+    """The endpoint or URL to measure cannot be reached or does not exist (exit 2)."""

@@ -1,0 +1,123 @@
+"""``bench plan``: artifacts + SLO + surge + traffic -> plan report, plan artifact, stack config."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, plan_filename
+from speech.config import Measurements, ModelConfig, PlanInputs
+from speech.files import load_artifact, write_artifact
+from speech.plan import build_plan
+
+from .errors import UsageError
+from .report import render_plan
+
+DESCRIPTION = """\
+Turn measured artifacts into autoscaling numbers with zero AWS calls.
+
+  C_scale_max = (1-h) Q_max, C_scale_min = (1-2h) Q_max, h = surge - 1
+  cooldowns: out clamp(T/2, 10, 30) s, in max(300, 3 T_total) s
+  fleet sized from the measured throughput curve, surge survival from an exact chain
+
+Writes plan-<model>.json into --out; with --stack NAME also writes the artifacts and inputs
+into Pulumi.NAME.yaml (other keys kept). Exit 0 ok/warn, 1 stop finding, 2 bad input.
+"""
+
+FLAG_OF = {
+    "slo_ms": "--slo-ms",
+    "surge_ratio": "--surge-ratio",
+    "peak_rps": "--peak-rps",
+    "trough_rps": "--trough-rps",
+    "min_instances": "--min-instances",
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact (bench qmax)")
+    p.add_argument("--ttotal", required=True, type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
+    p.add_argument("--peak-rps", required=True, type=float, metavar="N", help="busiest-hour requests/s")
+    p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
+    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
+    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="growth absorbed within one scale-out, 1 <= X < 1.5 (default 1.25)")
+    p.add_argument("--min-instances", type=int, default=1, metavar="N", help="instance floor (default 1)")
+    p.add_argument("--max-instances", type=int, default=None, metavar="N", help="hard cap on the fleet (a stop finding when below the need)")
+    p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where plan-<model>.json goes (default artifacts/)")
+    p.add_argument("--json", action="store_true", help="print the plan artifact as JSON instead of the report")
+    p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
+    p.add_argument("--stack", metavar="NAME", help="write artifacts + inputs into Pulumi.NAME.yaml")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
+    p.add_argument("--image", metavar="REPO@sha256:...", help="image for a new stack entry (default: <model>@<artifact digest>)")
+
+
+def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
+    trough = args.trough_rps if args.trough_rps is not None else min(1.0, args.peak_rps) if args.peak_rps > 0 else 1.0
+    try:
+        return PlanInputs(
+            slo_ms=args.slo_ms if args.slo_ms is not None else qmax.slo.ttfab_p95_ms,
+            surge_ratio=args.surge_ratio,
+            peak_rps=args.peak_rps,
+            trough_rps=trough,
+            min_instances=args.min_instances,
+        )
+    except ValidationError as err:
+        e = err.errors()[0]
+        field = str(e["loc"][0]) if e["loc"] else ""
+        flag = FLAG_OF.get(field, "--trough-rps/--peak-rps")
+        raise UsageError(f"{flag}: {e['msg']} (got {e.get('input')!r})") from None
+
+
+def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs, q: QmaxArtifact, t: TtotalArtifact) -> ModelConfig:
+    from .stackfile import existing_model_entry
+
+    path = args.stack_dir / f"Pulumi.{args.stack}.yaml"
+    old = existing_model_entry(path, q.model) or {}
+    image = args.image or old.get("image") or f"{q.model}@{q.fingerprint.image_digest}"
+    instance_type = q.fingerprint.instance_type
+    if not instance_type.startswith("ml."):
+        instance_type = old.get("instance_type") or ""
+        if not instance_type:
+            raise UsageError(
+                f"artifacts were measured on {q.fingerprint.instance_type!r}, not a SageMaker instance; add "
+                f"instance_type for {q.model} to {path} first (the plan will then carry a fingerprint finding)"
+            )
+    try:
+        return ModelConfig(
+            instance_type=instance_type,
+            image=image,
+            plan=inputs,
+            measurements=Measurements(qmax=q, ttotal=t),
+            max_instances=args.max_instances,
+            **{k: old[k] for k in ("priority", "hosting", "weights_source", "environment") if k in old},
+        )
+    except ValidationError as err:
+        e = err.errors()[0]
+        raise UsageError(f"stack entry for {q.model}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    q = load_artifact(args.qmax, QmaxArtifact)
+    t = load_artifact(args.ttotal, TtotalArtifact)
+    if args.max_instances is not None and args.max_instances < 1:
+        raise UsageError(f"--max-instances: must be >= 1 (got {args.max_instances})")
+    inputs = plan_inputs(args, q)
+    plan = build_plan(
+        q, t, inputs, allow_config_mismatch=args.allow_config_mismatch, max_instances_cap=args.max_instances
+    )
+    # Build everything that can fail before writing anything.
+    entry = stack_entry(args, plan, inputs, q, t) if args.stack else None
+    out = write_artifact(args.out / plan_filename(plan), plan)
+    if entry is not None:
+        from .stackfile import write_model_entry
+
+        write_model_entry(args.stack_dir / f"Pulumi.{args.stack}.yaml", q.model, entry)
+    if args.json:
+        print(plan.model_dump_json(indent=2))
+    else:
+        print(render_plan(plan))
+        print(f"\nwrote {out}" + (f" and {args.stack_dir / f'Pulumi.{args.stack}.yaml'}" if entry else ""))
+    sys.stdout.flush()
+    return 1 if plan.verdict == "stop" else 0

@@ -1,0 +1,68 @@
+"""Human-readable plan report: every number with its name and formula, every finding with why."""
+
+from __future__ import annotations
+
+from speech.artifacts import PlanArtifact
+
+MARK = {"ok": "ok  ", "warn": "WARN", "stop": "STOP"}
+
+
+def plan_rows(p: PlanArtifact) -> list[tuple[str, str, str]]:
+    """(name, value, formula) rows shared by the terminal and the HTML report."""
+    i, t, f, c, tt, a = p.inputs, p.thresholds, p.fleet, p.cooldowns, p.t_total, p.alarms
+    h = i.surge_ratio - 1
+    return [
+        ("h (headroom)", f"{h:g}", f"surge_ratio - 1 = {i.surge_ratio:g} - 1"),
+        ("Q_max", f"{p.q_max}", "highest ladder level with p95 TTFAB <= SLO (measured)"),
+        ("C_scale_max", f"{t.c_scale_max:g}", f"(1 - h) x Q_max = {1 - h:g} x {p.q_max}"),
+        ("C_scale_min", f"{t.c_scale_min:g}", f"(1 - 2h) x Q_max = {1 - 2 * h:g} x {p.q_max}"),
+        ("W_max", f"{t.w_max_s:.3f} s", f"SLO - S_p95 = {i.slo_ms:g} ms - uncontended p95"),
+        ("scaling_target_value", f"{t.scaling_target_value:g}", "C_scale_max x CloudWatch/client ratio"),
+        ("scale_in_threshold", f"{t.scale_in_threshold:g}", "C_scale_min x CloudWatch/client ratio"),
+        ("scale_out_cooldown", f"{c.scale_out_s} s", f"clamp(T_measured / 2, 10, 30) = clamp({tt.measured_s:.1f} / 2)"),
+        (
+            "reaction bound",
+            f"{tt.reaction_bound_s:g} s",
+            f"period {a.metric_period_s} s x {a.datapoints_to_alarm} datapoints + {c.scale_out_s} s cooldown",
+        ),
+        ("T_total (planning)", f"{tt.planning_s:.1f} s", f"measured {tt.measured_s:.1f} s + reaction {tt.reaction_bound_s:g} s"),
+        ("scale_in_cooldown", f"{c.scale_in_s} s", f"max(300, 3 x T_total) = max(300, 3 x {tt.planning_s:.1f})"),
+        ("queue_max_depth", f"{p.queue_max_depth}", "Q_max, enforced by the container (503 queue_saturated)"),
+        ("min_instances", f"{f.min_instances}", f"max(floor {i.min_instances}, trough {i.trough_rps:g} rps / X(C_scale_min))"),
+        (
+            "max_instances",
+            f"{f.max_instances}",
+            f"peak {i.peak_rps:g} rps / X(C_scale_max) {p.capacity.throughput_at_target_rps:.2f} rps",
+        ),
+        ("min_safe_instances", f"{f.min_safe_instances}", "smallest N with N/(N-1) <= C_scale_max/C_scale_min"),
+        ("utilization at target", f"{100 * p.surge.utilization:.1f}%", "lambda / X_sat, lambda giving mean occupancy C_scale_max"),
+        (
+            "P(reach Q_max in T_total)",
+            f"{100 * p.surge.reach_qmax_probability:.1f}%",
+            f"birth-death chain on the measured X(n), traffic x{i.surge_ratio:g} ramp",
+        ),
+        ("TTFAB alarm", f"{a.ttfab_p95_alarm_ms:g} ms", "measured uncontended p95 TTFAB (lowest ladder level)"),
+        ("saturation alarm", f"{a.saturation_concurrency:g}", "Q_max x CloudWatch/client ratio"),
+        (
+            "scale-in window",
+            f"{a.scale_in_evaluation_periods} x {a.metric_period_s} s",
+            "periods at or below C_scale_min before removing one instance",
+        ),
+    ]
+
+
+def render_plan(p: PlanArtifact) -> str:
+    rows = plan_rows(p)
+    w_name = max(len(r[0]) for r in rows)
+    w_val = max(len(r[1]) for r in rows)
+    lines = [
+        f"plan for {p.model} on {p.fingerprint.instance_type} ({p.fingerprint.slug}), origin {p.provenance.origin}",
+        f"inputs: SLO {p.inputs.slo_ms:g} ms p95 TTFAB, surge x{p.inputs.surge_ratio:g}, "
+        f"peak {p.inputs.peak_rps:g} rps, trough {p.inputs.trough_rps:g} rps, floor {p.inputs.min_instances}",
+        "",
+    ]
+    lines += [f"  {n:<{w_name}}  {v:>{w_val}}   {fm}" for n, v, fm in rows]
+    lines += ["", "findings:"]
+    lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
+    lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]
+    return "\n".join(lines)

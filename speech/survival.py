@@ -1,0 +1,150 @@
+"""Throughput curve and surge survival as an exact birth-death chain.
+
+An instance holding n requests completes them at the rate the ladder measured at concurrency n,
+X(n) requests/s (a closed-loop level at n is exactly "n in the system"). Arrivals are Poisson at
+rate lambda. Then:
+
+* the stationary mean occupancy fixes lambda for "the instance sits at C_scale_max";
+* utilization = lambda / X_sat, X_sat the throughput the curve saturates at;
+* the chance of reaching Q_max before a new instance arrives is the absorption probability of the
+  chain (Q_max absorbing) after one planning T_total, computed with a sparse matrix exponential,
+  so the number is deterministic (no Monte Carlo).
+
+For a one-at-a-time server X(n) = 1/S and the chain is M/M/1: utilization = L / (1 + L).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.linalg import expm
+from scipy.sparse import diags
+from scipy.sparse.linalg import expm_multiply
+
+RAMP_STEPS = 32
+"""Piecewise-constant steps used for a ramping arrival rate (exact per step)."""
+DENSE_MAX_STATES = 400
+"""Up to this many states a dense matrix exponential is faster than the sparse Krylov one."""
+
+
+def throughput_at(levels: Sequence[tuple[int, float]], concurrency: float) -> float:
+    """Measured throughput (requests/s) at a concurrency, linear between ladder levels.
+
+    ``levels`` is (concurrency, throughput_rps) in increasing concurrency. Below the first level
+    the curve runs linearly from (0, 0); past the last level it stays flat (no evidence of more).
+    """
+    if concurrency <= 0:
+        return 0.0
+    xs = [0.0] + [float(c) for c, _ in levels]
+    ys = [0.0] + [float(x) for _, x in levels]
+    return float(np.interp(concurrency, xs, ys))
+
+
+def service_rates(levels: Sequence[tuple[int, float]], n_max: int) -> np.ndarray:
+    """X(1..n_max): the departure rate with n requests in the system, requests/s."""
+    return np.array([throughput_at(levels, n) for n in range(1, n_max + 1)], dtype=float)
+
+
+def saturation_rps(levels: Sequence[tuple[int, float]]) -> float:
+    """Throughput the curve saturates at: the rate at and beyond the last measured level."""
+    return float(levels[-1][1])
+
+
+def _log_weights(arrival_rps: float, rates: np.ndarray) -> np.ndarray:
+    """log of the unnormalized stationary weights w(n) = prod_{k<=n} lambda / X(k), n = 0..M."""
+    with np.errstate(divide="ignore"):
+        steps = np.log(arrival_rps) - np.log(rates)
+    return np.concatenate([[0.0], np.cumsum(steps)])
+
+
+def stationary(arrival_rps: float, rates: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Stationary distribution on 0..M plus the geometric tail past M (X flat at X(M)).
+
+    Returns (pi on 0..M, tail mass, mean occupancy). Requires lambda < X(M).
+    """
+    m = len(rates)
+    r = arrival_rps / rates[-1]
+    if not 0 < r < 1:
+        raise ValueError(f"arrival rate {arrival_rps} must be below the saturated throughput {rates[-1]}")
+    logw = _log_weights(arrival_rps, rates)
+    shift = logw.max()
+    w = np.exp(logw - shift)
+    tail_mass = w[-1] * r / (1 - r)
+    tail_mean = w[-1] * (m * r / (1 - r) + r / (1 - r) ** 2)
+    total = w.sum() + tail_mass
+    mean = (np.dot(np.arange(m + 1), w) + tail_mean) / total
+    return w / total, tail_mass / total, float(mean)
+
+
+def arrival_for_mean_occupancy(mean_target: float, rates: np.ndarray, *, rel_tol: float = 1e-12) -> float:
+    """The Poisson arrival rate (requests/s) at which the stationary mean occupancy is the target.
+
+    The mean rises monotonically with lambda from 0 to infinity on (0, X_sat): bisection.
+    """
+    lo, hi = 0.0, float(rates[-1])
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid <= 0:
+            break
+        if stationary(mid, rates)[2] < mean_target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rel_tol * hi:
+            break
+    return (lo + hi) / 2
+
+
+def _generator(arrival_rps: float, rates: np.ndarray, absorbing: int):
+    """Sparse transposed generator on 0..absorbing, with `absorbing` absorbing (column form)."""
+    n = absorbing + 1
+    up = np.full(n - 1, arrival_rps)  # n -> n+1 for n < absorbing
+    down = np.array([rates[k - 1] for k in range(1, absorbing)], dtype=float)  # k -> k-1, k < absorbing
+    diag = np.zeros(n)
+    diag[:absorbing] -= arrival_rps
+    diag[1:absorbing] -= down
+    # Q^T: column j holds rates out of j. Sub-diagonal of Q^T = up-moves, super-diagonal = down-moves.
+    super_diag = np.concatenate([down, [0.0]])
+    return diags([up, diag, super_diag], [-1, 0, 1], format="csc")
+
+
+def start_distribution(occupancy: float, size: int) -> np.ndarray:
+    """Mass split between floor and ceil of a non-integer occupancy, so 37.5 means 37 or 38."""
+    p = np.zeros(size)
+    lo = int(math.floor(occupancy))
+    frac = occupancy - lo
+    p[min(lo, size - 1)] += 1 - frac
+    p[min(lo + 1, size - 1)] += frac
+    return p
+
+
+def reach_probability(
+    *,
+    start_occupancy: float,
+    q_max: int,
+    arrival_rps: float,
+    rates: np.ndarray,
+    horizon_s: float,
+    ramp_ratio: float = 1.0,
+    steps: int = RAMP_STEPS,
+) -> float:
+    """P(occupancy reaches q_max within horizon_s), starting at start_occupancy.
+
+    Arrivals ramp linearly from lambda to lambda * ramp_ratio over the horizon, applied as
+    ``steps`` piecewise-constant segments at their midpoint rate (exact when ramp_ratio is 1).
+    """
+    if q_max <= 0:
+        return 1.0
+    if start_occupancy >= q_max:
+        return 1.0
+    p = start_distribution(start_occupancy, q_max + 1)
+    segments = 1 if ramp_ratio == 1.0 else steps
+    dt = horizon_s / segments
+    for i in range(segments):
+        lam = arrival_rps * (1 + (ramp_ratio - 1) * (i + 0.5) / segments)
+        gen = _generator(lam, rates, q_max) * dt
+        p = expm(gen.toarray()) @ p if q_max + 1 <= DENSE_MAX_STATES else expm_multiply(gen, p)
+        p = np.clip(p, 0.0, None)
+    return float(min(1.0, max(0.0, p[q_max] / p.sum())))
