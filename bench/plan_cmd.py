@@ -35,6 +35,14 @@ FLAG_OF = {
     "min_instances": "--min-instances",
 }
 
+FIX_OF = {
+    "--slo-ms": "pass the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000",
+    "--surge-ratio": "choose 1 <= X < 1.5, e.g. --surge-ratio 1.25 (at 1.5 the scale-in threshold reaches 0)",
+    "--peak-rps": "pass the busiest-hour rate in requests per second, e.g. --peak-rps 500",
+    "--trough-rps": "pass the quietest-hour rate in requests per second (> 0)",
+    "--min-instances": "real-time variants need at least 1 instance",
+}
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact (bench qmax)")
@@ -65,9 +73,11 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
         )
     except ValidationError as err:
         e = err.errors()[0]
-        field = str(e["loc"][0]) if e["loc"] else ""
-        flag = FLAG_OF.get(field, "--trough-rps/--peak-rps")
-        raise UsageError(f"{flag}: {e['msg']} (got {e.get('input')!r})") from None
+        if e["loc"]:
+            flag = FLAG_OF.get(str(e["loc"][0]), str(e["loc"][0]))
+            raise UsageError(f"{flag}: {e['msg'].lower()} (got {e.get('input')!r}); {FIX_OF.get(flag, 'see --help')}") from None
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"--trough-rps/--peak-rps: {msg}; the trough cannot exceed the peak") from None
 
 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs, q: QmaxArtifact, t: TtotalArtifact) -> ModelConfig:

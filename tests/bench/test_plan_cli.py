@@ -1,0 +1,146 @@
+"""`python -m bench plan`: report, artifact, stack config, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from bench.cli import main
+from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.config import ModelConfig
+from speech.files import load_artifact
+
+ROOT = Path(__file__).resolve().parents[2]
+QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
+TTOTAL = ROOT / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
+
+
+def args(out: Path, *extra: str, qmax: Path = QMAX, ttotal: Path = TTOTAL) -> list[str]:
+    return [
+        "plan", "--qmax", str(qmax), "--ttotal", str(ttotal), "--slo-ms", "3000", "--surge-ratio", "1.25",
+        "--peak-rps", "5000", "--trough-rps", "10", "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def test_reference_report_and_artifact(tmp_path, capsys):
+    assert main(args(tmp_path)) == 0
+    out = capsys.readouterr().out
+    for needle in ("C_scale_max", "37.5", "(1 - h) x Q_max", "960 s", "[WARN] surge_survival", "97.4%", "verdict: WARN"):
+        assert needle in out
+    plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
+    assert plan.thresholds.c_scale_max == 37.5 and 280 <= plan.fleet.max_instances <= 320
+
+
+def test_json_output_is_the_artifact(tmp_path, capsys):
+    assert main(args(tmp_path, "--json")) == 0
+    printed = PlanArtifact.model_validate_json(capsys.readouterr().out)
+    assert printed == load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
+
+
+def test_stop_finding_exits_1(tmp_path, capsys):
+    argv = args(tmp_path)
+    argv[argv.index("--slo-ms") + 1] = "50"
+    assert main(argv) == 1
+    assert "[STOP] slo_feasible" in capsys.readouterr().out
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize(
+    "case,expect",
+    [
+        ("missing", "no such file"),
+        ("invalid-json", "invalid JSON"),
+        ("schema-version", "schema_version 9 is not supported"),
+        ("negative-rate", "--peak-rps"),
+        ("zero-rate", "--peak-rps"),
+        ("negative-trough", "--trough-rps"),
+        ("surge-high", "--surge-ratio"),
+        ("surge-low", "--surge-ratio"),
+        ("fingerprint", "--allow-config-mismatch"),
+    ],
+)
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, case, expect):
+    out = tmp_path / "out"
+    q, t = QMAX, TTOTAL
+    extra: list[str] = []
+    argv_edit: dict[str, str] = {}
+    if case == "missing":
+        q = tmp_path / "nope.json"
+    elif case == "invalid-json":
+        q = _write(tmp_path, "q.json", "{not json")
+    elif case == "schema-version":
+        data = json.loads(QMAX.read_text())
+        q = _write(tmp_path, "q.json", json.dumps({**data, "schema_version": 9}))
+    elif case == "negative-rate":
+        argv_edit["--peak-rps"] = "-5"
+    elif case == "zero-rate":
+        argv_edit["--peak-rps"] = "0"
+    elif case == "negative-trough":
+        argv_edit["--trough-rps"] = "-1"
+    elif case == "surge-high":
+        argv_edit["--surge-ratio"] = "1.5"
+    elif case == "surge-low":
+        argv_edit["--surge-ratio"] = "0.9"
+    elif case == "fingerprint":
+        data = json.loads(TTOTAL.read_text())
+        data["fingerprint"] = {"instance_type": "ml.g6.xlarge", "image_digest": "sha256:" + "a" * 64,
+                               "slug": "g6xlarge-aaaaaaaa"}  # fmt: skip
+        t = _write(tmp_path, "t.json", json.dumps(data))
+    argv = args(out, "--stack", "dev", "--stack-dir", str(out), qmax=q, ttotal=t) + extra
+    for flag, value in argv_edit.items():
+        argv[argv.index(flag) + 1] = value
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert expect in err
+    assert len(err.splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_mismatch_allowed_is_a_warn_finding(tmp_path, capsys):
+    data = json.loads(TTOTAL.read_text())
+    data["fingerprint"] = {"instance_type": "ml.g6.xlarge", "image_digest": "sha256:" + "a" * 64,
+                           "slug": "g6xlarge-aaaaaaaa"}  # fmt: skip
+    t = _write(tmp_path, "t.json", json.dumps(data))
+    assert main(args(tmp_path / "o", "--allow-config-mismatch", ttotal=t)) == 0
+    plan = load_artifact(tmp_path / "o/plan-kokoro-82m.json", PlanArtifact)
+    assert plan.finding("fingerprint").level == "warn"
+
+
+def test_stack_config_keeps_other_keys(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.dev.yaml"
+    stack.write_text(
+        "# team settings\nconfig:\n  aws:region: eu-west-1  # where we run\n  other:key: keep-me\n"
+        "  speech-endpoints:models:\n    other-model:\n      instance_type: ml.g5.2xlarge\n"
+    )
+    assert main(args(tmp_path, "--stack", "dev", "--stack-dir", str(tmp_path))) == 0
+    text = stack.read_text()
+    assert "# team settings" in text and "# where we run" in text
+    config = YAML(typ="safe").load(text)["config"]
+    assert config["aws:region"] == "eu-west-1" and config["other:key"] == "keep-me"
+    models = config["speech-endpoints:models"]
+    assert models["other-model"] == {"instance_type": "ml.g5.2xlarge"}
+    entry = ModelConfig.model_validate(models["kokoro-82m"])
+    assert entry.measurements.qmax == load_artifact(QMAX, QmaxArtifact)
+    assert entry.measurements.ttotal == load_artifact(TTOTAL, TtotalArtifact)
+    assert entry.plan.peak_rps == 5000 and entry.plan.surge_ratio == 1.25
+    assert entry.instance_type == "ml.g5.xlarge" and entry.image_digest.startswith("sha256:8b1b96bc")
+
+
+def test_plan_imports_neither_pulumi_nor_boto3(tmp_path):
+    code = (
+        "import sys; from bench.cli import main; rc = main(sys.argv[1:]);"
+        "bad = [m for m in ('pulumi', 'boto3', 'botocore') if m in sys.modules];"
+        "assert not bad, bad; sys.exit(rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code, *args(tmp_path, "--json")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -1,0 +1,92 @@
+"""Artifact schemas, slugs, atomic writes and loader errors."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from speech.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact, make_slug, qmax_filename
+from speech.errors import ArtifactError
+from speech.files import atomic_write_text, load_artifact, write_artifact
+
+
+def test_slug_from_instance_and_digest():
+    assert make_slug("ml.g5.xlarge", "sha256:8b1b96bc4dc0b30d" + "0" * 48) == "g5xlarge-8b1b96bc"
+    with pytest.raises(ValueError, match="does not match"):
+        Fingerprint(instance_type="ml.g5.xlarge", image_digest="sha256:" + "1" * 64, slug="g5xlarge-8b1b96bc")
+
+
+def test_reference_filenames_encode_what_was_measured(qmax_ref):
+    assert qmax_filename(qmax_ref) == "qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
+
+
+def test_roundtrip_is_identical(tmp_path, qmax_ref):
+    path = write_artifact(tmp_path / "q.json", qmax_ref)
+    assert load_artifact(path, QmaxArtifact) == qmax_ref
+
+
+def test_artifacts_are_frozen_and_strict(qmax_ref):
+    with pytest.raises(Exception):
+        qmax_ref.q_max = 3  # type: ignore[misc]
+    data = json.loads(qmax_ref.model_dump_json())
+    data["surprise"] = 1
+    with pytest.raises(Exception, match="surprise"):
+        QmaxArtifact.model_validate(data)
+
+
+def test_missing_file_names_path(tmp_path):
+    with pytest.raises(ArtifactError, match=r"nope\.json: no such file"):
+        load_artifact(tmp_path / "nope.json", QmaxArtifact)
+
+
+def test_invalid_json_names_line(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text('{"kind": "qmax",\n  oops}')
+    with pytest.raises(ArtifactError, match=r"bad\.json: invalid JSON at line 2"):
+        load_artifact(p, QmaxArtifact)
+
+
+def test_wrong_schema_version_and_kind(tmp_path, qmax_ref):
+    data = json.loads(qmax_ref.model_dump_json())
+    p = tmp_path / "v.json"
+    p.write_text(json.dumps({**data, "schema_version": 7}))
+    with pytest.raises(ArtifactError, match="schema_version 7 is not supported"):
+        load_artifact(p, QmaxArtifact)
+    with pytest.raises(ArtifactError, match="is a 'qmax' artifact, expected 'ttotal'"):
+        load_artifact(p.with_name("v.json"), TtotalArtifact)
+
+
+def test_field_error_names_the_field(tmp_path, qmax_ref):
+    data = json.loads(qmax_ref.model_dump_json())
+    data["ladder"][2]["ttfab_p95_ms"] = "fast"
+    p = tmp_path / "f.json"
+    p.write_text(json.dumps(data))
+    with pytest.raises(ArtifactError, match=r"field ladder\.2\.ttfab_p95_ms"):
+        load_artifact(p, QmaxArtifact)
+
+
+def test_ladder_must_increase(qmax_ref):
+    data = json.loads(qmax_ref.model_dump_json())
+    data["ladder"][1], data["ladder"][2] = data["ladder"][2], data["ladder"][1]
+    with pytest.raises(Exception, match="strictly increase"):
+        QmaxArtifact.model_validate(data)
+
+
+def test_ttotal_sum_is_checked(ttotal_ref):
+    data = json.loads(ttotal_ref.model_dump_json())
+    data["planning_total_s"] = 100.0
+    with pytest.raises(Exception, match="planning_total_s"):
+        TtotalArtifact.model_validate(data)
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+    target = tmp_path / "a.json"
+    target.write_text("old")
+
+
+    with pytest.raises(TypeError):
+        atomic_write_text(target, 12345)  # type: ignore[arg-type]
+    assert target.read_text() == "old"
+    assert os.listdir(tmp_path) == ["a.json"]

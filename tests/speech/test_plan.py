@@ -1,0 +1,242 @@
+"""The plan on the reference run, on synthetic ladders, and its invariants."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from speech.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
+from speech.artifacts import TtotalArtifact
+from speech.config import PlanInputs
+from speech.files import load_artifact
+from speech.errors import FingerprintMismatch, PlanInputError
+from speech.plan import build_plan, c_scale_max, c_scale_min, headroom, min_safe_instances
+from speech.survival import (
+    arrival_for_mean_occupancy,
+    reach_probability,
+    service_rates,
+    stationary,
+)
+
+TTOTAL_REF = Path(__file__).resolve().parents[2] / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
+REF_INPUTS = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=5000, trough_rps=10)
+
+
+def test_reference_plan_numbers(qmax_ref, ttotal_ref):
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS)
+    assert p.thresholds.c_scale_max == 37.5
+    assert p.thresholds.c_scale_min == 25.0
+    assert p.thresholds.w_max_s == pytest.approx(2.934, abs=5e-4)
+    assert p.thresholds.scaling_target_value == 37.5  # CloudWatch/client ratio 1.0
+    assert (p.cooldowns.scale_out_s, p.cooldowns.scale_in_s) == (30, 960)
+    assert p.queue_max_depth == 50
+    assert p.t_total.reaction_bound_s == 60
+    assert round(p.t_total.planning_s, 1) == 320.2
+    assert p.fleet.min_safe_instances == 3
+    assert p.fleet.min_instances == 1
+    assert 280 <= p.fleet.max_instances <= 320
+    assert p.alarms.ttfab_p95_alarm_ms == pytest.approx(65, abs=1)
+
+    surge = p.finding("surge_survival")
+    assert surge.level == "warn" and "97.4%" in surge.message
+    # X(1) = 16.08 < 17.9, so the real curve sits a hair below the M/M/1 value L/(1+L).
+    assert p.surge.utilization == pytest.approx(37.5 / 38.5, abs=1e-3)
+    assert p.finding("scale_in_safety").level == "warn"
+    assert "safe from 3" in p.finding("scale_in_safety").message
+
+    fleet = p.finding("fleet_capacity")
+    # The finding must say why 9 (Little's law on S) is wrong for this endpoint.
+    assert p.capacity.littles_law_instances == 9
+    assert "9" in fleet.message and str(p.fleet.max_instances) in fleet.message
+    assert p.capacity.littles_law_capacity_rps < 200
+    assert p.verdict == "warn"
+
+
+def _ladder_artifact(levels: list[tuple[int, float, float]], *, slo_ms: float = 3000.0, q_max: int, s_ms: float):
+    """levels: (concurrency, p95 ms, throughput rps)."""
+    ladder = [
+        LadderLevel(
+            concurrency=c,
+            completed=int(x * 60),
+            ok=int(x * 60),
+            ttfab_p50_ms=p95 * 0.95,
+            ttfab_p95_ms=p95,
+            ttfab_p99_ms=p95 * 1.02,
+            throughput_rps=x,
+            client_concurrency_mean=float(c),
+            meets_slo=p95 <= slo_ms,
+        )
+        for c, p95, x in levels
+    ]
+    failing = [lv.concurrency for lv in ladder if not lv.meets_slo]
+    return QmaxArtifact(
+        model="kokoro-82m",
+        transport="stream",
+        fingerprint=Fingerprint.of("ml.g5.xlarge", "sha256:" + "8b1b96bc" + "0" * 56),
+        slo=Slo(ttfab_p95_ms=slo_ms),
+        ladder=ladder,
+        q_max=q_max,
+        bracketed=bool(failing),
+        first_failing_concurrency=failing[0] if failing else None,
+        service_time=ServiceTime(mean_ms=s_ms, p95_ms=s_ms * 1.08),
+        cloudwatch_ratio=1.0,
+        provenance=Provenance(origin="measured", source="test"),
+    )
+
+
+def test_batching_ladder_differs_from_one_at_a_time(qmax_ref, ttotal_ref):
+    """A server whose throughput rises with concurrency needs fewer instances and sits less utilized."""
+    t = ttotal_ref.model_copy(update={"fingerprint": Fingerprint.of("ml.g5.xlarge", "sha256:" + "8b1b96bc" + "0" * 56)})
+    s = 61.3
+    # Batching up to 64 requests at once: X(n) = n / S, p95 flat at about S until the batch is full.
+    batching = [(c, s * 1.1, c / (s / 1000)) for c in (1, 8, 16, 32, 48, 64)] + [(80, 4000.0, 64 / (s / 1000))]
+    flat = [(c, s * c, 1000 / s) for c in (1, 4, 8, 16, 32, 48, 64)]
+    q_batch = _ladder_artifact(batching, q_max=64, s_ms=s)
+    q_flat = _ladder_artifact(flat, q_max=48, s_ms=s)
+    pb = build_plan(q_batch, t, REF_INPUTS)
+    pf = build_plan(q_flat, t, REF_INPUTS)
+
+    # One-at-a-time: M/M/1, utilization L/(1+L) at L = C_scale_max.
+    assert pf.surge.utilization == pytest.approx(pf.thresholds.c_scale_max / (1 + pf.thresholds.c_scale_max), abs=1e-6)
+    # Batching: the chain's own answer, far from the M/M/1 formula.
+    mm1 = pb.thresholds.c_scale_max / (1 + pb.thresholds.c_scale_max)
+    assert pb.surge.utilization < mm1 - 0.05
+    # Fleet from the measured throughput at the target: 16 / S rps per instance.
+    x_target = pb.thresholds.c_scale_max / (s / 1000)
+    assert pb.capacity.throughput_at_target_rps == pytest.approx(x_target, rel=1e-3)
+    assert pb.fleet.max_instances == math.ceil(5000 / x_target)
+    assert pf.fleet.max_instances == math.ceil(5000 / (1000 / s))
+    assert pb.fleet.max_instances < pf.fleet.max_instances / 10
+    # At mean occupancy 48 with 64 served at once, about 48/64 of capacity is in use.
+    assert pb.surge.utilization == pytest.approx(0.75, abs=0.02)
+
+
+def test_flat_throughput_chain_is_mm1():
+    mu, lam = 17.9, 17.0
+    rates = np.full(5, mu)
+    pi, tail, mean = stationary(lam, rates)
+    rho = lam / mu
+    assert mean == pytest.approx(rho / (1 - rho), rel=1e-9)
+    assert pi == pytest.approx([(1 - rho) * rho**n for n in range(6)], rel=1e-9)
+    lam_fit = arrival_for_mean_occupancy(37.5, rates)
+    assert lam_fit / mu == pytest.approx(37.5 / 38.5, rel=1e-9)
+
+
+def _uniformized_reach(start: int, q: int, lam: float, mu: float, horizon_s: float) -> float:
+    """Independent check: discrete-time uniformized chain with Poisson weights (M/M/1, absorbing q)."""
+    rate = lam + mu
+    step = np.zeros((q + 1, q + 1))
+    for n in range(q):
+        step[n, n + 1] = lam / rate
+        if n > 0:
+            step[n, n - 1] = mu / rate
+        step[n, n] = 1 - step[n].sum()
+    step[q, q] = 1.0
+    p = np.zeros(q + 1)
+    p[start] = 1.0
+    total = np.zeros(q + 1)
+    weight = math.exp(-rate * horizon_s)
+    k = 0
+    while k < 20 * rate * horizon_s + 100:
+        total += weight * p
+        p = p @ step
+        k += 1
+        weight *= rate * horizon_s / k
+    return float(total[q])
+
+
+@pytest.mark.parametrize("start,q,lam,horizon", [(2, 6, 8.0, 0.5), (5, 10, 9.0, 1.5), (0, 4, 5.0, 2.0)])
+def test_transient_reach_matches_uniformization(start, q, lam, horizon):
+    mu = 10.0
+    got = reach_probability(
+        start_occupancy=start, q_max=q, arrival_rps=lam, rates=np.full(q, mu), horizon_s=horizon
+    )
+    assert got == pytest.approx(_uniformized_reach(start, q, lam, mu, horizon), abs=1e-8)
+
+
+def test_ramping_traffic_raises_reach_probability():
+    rates = np.full(10, 10.0)
+    common = dict(start_occupancy=5, q_max=10, arrival_rps=8.0, rates=rates, horizon_s=1.0)
+    assert reach_probability(**common, ramp_ratio=1.3) > reach_probability(**common)
+
+
+def test_slo_below_uncontended_p95_is_stop(qmax_ref, ttotal_ref):
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"slo_ms": 60.0}))
+    assert p.finding("slo_feasible").level == "stop"
+    assert "66.1 ms" in p.finding("slo_feasible").message
+    assert p.verdict == "stop"
+
+
+def test_unbracketed_ladder_is_lower_bound_warn(ttotal_ref):
+    q = _ladder_artifact([(1, 60, 16), (5, 290, 17.9), (10, 570, 17.9)], q_max=10, s_ms=61.3)
+    t = ttotal_ref.model_copy(update={"fingerprint": q.fingerprint})
+    f = build_plan(q, t, REF_INPUTS).finding("qmax_bracketed")
+    assert f.level == "warn" and "lower bound" in f.message
+
+
+def test_fingerprint_mismatch_refused_unless_allowed(qmax_ref, ttotal_ref):
+    other = ttotal_ref.model_copy(update={"fingerprint": Fingerprint.of("ml.g6.xlarge", "sha256:" + "a" * 64)})
+    with pytest.raises(FingerprintMismatch, match="allow-config-mismatch"):
+        build_plan(qmax_ref, other, REF_INPUTS)
+    p = build_plan(qmax_ref, other, REF_INPUTS, allow_config_mismatch=True)
+    assert p.finding("fingerprint").level == "warn"
+
+
+def test_max_instances_cap_below_need_is_stop(qmax_ref, ttotal_ref):
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS, max_instances_cap=9)
+    f = p.finding("fleet_capacity")
+    assert f.level == "stop" and "280" in f.message and p.fleet.max_instances == 9
+
+
+def test_invocation_ceiling_stops_a_queue_that_cannot_drain_in_60s(ttotal_ref):
+    slow = [(c, 900.0 * c, 1.0) for c in (1, 2, 4, 8, 16, 32, 64, 80)]
+    q = _ladder_artifact(slow, slo_ms=100000, q_max=80, s_ms=900)
+    t = ttotal_ref.model_copy(update={"fingerprint": q.fingerprint})
+    p = build_plan(q, t, REF_INPUTS.model_copy(update={"slo_ms": 100000}))
+    assert p.finding("invocation_ceiling").level == "stop"
+
+
+@pytest.mark.parametrize("surge", [1.5, 1.7, 0.99])
+def test_surge_out_of_range_refused(surge):
+    with pytest.raises(PlanInputError):
+        headroom(surge)
+
+
+def test_min_safe_instances_at_quarter_headroom():
+    assert min_safe_instances(37.5, 25.0) == 3
+    assert min_safe_instances(45.0, 40.0) == 9  # h = 0.05 on Q_max 50: 9/8 <= 1.125
+
+
+@settings(max_examples=200, deadline=None)
+@given(q=st.integers(1, 500), surge=st.floats(1.0, 1.49), dq=st.integers(0, 100), ds=st.floats(0.0, 0.2))
+def test_threshold_invariants(q, surge, dq, ds):
+    h = headroom(surge)
+    lo, hi = c_scale_min(q, h), c_scale_max(q, h)
+    assert lo < hi <= q or (h == 0 and lo == hi == q)
+    # More Q_max never lowers a threshold.
+    assert c_scale_max(q + dq, h) >= hi and c_scale_min(q + dq, h) >= lo
+    # A larger surge never raises C_scale_max.
+    bigger = min(1.49, surge + ds)
+    assert c_scale_max(q, headroom(bigger)) <= hi + 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    x=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=6),
+    surge=st.floats(1.01, 1.49),
+)
+def test_plan_survival_is_a_probability(x, surge):
+    ttotal_ref = load_artifact(TTOTAL_REF, TtotalArtifact)
+    xs = sorted(x)
+    levels = [(c, 50.0 * c, xs[i]) for i, c in enumerate([1, 2, 4, 8, 16, 32][: len(xs)])]
+    q = _ladder_artifact(levels, q_max=levels[-1][0], s_ms=50.0)
+    t = ttotal_ref.model_copy(update={"fingerprint": q.fingerprint})
+    p = build_plan(q, t, REF_INPUTS.model_copy(update={"surge_ratio": surge}))
+    assert 0.0 <= p.surge.survival <= 1.0
+    assert 0.0 <= p.surge.utilization <= 1.0
+    assert p.thresholds.c_scale_min < p.thresholds.c_scale_max <= p.q_max
