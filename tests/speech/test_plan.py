@@ -225,7 +225,7 @@ def test_threshold_invariants(q, surge, dq, ds):
     assert c_scale_max(q, headroom(bigger)) <= hi + 1e-12
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     x=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=6),
     surge=st.floats(1.01, 1.49),
