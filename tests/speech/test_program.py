@@ -179,3 +179,15 @@ def test_config_error_ends_the_program_cleanly(kokoro_entry, write_stack):
     with pytest.raises(pulumi.RunError) as err:
         program()
     assert str(err.value).startswith("ConfigError: speech-endpoints:models.kokoro-82m.plan.surge_ratio: ")
+
+
+def test_dashboard_shows_thresholds_slo_and_pressure(dev_run):
+    mocks, _ = dev_run
+    body = json.loads(_one(mocks, "aws:cloudwatch/dashboard:Dashboard")["dashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"]}
+    lines = {a["value"] for a in widgets["Concurrency per instance vs thresholds"]["annotations"]["horizontal"]}
+    assert {37.5, 25.0, 50.0} <= lines
+    assert widgets["TTFAB p95 vs SLO (ms)"]["annotations"]["horizontal"][0]["value"] == 3000.0
+    metrics = json.dumps([w["metrics"] for w in widgets.values()])
+    assert "SpeechEndpoints/Container" in metrics and "PressureIndex" in metrics and "Invocation5XXErrors" in metrics
+    assert all(w["region"] == "us-east-1" for w in widgets.values())
