@@ -1,0 +1,5 @@
+"""speech-endpoints: measured autoscaling for speech endpoints (see speech/program.py)."""
+
+from speech.program import main
+
+main()

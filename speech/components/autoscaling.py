@@ -1,0 +1,200 @@
+"""Autoscaling of one endpoint variant, every number from the plan (DESIGN.md §5).
+
+Scale-out: target tracking on ConcurrentRequestsPerModel at the deployed C_scale_max, scale-in
+disabled there. Scale-in: a -1 step policy behind a sustained low-concurrency alarm with the long
+cooldown. Surge: a step policy that grows the fleet by a fraction at once when instances hit Q_max.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from ..artifacts import PlanArtifact
+from .endpoint import VARIANT
+
+METRIC = "ConcurrentRequestsPerModel"
+NAMESPACE = "AWS/SageMaker"
+DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+
+
+def resource_id(endpoint_name: str, variant: str = VARIANT) -> str:
+    return f"endpoint/{endpoint_name}/variant/{variant}"
+
+
+@dataclass(frozen=True)
+class SurgeStep:
+    percent: int
+    """PercentChangeInCapacity when an instance reaches Q_max."""
+    min_instances_added: int
+    """MinAdjustmentMagnitude: never fewer than this many at once."""
+
+
+def surge_adjustment(plan: PlanArtifact) -> SurgeStep:
+    """Instances at Q_max reject the rest (queue_max_depth), so true demand is unknown: assume the
+    planned surge is still coming on top and grow by surge_ratio x Q_max / C_scale_max, the factor
+    that brings saturated instances back to C_scale_max; at least what the smallest safe fleet
+    would add, so a small fleet adds several instances, not one."""
+    factor = plan.inputs.surge_ratio * plan.q_max / plan.thresholds.c_scale_max
+    grow = factor - 1.0
+    return SurgeStep(
+        percent=max(1, math.ceil(100 * grow - 1e-9)),
+        min_instances_added=max(2, math.ceil(plan.fleet.min_safe_instances * grow - 1e-9)),
+    )
+
+
+class AutoscalingArgs:
+    def __init__(
+        self,
+        *,
+        endpoint_name: str,
+        plan: PlanArtifact,
+        tags: Optional[dict[str, str]] = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        self.endpoint_name = endpoint_name
+        """Endpoint whose AllTraffic variant scales."""
+        self.plan = plan
+        """The measured plan (gate already passed): thresholds, fleet, cooldowns, alarms."""
+        self.tags = tags or {}
+        """Provenance tags for the scalable target and the alarms."""
+        self.depends_on = list(depends_on)
+        """The endpoint: the variant must exist before it can be registered."""
+
+
+class Autoscaling(pulumi.ComponentResource):
+    target: aws.appautoscaling.Target
+    scale_out: aws.appautoscaling.Policy
+    scale_in: aws.appautoscaling.Policy
+    surge: aws.appautoscaling.Policy
+
+    def __init__(self, name: str, args: AutoscalingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("speech:index:Autoscaling", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        p = args.plan
+        rid = resource_id(args.endpoint_name)
+        dims = {"EndpointName": args.endpoint_name, "VariantName": VARIANT}
+
+        self.target = aws.appautoscaling.Target(
+            f"{name}-target",
+            service_namespace="sagemaker",
+            scalable_dimension=DIMENSION,
+            resource_id=rid,
+            min_capacity=p.fleet.min_instances,
+            max_capacity=p.fleet.max_instances,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+        )
+        target = dict(
+            resource_id=self.target.resource_id,
+            scalable_dimension=self.target.scalable_dimension,
+            service_namespace=self.target.service_namespace,
+        )
+
+        self.scale_out = aws.appautoscaling.Policy(
+            f"{name}-scale-out",
+            name=f"{args.endpoint_name}-scale-out",
+            policy_type="TargetTrackingScaling",
+            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+                target_value=p.thresholds.scaling_target_value,
+                disable_scale_in=True,
+                scale_out_cooldown=p.cooldowns.scale_out_s,
+                scale_in_cooldown=p.cooldowns.scale_in_s,
+                customized_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationArgs(
+                    metric_name=METRIC,
+                    namespace=NAMESPACE,
+                    statistic="Maximum",
+                    dimensions=[
+                        aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationDimensionArgs(
+                            name=k, value=v
+                        )
+                        for k, v in dims.items()
+                    ],
+                ),
+            ),
+            opts=child,
+            **target,
+        )
+
+        self.scale_in = aws.appautoscaling.Policy(
+            f"{name}-scale-in",
+            name=f"{args.endpoint_name}-scale-in",
+            policy_type="StepScaling",
+            step_scaling_policy_configuration=aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs(
+                adjustment_type="ChangeInCapacity",
+                cooldown=p.cooldowns.scale_in_s,
+                metric_aggregation_type="Maximum",
+                step_adjustments=[
+                    aws.appautoscaling.PolicyStepScalingPolicyConfigurationStepAdjustmentArgs(
+                        scaling_adjustment=-1, metric_interval_upper_bound="0"
+                    )
+                ],
+            ),
+            opts=child,
+            **target,
+        )
+        self.scale_in_alarm = aws.cloudwatch.MetricAlarm(
+            f"{name}-scale-in-alarm",
+            name=f"{args.endpoint_name}-scale-in",
+            alarm_description=f"every instance at or below C_scale_min ({p.thresholds.scale_in_threshold:g}) for "
+            f"{p.alarms.scale_in_evaluation_periods} x {p.alarms.metric_period_s} s: remove one instance",
+            namespace=NAMESPACE,
+            metric_name=METRIC,
+            dimensions=dims,
+            statistic="Maximum",
+            period=p.alarms.metric_period_s,
+            evaluation_periods=p.alarms.scale_in_evaluation_periods,
+            datapoints_to_alarm=p.alarms.scale_in_evaluation_periods,
+            threshold=p.thresholds.scale_in_threshold,
+            comparison_operator="LessThanOrEqualToThreshold",
+            # An idle variant publishes no datapoints; an idle fleet should shrink to its floor.
+            treat_missing_data="breaching",
+            alarm_actions=[self.scale_in.arn],
+            tags=args.tags,
+            opts=child,
+        )
+
+        step = surge_adjustment(p)
+        self.surge_step = step
+        self.surge = aws.appautoscaling.Policy(
+            f"{name}-surge",
+            name=f"{args.endpoint_name}-surge",
+            policy_type="StepScaling",
+            step_scaling_policy_configuration=aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs(
+                adjustment_type="PercentChangeInCapacity",
+                min_adjustment_magnitude=step.min_instances_added,
+                cooldown=p.cooldowns.scale_out_s,
+                metric_aggregation_type="Maximum",
+                step_adjustments=[
+                    aws.appautoscaling.PolicyStepScalingPolicyConfigurationStepAdjustmentArgs(
+                        scaling_adjustment=step.percent, metric_interval_lower_bound="0"
+                    )
+                ],
+            ),
+            opts=child,
+            **target,
+        )
+        self.surge_alarm = aws.cloudwatch.MetricAlarm(
+            f"{name}-surge-alarm",
+            name=f"{args.endpoint_name}-surge",
+            alarm_description=f"an instance reached Q_max ({p.alarms.saturation_concurrency:g}): add "
+            f"{step.percent}% (at least {step.min_instances_added}) at once",
+            namespace=NAMESPACE,
+            metric_name=METRIC,
+            dimensions=dims,
+            statistic="Maximum",
+            period=p.alarms.metric_period_s,
+            evaluation_periods=p.alarms.datapoints_to_alarm,
+            datapoints_to_alarm=p.alarms.datapoints_to_alarm,
+            threshold=p.alarms.saturation_concurrency,
+            comparison_operator="GreaterThanOrEqualToThreshold",
+            treat_missing_data="notBreaching",
+            alarm_actions=[self.surge.arn],
+            tags=args.tags,
+            opts=child,
+        )
+        self.register_outputs({"resource_id": self.target.resource_id})

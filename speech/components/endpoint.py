@@ -1,0 +1,137 @@
+"""Endpoint of one model: SageMaker Model, endpoint configuration, endpoint (blue/green canary)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from ..artifacts import PlanArtifact
+from ..config import ModelConfig
+
+VARIANT = "AllTraffic"
+CANARY_PERCENT = 10
+CANARY_WAIT_S = 600
+"""Canary bake time: long enough for the TTFAB and error alarms (minutes) to see real traffic."""
+
+
+def container_environment(model: str, config: ModelConfig, plan: Optional[PlanArtifact]) -> dict[str, str]:
+    """The container's settings from the plan; user environment first so the plan wins.
+
+    Without a plan the queue depth stays the container's own default: there is no measured Q_max.
+    """
+    env = dict(config.environment)
+    env.update({"MODEL_NAME": model, "MODEL_DIR": "/opt/ml/model", "SLO_MS": f"{config.plan.slo_ms:g}"})
+    if plan is not None:
+        env["QUEUE_MAX_DEPTH"] = str(plan.queue_max_depth)
+        env["PRESSURE_CAPACITY_RPS"] = f"{plan.capacity.throughput_at_target_rps:g}"
+    return env
+
+
+class EndpointArgs:
+    def __init__(
+        self,
+        *,
+        endpoint_name: str,
+        image: pulumi.Input[str],
+        role_arn: pulumi.Input[str],
+        model_data_s3_uri: pulumi.Input[str],
+        instance_type: str,
+        initial_instance_count: int,
+        environment: dict[str, str],
+        rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
+        tags: Optional[dict[str, str]] = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        self.endpoint_name = endpoint_name
+        """Explicit endpoint name (``<stack>-<model>``) so alarms and scaling know it at preview."""
+        self.image = image
+        """Container image pinned by digest (``<repository url>@sha256:...``)."""
+        self.role_arn = role_arn
+        """SageMaker execution role."""
+        self.model_data_s3_uri = model_data_s3_uri
+        """S3 prefix holding the cached weights; SageMaker copies it to /opt/ml/model."""
+        self.instance_type = instance_type
+        """Instance type of the production variant."""
+        self.initial_instance_count = initial_instance_count
+        """The plan's min_instances (autoscaling takes over from there)."""
+        self.environment = environment
+        """Container environment (queue depth, SLO, ...)."""
+        self.rollback_alarm_names = list(rollback_alarm_names)
+        """Alarms that roll a blue/green deployment back."""
+        self.tags = tags or {}
+        """Provenance tags for the model and the endpoint."""
+        self.depends_on = list(depends_on)
+        """What must exist before the model (the weight cache run)."""
+
+
+class Endpoint(pulumi.ComponentResource):
+    model: aws.sagemaker.Model
+    endpoint_configuration: aws.sagemaker.EndpointConfiguration
+    endpoint: aws.sagemaker.Endpoint
+
+    def __init__(self, name: str, args: EndpointArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+        super().__init__("speech:index:Endpoint", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.model = aws.sagemaker.Model(
+            f"{name}-model",
+            execution_role_arn=args.role_arn,
+            primary_container=aws.sagemaker.ModelPrimaryContainerArgs(
+                image=args.image,
+                environment=args.environment,
+                model_data_source=aws.sagemaker.ModelPrimaryContainerModelDataSourceArgs(
+                    s3_data_sources=[
+                        aws.sagemaker.ModelPrimaryContainerModelDataSourceS3DataSourceArgs(
+                            s3_uri=args.model_data_s3_uri, s3_data_type="S3Prefix", compression_type="None"
+                        )
+                    ]
+                ),
+            ),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+        )
+        self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
+            f"{name}-config",
+            production_variants=[
+                aws.sagemaker.EndpointConfigurationProductionVariantArgs(
+                    variant_name=VARIANT,
+                    model_name=self.model.name,
+                    instance_type=args.instance_type,
+                    initial_instance_count=args.initial_instance_count,
+                    initial_variant_weight=1.0,
+                )
+            ],
+            tags=args.tags,
+            opts=child,
+        )
+        rollback = None
+        if args.rollback_alarm_names:
+            rollback = aws.sagemaker.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
+                alarms=[
+                    aws.sagemaker.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=a)
+                    for a in args.rollback_alarm_names
+                ]
+            )
+        self.endpoint = aws.sagemaker.Endpoint(
+            f"{name}-endpoint",
+            name=args.endpoint_name,
+            endpoint_config_name=self.endpoint_configuration.name,
+            deployment_config=aws.sagemaker.EndpointDeploymentConfigArgs(
+                blue_green_update_policy=aws.sagemaker.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
+                    traffic_routing_configuration=aws.sagemaker.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs(
+                        type="CANARY",
+                        wait_interval_in_seconds=CANARY_WAIT_S,
+                        canary_size=aws.sagemaker.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+                            type="CAPACITY_PERCENT", value=CANARY_PERCENT
+                        ),
+                    ),
+                    termination_wait_in_seconds=300,
+                    maximum_execution_timeout_in_seconds=3600,
+                ),
+                auto_rollback_configuration=rollback,
+            ),
+            tags=args.tags,
+            opts=child,
+        )
+        self.register_outputs({"endpoint_name": self.endpoint.name, "endpoint_arn": self.endpoint.arn})

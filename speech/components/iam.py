@@ -1,0 +1,142 @@
+"""IAM policy documents as small pure functions (ARNs in, dict out) so tests can read them.
+
+Least privilege: every statement names the bucket prefix, repository, log group or project it
+needs. The few actions AWS only grants on ``*`` (ecr:GetAuthorizationToken,
+cloudwatch:PutMetricData) are named one by one, and PutMetricData is pinned to our namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EMF_NAMESPACE = "SpeechEndpoints/Container"
+"""The container's CloudWatch embedded-metric namespace."""
+
+Doc = dict[str, Any]
+
+
+def assume_role_policy(service: str) -> Doc:
+    """Trust policy letting one AWS service (e.g. ``sagemaker.amazonaws.com``) assume the role."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}],
+    }
+
+
+def endpoint_log_group_arn(region: str, account: str, endpoint_name: str) -> str:
+    """SageMaker writes an endpoint's container logs to /aws/sagemaker/Endpoints/<name>."""
+    return f"arn:aws:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
+
+
+def _logs_statement(log_group_arn: str) -> Doc:
+    return {
+        "Sid": "OwnLogs",
+        "Effect": "Allow",
+        "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+        "Resource": [log_group_arn, f"{log_group_arn}:*"],
+    }
+
+
+def execution_role_policy(
+    *, bucket_arn: str, weights_prefix: str, repository_arn: str, log_group_arn: str
+) -> Doc:
+    """SageMaker execution role: read its own weights, pull its own image, write its own logs/metrics."""
+    prefix = weights_prefix.strip("/")
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "ReadOwnWeights",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": [f"{bucket_arn}/{prefix}/*"],
+            },
+            {
+                "Sid": "ListOwnWeights",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [bucket_arn],
+                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
+            },
+            {
+                "Sid": "PullOwnImage",
+                "Effect": "Allow",
+                "Action": ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+                "Resource": [repository_arn],
+            },
+            {
+                # GetAuthorizationToken has no resource-level permissions: AWS only accepts "*".
+                "Sid": "EcrLogin",
+                "Effect": "Allow",
+                "Action": ["ecr:GetAuthorizationToken"],
+                "Resource": "*",
+            },
+            _logs_statement(log_group_arn),
+            {
+                # PutMetricData has no resource-level permissions; the namespace condition scopes it.
+                "Sid": "OwnMetrics",
+                "Effect": "Allow",
+                "Action": ["cloudwatch:PutMetricData"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"cloudwatch:namespace": EMF_NAMESPACE}},
+            },
+        ],
+    }
+
+
+def cache_build_policy(*, bucket_arn: str, weights_prefix: str, log_group_arn: str) -> Doc:
+    """CodeBuild role of the weight-cache job: write (and list) its model's weights prefix, its logs."""
+    prefix = weights_prefix.strip("/")
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "SyncOwnWeights",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                "Resource": [f"{bucket_arn}/{prefix}/*"],
+            },
+            {
+                "Sid": "ListOwnWeights",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": [bucket_arn],
+                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
+            },
+            _logs_statement(log_group_arn),
+        ],
+    }
+
+
+def cache_trigger_policy(*, project_arn: str, log_group_arn: str) -> Doc:
+    """Lambda that starts the cache build once at deploy and waits for it: that project only."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "RunCacheBuild",
+                "Effect": "Allow",
+                "Action": ["codebuild:StartBuild", "codebuild:BatchGetBuilds"],
+                "Resource": [project_arn],
+            },
+            _logs_statement(log_group_arn),
+        ],
+    }
+
+
+def wildcard_violations(doc: Doc) -> list[str]:
+    """Statements that grant ``*`` or ``service:*`` actions, or any action on ``*`` except the
+    ones AWS only grants that way. Used by tests and usable by the policy pack."""
+    allowed_on_star = {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
+    bad = []
+    for st in doc.get("Statement", []):
+        actions = st.get("Action", [])
+        actions = [actions] if isinstance(actions, str) else list(actions)
+        resources = st.get("Resource", [])
+        resources = [resources] if isinstance(resources, str) else list(resources)
+        for a in actions:
+            if a == "*" or a.endswith(":*"):
+                bad.append(f"{st.get('Sid', '?')}: wildcard action {a}")
+            elif "*" in resources and a not in allowed_on_star:
+                bad.append(f"{st.get('Sid', '?')}: {a} on *")
+    return bad
