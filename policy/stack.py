@@ -179,7 +179,7 @@ class Res:
     def physical_names(self) -> set[str]:
         """Values another resource may use to point at this one: its name inputs, else its
         logical name (what Pulumi's mocks return as the physical name)."""
-        names = {self.name}
+        names = {self.name, self.name.lower()[:60]}
         for key in ("name", "bucket", "arn", "id"):
             v = self.get(key)
             if isinstance(v, str):
