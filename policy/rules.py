@@ -26,7 +26,6 @@ from speech import provenance as pv
 from .recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
 from .stack import (
     MISSING,
-    T_ALARM,
     T_BUCKET,
     T_BUCKET_ACL,
     T_BUCKET_ACL_V2,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from edits import messages, named, set_path
+from policy_edits import messages, named, set_path
 
 from policy.harness import UNKNOWN, PolicyConfigError
 
