@@ -1,0 +1,98 @@
+"""``python -m policy check``: the pack against the program, offline.
+
+Runs the program under Pulumi's mocks (:func:`speech.preview.run_preview`), starts the real pack
+process and sends it every registered resource over the analyzer protocol, exactly as
+``pulumi preview --policy-pack policy`` would. Exit 0: no mandatory violation; 1: at least one;
+2: bad input (stack file, policy config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from .harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
+
+LEVEL_ORDER = ("mandatory", "advisory")
+
+
+def preview_resources(stack_file: Path, stack: str) -> tuple[list[Resource], Any]:
+    from speech.preview import run_preview
+
+    result = run_preview(stack_file, stack)
+    resources = [
+        Resource(type=r.type, name=r.name, props=r.inputs, parent=r.parent, urn=r.urn)
+        for r in result.resources
+        if r.custom
+    ]
+    return resources, result
+
+
+def load_config(path: Path | None) -> dict[str, Any] | None:
+    """A ``--policy-pack-config`` style file: {"policy": "advisory" | {"enforcementLevel": ..., prop: ...}}."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PolicyConfigError(f"{path}: no such policy config file") from None
+    except ValueError as err:
+        raise PolicyConfigError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(data, dict):
+        raise PolicyConfigError(f"{path}: top level must be an object keyed by policy name")
+    return data
+
+
+def render(report: Report, stack: str) -> str:
+    lines = [f"policy pack check of stack {stack!r}: "
+             f"{len(report.mandatory)} mandatory, {len(report.advisory)} advisory violation(s)"]
+    for level in LEVEL_ORDER:
+        diags = report.by_level(level)
+        if not diags:
+            continue
+        lines += ["", f"{level.upper()} ({len(diags)}):"]
+        for d in sorted(diags, key=lambda d: (d.policy, d.resource or "")):
+            lines.append(f"  [{d.policy}] {d.resource or '(stack)'}: {d.message}")
+    lines.append("")
+    lines.append("BLOCKED: mandatory violations" if report.mandatory else "OK: no mandatory violation")
+    return "\n".join(lines)
+
+
+def as_json(report: Report, stack: str) -> str:
+    def d(x: Diagnostic) -> dict[str, Any]:
+        return {"policy": x.policy, "level": x.level, "resource": x.resource, "urn": x.urn, "message": x.message}
+
+    return json.dumps({"stack": stack, "blocked": bool(report.mandatory),
+                       "violations": [d(x) for x in report.diagnostics]}, indent=2)
+
+
+def run_check(resources: Iterable[Resource], config: dict[str, Any] | None, stack: str) -> Report:
+    with PackClient(stack=stack) as pack:
+        return pack.check(resources, config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from speech.errors import SpeechError
+
+    p = argparse.ArgumentParser(prog="python -m policy check", description=__doc__.split("\n\n")[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stack", required=True, metavar="NAME", help="stack name (reads Pulumi.NAME.yaml)")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
+    p.add_argument("--config", type=Path, metavar="FILE", help="policy config JSON (same format as --policy-pack-config)")
+    p.add_argument("--json", action="store_true", help="print violations as JSON")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code else 0
+    try:
+        config = load_config(args.config)
+        resources, _ = preview_resources(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack)
+        report = run_check(resources, config, args.stack)
+    except (PolicyConfigError, SpeechError) as err:
+        print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
+        return 2
+    print(as_json(report, args.stack) if args.json else render(report, args.stack))
+    return 1 if report.mandatory else 0

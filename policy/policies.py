@@ -1,0 +1,144 @@
+"""The pack's policies: pulumi_policy wrappers around the validators in :mod:`policy.rules`.
+
+Blocking rules (provenance, plan match, feasibility, fingerprint, one path, cost, public
+buckets, wildcard IAM, instance types, target tags) are mandatory; hygiene (encryption, ECR,
+reference-figures notice) is advisory. Any of them can be re-levelled or disabled through policy
+config (``pulumi preview --policy-pack-config``, or ``python -m policy check --config``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Mapping
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.deserialize import serialize_properties
+
+from . import rules
+from .config import DEFAULT_ALLOWED_INSTANCE_TYPES, DEFAULT_DAILY_BUDGET_USD, DEFAULT_HOURLY_PRICES_USD
+from .recompute import ProvenanceCache
+from .stack import Res, Stack
+
+PACK_NAME = "speech-endpoints-guard"
+MANDATORY, ADVISORY = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
+
+
+def _plain(props: Any) -> dict[str, Any]:
+    # Unwrap pulumi_policy's raising proxies: unknowns stay visible as sentinel strings.
+    return dict(serialize_properties(props)) if props is not None else {}
+
+
+def _res_from_args(args: ResourceValidationArgs) -> Res:
+    return Res(type=args.resource_type, name=args.name, urn=args.urn, props=_plain(args.props),
+               parent=args.opts.parent if args.opts else None)
+
+
+def _stack_from_args(args: StackValidationArgs) -> Stack:
+    out = []
+    for r in args.resources:
+        out.append(Res(
+            type=r.resource_type, name=r.name, urn=r.urn, props=_plain(r.props),
+            parent=r.parent.urn if r.parent is not None else None,
+            dependencies=tuple(d.urn for d in r.dependencies),
+            property_dependencies={k: tuple(d.urn for d in v) for k, v in r.property_dependencies.items()},
+        ))
+    return Stack(out)
+
+
+def resource_policy(name: str, description: str, rule: Callable[[Res, Mapping[str, Any]], Iterator[str]],
+                    level: EnforcementLevel, schema: PolicyConfigSchema | None = None) -> ResourceValidationPolicy:
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        for message in rule(_res_from_args(args), args.get_config() or {}):
+            report(message, None)
+
+    return ResourceValidationPolicy(name=name, description=description, validate=validate,
+                                    enforcement_level=level, config_schema=schema)
+
+
+def stack_policy(name: str, description: str, rule: Callable[..., rules.StackViolations],
+                 level: EnforcementLevel, schema: PolicyConfigSchema | None = None) -> StackValidationPolicy:
+    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
+        stack = _stack_from_args(args)
+        for message, urn in rule(stack, args.get_config() or {}, ProvenanceCache(stack)):
+            report(message, urn)
+
+    return StackValidationPolicy(name=name, description=description, validate=validate,
+                                 enforcement_level=level, config_schema=schema)
+
+
+PROVENANCE_SCHEMA = PolicyConfigSchema(properties={
+    "allow-reference-artifacts": {
+        "type": "boolean", "default": True,
+        "description": "Let plans built on reference figures (public numbers of a comparable deployment) deploy. "
+                       "Default true: the dev stack runs on them, and deployment-matches-fingerprint already ties "
+                       "them to the exact reference image; set false for production stacks.",
+    },
+    "allow-assumption-artifacts": {
+        "type": "boolean", "default": False,
+        "description": "Let plans built on assumed (guessed) figures deploy. Default false.",
+    },
+})
+COST_SCHEMA = PolicyConfigSchema(properties={
+    "daily-budget-usd": {"type": "number", "minimum": 0, "default": DEFAULT_DAILY_BUDGET_USD,
+                         "description": "Ceiling for sum(max instances x hourly price x 24) over all endpoints."},
+    "hourly-prices-usd": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0},
+                          "default": DEFAULT_HOURLY_PRICES_USD,
+                          "description": "USD per instance-hour by SageMaker instance type; merged over the defaults."},
+})
+INSTANCE_SCHEMA = PolicyConfigSchema(properties={
+    "allowed-instance-types": {"type": "array", "items": {"type": "string"}, "default": DEFAULT_ALLOWED_INSTANCE_TYPES,
+                               "description": "SageMaker instance types endpoint variants may use."},
+})
+
+POLICIES = [
+    stack_policy("scaling-requires-measured-provenance",
+                 "Every SageMaker scalable target belongs to an endpoint in the stack whose provenance document "
+                 "(sha256 = tag) holds measurements of an allowed origin.",
+                 rules.rule_measured_provenance, MANDATORY, PROVENANCE_SCHEMA),
+    stack_policy("scaling-matches-plan",
+                 "Target value, scale-in threshold, cooldowns, min/max capacity and container queue depth equal the "
+                 "plan recomputed from the provenance document (speech.plan.build_plan).",
+                 rules.rule_matches_plan, MANDATORY),
+    stack_policy("scaling-plan-feasible",
+                 "No scaling for a plan with a stop finding; the scale-in cooldown covers the planning T_total.",
+                 rules.rule_plan_feasible, MANDATORY),
+    stack_policy("deployment-matches-fingerprint",
+                 "The deployed instance type and image digest are the ones the artifacts were measured on.",
+                 rules.rule_fingerprint, MANDATORY),
+    stack_policy("one-scaling-path-per-variant",
+                 "Each scaled variant has exactly one scale-out and one scale-in path (plus at most one surge step); "
+                 "no orphan or competing scaling policies.",
+                 rules.rule_one_path, MANDATORY),
+    stack_policy("daily-cost-ceiling",
+                 "Maximum instances x hourly price x 24 over all endpoints stays within the daily budget.",
+                 rules.rule_daily_cost, MANDATORY, COST_SCHEMA),
+    stack_policy("s3-no-public-access",
+                 "Every bucket has a public access block with all four flags on and no public ACL.",
+                 rules.rule_bucket_not_public, MANDATORY),
+    stack_policy("s3-encrypted",
+                 "Every bucket has server-side encryption configured.",
+                 rules.rule_bucket_encrypted, ADVISORY),
+    resource_policy("iam-no-wildcard-actions",
+                    "IAM policies allow explicit actions only (no '*' or 'service:*', no Allow + NotAction).",
+                    rules.rule_iam_no_wildcards, MANDATORY),
+    resource_policy("ecr-immutable-scanned",
+                    "ECR repositories have immutable tags and scan on push.",
+                    rules.rule_ecr_hygiene, ADVISORY),
+    resource_policy("instance-type-allowed",
+                    "Endpoint variants use an allowed SageMaker instance type.",
+                    rules.rule_instance_type_allowed, MANDATORY, INSTANCE_SCHEMA),
+    resource_policy("scalable-target-provenance-tags",
+                    "A SageMaker scalable target carries the speech:* provenance tags and no stop verdict "
+                    "(checked per resource, so `pulumi up` stops before creating it).",
+                    rules.rule_target_tags, MANDATORY),
+    resource_policy("scaling-from-unmeasured-figures",
+                    "Notice: scaling planned from reference or assumed figures, not this endpoint's measurements.",
+                    rules.rule_unmeasured_notice, ADVISORY),
+]

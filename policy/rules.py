@@ -1,0 +1,644 @@
+"""The validators: small functions over plain resource data, one per rule.
+
+Stack rules take (stack, config, provenance cache) and yield (message, urn); resource rules take
+(resource, config) and yield messages. :mod:`policy.policies` wraps them for pulumi_policy.
+Every message names the resource, the value, the expected value or limit, and the fix.
+
+Unknown values: everything the scaling rules compare is computed by the program from stack
+config, so it is known during preview; an unknown there means it was wired to another
+resource's output and cannot be verified before it exists. Those rules report "cannot verify
+during preview" at their own level (mandatory by default): fail closed. Values that are
+legitimately unknown in a first preview (ARNs inside IAM policy JSON) raise pulumi_policy's
+UnknownValueError instead, which the engine shows as an advisory "can't run policy during
+preview"; ``pulumi up`` then checks them with real values before the resource is created.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterator, Mapping
+
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
+
+from speech import provenance as pv
+
+from .recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
+from .stack import (
+    MISSING,
+    T_BUCKET,
+    T_BUCKET_ACL,
+    T_BUCKET_ACL_V2,
+    T_BUCKET_V2,
+    T_ENDPOINT,
+    T_PUBLIC_ACCESS_BLOCK,
+    T_SCALING_POLICY,
+    T_SSE,
+    T_SSE_V2,
+    UNKNOWN,
+    Res,
+    Stack,
+    as_number,
+    at,
+    fmt,
+    has_unknown,
+    parse_resource_id,
+    step_direction,
+)
+
+StackViolations = Iterator[tuple[str, str | None]]
+
+SCALING_METRIC = "ConcurrentRequestsPerModel"
+FIX_HAND_EDIT = "fix: remove the hand edit and let the program set it from the plan (bench plan --stack, then pulumi preview)"
+PREVIEW = "cannot verify during preview"
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
+
+
+def compare(res: Res, path: str, expected: Any, why: str, fix: str = FIX_HAND_EDIT) -> str | None:
+    """None when ``res.<path>`` equals ``expected`` (numbers compared as numbers), else a message."""
+    value = res.get(path)
+    if value is UNKNOWN or has_unknown(value):
+        return (
+            f"{PREVIEW}: {res.label} {path} is unknown, expected {fmt(expected)} ({why}); "
+            "compute it from stack config, not from another resource's output"
+        )
+    if isinstance(expected, bool):
+        ok = value is expected or (isinstance(value, str) and value.lower() == str(expected).lower())
+    elif isinstance(expected, (int, float)):
+        n = as_number(value)
+        ok = n is not None and _close(n, float(expected))
+    else:
+        ok = value == expected
+    if ok:
+        return None
+    return f"{res.label} {path} is {fmt(value)}, expected {fmt(expected)} ({why}); {fix}"
+
+
+# --- scaled variants ---------------------------------------------------------------------------
+
+
+class Scaled:
+    """A scalable target on a SageMaker variant and the endpoint it scales (when resolvable)."""
+
+    def __init__(self, target: Res, resource_id: Any, endpoint_name: str | None, variant: str | None,
+                 endpoint: Res | None, problem: str | None) -> None:
+        self.target, self.resource_id = target, resource_id
+        self.endpoint_name, self.variant = endpoint_name, variant
+        self.endpoint, self.problem = endpoint, problem
+
+
+def scaled_variants(stack: Stack) -> list[Scaled]:
+    out = []
+    for t in stack.sagemaker_targets():
+        rid = t.get("resourceId")
+        parsed = parse_resource_id(rid)
+        if parsed is None:
+            deps = [e for e in stack.of(T_ENDPOINT) if t.depends_on(e, "resourceId")]
+            if rid is UNKNOWN and len(deps) == 1:
+                out.append(Scaled(t, rid, None, None, deps[0], None))
+                continue
+            problem = (
+                f"{PREVIEW}: {t.label} resourceId is unknown, so the endpoint it scales cannot be identified; "
+                "build it as endpoint/<endpoint name>/variant/<variant> from stack config"
+                if rid is UNKNOWN
+                else f"{t.label} resourceId {fmt(rid)} is not endpoint/<endpoint name>/variant/<variant>; "
+                "fix: scale a variant of an endpoint in this stack"
+            )
+            out.append(Scaled(t, rid, None, None, None, problem))
+            continue
+        name, variant = parsed
+        eps = stack.endpoint_by_name(name)
+        if len(eps) == 1:
+            out.append(Scaled(t, rid, name, variant, eps[0], None))
+        elif not eps:
+            out.append(Scaled(t, rid, name, variant, None,
+                              f"{t.label} scales endpoint {name!r} (resourceId {rid!r}), which is not in this stack, so no "
+                              f"provenance says how its scaling was planned; {FIX_PROVENANCE}"))
+        else:
+            out.append(Scaled(t, rid, name, variant, None,
+                              f"{t.label} scales endpoint {name!r}, but {len(eps)} endpoints have that name "
+                              f"({', '.join(e.label for e in eps)}); give each endpoint a unique name"))
+    return out
+
+
+def _provenance(s: Scaled, cache: ProvenanceCache):
+    if s.endpoint is None:
+        raise NoProvenance(s.problem or f"{s.target.label}: no endpoint")
+    return cache.get(s.endpoint)
+
+
+# --- scaling-requires-measured-provenance ------------------------------------------------------
+
+
+def rule_measured_provenance(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    allow_reference = bool(cfg.get("allow-reference-artifacts", True))
+    allow_assumption = bool(cfg.get("allow-assumption-artifacts", False))
+    for s in scaled_variants(stack):
+        t = s.target
+        try:
+            prov = _provenance(s, cache)
+        except NoProvenance as err:
+            prefix = "" if s.endpoint is None else f"{t.label} scales {s.endpoint.label}, but "
+            yield prefix + err.message, t.urn
+            continue
+        origin = prov.plan.provenance.origin
+        allowed = origin == "measured" or (origin == "reference" and allow_reference) or (
+            origin == "assumption" and allow_assumption
+        )
+        if not allowed:
+            key = "allow-reference-artifacts" if origin == "reference" else "allow-assumption-artifacts"
+            yield (
+                f"{t.label} scales {s.endpoint.label} from {origin!r} figures (provenance document "
+                f"{prov.document_object.label}), not measurements of this endpoint; policy config {key} is false; "
+                "fix: run bench qmax and bench ttotal against this endpoint and re-plan (bench plan --stack)",
+                t.urn,
+            )
+        try:
+            ttags = provenance_tags_of(t)
+        except NoProvenance as err:
+            yield f"{err.message} (its endpoint {s.endpoint.label} has them)", t.urn
+            continue
+        diff = [f"{k}={ttags[k]!r} (endpoint: {prov.tags[k]!r})" for k in ttags if ttags[k] != prov.tags[k]]
+        if diff:
+            yield (
+                f"{t.label} carries provenance different from {s.endpoint.label}: {'; '.join(diff)}; "
+                "fix: tag both from the same plan (speech.provenance.provenance_tags)",
+                t.urn,
+            )
+
+
+# --- scaling-matches-plan ----------------------------------------------------------------------
+
+
+def _scale_out_policies(stack: Stack, s: Scaled) -> list[Res]:
+    return [p for p in _policies(stack, s) if p.get("policyType") == "TargetTrackingScaling"]
+
+
+def _policies(stack: Stack, s: Scaled) -> list[Res]:
+    rid = s.resource_id if isinstance(s.resource_id, str) else ""
+    return stack.policies_on(rid, s.target)
+
+
+def _step_policies(stack: Stack, s: Scaled, direction: str) -> list[Res]:
+    return [p for p in _policies(stack, s) if p.get("policyType") == "StepScaling" and step_direction(p) == direction]
+
+
+def _scale_in_alarms(stack: Stack, s: Scaled) -> list[Res]:
+    if s.endpoint_name is None or s.variant is None:
+        return []
+    return [
+        a for a in stack.alarms_on(s.endpoint_name, s.variant)
+        if a.get("metricName") in (SCALING_METRIC, UNKNOWN)
+        and (a.get("comparisonOperator") in ("LessThanOrEqualToThreshold", "LessThanThreshold", UNKNOWN))
+    ]
+
+
+def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Res | None, dict | None, str | None]:
+    """(endpoint configuration, variant, problem) then the model via :func:`_model`."""
+    configs, unknown = stack.endpoint_config_of(endpoint)
+    if not configs:
+        if unknown:
+            return None, None, f"{PREVIEW}: {endpoint.label} endpointConfigName is unknown and no dependency names its endpoint configuration"
+        return None, None, (
+            f"{endpoint.label} endpointConfigName {fmt(endpoint.get('endpointConfigName'))} matches no endpoint "
+            "configuration in this stack; fix: create the endpoint configuration in the same stack"
+        )
+    config = configs[0]
+    variant = stack.variant_of(config, variant_name or "AllTraffic")
+    if variant is None:
+        variants = config.get("productionVariants")
+        if variant_name is None and isinstance(variants, list) and len(variants) == 1 and isinstance(variants[0], Mapping):
+            variant = dict(variants[0])
+        else:
+            return config, None, (
+                f"{config.label} has no production variant {variant_name or 'AllTraffic'!r} "
+                f"(variants: {fmt(variants)}); fix: scale an existing variant"
+            )
+    return config, variant, None
+
+
+def _model(stack: Stack, config: Res, variant: Mapping[str, Any]) -> tuple[Res | None, str | None]:
+    models, unknown = stack.model_of_variant(config, variant)
+    if models:
+        return models[0], None
+    if unknown:
+        return None, f"{PREVIEW}: {config.label} variant modelName is unknown and no dependency names the model"
+    return None, (
+        f"{config.label} variant modelName {fmt(at(variant, 'modelName'))} matches no SageMaker model in this stack; "
+        "fix: create the model in the same stack"
+    )
+
+
+def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    for s in scaled_variants(stack):
+        t = s.target
+        try:
+            prov = _provenance(s, cache)
+        except NoProvenance as err:
+            yield (f"{t.label}: cannot compare scaling with a plan: {err.message}", t.urn)
+            continue
+        plan, src = prov.plan, f"provenance document {prov.document_object.label}"
+        checks: list[tuple[Res, str | None]] = [
+            (t, compare(t, "minCapacity", plan.fleet.min_instances, f"plan fleet floor from {src}")),
+            (t, compare(t, "maxCapacity", plan.fleet.max_instances, f"plan fleet size for peak traffic from {src}")),
+        ]
+        for p in _scale_out_policies(stack, s):
+            checks += [
+                (p, compare(p, "targetTrackingScalingPolicyConfiguration.targetValue", plan.thresholds.scaling_target_value,
+                            f"deployed C_scale_max = (1-h) x Q_max {plan.q_max} x CloudWatch ratio, from {src}")),
+                (p, compare(p, "targetTrackingScalingPolicyConfiguration.scaleOutCooldown", plan.cooldowns.scale_out_s,
+                            "plan scale-out cooldown clamp(T_total/2, 10, 30) s")),
+                (p, compare(p, "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.metricName",
+                            SCALING_METRIC, "the metric Q_max was measured against")),
+                (p, compare(p, "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.statistic",
+                            "Maximum", "per-instance peak concurrency, as measured")),
+            ]
+        for p in _step_policies(stack, s, "in"):
+            checks.append((p, compare(p, "stepScalingPolicyConfiguration.cooldown", plan.cooldowns.scale_in_s,
+                                      "plan scale-in cooldown max(300, 3 x planning T_total) s")))
+        for a in _scale_in_alarms(stack, s):
+            checks.append((a, compare(a, "threshold", plan.thresholds.scale_in_threshold,
+                                      f"deployed C_scale_min = (1-2h) x Q_max {plan.q_max} x CloudWatch ratio, from {src}")))
+        if s.endpoint is not None:
+            config, variant, problem = _model_of(stack, s.endpoint, s.variant)
+            model, problem2 = (None, None) if variant is None else _model(stack, config, variant)
+            if problem or problem2:
+                yield (f"cannot check the container queue depth of {s.endpoint.label}: {problem or problem2}", t.urn)
+            elif model is not None:
+                checks.append((model, compare(model, "primaryContainer.environment.QUEUE_MAX_DEPTH", str(plan.queue_max_depth),
+                                              f"the container must reject above Q_max {plan.q_max}, the concurrency the SLO was measured at")))
+        for res, msg in checks:
+            if msg:
+                yield msg, res.urn
+
+
+# --- scaling-plan-feasible ---------------------------------------------------------------------
+
+
+def rule_plan_feasible(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    for s in scaled_variants(stack):
+        t = s.target
+        try:
+            prov = _provenance(s, cache)
+        except NoProvenance as err:
+            yield (f"{t.label}: cannot show that its plan is feasible: {err.message}", t.urn)
+            continue
+        plan = prov.plan
+        if plan.verdict == "stop":
+            stops = "; ".join(f"{f.name}: {f.message}" for f in plan.findings if f.level == "stop")
+            yield (
+                f"{t.label} scales {s.endpoint.label}, but the plan recomputed from provenance document "
+                f"{prov.document_object.label} has verdict 'stop' ({stops}); a stop plan must not get scaling; "
+                "fix: address the stop findings and re-plan, or remove the scaling resources",
+                t.urn,
+            )
+        planning = plan.t_total.planning_s
+        for p in _step_policies(stack, s, "in"):
+            cd = p.get("stepScalingPolicyConfiguration.cooldown")
+            n = as_number(cd)
+            if cd is UNKNOWN:
+                yield (f"{PREVIEW}: {p.label} stepScalingPolicyConfiguration.cooldown is unknown; it must cover the "
+                       f"planning T_total {planning:g} s", p.urn)
+            elif n is None or n < planning:
+                yield (
+                    f"{p.label} scale-in cooldown is {fmt(cd)} s, below the planning T_total {planning:g} s "
+                    f"(measured {plan.t_total.measured_s:g} s + reaction {plan.t_total.reaction_bound_s:g} s): it would give back "
+                    f"capacity faster than it can be regained; fix: use the plan's {plan.cooldowns.scale_in_s} s",
+                    p.urn,
+                )
+
+
+# --- deployment-matches-fingerprint ------------------------------------------------------------
+
+
+def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    scaled_endpoints = {s.endpoint.urn for s in scaled_variants(stack) if s.endpoint is not None}
+    for e in stack.of(T_ENDPOINT):
+        try:
+            tagged = any(str(k).startswith(pv.TAG_PREFIX) for k in tags_of(e))
+        except NoProvenance:
+            tagged = True
+        if not tagged and e.urn not in scaled_endpoints:
+            continue  # nothing claims this endpoint was measured; the scaling rules cover scaling
+        try:
+            prov = cache.get(e)
+        except NoProvenance as err:
+            yield (f"cannot compare {e.label} with the artifacts' fingerprint: {err.message}", e.urn)
+            continue
+        fp = prov.document.measurements.qmax.fingerprint
+        config, variant, problem = _model_of(stack, e, None)
+        if problem:
+            yield (f"cannot compare {e.label} with the artifacts' fingerprint: {problem}", e.urn)
+            continue
+        fix = (f"fix: deploy what was measured ({fp.instance_type}, {fp.image_digest[:19]}...) or measure what is "
+               "deployed (bench qmax, bench ttotal on it) and re-plan")
+        itype = at(variant, "instanceType")
+        if itype is UNKNOWN:
+            yield (f"{PREVIEW}: {config.label} instanceType is unknown; expected {fp.instance_type!r} ({fp.slug})", config.urn)
+        elif itype != fp.instance_type:
+            yield (f"{config.label} deploys instance type {fmt(itype)}, but the artifacts in provenance document "
+                   f"{prov.document_object.label} were measured on {fp.instance_type!r} ({fp.slug}); {fix}", config.urn)
+        model, problem = _model(stack, config, variant)
+        if problem:
+            yield (f"cannot compare the image of {e.label} with the artifacts' fingerprint: {problem}", e.urn)
+            continue
+        image = model.get("primaryContainer.image")
+        if image is UNKNOWN:
+            yield (f"{PREVIEW}: {model.label} primaryContainer.image is unknown; expected an image pinned to "
+                   f"{fp.image_digest}", model.urn)
+        elif not isinstance(image, str) or "@" not in image:
+            yield (f"{model.label} primaryContainer.image {fmt(image)} is not pinned by digest (<repo>@sha256:...), "
+                   f"so nothing ties it to the measured {fp.image_digest[:19]}...; {fix}", model.urn)
+        elif image.rsplit("@", 1)[1] != fp.image_digest:
+            yield (f"{model.label} deploys image digest {image.rsplit('@', 1)[1][:19]}..., but the artifacts in "
+                   f"provenance document {prov.document_object.label} were measured on {fp.image_digest[:19]}... "
+                   f"({fp.slug}); {fix}", model.urn)
+
+
+# --- one-scaling-path-per-variant --------------------------------------------------------------
+
+
+def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    scaled = scaled_variants(stack)
+    seen: dict[str, Res] = {}
+    fix = "fix: keep exactly the policies the program creates (one target tracking scale-out, one alarm-driven step scale-in, optionally one surge step)"
+    for s in scaled:
+        t = s.target
+        if isinstance(s.resource_id, str):
+            if s.resource_id in seen:
+                yield (f"{t.label} and {seen[s.resource_id].label} both register {s.resource_id!r}: competing scalable "
+                       "targets; fix: keep one", t.urn)
+                continue
+            seen[s.resource_id] = t
+        policies = _policies(stack, s)
+        outs = [p for p in policies if p.get("policyType") == "TargetTrackingScaling"]
+        ins = _step_policies(stack, s, "in")
+        surges = _step_policies(stack, s, "out")
+        where = f"{t.label} ({fmt(s.resource_id)})"
+        if len(outs) != 1:
+            names = ", ".join(p.label for p in outs) or "none"
+            yield (f"{where} has {len(outs)} target-tracking scale-out policies ({names}), expected exactly 1; {fix}", t.urn)
+        for p in outs:
+            dsi = p.get("targetTrackingScalingPolicyConfiguration.disableScaleIn")
+            if dsi is UNKNOWN:
+                yield (f"{PREVIEW}: {p.label} disableScaleIn is unknown, expected true", p.urn)
+            elif dsi is not True:
+                yield (f"{p.label} disableScaleIn is {fmt(dsi)}, expected true: target tracking would scale in too and "
+                       f"compete with the alarm-driven scale-in at C_scale_min; {fix}", p.urn)
+        if len(ins) != 1:
+            names = ", ".join(p.label for p in ins) or "none"
+            yield (f"{where} has {len(ins)} step scale-in policies ({names}), expected exactly 1; {fix}", t.urn)
+        if len(surges) > 1:
+            yield (f"{where} has {len(surges)} surge step policies ({', '.join(p.label for p in surges)}), expected at "
+                   f"most 1; {fix}", t.urn)
+        for p in policies:
+            ptype = p.get("policyType")
+            if ptype == "StepScaling" and step_direction(p) not in ("in", "out"):
+                d = step_direction(p)
+                pre = f"{PREVIEW}: " if d == "unknown" and has_unknown(p.get("stepScalingPolicyConfiguration")) else ""
+                yield (f"{pre}{p.label} step adjustments are {d} (expected all negative for scale-in or all positive "
+                       f"for surge); {fix}", p.urn)
+            elif ptype not in ("StepScaling", "TargetTrackingScaling"):
+                yield (f"{p.label} policyType is {fmt(ptype)}, expected TargetTrackingScaling or StepScaling; {fix}", p.urn)
+        if s.endpoint_name is not None and ins:
+            alarms = _scale_in_alarms(stack, s)
+            if len(alarms) != 1:
+                yield (f"{where} has {len(alarms)} scale-in alarms ({SCALING_METRIC} <= threshold on "
+                       f"{s.endpoint_name}/{s.variant}: {', '.join(a.label for a in alarms) or 'none'}), expected exactly "
+                       f"1 to fire {ins[0].label}; {fix}", t.urn)
+    # Policies on a SageMaker variant without a scalable target in this stack: orphans.
+    for p in stack.of(T_SCALING_POLICY):
+        rid = p.get("resourceId")
+        if p.get("serviceNamespace") not in ("sagemaker", UNKNOWN) and parse_resource_id(rid) is None:
+            continue
+        if rid is UNKNOWN:
+            if not any(p.depends_on(s.target) for s in scaled):
+                yield (f"{PREVIEW}: {p.label} resourceId is unknown and it depends on no scalable target; {fix}", p.urn)
+        elif rid not in seen and not any(s.target.urn in p.dependencies for s in scaled):
+            yield (f"{p.label} scales {fmt(rid)}, which has no scalable target in this stack: an orphan policy "
+                   f"nothing reviews; {fix}", p.urn)
+
+
+# --- daily-cost-ceiling ------------------------------------------------------------------------
+
+
+def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    from .config import DEFAULT_DAILY_BUDGET_USD, DEFAULT_HOURLY_PRICES_USD
+
+    budget = as_number(cfg.get("daily-budget-usd", DEFAULT_DAILY_BUDGET_USD))
+    prices = dict(DEFAULT_HOURLY_PRICES_USD)
+    prices.update(cfg.get("hourly-prices-usd") or {})
+    targets = {(s.endpoint.urn, s.variant or "AllTraffic"): s.target for s in scaled_variants(stack) if s.endpoint}
+    lines, total, blocked = [], 0.0, False
+    for e in stack.of(T_ENDPOINT):
+        configs, _ = stack.endpoint_config_of(e)
+        if not configs:
+            yield (f"{PREVIEW if e.get('endpointConfigName') is UNKNOWN else 'cannot price'} {e.label}: its endpoint "
+                   "configuration is not identifiable, so its cost is not bounded; fix: create it in this stack", e.urn)
+            blocked = True
+            continue
+        variants = configs[0].get("productionVariants")
+        for v in variants if isinstance(variants, list) else []:
+            vname = at(v, "variantName")
+            itype = at(v, "instanceType")
+            target = targets.get((e.urn, vname))
+            count = target.get("maxCapacity") if target is not None else at(v, "initialInstanceCount")
+            source = f"{target.label} maxCapacity" if target is not None else f"{configs[0].label} initialInstanceCount"
+            n = as_number(count)
+            if count is UNKNOWN or itype is UNKNOWN:
+                yield (f"{PREVIEW}: {e.label} variant {fmt(vname)}: instance type or {source} is unknown, so the daily "
+                       "cost cannot be bounded", e.urn)
+                blocked = True
+                continue
+            price = as_number(prices.get(itype)) if isinstance(itype, str) else None
+            if price is None:
+                yield (f"{e.label} variant {fmt(vname)} uses {fmt(itype)}, which has no hourly price in policy config "
+                       f"hourly-prices-usd (known: {', '.join(sorted(prices))}); fix: add its USD/hour price", e.urn)
+                blocked = True
+                continue
+            cost = (n or 0) * price * 24
+            total += cost
+            lines.append(f"{e.label}/{vname}: {fmt(n)} x {itype} x ${price:g}/h x 24 = ${cost:,.0f}")
+    if budget is not None and not blocked and total > budget + 1e-9:
+        yield (
+            f"the stack can reach ${total:,.0f}/day at maximum scale ({'; '.join(lines)}), above the daily budget "
+            f"${budget:,.0f} (policy config daily-budget-usd); fix: cap the fleet (max_instances in stack config, "
+            "then bench plan --stack), or raise daily-budget-usd",
+            None,
+        )
+
+
+# --- S3 -----------------------------------------------------------------------------------------
+
+PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+PUBLIC_ACLS = ("public-read", "public-read-write", "authenticated-read")
+
+
+def rule_bucket_not_public(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    blocks = stack.of(T_PUBLIC_ACCESS_BLOCK)
+    for pab in blocks:
+        off = [f for f in PAB_FLAGS if pab.get(f) is not True]
+        if off:
+            vals = ", ".join(f"{f}={fmt(pab.get(f))}" for f in off)
+            pre = f"{PREVIEW}: " if any(pab.get(f) is UNKNOWN for f in off) else ""
+            yield (f"{pre}{pab.label} leaves public access open ({vals}); expected all of {', '.join(PAB_FLAGS)} true; "
+                   "fix: set them to true (weights and provenance must never be public)", pab.urn)
+    for b in stack.of(T_BUCKET, T_BUCKET_V2):
+        acl = b.get("acl")
+        if acl in PUBLIC_ACLS:
+            yield (f"{b.label} acl is {acl!r}, expected private; fix: remove the acl", b.urn)
+        matched, unknown = _settings_for(stack, b, blocks)
+        if not matched:
+            yield (
+                f"{PREVIEW}: {b.label}: its public access block cannot be identified" if unknown else
+                f"{b.label} has no public access block; expected one with {', '.join(PAB_FLAGS)} true; fix: add "
+                "aws.s3.BucketPublicAccessBlock for it",
+                b.urn,
+            )
+    for acl_res in stack.of(T_BUCKET_ACL, T_BUCKET_ACL_V2):
+        acl = acl_res.get("acl")
+        if acl in PUBLIC_ACLS:
+            yield (f"{acl_res.label} acl is {acl!r}, expected private; fix: remove it", acl_res.urn)
+
+
+def _settings_for(stack: Stack, bucket: Res, settings: list[Res]) -> tuple[list[Res], bool]:
+    hits, unknown = [], False
+    for s in settings:
+        found, unk = stack.refers(s, "bucket", [bucket])
+        hits += [s] if found else []
+        unknown = unknown or unk
+    return hits, unknown
+
+
+SSE_ALGORITHMS = ("AES256", "aws:kms", "aws:kms:dsse")
+
+
+def rule_bucket_encrypted(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    sses = stack.of(T_SSE, T_SSE_V2)
+    for b in stack.of(T_BUCKET, T_BUCKET_V2):
+        matched, unknown = _settings_for(stack, b, sses)
+        inline = b.get("serverSideEncryptionConfiguration.rule.applyServerSideEncryptionByDefault.sseAlgorithm")
+        if inline in SSE_ALGORITHMS:
+            continue
+        if not matched:
+            yield (
+                f"{PREVIEW}: {b.label}: its encryption configuration cannot be identified" if unknown else
+                f"{b.label} has no server-side encryption configuration; expected one of {', '.join(SSE_ALGORITHMS)}; "
+                "fix: add aws.s3.BucketServerSideEncryptionConfiguration (aws:kms)",
+                b.urn,
+            )
+            continue
+        for sse in matched:
+            rules = sse.get("rules")
+            algs = [at(r, "applyServerSideEncryptionByDefault.sseAlgorithm") for r in rules] if isinstance(rules, list) else []
+            if not any(a in SSE_ALGORITHMS for a in algs):
+                yield (f"{sse.label} sseAlgorithm is {fmt(algs[0] if algs else MISSING)}, expected one of "
+                       f"{', '.join(SSE_ALGORITHMS)}; fix: set rules[0].applyServerSideEncryptionByDefault.sseAlgorithm", sse.urn)
+
+
+# --- resource rules ----------------------------------------------------------------------------
+
+
+def _policy_documents(res: Res) -> list[tuple[str, Any]]:
+    if res.type == "aws:iam/role:Role":
+        inline = res.get("inlinePolicies")
+        docs = []
+        if inline is UNKNOWN:
+            docs.append(("inlinePolicies", UNKNOWN))
+        for i, p in enumerate(inline if isinstance(inline, list) else []):
+            docs.append((f"inlinePolicies[{i}].policy", at(p, "policy")))
+        return docs
+    return [("policy", res.get("policy"))]
+
+
+def rule_iam_no_wildcards(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    if res.type not in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy", "aws:iam/role:Role"):
+        return
+    for where, doc in _policy_documents(res):
+        if doc is MISSING:
+            continue
+        if doc is UNKNOWN or (isinstance(doc, str) and has_unknown(doc)):
+            # ARNs of resources created in the same update are unknown in a first preview.
+            raise UnknownValueError(UNKNOWN_STRING_VALUE, [where])
+        try:
+            parsed = json.loads(doc) if isinstance(doc, str) else doc
+        except ValueError:
+            yield f"{res.label} {where} is not valid JSON, so its actions cannot be checked; fix: emit it with json.dumps"
+            continue
+        stmts = at(parsed, "Statement")
+        stmts = [stmts] if isinstance(stmts, Mapping) else stmts if isinstance(stmts, list) else []
+        for i, st in enumerate(stmts):
+            if at(st, "Effect") != "Allow":
+                continue
+            if at(st, "NotAction") is not MISSING:
+                yield (f"{res.label} {where} Statement[{i}] allows NotAction {fmt(at(st, 'NotAction'))}: everything else "
+                       "is allowed; fix: list the actions it needs")
+            actions = at(st, "Action")
+            actions = [actions] if isinstance(actions, str) else actions if isinstance(actions, list) else []
+            wild = [a for a in actions if isinstance(a, str) and "*" in a]
+            if wild:
+                yield (f"{res.label} {where} Statement[{i}] allows wildcard actions {wild}, expected explicit actions; "
+                       "fix: list the exact actions (e.g. s3:GetObject, ecr:BatchGetImage)")
+
+
+def rule_ecr_hygiene(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    if res.type != "aws:ecr/repository:Repository":
+        return
+    mut = res.get("imageTagMutability")
+    if mut != "IMMUTABLE":
+        yield (f"{res.label} imageTagMutability is {fmt(mut)}, expected 'IMMUTABLE': a pushed tag could point at an "
+               "image nobody measured; fix: image_tag_mutability='IMMUTABLE'")
+    scan = res.get("imageScanningConfiguration.scanOnPush")
+    if scan is not True:
+        yield (f"{res.label} imageScanningConfiguration.scanOnPush is {fmt(scan)}, expected true; fix: "
+               "image_scanning_configuration={'scan_on_push': True}")
+
+
+def rule_instance_type_allowed(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    from .config import DEFAULT_ALLOWED_INSTANCE_TYPES
+
+    if res.type != "aws:sagemaker/endpointConfiguration:EndpointConfiguration":
+        return
+    allowed = list(cfg.get("allowed-instance-types") or DEFAULT_ALLOWED_INSTANCE_TYPES)
+    variants = res.get("productionVariants")
+    if variants is UNKNOWN:
+        yield f"{PREVIEW}: {res.label} productionVariants are unknown; expected instance types among {allowed}"
+        return
+    for i, v in enumerate(variants if isinstance(variants, list) else []):
+        itype = at(v, "instanceType")
+        if itype is UNKNOWN:
+            yield f"{PREVIEW}: {res.label} productionVariants[{i}].instanceType is unknown; expected one of {allowed}"
+        elif itype is not MISSING and itype not in allowed:
+            yield (f"{res.label} productionVariants[{i}].instanceType is {fmt(itype)}, not in allowed-instance-types "
+                   f"{allowed}; fix: use an allowed type (and measure it), or add it to the policy config")
+
+
+def _is_sagemaker_target(res: Res) -> bool:
+    return (res.type == "aws:appautoscaling/target:Target" and res.get("serviceNamespace") in ("sagemaker", UNKNOWN)
+            and res.get("scalableDimension") in ("sagemaker:variant:DesiredInstanceCount", UNKNOWN))
+
+
+def rule_target_tags(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    if not _is_sagemaker_target(res):
+        return
+    try:
+        tags = provenance_tags_of(res)
+    except NoProvenance as err:
+        yield err.message
+        return
+    if tags[pv.TAG_VERDICT] == "stop":
+        yield (f"{res.label} is tagged {pv.TAG_VERDICT}='stop': its plan has a stop finding and must not get scaling; "
+               "fix: address the stop findings (bench plan shows them) and re-plan")
+
+
+def rule_unmeasured_notice(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    if not _is_sagemaker_target(res):
+        return
+    tags = res.get("tags")
+    origin = at(tags, pv.TAG_ORIGIN) if isinstance(tags, Mapping) else MISSING
+    if isinstance(origin, str) and origin != "measured":
+        yield (f"{res.label} scales from {origin!r} figures, not measurements of this endpoint; before production "
+               "traffic run bench qmax and bench ttotal against it and re-plan (bench plan --stack)")

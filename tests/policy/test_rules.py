@@ -1,0 +1,169 @@
+"""Each rule: the dev stack passes it, one realistic edit violates it (through the real pack)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from policy_edits import messages, named, set_path
+
+from policy.harness import Resource
+
+
+def _no_diag(report, policy):
+    return [d.message for d in report.of(policy)] == []
+
+
+def test_every_rule_passes_on_the_dev_stack(pack, dev):
+    report = pack.check(dev)
+    quiet = {d.policy for d in report.diagnostics}
+    assert quiet == {"scaling-from-unmeasured-figures"}
+    assert len(pack.policies) == 13
+
+
+# --- scaling-requires-measured-provenance ------------------------------------------------------
+
+
+def test_provenance_target_tags_differing_from_endpoint(pack, dev):
+    named(dev, "kokoro-82m-target").props["tags"]["speech:q-max"] = "64"
+    report = pack.check(dev)
+    [msg] = messages(report, "scaling-requires-measured-provenance", "mandatory")
+    assert "scalable target 'kokoro-82m-target' carries provenance different from endpoint 'kokoro-82m-endpoint'" in msg
+    assert "speech:q-max='64' (endpoint: '50')" in msg
+
+
+def test_provenance_reference_blocked_when_config_forbids_it(pack, dev):
+    report = pack.check(dev, {"scaling-requires-measured-provenance": {"allow-reference-artifacts": False}})
+    [msg] = messages(report, "scaling-requires-measured-provenance", "mandatory")
+    assert "from 'reference' figures" in msg and "allow-reference-artifacts is false" in msg and "bench qmax" in msg
+
+
+# --- scaling-matches-plan ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,path,value,expect", [
+    ("kokoro-82m-target", "maxCapacity", 400.0, "maxCapacity is 400, expected 280"),
+    ("kokoro-82m-target", "minCapacity", 2.0, "minCapacity is 2, expected 1"),
+    ("kokoro-82m-scale-out", "targetTrackingScalingPolicyConfiguration.scaleOutCooldown", 60.0, "scaleOutCooldown is 60, expected 30"),
+    ("kokoro-82m-scale-in", "stepScalingPolicyConfiguration.cooldown", 1200.0, "cooldown is 1200, expected 960"),
+    ("kokoro-82m-scale-in-alarm", "threshold", 30.0, "threshold is 30, expected 25"),
+])
+def test_matches_plan_each_number(pack, dev, name, path, value, expect):
+    set_path(named(dev, name), path, value)
+    [msg] = messages(pack.check(dev), "scaling-matches-plan", "mandatory")
+    assert f"'{name}'" in msg and expect in msg and "fix:" in msg
+
+
+# --- scaling-plan-feasible ---------------------------------------------------------------------
+
+
+def test_scale_in_cooldown_below_planning_t_total(pack, dev):
+    set_path(named(dev, "kokoro-82m-scale-in"), "stepScalingPolicyConfiguration.cooldown", 120.0)
+    [msg] = messages(pack.check(dev), "scaling-plan-feasible", "mandatory")
+    assert "scaling policy 'kokoro-82m-scale-in' scale-in cooldown is 120 s, below the planning T_total 320.248 s" in msg
+    assert "use the plan's 960 s" in msg
+
+
+# --- deployment-matches-fingerprint ------------------------------------------------------------
+
+
+def test_instance_type_differs_from_measured(pack, dev):
+    set_path(named(dev, "kokoro-82m-config"), "productionVariants.0.instanceType", "ml.g5.2xlarge")
+    [msg] = messages(pack.check(dev), "deployment-matches-fingerprint", "mandatory")
+    assert "endpoint configuration 'kokoro-82m-config' deploys instance type 'ml.g5.2xlarge'" in msg
+    assert "measured on 'ml.g5.xlarge' (g5xlarge-8b1b96bc)" in msg
+
+
+def test_image_not_pinned_by_digest(pack, dev):
+    set_path(named(dev, "kokoro-82m-model"), "primaryContainer.image", "kokoro:latest")
+    [msg] = messages(pack.check(dev), "deployment-matches-fingerprint", "mandatory")
+    assert "'kokoro:latest' is not pinned by digest" in msg
+
+
+# --- one-scaling-path-per-variant --------------------------------------------------------------
+
+
+def test_competing_scale_out_policy(pack, dev):
+    extra = json.loads(json.dumps(named(dev, "kokoro-82m-scale-out").props))
+    dev.append(Resource(type="aws:appautoscaling/policy:Policy", name="hand-scale-out", props=extra))
+    report = pack.check(dev)
+    [msg] = messages(report, "one-scaling-path-per-variant", "mandatory")
+    assert "has 2 target-tracking scale-out policies" in msg and "'hand-scale-out'" in msg and "expected exactly 1" in msg
+
+
+def test_target_tracking_that_also_scales_in(pack, dev):
+    set_path(named(dev, "kokoro-82m-scale-out"), "targetTrackingScalingPolicyConfiguration.disableScaleIn", False)
+    [msg] = messages(pack.check(dev), "one-scaling-path-per-variant", "mandatory")
+    assert "disableScaleIn is False, expected true" in msg
+
+
+def test_missing_scale_in_path_and_orphan_policy(pack, dev):
+    dev[:] = [r for r in dev if r.name not in ("kokoro-82m-scale-in", "kokoro-82m-scale-in-alarm")]
+    orphan = json.loads(json.dumps(named(dev, "kokoro-82m-surge").props))
+    orphan["resourceId"] = "endpoint/other/variant/AllTraffic"
+    dev.append(Resource(type="aws:appautoscaling/policy:Policy", name="stray", props=orphan))
+    msgs = messages(pack.check(dev), "one-scaling-path-per-variant", "mandatory")
+    assert any("has 0 step scale-in policies (none), expected exactly 1" in m for m in msgs)
+    assert any("scaling policy 'stray' scales 'endpoint/other/variant/AllTraffic', which has no scalable target" in m for m in msgs)
+
+
+# --- daily-cost-ceiling ------------------------------------------------------------------------
+
+
+def test_daily_cost_over_budget(pack, dev):
+    report = pack.check(dev, {"daily-cost-ceiling": {"daily-budget-usd": 5000}})
+    [d] = report.of("daily-cost-ceiling")
+    assert d.level == "mandatory" and d.resource is None
+    assert "$9,462/day" in d.message and "280 x ml.g5.xlarge x $1.408/h x 24" in d.message
+    assert "daily budget $5,000" in d.message and "fix:" in d.message
+
+
+def test_daily_cost_unknown_price(pack, dev):
+    set_path(named(dev, "kokoro-82m-config"), "productionVariants.0.instanceType", "ml.p5.48xlarge")
+    report = pack.check(dev, {"instance-type-allowed": {"allowed-instance-types": ["ml.p5.48xlarge"]}})
+    [msg] = messages(report, "daily-cost-ceiling", "mandatory")
+    assert "'ml.p5.48xlarge', which has no hourly price" in msg
+    assert messages(report, "instance-type-allowed") == []
+
+
+# --- instance-type-allowed ---------------------------------------------------------------------
+
+
+def test_instance_type_not_allowed(pack, dev):
+    report = pack.check(dev, {"instance-type-allowed": {"allowed-instance-types": ["ml.g6.xlarge"]}})
+    [msg] = messages(report, "instance-type-allowed", "mandatory")
+    assert "endpoint configuration 'kokoro-82m-config' productionVariants[0].instanceType is 'ml.g5.xlarge'" in msg
+    assert "['ml.g6.xlarge']" in msg
+
+
+# --- security hygiene -------------------------------------------------------------------------
+
+
+def test_bucket_without_encryption_is_advisory(pack, dev):
+    dev[:] = [r for r in dev if r.name != "kokoro-82m-weights-encryption"]
+    report = pack.check(dev)
+    [d] = report.of("s3-encrypted")
+    assert d.level == "advisory" and "bucket 'kokoro-82m-weights' has no server-side encryption" in d.message
+    assert report.mandatory == []
+
+
+def test_bucket_without_public_access_block(pack, dev):
+    dev[:] = [r for r in dev if r.name != "kokoro-82m-weights-public-access"]
+    [msg] = messages(pack.check(dev), "s3-no-public-access", "mandatory")
+    assert "bucket 'kokoro-82m-weights' has no public access block" in msg
+
+
+def test_wildcard_iam_action(pack, dev):
+    rp = named(dev, "kokoro-82m-execution-policy")
+    doc = json.loads(rp.props["policy"])
+    doc["Statement"].append({"Effect": "Allow", "Action": "s3:*", "Resource": "*"})
+    rp.props["policy"] = json.dumps(doc)
+    [d] = pack.check(dev).of("iam-no-wildcard-actions")
+    assert d.level == "mandatory" and d.resource == "kokoro-82m-execution-policy"
+    assert "allows wildcard actions ['s3:*']" in d.message and "fix:" in d.message
+
+
+def test_ecr_mutable_tags_is_advisory(pack, dev):
+    set_path(named(dev, "kokoro-82m-images"), "imageTagMutability", "MUTABLE")
+    [d] = pack.check(dev).of("ecr-immutable-scanned")
+    assert d.level == "advisory" and "imageTagMutability is 'MUTABLE', expected 'IMMUTABLE'" in d.message
