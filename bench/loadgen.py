@@ -213,6 +213,11 @@ class Session:
 
     def close(self) -> None:
         try:
+            # After Ctrl-C the level's tasks are still pending on this loop: end them first.
+            pending = asyncio.all_tasks(self.loop)
+            for t in pending:
+                t.cancel()
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self.loop.run_until_complete(self.target.close())
         finally:
             self.loop.close()

@@ -271,7 +271,10 @@ class SageMakerTarget:
                 )
 
     def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint:
-        fp_type, fp_digest = endpoint_identity(self.session, self.endpoint, self.described or None)
+        if instance_type and image_digest:
+            fp_type, fp_digest = instance_type, image_digest
+        else:
+            fp_type, fp_digest = endpoint_identity(self.session, self.endpoint, self.described or None)
         try:
             return Fingerprint.of(instance_type or fp_type, image_digest or fp_digest)
         except ValueError as err:
@@ -291,7 +294,7 @@ class SageMakerTarget:
             self._pool = None
 
     def _invoke_blocking(self, text: str) -> Outcome:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import ClientError
 
         start = time.perf_counter()
         out = Outcome(start=start, end=start)
@@ -318,7 +321,7 @@ class SageMakerTarget:
             code = _error_code(body.encode() if isinstance(body, str) else b"")
             out.rejected = code in REJECT_CODES
             out.error = code or err.response.get("Error", {}).get("Code", "client_error")
-        except BotoCoreError as err:
+        except Exception as err:  # noqa: BLE001 - one failed request must never end the ladder
             out.error = err.__class__.__name__
         out.end = time.perf_counter()
         return out
