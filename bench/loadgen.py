@@ -217,7 +217,11 @@ class Session:
             pending = asyncio.all_tasks(self.loop)
             for t in pending:
                 t.cancel()
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+            async def settle() -> None:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+            self.loop.run_until_complete(settle())
             self.loop.run_until_complete(self.target.close())
         finally:
             self.loop.close()
