@@ -303,7 +303,8 @@ def run_sagemaker(
                         in_service = datetime.fromtimestamp(now, tz=timezone.utc)
                         log(f"{endpoint}: InService with {cur} instances after {now - t0_s:.1f} s")
                 if in_service is not None and probe is not None and recovered is None:
-                    recovered = recovered_at(list(probe.samples), threshold, recover_window_s, in_service.timestamp() - poll_s, clock())
+                    # Only load served once the new instance is in service counts as recovered.
+                    recovered = recovered_at(list(probe.samples), threshold, recover_window_s, in_service.timestamp(), clock())
                 have_markers = any(m["stage"] == "ready" for m in markers)
                 if in_service is not None and have_markers and (probe is None or recovered is not None):
                     break
