@@ -88,7 +88,9 @@ class HttpTarget:
         self.url = url.rstrip("/")
         self.name = f"local:{self.url}"
         self.timeout_s = timeout_s
-        self._client = None
+        self._ssl = None
+        self._clients: list = []
+        self._idle: list = []
         self._identity: dict = {}
 
     def check(self) -> None:
@@ -114,25 +116,38 @@ class HttpTarget:
         return _local_fingerprint(self.name, self._identity, instance_type, image_digest)
 
     async def open(self, concurrency: int) -> None:
+        import ssl
+
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+
+    def _new_client(self):
         import httpx
 
-        if self._client is None:
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-            self._client = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(self.timeout_s, connect=10.0))
+        # One single-connection client per slot: httpcore's shared pool scans every connection
+        # and waiting request on each event, which at hundreds of streams blocks the event loop
+        # for longer than the latencies being measured.
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        return httpx.AsyncClient(limits=limits, verify=self._ssl, timeout=httpx.Timeout(self.timeout_s, connect=10.0))
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients, self._idle = self._clients, [], []
+        for c in clients:
+            await c.aclose()
 
     async def invoke(self, text: str) -> Outcome:
         import httpx
 
-        assert self._client is not None, "open() first"
+        if self._idle:
+            client = self._idle.pop()
+        else:
+            await self.open(1)
+            client = self._new_client()
+            self._clients.append(client)
         start = time.perf_counter()
         out = Outcome(start=start, end=start)
         try:
-            async with self._client.stream("POST", self.url + "/invocations", json=payload(text)) as r:
+            async with client.stream("POST", self.url + "/invocations", json=payload(text)) as r:
                 if r.status_code != 200:
                     code = _error_code(await r.aread())
                     out.rejected = r.status_code == 503 and code in REJECT_CODES
@@ -152,6 +167,7 @@ class HttpTarget:
         except httpx.HTTPError as err:
             out.error = err.__class__.__name__
         out.end = time.perf_counter()
+        self._idle.append(client)
         return out
 
 

@@ -27,8 +27,10 @@ INSTANCE = "ml.m5.large"  # moto rejects ml.g5.* in endpoint configs
 
 
 @pytest.fixture(scope="session")
-def synthetic_20ms():
-    with SyntheticServer(service_ms=20) as s:
+def synthetic_40ms():
+    # 40 ms keeps the known capacity readable on a shared 2-core machine (a few ms of scheduling
+    # noise per request must not move Q_max by more than one step).
+    with SyntheticServer(service_ms=40) as s:
         yield s
 
 

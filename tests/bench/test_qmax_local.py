@@ -13,12 +13,12 @@ from speech.files import load_artifact
 from bench.cli import main
 from bench.synthetic import SyntheticServer
 
-SERVICE_MS = 20.0
-SLO_MS = 170.0  # floor(170 / 20) = 8: at 8, p95 ~ 160 ms; at 9, ~180 ms
+SERVICE_MS = 40.0
+SLO_MS = 340.0  # floor(340 / 40) = 8: at 8, p95 ~ 320 ms; at 9, ~360 ms
 
 
-def test_qmax_finds_known_capacity_bracketed(synthetic_20ms, tmp_path, capsys):
-    rc = main(["qmax", "--url", synthetic_20ms.url, "--slo-ms", str(SLO_MS), "--settle-s", "0.2", "--measure-s", "1.0",
+def test_qmax_finds_known_capacity_bracketed(synthetic_40ms, tmp_path, capsys):
+    rc = main(["qmax", "--url", synthetic_40ms.url, "--slo-ms", str(SLO_MS), "--settle-s", "0.2", "--measure-s", "1.2",
                "--out", str(tmp_path), "--json", "--plot"])
     assert rc == 0
     [path] = tmp_path.glob("qmax-*.json")
@@ -79,8 +79,8 @@ def test_dry_run_makes_no_aws_calls(capsys, monkeypatch):
     (["--url", "URL_PLACEHOLDER", "--levels", "1,4,2"], "strictly increase"),
     (["--url", "URL_PLACEHOLDER", "--endpoint", "x"], "exactly one"),
 ])
-def test_bad_input_is_one_line_exit_2_nothing_written(synthetic_20ms, tmp_path, capsys, argv, needle):
-    argv = [a.replace("URL_PLACEHOLDER", synthetic_20ms.url) for a in argv]
+def test_bad_input_is_one_line_exit_2_nothing_written(synthetic_40ms, tmp_path, capsys, argv, needle):
+    argv = [a.replace("URL_PLACEHOLDER", synthetic_40ms.url) for a in argv]
     rc = main(["qmax", *argv, "--settle-s", "0", "--measure-s", "0.3", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

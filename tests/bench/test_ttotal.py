@@ -28,12 +28,12 @@ def _qmax_file(tmp_path, ref_artifacts, fp: Fingerprint, transport="stream"):
     return write_artifact(tmp_path / "q.json", q)
 
 
-def test_local_process_phases_from_real_markers(synthetic_20ms, ref_artifacts, tmp_path, capsys):
-    t = HttpTarget(synthetic_20ms.url)
+def test_local_process_phases_from_real_markers(synthetic_40ms, ref_artifacts, tmp_path, capsys):
+    t = HttpTarget(synthetic_40ms.url)
     t.check()
     qf = _qmax_file(tmp_path, ref_artifacts, t.fingerprint())
-    serve = f"{sys.executable} -m bench.synthetic --service-ms 20 --startup-s 0.4"
-    rc = main(["ttotal", "--qmax", str(qf), "--url", synthetic_20ms.url, "--serve-cmd", serve,
+    serve = f"{sys.executable} -m bench.synthetic --service-ms 40 --startup-s 0.4"
+    rc = main(["ttotal", "--qmax", str(qf), "--url", synthetic_40ms.url, "--serve-cmd", serve,
                "--out", str(tmp_path / "out"), "--json", "--plot"])
     assert rc == 0, capsys.readouterr().err
     [path] = (tmp_path / "out").glob("ttotal-kokoro-82m-local-process-*.json")
@@ -51,19 +51,19 @@ def test_local_process_phases_from_real_markers(synthetic_20ms, ref_artifacts, t
     assert path.with_suffix(".png").exists()
 
 
-def test_qmax_of_another_fingerprint_is_refused(synthetic_20ms, ref_artifacts, tmp_path, capsys):
+def test_qmax_of_another_fingerprint_is_refused(synthetic_40ms, ref_artifacts, tmp_path, capsys):
     qf = _qmax_file(tmp_path, ref_artifacts, ref_artifacts[0].fingerprint)  # g5xlarge, not this server
-    rc = main(["ttotal", "--qmax", str(qf), "--url", synthetic_20ms.url, "--out", str(tmp_path / "out")])
+    rc = main(["ttotal", "--qmax", str(qf), "--url", synthetic_40ms.url, "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert rc == 2 and "measured on g5xlarge-8b1b96bc" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
 
 
-def test_qmax_of_another_transport_is_refused(synthetic_20ms, ref_artifacts, tmp_path, capsys):
-    t = HttpTarget(synthetic_20ms.url)
+def test_qmax_of_another_transport_is_refused(synthetic_40ms, ref_artifacts, tmp_path, capsys):
+    t = HttpTarget(synthetic_40ms.url)
     t.check()
     qf = _qmax_file(tmp_path, ref_artifacts, t.fingerprint(), transport="bidirectional")
-    rc = main(["ttotal", "--qmax", str(qf), "--url", synthetic_20ms.url, "--out", str(tmp_path / "out")])
+    rc = main(["ttotal", "--qmax", str(qf), "--url", synthetic_40ms.url, "--out", str(tmp_path / "out")])
     assert rc == 2 and "bidirectional" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
@@ -110,7 +110,7 @@ class World:
             ep.production_variants[0]["CurrentInstanceCount"] = ep.production_variants[0]["DesiredInstanceCount"]
 
 
-def test_sagemaker_scale_out_phases_in_order(deployed, ref_artifacts, synthetic_20ms, tmp_path, monkeypatch):
+def test_sagemaker_scale_out_phases_in_order(deployed, ref_artifacts, synthetic_40ms, tmp_path, monkeypatch):
     from moto.sagemaker.models import SageMakerModelBackend
 
     real_update = SageMakerModelBackend.update_endpoint_weights_and_capacities
@@ -138,7 +138,7 @@ def test_sagemaker_scale_out_phases_in_order(deployed, ref_artifacts, synthetic_
         "ttotal", "--qmax", str(qf), "--endpoint", ENDPOINT, "--poll-s", "0.05", "--recover-window-s", "0.3",
         "--probe-concurrency", "1", "--timeout-s", "30", "--out", str(tmp_path / "out"), "--json"])
     # The probe goes to a real local server: moto has no response streaming.
-    rc = ttotal_cmd.run(args, session=deployed, sleep=world.sleep, probe_target=HttpTarget(synthetic_20ms.url))
+    rc = ttotal_cmd.run(args, session=deployed, sleep=world.sleep, probe_target=HttpTarget(synthetic_40ms.url))
     assert rc == 0
     a = load_artifact(next((tmp_path / "out").glob("ttotal-kokoro-82m-forced-desired-*.json")), TtotalArtifact)
     names = [p.name for p in a.phases]
