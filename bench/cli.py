@@ -18,7 +18,12 @@ EXIT_OK, EXIT_STOP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "drift": ("bench.drift_cmd", "read-only: deployed scaling vs stack config and plan; exit 0 = preflight ok"),
+    "qmax": ("bench.qmax_cmd", "closed-loop concurrency ladder -> qmax artifact (Q_max, service time, curve)"),
+    "ttotal": ("bench.ttotal_cmd", "forced scale-out (or a second local process), phases timestamped -> ttotal artifact"),
     "plan": ("bench.plan_cmd", "turn qmax + ttotal artifacts into thresholds, fleet and cooldowns (no AWS calls)"),
+    "validate": ("bench.validate_cmd", "deployed policy vs plan, plus live load checks with --live"),
+    "thaw": ("bench.thaw_cmd", "restore scaling after an interrupted qmax/ttotal"),
 }
 
 

@@ -1,0 +1,227 @@
+"""Closed-loop load: exactly N requests outstanding, a new one starting the moment one finishes.
+
+One level = settle (discarded, lets queues reach steady state) + measure window. Statistics come
+from requests whose first byte (TTFAB) or end (throughput) fall in the window; the client's mean
+in-flight count is time-weighted over the window. The generator measures its own cost (event
+loop lag, CPU share) so a ladder can show it was not the bottleneck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from speech.artifacts import LadderLevel
+
+from .targets import Outcome, Target
+
+MAX_ERROR_FRACTION = 0.01
+"""A level with more failed requests than this misses the SLO whatever its latency."""
+
+
+@dataclass
+class LevelResult:
+    concurrency: int
+    measure_s: float
+    outcomes: list[Outcome]
+    """Requests that completed inside the measurement window."""
+    ttfab_ms: np.ndarray
+    inflight_mean: float
+    loop_lag_p99_ms: float
+    cpu_fraction: float
+    window: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def ok(self) -> int:
+        return sum(o.ok for o in self.outcomes)
+
+    @property
+    def rejected(self) -> int:
+        return sum(o.rejected for o in self.outcomes)
+
+    @property
+    def errors(self) -> int:
+        return sum((not o.ok) and (not o.rejected) for o in self.outcomes)
+
+    def pct(self, q: float) -> float:
+        return float(np.percentile(self.ttfab_ms, q)) if self.ttfab_ms.size else float("inf")
+
+    def meets(self, slo_ms: float) -> bool:
+        """p95 within the SLO, nothing rejected by the gate, at most 1 % failed requests."""
+        done = len(self.outcomes)
+        return (
+            self.ok > 0
+            and self.pct(95) <= slo_ms
+            and self.rejected == 0
+            and self.errors <= MAX_ERROR_FRACTION * done
+        )
+
+    def to_level(self, slo_ms: float, cloudwatch_max: Optional[float] = None) -> LadderLevel:
+        finite = self.ttfab_ms.size > 0
+        return LadderLevel(
+            concurrency=self.concurrency,
+            completed=len(self.outcomes),
+            ok=self.ok,
+            rejected=self.rejected,
+            errors=self.errors,
+            ttfab_p50_ms=round(self.pct(50), 3) if finite else 0.0,
+            ttfab_p95_ms=round(self.pct(95), 3) if finite else 0.0,
+            ttfab_p99_ms=round(self.pct(99), 3) if finite else 0.0,
+            throughput_rps=round(self.ok / self.measure_s, 4),
+            client_concurrency_mean=round(self.inflight_mean, 4),
+            cloudwatch_concurrency_max=cloudwatch_max,
+            meets_slo=self.meets(slo_ms),
+            measure_s=self.measure_s,
+        )
+
+
+@dataclass
+class _Inflight:
+    """Time-weighted integral of the in-flight count over a window."""
+
+    count: int = 0
+    last_t: float = 0.0
+    area: float = 0.0
+    window: tuple[float, float] = (float("inf"), float("inf"))
+
+    def change(self, now: float, delta: int) -> None:
+        lo, hi = self.window
+        a, b = max(self.last_t, lo), min(now, hi)
+        if b > a:
+            self.area += self.count * (b - a)
+        self.count += delta
+        self.last_t = now
+
+
+@dataclass
+class Progress:
+    """What a progress display may show while a level runs."""
+
+    concurrency: int
+    phase: str
+    elapsed_s: float
+    total_s: float
+    live_p95_ms: Optional[float]
+    done: int
+
+
+async def _loop_lag(stop: asyncio.Event, lags: list[float], period: float = 0.01) -> None:
+    while not stop.is_set():
+        t = time.perf_counter()
+        await asyncio.sleep(period)
+        lags.append(max(0.0, time.perf_counter() - t - period))
+
+
+async def run_level_async(
+    target: Target,
+    concurrency: int,
+    settle_s: float,
+    measure_s: float,
+    texts: Sequence[str],
+    on_progress: Optional[Callable[[Progress], None]] = None,
+    drain_timeout_s: float = 30.0,
+) -> LevelResult:
+    await target.open(concurrency)
+    text_cycle = itertools.cycle(texts)
+    t0 = time.perf_counter()
+    w_lo, w_hi = t0 + settle_s, t0 + settle_s + measure_s
+    inflight = _Inflight(last_t=t0, window=(w_lo, w_hi))
+    stop_new = asyncio.Event()
+    done: list[Outcome] = []
+    lags: list[float] = []
+    lag_stop = asyncio.Event()
+
+    async def worker() -> None:
+        while not stop_new.is_set():
+            inflight.change(time.perf_counter(), +1)
+            out = await target.invoke(next(text_cycle))
+            inflight.change(out.end, -1)
+            done.append(out)
+            # A gate rejection returns at once; without a pause a rejected slot would spin.
+            if out.rejected or (out.error and not out.ok):
+                await asyncio.sleep(0.005)
+
+    cpu0 = time.process_time()
+    lag_task = asyncio.create_task(_loop_lag(lag_stop, lags))
+    workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
+    try:
+        while (now := time.perf_counter()) < w_hi:
+            if on_progress is not None:
+                in_window = [o.ttfab_s * 1000 for o in done[-2000:] if o.ok and o.ttfab_s is not None and o.start + o.ttfab_s >= min(now, w_lo) - 5]
+                on_progress(
+                    Progress(
+                        concurrency=concurrency,
+                        phase="settle" if now < w_lo else "measure",
+                        elapsed_s=now - t0,
+                        total_s=settle_s + measure_s,
+                        live_p95_ms=float(np.percentile(in_window, 95)) if in_window else None,
+                        done=len(done),
+                    )
+                )
+            await asyncio.sleep(min(0.25, max(0.0, w_hi - now)))
+        stop_new.set()
+        cpu1 = time.process_time()
+        # Let in-flight requests finish so the next level starts on an idle server.
+        _, pending = await asyncio.wait(workers, timeout=drain_timeout_s)
+        for w in pending:
+            w.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+    finally:
+        stop_new.set()
+        lag_stop.set()
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, lag_task, return_exceptions=True)
+    inflight.change(w_hi, 0)
+    in_window = [o for o in done if w_lo <= o.end <= w_hi]
+    ttfab = np.array(
+        [o.ttfab_s * 1000 for o in done if o.ok and o.ttfab_s is not None and w_lo <= o.start + o.ttfab_s <= w_hi]
+    )
+    wall = w_hi - t0
+    return LevelResult(
+        concurrency=concurrency,
+        measure_s=measure_s,
+        outcomes=in_window,
+        ttfab_ms=ttfab,
+        inflight_mean=inflight.area / measure_s if measure_s > 0 else 0.0,
+        loop_lag_p99_ms=float(np.percentile(lags, 99) * 1000) if lags else 0.0,
+        cpu_fraction=(cpu1 - cpu0) / wall if wall > 0 else 0.0,
+        window=(w_lo, w_hi),
+    )
+
+
+def run_level(target: Target, concurrency: int, settle_s: float, measure_s: float, texts: Sequence[str], on_progress=None) -> LevelResult:
+    return asyncio.run(run_level_async(target, concurrency, settle_s, measure_s, texts, on_progress))
+
+
+@dataclass
+class Session:
+    """One event loop for a whole ladder, so connections are reused across levels."""
+
+    target: Target
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
+
+    def level(self, concurrency: int, settle_s: float, measure_s: float, texts: Sequence[str], on_progress=None) -> LevelResult:
+        return self.loop.run_until_complete(
+            run_level_async(self.target, concurrency, settle_s, measure_s, texts, on_progress)
+        )
+
+    def close(self) -> None:
+        try:
+            # After Ctrl-C the level's tasks are still pending on this loop: end them first.
+            pending = asyncio.all_tasks(self.loop)
+            for t in pending:
+                t.cancel()
+
+            async def settle() -> None:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+            self.loop.run_until_complete(settle())
+            self.loop.run_until_complete(self.target.close())
+        finally:
+            self.loop.close()

@@ -1,0 +1,65 @@
+"""PNG plots of measurements (matplotlib, Agg: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from speech.artifacts import QmaxArtifact, TtotalArtifact
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_qmax(a: QmaxArtifact, path: Path) -> Path:
+    """p95 TTFAB vs concurrency with the SLO line, Q_max and the first violation marked."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    xs = [lv.concurrency for lv in a.ladder]
+    ax.plot(xs, [lv.ttfab_p95_ms for lv in a.ladder], "o-", label="p95 TTFAB")
+    ax.plot(xs, [lv.ttfab_p50_ms for lv in a.ladder], ".--", alpha=0.6, label="p50 TTFAB")
+    ax.axhline(a.slo.ttfab_p95_ms, color="tab:red", lw=1, label=f"SLO {a.slo.ttfab_p95_ms:g} ms")
+    if a.q_max:
+        ax.axvline(a.q_max, color="tab:green", ls=":", label=f"Q_max {a.q_max}")
+    bad = [lv for lv in a.ladder if not lv.meets_slo]
+    if bad:
+        first = min(bad, key=lambda lv: lv.concurrency)
+        ax.plot([first.concurrency], [first.ttfab_p95_ms], "x", color="tab:red", ms=12, mew=2,
+                label=f"first violation ({first.concurrency})")
+    ax.set_xlabel("concurrency (requests in flight)")
+    ax.set_ylabel("TTFAB, ms")
+    ax.set_title(f"{a.model} {a.transport} on {a.fingerprint.slug}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
+    """Phase waterfall: one bar per phase from the previous phase to this one."""
+    plt = _plt()
+    phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(phases) + 1.5), dpi=110)
+    prev = 0.0
+    for i, p in enumerate(phases):
+        width = max(p.offset_s - prev, 0.0)
+        ax.barh(i, width, left=prev, color="tab:orange" if p.bounded else "tab:blue")
+        ax.text(p.offset_s, i, f" {p.offset_s:.1f} s", va="center", fontsize=8)
+        prev = max(prev, p.offset_s)
+    ax.set_yticks(range(len(phases)), [p.name for p in phases])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since desired_set (orange: bounded)")
+    ax.set_title(f"T_total {a.measured_total_s:.1f} s measured + {a.reaction_bound_s:g} s reaction ({a.trigger})")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

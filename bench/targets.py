@@ -1,0 +1,399 @@
+"""What a ladder sends requests to: a local container (HTTP stream or bidirectional WebSocket) or
+a SageMaker endpoint, behind one small interface so the ladder never cares which.
+
+Every ``invoke`` measures TTFAB from just before the request is sent to the first audio byte and
+keeps the request outstanding until its stream ends (closed loop: a slot is free only then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Optional, Protocol
+
+from speech.artifacts import Fingerprint
+
+from .errors import TargetError, UsageError
+
+REJECT_CODES = {"queue_saturated", "shed_deadline", "draining"}
+
+
+@dataclass
+class Outcome:
+    start: float
+    """perf_counter() just before the request was sent."""
+    end: float
+    ttfab_s: Optional[float] = None
+    ok: bool = False
+    rejected: bool = False
+    error: Optional[str] = None
+    nbytes: int = 0
+    first_chunk: bytes = b""
+    """First bytes of the body (a synthetic server's send stamp lives there)."""
+    first_at_mono: Optional[float] = None
+    """time.monotonic() when the first byte arrived, to compare with a server's stamp."""
+
+
+class Target(Protocol):
+    name: str
+    """``local:<url>`` or ``sagemaker:<endpoint>``: the artifact's provenance.target."""
+    transport: str
+
+    async def open(self, concurrency: int) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def invoke(self, text: str) -> Outcome: ...
+
+    def check(self) -> None:
+        """Raise TargetError when the target cannot be measured (unreachable, missing, not ready)."""
+
+    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint: ...
+
+
+def payload(text: str) -> dict[str, Any]:
+    return {"text": text, "voice": "default", "speed": 1.0, "response_format": "pcm", "stream": True}
+
+
+def _error_code(body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("error", ""))
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _local_fingerprint(name: str, identity: dict, instance_type: Optional[str], image_digest: Optional[str]) -> Fingerprint:
+    """A local server has no image digest unless it reports one; hash what identifies it instead
+    (its /ping identity), so two runs against the same server build share a fingerprint."""
+    digest = image_digest or identity.get("image_digest")
+    if not digest:
+        ident = {k: v for k, v in identity.items() if k not in ("status",)}
+        digest = "sha256:" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
+    try:
+        return Fingerprint.of(instance_type or "local", digest)
+    except ValueError as err:
+        raise UsageError(f"--instance-type/--image-digest: {str(err).splitlines()[0]}") from None
+
+
+class HttpTarget:
+    """A local container: ``POST /invocations`` streamed with httpx (one connection per slot)."""
+
+    transport = "stream"
+
+    def __init__(self, url: str, timeout_s: float = 65.0) -> None:
+        self.url = url.rstrip("/")
+        self.name = f"local:{self.url}"
+        self.timeout_s = timeout_s
+        self._ssl = None
+        self._clients: list = []
+        self._idle: list = []
+        self._identity: dict = {}
+
+    def check(self) -> None:
+        import httpx
+
+        if not self.url.startswith(("http://", "https://")):
+            raise UsageError(f"--url {self.url!r}: must start with http:// or https://")
+        try:
+            r = httpx.get(self.url + "/ping", timeout=5.0)
+        except httpx.HTTPError as err:
+            raise TargetError(
+                f"{self.url}/ping: cannot connect ({err.__class__.__name__}); start the container "
+                "(python -m container serve) or fix --url"
+            ) from None
+        if r.status_code != 200:
+            raise TargetError(f"{self.url}/ping answered {r.status_code}: the server is not ready; wait for it or check its logs")
+        try:
+            self._identity = r.json() if isinstance(r.json(), dict) else {}
+        except ValueError:
+            self._identity = {}
+
+    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint:
+        return _local_fingerprint(self.name, self._identity, instance_type, image_digest)
+
+    async def open(self, concurrency: int) -> None:
+        import ssl
+
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+
+    def _new_client(self):
+        import httpx
+
+        # One single-connection client per slot: httpcore's shared pool scans every connection
+        # and waiting request on each event, which at hundreds of streams blocks the event loop
+        # for longer than the latencies being measured.
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        return httpx.AsyncClient(limits=limits, verify=self._ssl, timeout=httpx.Timeout(self.timeout_s, connect=10.0))
+
+    async def close(self) -> None:
+        clients, self._clients, self._idle = self._clients, [], []
+        for c in clients:
+            await c.aclose()
+
+    async def invoke(self, text: str) -> Outcome:
+        import httpx
+
+        if self._idle:
+            client = self._idle.pop()
+        else:
+            await self.open(1)
+            client = self._new_client()
+            self._clients.append(client)
+        start = time.perf_counter()
+        out = Outcome(start=start, end=start)
+        try:
+            async with client.stream("POST", self.url + "/invocations", json=payload(text)) as r:
+                if r.status_code != 200:
+                    code = _error_code(await r.aread())
+                    out.rejected = r.status_code == 503 and code in REJECT_CODES
+                    out.error = code or f"http_{r.status_code}"
+                else:
+                    async for chunk in r.aiter_raw():
+                        if not chunk:
+                            continue
+                        if out.ttfab_s is None:
+                            out.first_at_mono = time.monotonic()
+                            out.ttfab_s = time.perf_counter() - start
+                            out.first_chunk = chunk[:16]
+                        out.nbytes += len(chunk)
+                    out.ok = out.ttfab_s is not None
+                    if not out.ok:
+                        out.error = "empty_stream"
+        except httpx.HTTPError as err:
+            out.error = err.__class__.__name__
+        out.end = time.perf_counter()
+        self._idle.append(client)
+        return out
+
+
+class WebSocketTarget:
+    """A local container's bidirectional stream: one WebSocket per slot, one request at a time
+    on each (the server answers a connection's requests in order)."""
+
+    transport = "bidirectional"
+    PATH = "/invocations-bidirectional-stream"
+
+    def __init__(self, url: str, timeout_s: float = 65.0) -> None:
+        self.http = HttpTarget(url)
+        self.url = self.http.url
+        self.ws_url = "ws" + self.url.removeprefix("http") + self.PATH
+        self.name = f"local:{self.url}"
+        self.timeout_s = timeout_s
+        self._idle: list = []
+        self._all: list = []
+
+    def check(self) -> None:
+        self.http.check()
+
+    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint:
+        return self.http.fingerprint(instance_type, image_digest)
+
+    async def open(self, concurrency: int) -> None:
+        return None
+
+    async def close(self) -> None:
+        conns, self._all, self._idle = self._all, [], []
+        for ws in conns:
+            try:
+                await ws.close()
+            except Exception:  # closing a broken socket must not hide the measurement's result
+                pass
+
+    async def invoke(self, text: str) -> Outcome:
+        import websockets
+
+        start = time.perf_counter()
+        out = Outcome(start=start, end=start)
+        ws = self._idle.pop() if self._idle else None
+        try:
+            if ws is None:
+                ws = await websockets.connect(self.ws_url, max_size=None, open_timeout=10)
+                self._all.append(ws)
+                start = out.start = time.perf_counter()  # the handshake is not part of a request
+            await ws.send(json.dumps({"text": text}).encode())
+            async with asyncio.timeout(self.timeout_s):
+                while True:
+                    msg = await ws.recv()
+                    if isinstance(msg, bytes):
+                        if out.ttfab_s is None:
+                            out.first_at_mono = time.monotonic()
+                            out.ttfab_s = time.perf_counter() - start
+                            out.first_chunk = msg[:16]
+                        out.nbytes += len(msg)
+                        continue
+                    obj = json.loads(msg)
+                    if obj.get("type") == "done":
+                        out.ok = out.ttfab_s is not None
+                        out.error = None if out.ok else "empty_stream"
+                        break
+                    if obj.get("type") == "error" or "error" in obj:
+                        code = str(obj.get("error") or obj.get("code") or "error")
+                        out.rejected = code in REJECT_CODES
+                        out.error = code
+                        break
+            self._idle.append(ws)
+        except (OSError, TimeoutError, websockets.WebSocketException, ValueError) as err:
+            out.error = err.__class__.__name__
+            if ws is not None and ws in self._all:
+                self._all.remove(ws)
+        out.end = time.perf_counter()
+        return out
+
+
+class SageMakerTarget:
+    """A SageMaker endpoint through boto3 InvokeEndpointWithResponseStream (blocking calls run on
+    a thread pool sized to the concurrency, so the event loop only keeps time)."""
+
+    def __init__(self, endpoint: str, session: Any = None, transport: str = "stream", variant: str = "AllTraffic") -> None:
+        import boto3
+
+        self.endpoint = endpoint
+        self.variant = variant
+        self.name = f"sagemaker:{endpoint}"
+        self.transport = transport
+        self.session = session or boto3.session.Session()
+        self._runtime = None
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self.described: dict = {}
+
+    def _sm(self):
+        return self.session.client("sagemaker")
+
+    def check(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            ep = self._sm().describe_endpoint(EndpointName=self.endpoint)
+        except ClientError as err:
+            msg = err.response.get("Error", {}).get("Message", str(err))
+            raise TargetError(f"endpoint {self.endpoint!r}: {msg}; check --endpoint and the AWS region") from None
+        except BotoCoreError as err:
+            raise TargetError(f"endpoint {self.endpoint!r}: {err}; check AWS credentials and region") from None
+        if ep.get("EndpointStatus") not in ("InService", "Updating"):
+            raise TargetError(f"endpoint {self.endpoint!r} is {ep.get('EndpointStatus')}, not InService; wait for it")
+        self.described = ep
+        if self.transport == "bidirectional":
+            client = self.session.client("sagemaker-runtime")
+            if not hasattr(client, "invoke_endpoint_with_bidirectional_stream"):
+                raise TargetError(
+                    "--transport bidirectional on SageMaker needs InvokeEndpointWithBidirectionalStream, which this "
+                    f"boto3 ({_boto3_version()}) does not provide (it needs the HTTP/2 SageMaker runtime SDK); "
+                    "measure with --transport stream, or against the container locally with --url"
+                )
+
+    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint:
+        if instance_type and image_digest:
+            fp_type, fp_digest = instance_type, image_digest
+        else:
+            fp_type, fp_digest = endpoint_identity(self.session, self.endpoint, self.described or None)
+        try:
+            return Fingerprint.of(instance_type or fp_type, image_digest or fp_digest)
+        except ValueError as err:
+            raise UsageError(f"fingerprint of {self.endpoint}: {str(err).splitlines()[0]}") from None
+
+    async def open(self, concurrency: int) -> None:
+        from botocore.config import Config
+
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=max(4, concurrency + 2), thread_name_prefix="invoke")
+            cfg = Config(max_pool_connections=max(10, concurrency + 2), read_timeout=70, retries={"max_attempts": 0})
+            self._runtime = self.session.client("sagemaker-runtime", config=cfg)
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def _invoke_blocking(self, text: str) -> Outcome:
+        from botocore.exceptions import ClientError
+
+        start = time.perf_counter()
+        out = Outcome(start=start, end=start)
+        try:
+            resp = self._runtime.invoke_endpoint_with_response_stream(
+                EndpointName=self.endpoint, Body=json.dumps(payload(text)).encode(), ContentType="application/json",
+                Accept="audio/pcm",
+            )
+            for event in resp["Body"]:
+                part = event.get("PayloadPart", {}).get("Bytes")
+                if part:
+                    if out.ttfab_s is None:
+                        out.first_at_mono = time.monotonic()
+                        out.ttfab_s = time.perf_counter() - start
+                        out.first_chunk = part[:16]
+                    out.nbytes += len(part)
+                elif "ModelStreamError" in event:
+                    out.error = str(event["ModelStreamError"].get("ErrorCode", "model_stream_error"))
+            out.ok = out.ttfab_s is not None and out.error is None
+            if out.ttfab_s is None and out.error is None:
+                out.error = "empty_stream"
+        except ClientError as err:
+            body = err.response.get("OriginalMessage") or err.response.get("Error", {}).get("Message", "")
+            code = _error_code(body.encode() if isinstance(body, str) else b"")
+            out.rejected = code in REJECT_CODES
+            out.error = code or err.response.get("Error", {}).get("Code", "client_error")
+        except Exception as err:  # noqa: BLE001 - one failed request must never end the ladder
+            out.error = err.__class__.__name__
+        out.end = time.perf_counter()
+        return out
+
+    async def invoke(self, text: str) -> Outcome:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._invoke_blocking, text)
+
+
+def _boto3_version() -> str:
+    import boto3
+
+    return boto3.__version__
+
+
+def endpoint_identity(session: Any, endpoint: str, described: Optional[dict] = None) -> tuple[str, str]:
+    """(instance type, image digest) of what an endpoint runs, from DescribeEndpoint (the resolved
+    image digest SageMaker deployed), its EndpointConfig (instance type) and Model (image URI)."""
+    from botocore.exceptions import ClientError
+
+    sm = session.client("sagemaker")
+    try:
+        ep = described or sm.describe_endpoint(EndpointName=endpoint)
+        cfg = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
+    except ClientError as err:
+        raise TargetError(f"endpoint {endpoint!r}: {err.response.get('Error', {}).get('Message', err)}") from None
+    variant = cfg["ProductionVariants"][0]
+    instance_type = variant.get("InstanceType", "")
+    digest = ""
+    for pv in ep.get("ProductionVariants", []):
+        for img in pv.get("DeployedImages", []):
+            resolved = img.get("ResolvedImage", "")
+            if "@sha256:" in resolved:
+                digest = resolved.split("@", 1)[1]
+    if not digest:
+        try:
+            model = sm.describe_model(ModelName=variant["ModelName"])
+        except ClientError as err:
+            raise TargetError(f"model of {endpoint!r}: {err.response.get('Error', {}).get('Message', err)}") from None
+        image = (model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]).get("Image", "")
+        if "@sha256:" in image:
+            digest = image.split("@", 1)[1]
+    if not instance_type or not digest:
+        raise TargetError(
+            f"endpoint {endpoint!r}: cannot tell its instance type and image digest (got {instance_type!r}, "
+            f"{digest or 'no digest'}); pass --instance-type and --image-digest"
+        )
+    return instance_type, digest
+
+
+def make_target(args: Any, session: Any = None) -> Target:
+    """The target named by --url / --endpoint and --transport."""
+    url, endpoint = getattr(args, "url", None), getattr(args, "endpoint", None)
+    if bool(url) == bool(endpoint):
+        raise UsageError("pass exactly one of --url (local container) or --endpoint (SageMaker)")
+    transport = getattr(args, "transport", "stream")
+    if url:
+        return WebSocketTarget(url) if transport == "bidirectional" else HttpTarget(url)
+    return SageMakerTarget(endpoint, session=session, transport=transport)

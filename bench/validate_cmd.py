@@ -1,0 +1,121 @@
+"""``bench validate``: the deployed policy equals the plan, and (--live) the endpoint keeps its promise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from contextlib import ExitStack
+from pathlib import Path
+
+from speech.artifacts import PlanArtifact
+from speech.files import load_artifact
+
+from . import aws
+from .errors import UsageError
+from .ladder import request_mix
+from .loadgen import LevelResult, Session
+from .qmax_cmd import check_timing
+from .scaling_check import Issue, compare
+from .targets import SageMakerTarget, make_target
+
+DESCRIPTION = """\
+Check a deployed endpoint against a plan artifact (bench plan): the scalable target's min/max,
+the scale-out target value and cooldown, the scale-in step policy, its alarm threshold and
+cooldown, the surge alarm, and that nothing is frozen or orphaned.
+
+With --live also load it (closed loop, scaling frozen for the check and restored after):
+  1. at 0.8 x C_scale_max per instance: p95 TTFAB must stay within the SLO;
+  2. just past Q_max per instance: the admission gate must reject (503 queue_saturated) and the
+     admitted requests must stay within the SLO.
+--url runs only the live checks against a local container (no policy to compare).
+
+  python -m bench validate --plan artifacts/plan-kokoro-82m.json --endpoint dev-kokoro-82m
+  python -m bench validate --plan plan.json --url http://127.0.0.1:8080 --live --measure-s 20
+
+Exit 0 pass, 1 fail, 2 bad input.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plan", required=True, type=Path, metavar="FILE", help="plan artifact (bench plan)")
+    p.add_argument("--endpoint", metavar="NAME", help="SageMaker endpoint to check")
+    p.add_argument("--url", metavar="URL", help="local container for --live checks only")
+    p.add_argument("--transport", choices=["stream", "bidirectional"], default="stream", help="for --live (default stream)")
+    p.add_argument("--live", action="store_true", help="also run the two load checks")
+    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="SLO for --live (default: the plan's)")
+    p.add_argument("--settle-s", type=float, default=10.0, metavar="S", help="per live check, discarded (default 10)")
+    p.add_argument("--measure-s", type=float, default=30.0, metavar="S", help="per live check, measured (default 30)")
+    p.add_argument("--mix", default="mixed", choices=["short", "mixed", "long"], help="request texts (default mixed)")
+    p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
+    p.add_argument("--state-dir", type=Path, default=None, metavar="DIR", help="freeze state directory (see bench thaw)")
+    p.add_argument("--json", action="store_true", help="print {ok, issues, live} as JSON")
+
+
+def live_checks(args, plan: PlanArtifact, target, instances: int) -> tuple[list[Issue], list[dict]]:
+    slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
+    texts, _ = request_mix(args.mix)
+    c_ok = max(1, round(0.8 * plan.thresholds.c_scale_max * instances))
+    c_gate = (plan.q_max + max(1, math.ceil(0.1 * plan.q_max))) * instances
+    issues: list[Issue] = []
+    rows: list[dict] = []
+    session = Session(target)
+    try:
+        r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
+        rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
+        if not r.meets(slo):
+            issues.append(Issue("live", f"at {c_ok} in flight (0.8 x C_scale_max) p95 TTFAB {r.pct(95):.0f} ms, "
+                                        f"{r.rejected} rejected, {r.errors} errors: misses the SLO {slo:g} ms"))
+        g: LevelResult = session.level(c_gate, args.settle_s, args.measure_s, texts)
+        rows.append({"check": "past Q_max", "concurrency": c_gate, "p95_ms": g.pct(95), "rejected": g.rejected, "errors": g.errors})
+        if g.rejected == 0:
+            issues.append(Issue("live", f"at {c_gate} in flight (past Q_max {plan.q_max}) the gate rejected nothing: "
+                                        f"queue_max_depth is not enforced at {plan.queue_max_depth}"))
+        if g.ok == 0 or g.pct(95) > slo:
+            issues.append(Issue("live", f"at {c_gate} in flight admitted requests had p95 {g.pct(95):.0f} ms > SLO {slo:g} ms"))
+    finally:
+        session.close()
+    return issues, rows
+
+
+def run(args: argparse.Namespace, session=None) -> int:
+    plan = load_artifact(args.plan, PlanArtifact)
+    if args.live:
+        check_timing(argparse.Namespace(slo_ms=args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms,
+                                        settle_s=args.settle_s, measure_s=args.measure_s))
+    if not args.endpoint and not args.url:
+        raise UsageError("pass --endpoint NAME (policy check, and --live) or --url URL with --live")
+    if args.url and not args.live:
+        raise UsageError("--url has no policy to compare: add --live, or use --endpoint")
+    issues: list[Issue] = []
+    live_rows: list[dict] = []
+    sess = None
+    if args.endpoint:
+        sess = session or aws.session(args.region)
+        aws.describe_endpoint(sess, args.endpoint)
+        issues += compare(plan, aws.read_deployed(sess, args.endpoint))
+    if args.live:
+        target = make_target(argparse.Namespace(url=args.url, endpoint=None if args.url else args.endpoint,
+                                                transport=args.transport), session=sess)
+        target.check()
+        with ExitStack() as stack:
+            instances = 1
+            if isinstance(target, SageMakerTarget):
+                from .freeze import Freeze
+
+                stack.enter_context(Freeze(sess, args.endpoint, args.state_dir, tool="bench validate --live"))
+                current, _ = aws.variant_counts(aws.describe_endpoint(sess, args.endpoint))
+                instances = current or 1
+            got, live_rows = live_checks(args, plan, target, instances)
+            issues += got
+    ok = not issues
+    if args.json:
+        print(json.dumps({"ok": ok, "issues": [i.as_dict() for i in issues], "live": live_rows}, indent=2))
+    else:
+        for i in issues:
+            print(f"[{i.kind}] {i.message}")
+        for row in live_rows:
+            print(f"live {row['check']}: concurrency {row['concurrency']}, p95 {row['p95_ms']:.1f} ms, "
+                  f"rejected {row['rejected']}, errors {row['errors']}")
+        print("validate: pass" if ok else f"validate: FAIL ({len(issues)} issue(s))")
+    return 0 if ok else 1

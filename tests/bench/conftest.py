@@ -1,0 +1,137 @@
+"""Fixtures: real servers on 127.0.0.1 (bench.synthetic in its own process) and moto in-process
+as the AWS stand-in, shaped the way the Pulumi program deploys an endpoint (DESIGN.md §5)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.config import Measurements, ModelConfig, PlanInputs
+from speech.files import load_artifact
+from speech.plan import build_plan
+
+from bench import aws
+from bench.synthetic import SyntheticServer
+
+ROOT = Path(__file__).resolve().parents[2]
+REF = ROOT / "artifacts" / "reference"
+DIGEST = "sha256:" + "ab" * 32
+IMAGE = f"123456789012.dkr.ecr.us-east-1.amazonaws.com/kokoro@{DIGEST}"
+STACK = "test"
+MODEL = "kokoro-82m"
+ENDPOINT = f"{STACK}-{MODEL}"
+INSTANCE = "ml.m5.large"  # moto rejects ml.g5.* in endpoint configs
+
+
+@pytest.fixture(scope="session")
+def synthetic_40ms():
+    # 40 ms keeps the known capacity readable on a shared 2-core machine (a few ms of scheduling
+    # noise per request must not move Q_max by more than one step).
+    with SyntheticServer(service_ms=40) as s:
+        yield s
+
+
+@pytest.fixture
+def ref_artifacts() -> tuple[QmaxArtifact, TtotalArtifact]:
+    q = load_artifact(REF / "qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json", QmaxArtifact)
+    t = load_artifact(REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json", TtotalArtifact)
+    return q, t
+
+
+@pytest.fixture
+def plan_inputs() -> PlanInputs:
+    return PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=50, trough_rps=10, min_instances=1)
+
+
+@pytest.fixture
+def ref_plan(ref_artifacts, plan_inputs) -> PlanArtifact:
+    return build_plan(*ref_artifacts, plan_inputs)
+
+
+@pytest.fixture
+def model_config(ref_artifacts, plan_inputs) -> ModelConfig:
+    q, t = ref_artifacts
+    return ModelConfig(instance_type=INSTANCE, image=IMAGE, plan=plan_inputs, measurements=Measurements(qmax=q, ttotal=t))
+
+
+@pytest.fixture
+def aws_env(monkeypatch, tmp_path):
+    for k, v in {
+        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1", "SPEECH_ENDPOINTS_STATE_DIR": str(tmp_path / "state"),
+    }.items():
+        monkeypatch.setenv(k, v)
+    from moto import mock_aws
+
+    with mock_aws():
+        import boto3
+
+        yield boto3.session.Session(region_name="us-east-1")
+
+
+def create_endpoint(sess, name: str = ENDPOINT, instances: int = 1) -> None:
+    sm = sess.client("sagemaker")
+    sm.create_model(
+        ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/sm",
+        PrimaryContainer={"Image": IMAGE},
+    )
+    sm.create_endpoint_config(
+        EndpointConfigName=name,
+        ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": name, "InitialInstanceCount": instances,
+                             "InstanceType": INSTANCE, "InitialVariantWeight": 1.0}],
+    )
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+
+
+def deploy_scaling(sess, plan: PlanArtifact, endpoint: str = ENDPOINT) -> dict[str, str]:
+    """What the Pulumi program creates for a measured, feasible plan; returns policy name -> ARN."""
+    aas = sess.client("application-autoscaling")
+    cw = sess.client("cloudwatch")
+    rid = aws.resource_id(endpoint)
+    common = dict(ServiceNamespace=aws.NAMESPACE, ResourceId=rid, ScalableDimension=aws.DIMENSION)
+    aas.register_scalable_target(**common, MinCapacity=plan.fleet.min_instances, MaxCapacity=plan.fleet.max_instances)
+    arns = {}
+    arns["out"] = aas.put_scaling_policy(
+        PolicyName=f"{endpoint}-scale-out", PolicyType="TargetTrackingScaling", **common,
+        TargetTrackingScalingPolicyConfiguration={
+            "TargetValue": plan.thresholds.scaling_target_value,
+            "CustomizedMetricSpecification": {
+                "MetricName": aws.METRIC, "Namespace": "AWS/SageMaker", "Statistic": "Maximum",
+                "Dimensions": [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],
+            },
+            "ScaleOutCooldown": plan.cooldowns.scale_out_s, "DisableScaleIn": True,
+        },
+    )["PolicyARN"]
+    for role, cooldown, adj, threshold, op in (
+        ("scale-in", plan.cooldowns.scale_in_s, -1, plan.thresholds.scale_in_threshold, "LessThanOrEqualToThreshold"),
+        ("surge", plan.cooldowns.scale_out_s, 2, plan.alarms.saturation_concurrency, "GreaterThanOrEqualToThreshold"),
+    ):
+        bound = {"MetricIntervalUpperBound": 0.0} if adj < 0 else {"MetricIntervalLowerBound": 0.0}
+        arn = aas.put_scaling_policy(
+            PolicyName=f"{endpoint}-{role}", PolicyType="StepScaling", **common,
+            StepScalingPolicyConfiguration={
+                "AdjustmentType": "ChangeInCapacity", "Cooldown": cooldown, "MetricAggregationType": "Maximum",
+                "StepAdjustments": [{**bound, "ScalingAdjustment": adj}],
+            },
+        )["PolicyARN"]
+        arns[role] = arn
+        cw.put_metric_alarm(
+            AlarmName=f"{endpoint}-{role}", Namespace="AWS/SageMaker", MetricName=aws.METRIC, Statistic="Maximum",
+            Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],
+            Period=10, EvaluationPeriods=3, Threshold=threshold, ComparisonOperator=op, AlarmActions=[arn],
+        )
+    return arns
+
+
+@pytest.fixture
+def deployed(aws_env, ref_plan):
+    create_endpoint(aws_env)
+    deploy_scaling(aws_env, ref_plan)
+    return aws_env
+
+
+def state_dir() -> Path:
+    return Path(os.environ["SPEECH_ENDPOINTS_STATE_DIR"])

@@ -1,0 +1,87 @@
+"""qmax end to end against real servers on 127.0.0.1 (bench.synthetic in its own process)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from speech.artifacts import QmaxArtifact
+from speech.files import load_artifact
+
+from bench.cli import main
+from bench.synthetic import SyntheticServer
+
+SERVICE_MS = 40.0
+SLO_MS = 340.0  # floor(340 / 40) = 8: at 8, p95 ~ 320 ms; at 9, ~360 ms
+
+
+def test_qmax_finds_known_capacity_bracketed(synthetic_40ms, tmp_path, capsys):
+    rc = main(["qmax", "--url", synthetic_40ms.url, "--slo-ms", str(SLO_MS), "--settle-s", "0.2", "--measure-s", "1.2",
+               "--out", str(tmp_path), "--json", "--plot"])
+    assert rc == 0
+    [path] = tmp_path.glob("qmax-*.json")
+    a = load_artifact(path, QmaxArtifact)
+    assert json.loads(capsys.readouterr().out)["q_max"] == a.q_max
+    assert abs(a.q_max - math.floor(SLO_MS / SERVICE_MS)) <= 1
+    assert a.bracketed and a.first_failing_concurrency == a.q_max + 1
+    assert a.provenance.origin == "measured" and a.fingerprint.instance_type == "local"
+    assert a.request_mix is not None and a.request_mix.chars_max > a.request_mix.chars_min
+    # closed loop held N in flight; a one-at-a-time server's throughput is flat at 1/S
+    for lv in a.ladder:
+        assert lv.client_concurrency_mean == pytest.approx(lv.concurrency, rel=0.1)
+        assert lv.throughput_rps == pytest.approx(1000 / SERVICE_MS, rel=0.25)
+    assert a.service_time.mean_ms == pytest.approx(SERVICE_MS, abs=8)
+    # the generator was not the bottleneck: its own loop lag is far below the service time
+    assert a.client_overhead is not None and a.client_overhead.loop_lag_p99_ms < SERVICE_MS
+    assert path.with_suffix(".png").stat().st_size > 1000
+
+
+def test_bidirectional_transport(tmp_path):
+    with SyntheticServer(service_ms=10) as s:
+        rc = main(["qmax", "--url", s.url, "--transport", "bidirectional", "--slo-ms", "35", "--levels", "1,2,4,8",
+                   "--settle-s", "0.1", "--measure-s", "0.6", "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    [path] = tmp_path.glob("qmax-*-bidirectional-*.json")
+    a = load_artifact(path, QmaxArtifact)
+    assert a.transport == "bidirectional" and a.bracketed and 2 <= a.q_max <= 3
+
+
+def test_gate_rejections_fail_a_level(tmp_path):
+    with SyntheticServer(service_ms=5, queue_max=3) as s:
+        rc = main(["qmax", "--url", s.url, "--slo-ms", "1000", "--levels", "2,3,6", "--no-refine", "--settle-s", "0.1",
+                   "--measure-s", "0.5", "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    a = load_artifact(next(tmp_path.glob("qmax-*.json")), QmaxArtifact)
+    failing = a.ladder[-1]
+    assert a.q_max == 3 and failing.concurrency == 6 and failing.rejected > 0 and not failing.meets_slo
+
+
+def test_dry_run_sends_nothing(capsys, tmp_path):
+    rc = main(["qmax", "--url", "http://127.0.0.1:9", "--slo-ms", "500", "--dry-run", "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "schedule: 1, 2, 4" in out and "estimate" in out and not (tmp_path / "o").exists()
+
+
+def test_dry_run_makes_no_aws_calls(capsys, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # No moto, no network: any AWS call would fail or hang; a dry run must not make one.
+    rc = main(["qmax", "--endpoint", "prod-x", "--dry-run", "--settle-s", "1", "--measure-s", "2"])
+    assert rc == 0 and "no AWS calls" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--url", "http://127.0.0.1:9", "--slo-ms", "500"], "cannot connect"),
+    (["--url", "URL_PLACEHOLDER", "--slo-ms", "0"], "--slo-ms 0"),
+    (["--url", "URL_PLACEHOLDER", "--levels", "1,4,2"], "strictly increase"),
+    (["--url", "URL_PLACEHOLDER", "--endpoint", "x"], "exactly one"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(synthetic_40ms, tmp_path, capsys, argv, needle):
+    argv = [a.replace("URL_PLACEHOLDER", synthetic_40ms.url) for a in argv]
+    rc = main(["qmax", *argv, "--settle-s", "0", "--measure-s", "0.3", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,54 @@
+"""qmax + ttotal against the real inference container (branch `container`), then `bench plan`.
+
+Skipped only when the container package is not importable in this checkout (it is built on its
+own branch; merge it to run this)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+pytest.importorskip("container.cli", reason="the container package is not in this checkout (branch `container`)")
+
+from bench.cli import main  # noqa: E402
+from bench.synthetic import free_port  # noqa: E402
+
+SERVE = f"{sys.executable} -m container serve --backend sine"
+
+
+@pytest.fixture(scope="module")
+def container_url():
+    port = free_port()
+    proc = subprocess.Popen([*SERVE.split(), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/ping", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        else:
+            pytest.fail("container did not answer /ping within 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_short_ladder_and_ttotal_feed_bench_plan(container_url, tmp_path):
+    out = tmp_path / "a"
+    assert main(["qmax", "--url", container_url, "--slo-ms", "3000", "--levels", "1,2,4", "--no-refine",
+                 "--settle-s", "0.3", "--measure-s", "1.5", "--out", str(out), "--json"]) == 0
+    [q] = out.glob("qmax-*.json")
+    assert main(["ttotal", "--qmax", str(q), "--url", container_url, "--serve-cmd", SERVE, "--out", str(out), "--json"]) == 0
+    [t] = out.glob("ttotal-*.json")
+    assert main(["plan", "--qmax", str(q), "--ttotal", str(t), "--peak-rps", "5", "--out", str(out), "--json"]) in (0, 1)
+    assert list(out.glob("plan-*.json"))
