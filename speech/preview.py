@@ -11,6 +11,7 @@ stack resource and the stack file's config (nothing leaks from the previous run)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -157,6 +158,9 @@ def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGI
     import pulumi
     from pulumi.runtime import settings
 
+    # Pulumi's runtime asks for the current event loop; a process that already ran asyncio.run()
+    # (bench, a test) has none set, so give it a fresh one.
+    asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)  # set_mocks only makes a new root stack when none exists
     pulumi.runtime.set_all_config(dict(config), [])
     mocks = make_mocks(region)

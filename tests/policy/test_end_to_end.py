@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
-from policy_edits import messages, named, set_path
+from tests.policy.policy_edits import messages, named, set_path
 
 from policy.harness import Resource
 from speech import provenance as pv

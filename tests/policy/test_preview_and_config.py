@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from policy_edits import messages, named, set_path
+from tests.policy.policy_edits import messages, named, set_path
 
 from policy.harness import UNKNOWN, PolicyConfigError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from policy_edits import messages, named, set_path
+from tests.policy.policy_edits import messages, named, set_path
 
 from policy.harness import Resource
 
