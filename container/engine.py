@@ -230,33 +230,38 @@ class Engine:
         return batch
 
     async def _dispatch_loop(self) -> None:
-        total = self.s.infer_cores
         while True:
             await self._wake.wait()
             self._wake.clear()
+            self._dispatch()
+            # Only what is still waiting after dispatch can be shed: a segment about to run
+            # is never dropped for a slow estimate.
             self._shed_stale(time.monotonic())
-            while self._heap and self._free > 0:
-                if self._heap[0].job.finished:
-                    heapq.heappop(self._heap)
-                    continue
-                if self.s.serialize:
-                    # Baseline: one request at a time, all cores on it.
-                    if self._running:
-                        break
-                    width = total
-                elif self._running == 0 and len(self._heap) == 1:
-                    width = total  # a lone segment gets every core: lowest latency
-                else:
-                    width = 1  # several waiting: parallel 1-thread runs, more audio per second
-                if width > self._free:
+
+    def _dispatch(self) -> None:
+        total = self.s.infer_cores
+        while self._heap and self._free > 0:
+            if self._heap[0].job.finished:
+                heapq.heappop(self._heap)
+                continue
+            if self.s.serialize:
+                # Baseline: one request at a time, all cores on it.
+                if self._running:
                     break
-                batch = self._pop_batch()
-                for r in batch:
-                    r.job.started = True
-                self._free -= width
-                self._running += 1
-                self._update_gauges()
-                asyncio.get_running_loop().create_task(self._run(batch, width))
+                width = total
+            elif self._running == 0 and len(self._heap) == 1:
+                width = total  # a lone segment gets every core: lowest latency
+            else:
+                width = 1  # several waiting: parallel 1-thread runs, more audio per second
+            if width > self._free:
+                break
+            batch = self._pop_batch()
+            for r in batch:
+                r.job.started = True
+            self._free -= width
+            self._running += 1
+            self._update_gauges()
+            asyncio.get_running_loop().create_task(self._run(batch, width))
 
     async def _run(self, batch: list[_Ready], width: int) -> None:
         loop = asyncio.get_running_loop()

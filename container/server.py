@@ -56,5 +56,8 @@ def serve(settings: Settings, log_level: str = "info") -> int:
                             log_config=None, access_log=False, lifespan="on",
                             timeout_graceful_shutdown=2, ws_ping_interval=20, ws_ping_timeout=20)
     server = DrainingServer(config, app)
-    server.run()
+    try:
+        server.run()
+    except KeyboardInterrupt:  # second Ctrl-C: uvicorn re-raises it after a forced exit
+        return 130
     return 0

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -28,7 +28,8 @@ class Settings(BaseSettings):
     speed_min: float = 0.5
     speed_max: float = 2.0
 
-    pressure_weights: tuple[float, float, float] = (0.4, 0.4, 0.2)
+    # NoDecode: the env form is "0.4,0.4,0.2", not JSON.
+    pressure_weights: Annotated[tuple[float, float, float], NoDecode] = (0.4, 0.4, 0.2)
     pressure_capacity_rps: float = Field(10.0, gt=0)
     pressure_window_s: float = Field(60.0, gt=0)
     metrics_interval_s: float = Field(10.0, gt=0)
