@@ -6,7 +6,7 @@ numbers say what the machine sustains, not what the SLO lets through.
 
     PYTHONPATH=. python benchmarks/container_throughput.py [--levels 1,2,4,8] [--json out.json]
 
-Per level: a closed loop of `c` clients sharing max(3, 2c) requests for a three-sentence
+Per level: a closed loop of `c` clients sharing max(3, c) requests for a three-sentence
 paragraph. Throughput = audio seconds produced / wall seconds. TTFAB = client-side time to the
 first body byte.
 """
@@ -97,24 +97,30 @@ async def run_level(url: str, c: int, total: int, text: str) -> dict:
             "full_p50_ms": statistics.median(full)}
 
 
-def bench(name: str, env: dict[str, str], levels: list[int], text: str) -> list[dict]:
-    proc, url = start_server(env)
+def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str) -> dict[str, list[dict]]:
+    """Both servers up at once, levels interleaved (ours, baseline, ours, ...) so that any other
+    load on the machine hits both about equally."""
+    servers = {name: start_server(env) for name, env in envs.items()}
+    rows: dict[str, list[dict]] = {name: [] for name in envs}
     try:
-        asyncio.run(run_level(url, 1, 1, text))  # warm the connection path
-        rows = []
+        for name, (_, url) in servers.items():
+            asyncio.run(run_level(url, 1, 1, text))  # warm the connection path
         for c in levels:
-            row = asyncio.run(run_level(url, c, max(3, 2 * c), text))
-            row["server"] = name
-            rows.append(row)
-            print(f"  {name:9s} c={c}: {row['throughput_audio_s_per_s']:.2f} audio s/s, "
-                  f"TTFAB p50 {row['ttfab_p50_ms']:.0f} ms", file=sys.stderr)
+            for name, (_, url) in servers.items():
+                row = asyncio.run(run_level(url, c, max(3, c), text))
+                row["server"] = name
+                rows[name].append(row)
+                print(f"  {name:9s} c={c}: {row['throughput_audio_s_per_s']:.2f} audio s/s, "
+                      f"TTFAB p50 {row['ttfab_p50_ms']:.0f} ms", file=sys.stderr)
         return rows
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        for proc, _ in servers.values():
+            proc.send_signal(signal.SIGTERM)
+        for proc, _ in servers.values():
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def table(ours: list[dict], base: list[dict]) -> str:
@@ -137,8 +143,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
     env = {"BACKEND": args.backend}
-    ours = bench("ours", env, levels, PARAGRAPH)
-    base = bench("baseline", {**env, "SERIALIZE": "1"}, levels, PARAGRAPH)
+    rows = bench({"ours": env, "baseline": {**env, "SERIALIZE": "1"}}, levels, PARAGRAPH)
+    ours, base = rows["ours"], rows["baseline"]
     print(table(ours, base))
     o1, b1 = ours[0], base[0]
     if o1["concurrency"] == 1:
