@@ -1,0 +1,1 @@
+"""Kokoro-82M inference container: SageMaker contract, streaming, admission gate, drain."""

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Hashable
+
+import numpy as np
+
+# Kokoro's style tables have 510 rows and the model's context is 512 tokens with the two pads.
+MAX_TOKENS = 510
+# Rough speech rate at speed 1.0, used only to schedule (deadlines, shedding), never for output.
+AUDIO_S_PER_TOKEN = 0.07
+
+
+@dataclass
+class Prepared:
+    """One segment after G2P: what the inference stage needs, plus scheduling hints."""
+
+    payload: Any
+    voice: str
+    speed: float
+    n_tokens: int
+    batch_key: Hashable = None
+
+    @property
+    def est_audio_s(self) -> float:
+        return self.n_tokens * AUDIO_S_PER_TOKEN / max(self.speed, 1e-3)
+
+
+class Backend(ABC):
+    name: str = "base"
+    sample_rate: int = 24000
+    # >1 lets the scheduler hand over several segments with the same batch_key at once.
+    max_batch_size: int = 1
+    voices: tuple[str, ...] = ()
+
+    def init_framework(self) -> None:
+        """Import the ML framework (stage framework_init)."""
+
+    @abstractmethod
+    def load_weights(self) -> None:
+        """Load the model and voices (stage weights_ready); raise ModelLoadError if missing."""
+
+    @abstractmethod
+    def prepare(self, text: str, voice: str, speed: float) -> Prepared:
+        """G2P for one segment. Runs in the single G2P thread (espeak is not thread-safe)."""
+
+    @abstractmethod
+    def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
+        """float32 mono audio per item. May run in several threads at once."""
+
+    def warmup(self) -> None:
+        voice = self.voices[0]
+        self.infer([self.prepare("Warm up.", voice, 1.0)], threads=1)

@@ -1,0 +1,326 @@
+"""Admission gate, G2P stage, deadline scheduler and inference workers.
+
+Everything that touches the model runs in threads; the event loop only moves bytes and decides.
+Pipeline per request: split into segments -> G2P thread (one, espeak is not thread-safe) ->
+ready heap ordered by playback deadline (EDF) -> inference threads -> reorder -> stream.
+"""
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .audio import to_pcm16
+from .backends.base import Backend, Prepared
+from .errors import ContainerError, Draining, ModelUnavailable, QueueSaturated, ShedDeadline
+from .metrics import MetricsRecorder
+from .settings import Settings
+from .text import split_segments
+
+log = logging.getLogger("container.engine")
+_END = object()
+
+
+def segment_deadline(arrival: float, slo_s: float, audio_before_s: float) -> float:
+    """When a segment's audio must exist for gap-free playback: the first one by the SLO, each
+    later one once the audio before it has played. Ordering by this (earliest deadline first)
+    gives new requests' first segments priority over the tails of requests already playing."""
+    return arrival + slo_s + audio_before_s
+
+
+@dataclass(eq=False)
+class Job:
+    id: str
+    segments: list[str]
+    voice: str
+    speed: float
+    arrival: float
+    seq: int
+    stream: bool
+    out: asyncio.Queue = field(default_factory=asyncio.Queue)
+    started: bool = False
+    finished: bool = False
+    cancelled: bool = False
+    first_byte_at: float | None = None
+    audio_samples: int = 0
+    _results: dict = field(default_factory=dict)
+    _next: int = 0
+
+    @property
+    def ttfab_ms(self) -> float | None:
+        return None if self.first_byte_at is None else (self.first_byte_at - self.arrival) * 1000
+
+    async def chunks(self):
+        """PCM16 chunks in order; raises the ContainerError that ended the job, if any."""
+        while True:
+            item = await self.out.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+@dataclass(order=True)
+class _Ready:
+    key: tuple
+    job: Job = field(compare=False)
+    index: int = field(compare=False)
+    prepared: Prepared = field(compare=False)
+
+
+class Engine:
+    def __init__(self, settings: Settings, backend: Backend, metrics: MetricsRecorder):
+        self.s = settings
+        self.backend = backend
+        self.metrics = metrics
+        self.ready = False
+        self.load_error: str | None = None
+        self.draining = False
+        self.active: set[Job] = set()
+        self._seq = itertools.count()
+        self._heap: list[_Ready] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._free = settings.infer_cores
+        self._running = 0
+        self._pending_g2p = 0
+        # Seconds of inference per token, learned online; seeds the shedding estimate.
+        self._s_per_token = 0.01
+        self._g2p_pool = ThreadPoolExecutor(1, thread_name_prefix="g2p")
+        self._infer_pool = ThreadPoolExecutor(settings.infer_cores, thread_name_prefix="infer")
+        self._tasks: list[asyncio.Task] = []
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._dispatch_loop(), name="dispatch"))
+        self._tasks.append(asyncio.create_task(self._tick(), name="shed-tick"))
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._g2p_pool.shutdown(wait=False, cancel_futures=True)
+        self._infer_pool.shutdown(wait=False, cancel_futures=True)
+
+    def begin_drain(self) -> None:
+        self.draining = True
+        log.info("draining: %d active request(s)", len(self.active))
+
+    async def wait_idle(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    def calibrate(self, seconds: float, tokens: int) -> None:
+        if tokens > 0 and seconds > 0:
+            self._s_per_token = 0.7 * self._s_per_token + 0.3 * (seconds / tokens)
+
+    # ---- admission -------------------------------------------------------------------
+    def submit(self, text: str, voice: str, speed: float, stream: bool = True) -> Job:
+        if self.draining:
+            self.metrics.record("rejected")
+            raise Draining("server is shutting down")
+        if not self.ready:
+            raise ModelUnavailable(self.load_error or "model is loading")
+        if len(self.active) >= self.s.queue_max_depth:
+            self.metrics.record("rejected")
+            raise QueueSaturated(f"{len(self.active)} requests queued or executing "
+                                 f"(QUEUE_MAX_DEPTH={self.s.queue_max_depth})")
+        segments = [text] if self.s.serialize and len(text) <= self.s.max_segment_chars \
+            else split_segments(text, self.s.max_segment_chars)
+        job = Job(id=uuid.uuid4().hex, segments=segments, voice=voice, speed=speed,
+                  arrival=time.monotonic(), seq=next(self._seq),
+                  stream=stream and not self.s.serialize)
+        self.active.add(job)
+        self._idle.clear()
+        self.metrics.record("admitted")
+        self._update_gauges()
+        self._pending_g2p += 1
+        asyncio.get_running_loop().create_task(self._g2p(job))
+        return job
+
+    def cancel(self, job: Job) -> None:
+        """Client went away: stop spending compute on it."""
+        if not job.finished:
+            job.cancelled = True
+            self._finish(job, None)
+
+    # ---- G2P stage -------------------------------------------------------------------
+    async def _g2p(self, job: Job) -> None:
+        loop = asyncio.get_running_loop()
+        audio_before = 0.0
+        try:
+            for i, seg in enumerate(job.segments):
+                if job.finished:
+                    return
+                p = await loop.run_in_executor(self._g2p_pool, self.backend.prepare,
+                                               seg, job.voice, job.speed)
+                if job.finished:
+                    return
+                key = ((job.seq, i) if self.s.serialize else
+                       (segment_deadline(job.arrival, self.s.slo_ms / 1000, audio_before), job.seq, i))
+                audio_before += p.est_audio_s
+                heapq.heappush(self._heap, _Ready(key, job, i, p))
+                self._wake.set()
+        except Exception as e:  # a G2P failure ends this request, not the server
+            log.exception("G2P failed for request %s", job.id)
+            self._finish(job, ContainerError(f"G2P failed: {type(e).__name__}"))
+        finally:
+            self._pending_g2p -= 1
+
+    # ---- scheduler -------------------------------------------------------------------
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            if self._heap:
+                self._wake.set()
+
+    def _shed_stale(self, now: float) -> None:
+        """Shed queued requests that can no longer produce a first byte within the SLO."""
+        if self.s.serialize:
+            return
+        slo = self.s.slo_ms / 1000
+        keep = []
+        for r in self._heap:
+            job = r.job
+            if job.finished:
+                continue
+            if not job.started and r.index == 0:
+                est = r.prepared.n_tokens * self._s_per_token
+                if now + est > job.arrival + slo:
+                    self.metrics.record("shed")
+                    self._finish(job, ShedDeadline(
+                        f"queued {1000 * (now - job.arrival):.0f} ms; first audio would miss "
+                        f"SLO_MS={self.s.slo_ms:.0f}"))
+                    continue
+            keep.append(r)
+        if len(keep) != len(self._heap):
+            heapq.heapify(keep)
+            self._heap = keep
+
+    def _pop_batch(self) -> list[_Ready]:
+        first = heapq.heappop(self._heap)
+        batch = [first]
+        limit = self.backend.max_batch_size
+        if limit > 1 and first.prepared.batch_key is not None:
+            rest = []
+            while self._heap and len(batch) < limit:
+                r = heapq.heappop(self._heap)
+                if r.prepared.batch_key == first.prepared.batch_key and not r.job.finished:
+                    batch.append(r)
+                else:
+                    rest.append(r)
+            for r in rest:
+                heapq.heappush(self._heap, r)
+        return batch
+
+    async def _dispatch_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            self._dispatch()
+            # Only what is still waiting after dispatch can be shed: a segment about to run
+            # is never dropped for a slow estimate.
+            self._shed_stale(time.monotonic())
+
+    def _dispatch(self) -> None:
+        total = self.s.infer_cores
+        while self._heap and self._free > 0:
+            if self._heap[0].job.finished:
+                heapq.heappop(self._heap)
+                continue
+            if self.s.serialize:
+                # Baseline: one request at a time, all cores on it.
+                if self._running:
+                    break
+                width = total
+            elif self._running == 0 and len(self._heap) == 1:
+                width = total  # a lone segment gets every core: lowest latency
+            else:
+                width = 1  # several waiting: parallel 1-thread runs, more audio per second
+            if width > self._free:
+                break
+            batch = self._pop_batch()
+            for r in batch:
+                r.job.started = True
+            self._free -= width
+            self._running += 1
+            self._update_gauges()
+            asyncio.get_running_loop().create_task(self._run(batch, width))
+
+    async def _run(self, batch: list[_Ready], width: int) -> None:
+        loop = asyncio.get_running_loop()
+        t0 = time.monotonic()
+        try:
+            audios = await loop.run_in_executor(self._infer_pool, self.backend.infer,
+                                                [r.prepared for r in batch], width)
+            if width == 1 or self._running == 1:
+                self.calibrate((time.monotonic() - t0) / len(batch),
+                               int(np.mean([r.prepared.n_tokens for r in batch])))
+            for r, audio in zip(batch, audios):
+                self._deliver(r.job, r.index, audio)
+        except Exception as e:
+            log.exception("inference failed")
+            for r in batch:
+                self._finish(r.job, ContainerError(f"inference failed: {type(e).__name__}"))
+        finally:
+            self._free += width
+            self._running -= 1
+            self._wake.set()
+
+    # ---- output ----------------------------------------------------------------------
+    def _deliver(self, job: Job, index: int, audio: np.ndarray) -> None:
+        if job.finished:
+            return
+        job._results[index] = to_pcm16(audio)
+        job.audio_samples += int(audio.size)
+        while job._next in job._results:
+            pcm = job._results.pop(job._next)
+            job._next += 1
+            if job.stream:
+                if job.first_byte_at is None:
+                    self._mark_first_byte(job)
+                job.out.put_nowait(pcm)
+            else:
+                job._results.setdefault("all", []).append(pcm)
+        if job._next == len(job.segments):
+            if not job.stream:
+                self._mark_first_byte(job)
+                job.out.put_nowait(b"".join(job._results.pop("all", [])))
+            self._finish(job, None)
+
+    def _mark_first_byte(self, job: Job) -> None:
+        job.first_byte_at = time.monotonic()
+        self.metrics.record_ttfab(job.ttfab_ms)
+
+    def _finish(self, job: Job, error: ContainerError | None) -> None:
+        if job.finished:
+            return
+        job.finished = True
+        job.out.put_nowait(error if error is not None else _END)
+        self.active.discard(job)
+        self._update_gauges()
+        if not self.active:
+            self._idle.set()
+            if self.draining:
+                log.info("draining: active requests reached 0")
+
+    def _update_gauges(self) -> None:
+        queued = sum(1 for j in self.active if not j.started)
+        self.metrics.queued = queued
+        self.metrics.concurrent = len(self.active)

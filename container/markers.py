@@ -1,0 +1,74 @@
+"""Stage markers on stdout, one JSON object per line; `bench ttotal` parses them from the logs.
+
+Format (exactly): {"event": "stage", "stage": "<name>", "at": "<ISO-8601 UTC with Z>",
+"elapsed_s": <float seconds since process start>}
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+
+STAGES = ("container_started", "framework_init", "weights_ready", "warmup_done", "ready")
+_AT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+_lock = threading.Lock()
+
+
+def _process_start_wall() -> float:
+    """Wall-clock time the process started; the kernel knows it better than our first import."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        start_ticks = int(fields[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        hz = os.sysconf("SC_CLK_TCK")
+        return time.time() - uptime + start_ticks / hz
+    except (OSError, ValueError, IndexError):
+        return time.time()
+
+
+PROCESS_START = _process_start_wall()
+
+
+def format_at(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def stage_record(stage: str, now: float | None = None) -> dict:
+    now = time.time() if now is None else now
+    return {"event": "stage", "stage": stage, "at": format_at(now),
+            "elapsed_s": round(max(0.0, now - PROCESS_START), 3)}
+
+
+def emit_stage(stage: str, stream=None) -> dict:
+    rec = stage_record(stage)
+    line = json.dumps(rec, separators=(", ", ": "))
+    with _lock:
+        out = stream or sys.stdout
+        out.write(line + "\n")
+        out.flush()
+    return rec
+
+
+def parse_stage_line(line: str) -> dict | None:
+    """Return the marker dict if `line` is a stage marker, else None (any other log line)."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or obj.get("event") != "stage":
+        return None
+    stage, at, elapsed = obj.get("stage"), obj.get("at"), obj.get("elapsed_s")
+    if not isinstance(stage, str) or not isinstance(at, str) or not _AT_RE.match(at):
+        return None
+    if isinstance(elapsed, bool) or not isinstance(elapsed, (int, float)):
+        return None
+    return {"event": "stage", "stage": stage, "at": at, "elapsed_s": float(elapsed)}

@@ -1,0 +1,125 @@
+"""Metrics in CloudWatch embedded metric format (EMF): published through the logs, no API calls."""
+from __future__ import annotations
+
+import collections
+import json
+import sys
+import threading
+import time
+from typing import Sequence
+
+NAMESPACE = "SpeechEndpoints/Container"
+
+
+def pressure_index(request_rate: float, capacity_rps: float, queue_depth: float,
+                   queue_max_depth: float, rejection_rate: float,
+                   weights: Sequence[float] = (0.4, 0.4, 0.2)) -> float:
+    """0-100: weighted mean of three signals, each normalised and clipped to [0, 1].
+
+    request_rate / capacity_rps says how close arrivals are to what the instance sustains,
+    queue_depth / queue_max_depth how close the gate is to refusing, rejection_rate (0-1 share
+    of refused requests over the window) that it already does. Weights are normalised so a
+    user can give any non-negative triple.
+    """
+    if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) <= 0:
+        raise ValueError("weights must be three non-negative numbers, not all zero")
+
+    def clip(x: float) -> float:
+        return 0.0 if x != x else min(1.0, max(0.0, x))  # NaN counts as no pressure
+
+    parts = (
+        clip(request_rate / capacity_rps) if capacity_rps > 0 else 1.0,
+        clip(queue_depth / queue_max_depth) if queue_max_depth > 0 else 1.0,
+        clip(rejection_rate),
+    )
+    total = sum(weights)
+    return round(100.0 * sum(w * p for w, p in zip(weights, parts)) / total, 3)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile; None for no data (EMF must not get a made-up zero)."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, int(-(-q * len(s) // 100)) - 1))
+    return s[k]
+
+
+def emf_record(model: str, values: dict[str, float], units: dict[str, str],
+               ts: float | None = None) -> dict:
+    ts = time.time() if ts is None else ts
+    metrics = [{"Name": k, "Unit": units.get(k, "None")} for k in values]
+    rec = {"_aws": {"Timestamp": int(ts * 1000),
+                    "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [["Model"]],
+                                           "Metrics": metrics}]},
+           "Model": model}
+    rec.update(values)
+    return rec
+
+
+UNITS = {"ConcurrentRequests": "Count", "QueueDepth": "Count", "Admitted": "Count",
+         "Rejected": "Count", "Shed": "Count", "TTFABp95": "Milliseconds", "PressureIndex": "None"}
+
+
+class MetricsRecorder:
+    """Counters per flush interval plus a sliding window for rates and the pressure index."""
+
+    def __init__(self, model: str, *, capacity_rps: float, queue_max_depth: int,
+                 weights: Sequence[float], window_s: float = 60.0, stream=None):
+        self.model = model
+        self.capacity_rps = capacity_rps
+        self.queue_max_depth = queue_max_depth
+        self.weights = tuple(weights)
+        self.window_s = window_s
+        self.stream = stream
+        self._lock = threading.Lock()
+        self._events: collections.deque[tuple[float, str]] = collections.deque()
+        self._ttfab: list[float] = []
+        self._counts = collections.Counter()
+        self.concurrent = 0
+        self.queued = 0
+
+    def record(self, kind: str, now: float | None = None) -> None:
+        """kind: admitted | rejected | shed."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            self._counts[kind] += 1
+            self._events.append((now, kind))
+
+    def record_ttfab(self, ms: float) -> None:
+        with self._lock:
+            self._ttfab.append(ms)
+
+    def snapshot(self, now: float | None = None) -> dict[str, float]:
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            while self._events and self._events[0][0] < now - self.window_s:
+                self._events.popleft()
+            arrivals = sum(1 for _, k in self._events if k in ("admitted", "rejected"))
+            rejected = sum(1 for _, k in self._events if k == "rejected")
+            rate = arrivals / self.window_s
+            rej_rate = rejected / arrivals if arrivals else 0.0
+            values = {
+                "ConcurrentRequests": self.concurrent,
+                "QueueDepth": self.queued,
+                "Admitted": self._counts["admitted"],
+                "Rejected": self._counts["rejected"],
+                "Shed": self._counts["shed"],
+            }
+            p95 = percentile(self._ttfab, 95)
+            if p95 is not None:
+                values["TTFABp95"] = round(p95, 2)
+            values["PressureIndex"] = pressure_index(rate, self.capacity_rps, self.concurrent,
+                                                     self.queue_max_depth, rej_rate, self.weights)
+            return values
+
+    def flush(self) -> dict:
+        values = self.snapshot()
+        with self._lock:
+            self._counts.clear()
+            self._ttfab.clear()
+        rec = emf_record(self.model, values, UNITS)
+        out = self.stream or sys.stdout
+        out.write(json.dumps(rec) + "\n")
+        out.flush()
+        return rec

