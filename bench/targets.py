@@ -56,7 +56,8 @@ class Target(Protocol):
 
 
 def payload(text: str) -> dict[str, Any]:
-    return {"text": text, "voice": "default", "speed": 1.0, "response_format": "pcm", "stream": True}
+    # No voice: the server picks its default, so the ladder works with any voice set.
+    return {"text": text, "speed": 1.0, "response_format": "pcm", "stream": True}
 
 
 def _error_code(body: bytes) -> str:
