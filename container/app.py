@@ -172,7 +172,10 @@ def build_app(settings: Settings | None = None) -> Starlette:
             if engine is not None and engine.load_error:
                 body["detail"] = engine.load_error
             return JSONResponse(body, status_code=503)
-        return JSONResponse({"status": "ok", "backend": st.backend.name})
+        body = {"status": "ok", **st.backend.identity()}
+        if settings.image_digest:
+            body["image_digest"] = settings.image_digest
+        return JSONResponse(body)
 
     async def _read_json_body(request: Request) -> bytes:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()

@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     sine_delay_ms: float = Field(0.0, ge=0)
     sine_max_batch: int = Field(4, ge=1)
     warmup: bool = True
+    # The image's own digest when the deployment knows it (SageMaker: set by the program);
+    # /ping reports it so a measurement's fingerprint names the image, not just the weights.
+    image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
 
     @field_validator("pressure_weights", mode="before")
     @classmethod

@@ -34,6 +34,17 @@ class Backend(ABC):
     max_batch_size: int = 1
     voices: tuple[str, ...] = ()
 
+    # Set by load_weights where the backend knows it: sha256 of the weights it serves, so a
+    # measurement can tell two models apart even when no image digest is known (local runs).
+    weights_sha256: str | None = None
+
+    def identity(self) -> dict[str, str]:
+        """What /ping reports about the model; bench hashes it into a local fingerprint."""
+        out = {"backend": self.name}
+        if self.weights_sha256:
+            out["weights_sha256"] = self.weights_sha256
+        return out
+
     def init_framework(self) -> None:
         """Import the ML framework (stage framework_init)."""
 

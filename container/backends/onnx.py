@@ -65,6 +65,18 @@ def assemble_packaged_model(dest_dir: Path | None = None) -> Path:
     return out
 
 
+def _sha256_of(path: Path) -> str:
+    """sha256 of the model file; the assembled package model keeps it in a marker beside it."""
+    marker = path.with_suffix(".sha256")
+    if marker.exists():
+        return "sha256:" + marker.read_text().strip()
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
 def _load_vocab(path: Path) -> dict[str, int]:
     obj = json.loads(path.read_text(encoding="utf-8"))
     vocab = obj.get("vocab", obj)
@@ -131,6 +143,7 @@ class OnnxBackend(Backend):
 
     def load_weights(self) -> None:
         model, voices, vocab = resolve_model_files(self.settings.model_dir)
+        self.weights_sha256 = _sha256_of(model)
         self.vocab = _load_vocab(vocab)
         self.style = _load_voices(voices)
         self.voices = tuple(sorted(self.style))

