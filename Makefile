@@ -24,7 +24,8 @@ plan-reference: setup
 	  --ttotal artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json \
 	  --slo-ms 3000 --surge-ratio 1.25 --peak-rps 5000 --trough-rps 10 --out out/reference
 
-demo: plan-reference
+demo: setup
+	$(PY) -m bench demo
 
 clean:
 	rm -rf $(VENV) out

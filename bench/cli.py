@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("bench.plan_cmd", "turn qmax + ttotal artifacts into thresholds, fleet and cooldowns (no AWS calls)"),
     "validate": ("bench.validate_cmd", "deployed policy vs plan, plus live load checks with --live"),
     "thaw": ("bench.thaw_cmd", "restore scaling after an interrupted qmax/ttotal"),
+    "demo": ("bench.demo", "the whole chain on this machine: container, qmax, ttotal, plan, preview + policy, report"),
 }
 
 

@@ -59,6 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stack", metavar="NAME", help="write artifacts + inputs into Pulumi.NAME.yaml")
     p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
     p.add_argument("--image", metavar="REPO@sha256:...", help="image for a new stack entry (default: <model>@<artifact digest>)")
+    p.add_argument("--instance-type", metavar="TYPE", help="SageMaker instance type for the stack entry when the artifacts were "
+                   "measured locally (the program and the policy pack then see the fingerprint differ)")
 
 
 def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
@@ -86,13 +88,14 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
     path = args.stack_dir / f"Pulumi.{args.stack}.yaml"
     old = existing_model_entry(path, q.model) or {}
     image = args.image or old.get("image") or f"{q.model}@{q.fingerprint.image_digest}"
-    instance_type = q.fingerprint.instance_type
+    instance_type = args.instance_type or q.fingerprint.instance_type
     if not instance_type.startswith("ml."):
         instance_type = old.get("instance_type") or ""
         if not instance_type:
             raise UsageError(
-                f"artifacts were measured on {q.fingerprint.instance_type!r}, not a SageMaker instance; add "
-                f"instance_type for {q.model} to {path} first (the plan will then carry a fingerprint finding)"
+                f"artifacts were measured on {q.fingerprint.instance_type!r}, not a SageMaker instance; pass "
+                f"--instance-type ml.<family>.<size> for the stack entry (the program and the policy pack will "
+                f"then see that the deployment differs from what was measured)"
             )
     try:
         return ModelConfig(
@@ -123,7 +126,12 @@ def run(args: argparse.Namespace) -> int:
     if entry is not None:
         from .stackfile import write_model_entry
 
-        write_model_entry(args.stack_dir / f"Pulumi.{args.stack}.yaml", q.model, entry)
+        write_model_entry(
+            args.stack_dir / f"Pulumi.{args.stack}.yaml",
+            q.model,
+            entry,
+            allow_config_mismatch=True if args.allow_config_mismatch else None,
+        )
     if args.json:
         print(plan.model_dump_json(indent=2))
     else:

@@ -49,8 +49,11 @@ def existing_model_entry(path: Path, model: str) -> dict[str, Any] | None:
     return dict(entry) if entry is not None else None
 
 
-def write_model_entry(path: Path, model: str, entry: ModelConfig) -> None:
-    """Set ``config.speech-endpoints:models.<model>`` to ``entry``; keep everything else."""
+def write_model_entry(path: Path, model: str, entry: ModelConfig, *, allow_config_mismatch: bool | None = None) -> None:
+    """Set ``config.speech-endpoints:models.<model>`` to ``entry``; keep everything else.
+
+    ``allow_config_mismatch`` (when not None) sets the stack-level switch the program reads, so a
+    plan made with ``--allow-config-mismatch`` deploys the same way it was planned."""
     data = read_stack_file(path)
     if not data:
         data = {"config": {}}
@@ -61,6 +64,8 @@ def write_model_entry(path: Path, model: str, entry: ModelConfig) -> None:
     if models is None:
         models = config[MODELS_KEY] = {}
     models[model] = entry.model_dump(mode="json", exclude_defaults=False)
+    if allow_config_mismatch is not None:
+        config[f"{PROJECT}:allow_config_mismatch"] = allow_config_mismatch
     buf = io.StringIO()
     _yaml().dump(data, buf)
     atomic_write_text(path, buf.getvalue())

@@ -1,0 +1,229 @@
+"""``bench demo``: the whole chain on this machine, on real parts, in a few minutes.
+
+Starts the inference container with the real Kokoro-82M (onnx, CPU), measures Q_max with a
+short ladder, measures T_total by starting a second container process, plans with stated
+inputs, writes a stack config, previews the Pulumi program under mocks with the policy pack, and
+writes one HTML report. Every step is the same code a user runs by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.files import load_artifact
+
+from .errors import BenchError, TargetError, UsageError
+from .synthetic import free_port
+
+DESCRIPTION = """\
+Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> offline
+preview + policy pack -> report. No AWS account, GPU or Pulumi CLI needed.
+
+The local measurements describe this machine, not a SageMaker instance: the stack entry is
+written for --instance-type with allow_config_mismatch, so the program plans real scaling
+resources from them, and the policy pack shows that it would block deploying them there
+(deployment-matches-fingerprint). That is the guard working; on AWS you measure the endpoint
+itself (bench qmax --endpoint ...).
+
+Exit 0 when every step ran (whatever the policy verdict), 1 when a step failed, 2 bad input,
+130 interrupted (the container is stopped; artifacts are written atomically or not at all).
+"""
+
+STEPS = ("container", "qmax", "ttotal", "plan", "preview+policy", "report")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR", help="artifacts, plots, report (default out/demo)")
+    p.add_argument("--stack", default="local", metavar="NAME", help="stack config to write: Pulumi.NAME.yaml (default local)")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml goes (default .)")
+    p.add_argument("--slo-ms", type=float, default=2500.0, metavar="MS", help="p95 TTFAB SLO on this CPU (default 2500)")
+    p.add_argument("--peak-rps", type=float, default=20.0, metavar="N", help="planned peak (default 20)")
+    p.add_argument("--trough-rps", type=float, default=1.0, metavar="N", help="planned trough (default 1)")
+    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="planned surge (default 1.25)")
+    p.add_argument("--instance-type", default="ml.g5.xlarge", metavar="TYPE", help="instance type of the stack entry (default ml.g5.xlarge)")
+    p.add_argument("--max-concurrency", type=int, default=16, metavar="N", help="top of the ladder (default 16)")
+    p.add_argument("--settle-s", type=float, default=2.0, metavar="S", help="per level, discarded (default 2)")
+    p.add_argument("--measure-s", type=float, default=8.0, metavar="S", help="per level, measured (default 8)")
+    p.add_argument("--quick", action="store_true", help="a reduced chain for CI: levels 1,2, short windows")
+    p.add_argument("--serve-cmd", default=f"{shlex.quote(sys.executable)} -m container serve",
+                   help="command that starts the container (default: python -m container serve)")
+
+
+def _say(step: str, text: str) -> None:
+    print(f"[{step}] {text}", flush=True)
+
+
+def _bench(argv: list[str]) -> int:
+    from .cli import main
+
+    return main(argv)
+
+
+class Container:
+    """The local inference container as a child process, stopped on every exit path."""
+
+    def __init__(self, serve_cmd: str, log_path: Path, slo_ms: float):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        argv = [*shlex.split(serve_cmd), "--host", "127.0.0.1", "--port", str(self.port)]
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "wb")
+        # Its own process group: a Ctrl-C in the terminal reaches us, and we stop it in order.
+        self.proc = subprocess.Popen(
+            argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, "SLO_MS": f"{slo_ms:g}", "HF_HUB_OFFLINE": "1"},
+        )
+
+    def wait_ready(self, timeout_s: float = 240.0) -> dict:
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise TargetError(f"the container exited with code {self.proc.returncode}; see {self.log_path}")
+            try:
+                r = httpx.get(self.url + "/ping", timeout=2)
+                if r.status_code == 200:
+                    return r.json()
+                last = r.text[:200]
+            except httpx.HTTPError as err:
+                last = type(err).__name__
+            time.sleep(0.25)
+        raise TargetError(f"the container did not become ready within {timeout_s:.0f} s ({last}); see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # drains in-flight requests, then exits 0
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+
+
+def _newest(out: Path, pattern: str) -> Path:
+    found = sorted(out.glob(pattern), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise BenchError(f"no {pattern} in {out} after the step; see its output above")
+    return found[-1]
+
+
+def _step(name: str, rc: int, ok: tuple[int, ...] = (0,)) -> None:
+    if rc == 130:  # the step saw Ctrl-C first; unwind the demo the same way
+        raise KeyboardInterrupt
+    if rc not in ok:
+        raise BenchError(f"step {name} failed with exit code {rc}; see its output above")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.slo_ms <= 0 or args.peak_rps <= 0 or args.max_concurrency < 2:
+        raise UsageError("--slo-ms and --peak-rps must be > 0 and --max-concurrency >= 2")
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.monotonic()
+    # SIGTERM (e.g. from a CI runner) takes the same path as Ctrl-C: stop the container, write nothing half.
+    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    container: Optional[Container] = None
+    try:
+        _say("container", "starting the inference container (real Kokoro-82M, onnx on CPU)...")
+        container = Container(args.serve_cmd, out / "container.log", args.slo_ms)
+        ident = container.wait_ready()
+        _say("container", f"ready at {container.url} ({ident.get('backend')}, weights {str(ident.get('weights_sha256', '?'))[:19]})")
+
+        levels = ["--levels", "1,2", "--no-refine"] if args.quick else ["--max-concurrency", str(args.max_concurrency)]
+        settle, measure = ("1", "4") if args.quick else (f"{args.settle_s:g}", f"{args.measure_s:g}")
+        _say("qmax", f"closed-loop ladder against {container.url}, SLO {args.slo_ms:g} ms")
+        _step("qmax", _bench(["qmax", "--url", container.url, "--slo-ms", f"{args.slo_ms:g}", *levels,
+                              "--settle-s", settle, "--measure-s", measure, "--mix", "short", "--out", str(out), "--plot"]))
+        qmax_path = _newest(out, "qmax-*.json")
+
+        _say("ttotal", "timing a second container process from start to first served request")
+        _step("ttotal", _bench(["ttotal", "--qmax", str(qmax_path), "--url", container.url, "--serve-cmd", args.serve_cmd,
+                                "--recover-window-s", "3" if args.quick else "5", "--out", str(out), "--plot"]))
+        ttotal_path = _newest(out, "ttotal-*.json")
+
+        _say("plan", f"peak {args.peak_rps:g} rps, trough {args.trough_rps:g} rps, surge x{args.surge_ratio:g}")
+        rc = _bench(["plan", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--slo-ms", f"{args.slo_ms:g}",
+                     "--peak-rps", f"{args.peak_rps:g}", "--trough-rps", f"{args.trough_rps:g}",
+                     "--surge-ratio", f"{args.surge_ratio:g}", "--out", str(out), "--stack", args.stack,
+                     "--stack-dir", str(args.stack_dir), "--instance-type", args.instance_type, "--allow-config-mismatch"])
+        _step("plan", rc, ok=(0, 1))
+        qmax = load_artifact(qmax_path, QmaxArtifact)
+        ttotal = load_artifact(ttotal_path, TtotalArtifact)
+        plan = load_artifact(_newest(out, "plan-*.json"), PlanArtifact)
+    finally:
+        if container is not None:
+            container.stop()
+            _say("container", "stopped")
+        signal.signal(signal.SIGTERM, previous)
+
+    stack_file = args.stack_dir / f"Pulumi.{args.stack}.yaml"
+    _say("preview+policy", f"the Pulumi program under mocks on {stack_file}, every resource sent to the policy pack")
+    violations, gates = _preview_and_policy(stack_file, args.stack)
+    for g in gates:
+        _say("preview+policy", f"gate: {g}")
+    mandatory = [v for v in violations if v.level == "mandatory"]
+    _say("preview+policy", f"{len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory violation(s)")
+    for v in violations:
+        _say("preview+policy", f"  {v.level}: [{v.policy}] {v.resource}: {v.message}")
+
+    from .html_report import write_report
+
+    next_steps = [
+        f"python -m bench qmax --endpoint <stack>-{plan.model} --slo-ms <SLO> --plot",
+        f"python -m bench ttotal --endpoint <stack>-{plan.model} --qmax artifacts/qmax-....json --plot",
+        f"python -m bench plan --qmax ... --ttotal ... --peak-rps <N> --stack <stack>",
+        "pulumi preview --policy-pack policy && pulumi up",
+        f"python -m bench validate --plan artifacts/plan-{plan.model}.json --endpoint <stack>-{plan.model} --live",
+    ]
+    report = write_report(
+        out / "report.html", plan=plan, qmax=qmax, ttotal=ttotal,
+        ladder_png=_png_for(qmax_path), waterfall_png=_png_for(ttotal_path),
+        violations=violations, policy_ran=True, next_steps=next_steps,
+        title="speech-endpoints demo: measured on this machine",
+    )
+    elapsed = time.monotonic() - t_start
+    print()
+    print(f"demo finished in {elapsed / 60:.1f} min: Q_max {plan.q_max} at SLO {args.slo_ms:g} ms, "
+          f"T_total {plan.t_total.planning_s:.1f} s (measured {plan.t_total.measured_s:.1f} s), plan verdict {plan.verdict}")
+    print(f"  qmax artifact   {qmax_path}  (+ {qmax_path.with_suffix('.png').name})")
+    print(f"  ttotal artifact {ttotal_path}  (+ {ttotal_path.with_suffix('.png').name})")
+    print(f"  plan            {_newest(out, 'plan-*.json')}")
+    print(f"  stack config    {stack_file}")
+    print(f"  report          {report}")
+    if mandatory:
+        print(f"\nThe policy pack blocks this stack ({', '.join(sorted({v.policy for v in mandatory}))}): the measurements "
+              f"describe this machine, not {args.instance_type}. That is the guard doing its job.")
+    print("\nWith an AWS account, measure the endpoint itself and deploy:")
+    for s in next_steps:
+        print(f"  {s}")
+    return 0
+
+
+def _png_for(artifact: Path) -> Optional[Path]:
+    png = artifact.with_suffix(".png")
+    return png if png.exists() else None
+
+
+def _preview_and_policy(stack_file: Path, stack: str):
+    from policy.check import preview_resources, run_check
+
+    from .html_report import PolicyViolation
+
+    resources, preview = preview_resources(stack_file, stack)
+    report = run_check(resources, None, stack)
+    violations = [PolicyViolation(d.level, d.policy, d.resource or "(stack)", d.message) for d in report.diagnostics]
+    gates = [f"{g.model}: {'scaling' if g.enabled else 'no scaling'}: {g.reason}" for g in preview.gates]
+    return violations, gates
