@@ -240,3 +240,16 @@ def test_plan_survival_is_a_probability(x, surge):
     assert 0.0 <= p.surge.survival <= 1.0
     assert 0.0 <= p.surge.utilization <= 1.0
     assert p.thresholds.c_scale_min < p.thresholds.c_scale_max <= p.q_max
+
+
+def test_sparse_and_dense_exponentials_agree(monkeypatch):
+    """Large chains take the sparse Krylov path; it must give the dense answer."""
+    import speech.survival as sv
+
+    common = dict(start_occupancy=30.5, q_max=40, arrival_rps=15.0, rates=np.full(40, 17.9), horizon_s=20.0,
+                  ramp_ratio=1.25)  # fmt: skip
+    dense = reach_probability(**common)
+    monkeypatch.setattr(sv, "DENSE_MAX_STATES", 10)
+    sparse = reach_probability(**common)
+    assert 0.01 < dense < 0.99
+    assert sparse == pytest.approx(dense, abs=1e-9)
