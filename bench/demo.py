@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     next_steps = [
         f"python -m bench qmax --endpoint <stack>-{plan.model} --slo-ms <SLO> --plot",
         f"python -m bench ttotal --endpoint <stack>-{plan.model} --qmax artifacts/qmax-....json --plot",
-        f"python -m bench plan --qmax ... --ttotal ... --peak-rps <N> --stack <stack>",
+        "python -m bench plan --qmax ... --ttotal ... --peak-rps <N> --stack <stack>",
         "pulumi preview --policy-pack policy && pulumi up",
         f"python -m bench validate --plan artifacts/plan-{plan.model}.json --endpoint <stack>-{plan.model} --live",
     ]

@@ -8,12 +8,11 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
 from speech.artifacts import ClientOverhead, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
-from speech.files import write_artifact
 
 from . import aws
 from .errors import BenchError, UsageError
@@ -252,16 +251,9 @@ def run(args: argparse.Namespace, session: Any = None) -> int:
             target=target.name,
         ),
     )
-    out = write_artifact(args.out / qmax_filename(artifact), artifact)
-    plot_path: Optional[Path] = None
-    if args.plot:
-        from .plots import plot_qmax
+    from .plots import plot_qmax
+    from .publish import publish
 
-        plot_path = plot_qmax(artifact, out.with_suffix(".png"))
-    if args.json:
-        print(artifact.model_dump_json(indent=2))
-    else:
-        print(render(artifact))
-        print(f"\nwrote {out}" + (f" and {plot_path}" if plot_path else ""))
+    publish(args, artifact, qmax_filename(artifact), render, plot_qmax)
     return 0
 

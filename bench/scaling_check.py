@@ -56,7 +56,7 @@ def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str =
     means no scaling should exist at all."""
     issues = frozen_issues(d)
     if plan is None or plan.verdict == "stop":
-        reason = why_no_plan or (f"the plan's verdict is stop" if plan is not None else "no measured plan")
+        reason = why_no_plan or ("the plan's verdict is stop" if plan is not None else "no measured plan")
         for p in d.policies:
             issues.append(Issue("unplanned_scaling", f"policy {p['PolicyName']} is deployed but {reason}: no scaling "
                                                       "should exist; remove it (pulumi up) or measure first"))

@@ -19,7 +19,7 @@ import numpy as np
 
 from speech.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
 from speech.config import ReactionPolicy
-from speech.files import load_artifact, write_artifact
+from speech.files import load_artifact
 from speech.plan import reaction_bound_s, scale_out_cooldown_s
 
 from . import aws
@@ -481,15 +481,8 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
         provenance=Provenance(origin="measured", source=f"bench ttotal ({trigger})", measured_at=started,
                               tool="bench ttotal", target=target.name),
     )
-    out = write_artifact(args.out / ttotal_filename(artifact), artifact)
-    plot_path = None
-    if args.plot:
-        from .plots import plot_ttotal
+    from .plots import plot_ttotal
+    from .publish import publish
 
-        plot_path = plot_ttotal(artifact, out.with_suffix(".png"))
-    if args.json:
-        print(artifact.model_dump_json(indent=2))
-    else:
-        print(render(artifact))
-        print(f"\nwrote {out}" + (f" and {plot_path}" if plot_path else ""))
+    publish(args, artifact, ttotal_filename(artifact), render, plot_ttotal)
     return 0

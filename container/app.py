@@ -8,7 +8,7 @@ import logging
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -19,7 +19,7 @@ from . import markers
 from .audio import SAMPLE_RATE, wav_header
 from .backends import create_backend
 from .engine import Engine, Job
-from .errors import (BadRequest, ContainerError, EmptyText, InvalidJSON, ModelLoadError,
+from .errors import (BadRequest, ContainerError, EmptyText, InvalidJSON,
                      TextTooLong, UnknownVoice, UnsupportedMediaType)
 from .metrics import MetricsRecorder
 from .settings import Settings

@@ -55,9 +55,20 @@ def test_drain_on_sigterm(server_factory):
 
     async def scenario():
         async with httpx.AsyncClient(timeout=60) as c:
-            inflight = [asyncio.create_task(c.post(srv.url + "/invocations", json={"text": TEXT + f" {i}."}))
-                        for i in range(4)]
-            await asyncio.sleep(0.25)
+            started = asyncio.Queue()
+
+            async def one(i: int):
+                # Streamed: headers arrive once the request is admitted and its first segment is
+                # out, so SIGTERM below provably lands while all four are in flight.
+                text = f"{TEXT} It keeps going for a while. Then it ends {i}."  # three segments
+                async with c.stream("POST", srv.url + "/invocations", json={"text": text}) as r:
+                    await started.put(i)
+                    body = b"".join([chunk async for chunk in r.aiter_bytes()])
+                    return r.status_code, body
+
+            inflight = [asyncio.create_task(one(i)) for i in range(4)]
+            for _ in range(4):
+                await asyncio.wait_for(started.get(), 30)
             srv.proc.send_signal(signal.SIGTERM)
             await asyncio.sleep(0.1)
             late = await c.post(srv.url + "/invocations", json={"text": TEXT})
@@ -65,8 +76,8 @@ def test_drain_on_sigterm(server_factory):
             return await asyncio.gather(*inflight), late, ping
 
     done, late, ping = asyncio.run(scenario())
-    assert [r.status_code for r in done] == [200] * 4
-    assert all(len(r.content) > 24000 for r in done)
+    assert [status for status, _ in done] == [200] * 4
+    assert all(len(body) > 3 * 24000 for _, body in done)  # every segment arrived, not just the first
     assert late.status_code == 503 and late.json()["error"] == "draining"
     assert ping.status_code == 503
     assert srv.proc.wait(15) == 0
