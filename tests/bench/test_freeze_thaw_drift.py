@@ -14,7 +14,7 @@ from bench import aws
 from bench.cli import main
 from bench.freeze import Freeze, state_path
 
-from .conftest import ENDPOINT, STACK, create_endpoint, deploy_scaling, state_dir
+from .conftest import ENDPOINT, STACK, state_dir
 
 ORIGINAL = {"DynamicScalingInSuspended": False, "DynamicScalingOutSuspended": False, "ScheduledScalingSuspended": True}
 

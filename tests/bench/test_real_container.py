@@ -1,7 +1,4 @@
-"""qmax + ttotal against the real inference container (real model, onnx), then `bench plan`.
-
-Skipped only when the container package is not importable in this checkout (it is built on its
-own branch; merge it to run this)."""
+"""qmax + ttotal against the real inference container (real model, onnx), then `bench plan`."""
 
 from __future__ import annotations
 
@@ -12,10 +9,8 @@ import time
 import httpx
 import pytest
 
-pytest.importorskip("container.cli", reason="the container package is not in this checkout (branch `container`)")
-
-from bench.cli import main  # noqa: E402
-from bench.synthetic import free_port  # noqa: E402
+from bench.cli import main
+from bench.synthetic import free_port
 
 # The real model (onnx on CPU): what bench measures in the demo and what users run locally.
 SERVE = f"{sys.executable} -m container serve"

@@ -19,7 +19,6 @@ from speech.plan import build_plan, c_scale_max, c_scale_min, headroom, min_safe
 from speech.survival import (
     arrival_for_mean_occupancy,
     reach_probability,
-    service_rates,
     stationary,
 )
 
