@@ -28,7 +28,7 @@ def plan_rows(p: PlanArtifact) -> list[tuple[str, str, str]]:
         ("T_total (planning)", f"{tt.planning_s:.1f} s", f"measured {tt.measured_s:.1f} s + reaction {tt.reaction_bound_s:g} s"),
         ("scale_in_cooldown", f"{c.scale_in_s} s", f"max(300, 3 x T_total) = max(300, 3 x {tt.planning_s:.1f})"),
         ("queue_max_depth", f"{p.queue_max_depth}", "Q_max, enforced by the container (503 queue_saturated)"),
-        ("min_instances", f"{f.min_instances}", f"max(floor {i.min_instances}, trough {i.trough_rps:g} rps / X(C_scale_min))"),
+        ("min_instances", f"{f.min_instances}", f"max(floor {i.min_instances}, trough {i.trough_rps:g} rps / X(C_scale_max))"),
         (
             "max_instances",
             f"{f.max_instances}",

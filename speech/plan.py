@@ -128,6 +128,13 @@ def instances_for(rate_rps: float, per_instance_rps: float) -> int:
     return max(1, math.ceil(rate_rps / per_instance_rps - 1e-9))
 
 
+def min_fleet(floor: int, trough_rps: float, per_instance_at_target_rps: float) -> int:
+    """max(floor, ceil(trough / X(C_scale_max))): the smallest fleet that carries the trough
+    without crossing the scale-out target. Scale-in (at C_scale_min) decides the rest; a higher
+    floor would only pay for idle instances."""
+    return max(floor, instances_for(trough_rps, per_instance_at_target_rps) if per_instance_at_target_rps > 0 else 1)
+
+
 def littles_law_instances(peak_rps: float, service_mean_s: float, c_max: float) -> int:
     """The common (wrong for queueing servers) sizing: ceil(lambda x S / C_scale_max)."""
     return max(1, math.ceil(peak_rps * service_mean_s / c_max - 1e-9)) if c_max > 0 else 10**6
@@ -351,7 +358,7 @@ def build_plan(
     )
     needed = instances_for(inputs.peak_rps, x_target)
     safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
-    floor_n = max(inputs.min_instances, instances_for(inputs.trough_rps, x_in) if x_in > 0 else 1)
+    floor_n = min_fleet(inputs.min_instances, inputs.trough_rps, x_target)
     max_n = max(floor_n, needed if max_instances_cap is None else min(needed, max_instances_cap))
 
     surge = _surge(levels, q, c_max, planning, inputs.surge_ratio)

@@ -252,3 +252,11 @@ def test_sparse_and_dense_exponentials_agree(monkeypatch):
     sparse = reach_probability(**common)
     assert 0.01 < dense < 0.99
     assert sparse == pytest.approx(dense, abs=1e-9)
+
+
+def test_min_instances_carry_the_trough_below_the_target(qmax_ref, ttotal_ref):
+    # 100 rps at the trough: each instance carries X(37.5) = 17.9 rps below the target -> 6.
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"trough_rps": 100.0}))
+    assert p.fleet.min_instances == math.ceil(100 / p.capacity.throughput_at_target_rps) == 6
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"min_instances": 8}))
+    assert p.fleet.min_instances == 8 and p.finding("scale_in_safety").level == "ok"
