@@ -1,0 +1,184 @@
+"""BACKEND=torch (kokoro.KModel) through a real server, on CPU, with random weights.
+
+MODEL_DIR is built here in the upstream layout (config.json, kokoro-v1_0.pth, voices/*.pt): the
+real Kokoro-82M architecture from the published hyperparameters (kokoro-onnx ships the upstream
+config.json), random weights, except that the duration head is fixed so every token lasts exactly
+FRAMES frames. That makes the output length a known number while the audio itself is noise.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import subprocess
+import sys
+import textwrap
+from importlib import resources
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+# Not in the CPU image; the Makefile installs them from container/requirements-torch.txt.
+pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
+pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
+
+import torch  # noqa: E402
+
+from container.backends.g2p import EspeakPhonemizer  # noqa: E402
+
+VOICE = "af_random"
+FRAMES = 2  # per token at speed 1.0; speed 2.0 then rounds to 1
+SAMPLES_PER_FRAME = 600  # decoder: x2 (F0 rate) * 10 * 6 upsampling * 5 iSTFT hop
+TEXT = "Hello world. How are you?"
+ROOT = Path(__file__).resolve().parents[2]
+
+# Loaded by every Python process that inherits PYTHONPATH: any connection or name lookup that
+# leaves this machine raises and is logged, so a hub download cannot pass silently.
+NETGUARD = textwrap.dedent('''
+    import socket, sys
+    _LOCAL = ("127.", "::1", "localhost", "0.0.0.0")
+    def _is_local(host):
+        return isinstance(host, str) and host.startswith(_LOCAL) or host is None
+    def _deny(what):
+        sys.stderr.write(f"NETGUARD blocked {what}\\n")
+        raise OSError(f"network disabled in this test: {what}")
+    _connect, _getaddrinfo = socket.socket.connect, socket.getaddrinfo
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address[0]):
+            _deny(f"connect {address}")
+        return _connect(self, address)
+    def getaddrinfo(host, *a, **k):
+        if not _is_local(host if not isinstance(host, bytes) else host.decode()):
+            _deny(f"getaddrinfo {host}")
+        return _getaddrinfo(host, *a, **k)
+    socket.socket.connect, socket.getaddrinfo = connect, getaddrinfo
+''')
+
+
+def _parts(model) -> dict:
+    # Upstream's kokoro-v1_0.pth was saved from DataParallel: every key starts with "module.".
+    return {part: {f"module.{k}": v for k, v in getattr(model, part).state_dict().items()}
+            for part in ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")}
+
+
+@pytest.fixture(scope="module")
+def upstream_dir(tmp_path_factory):
+    from kokoro import KModel
+
+    d = tmp_path_factory.mktemp("kokoro-upstream")
+    config = resources.files("kokoro_onnx") / "config.json"
+    shutil.copyfile(str(config), d / "config.json")
+    cfg = json.loads((d / "config.json").read_text())
+    # An empty checkpoint leaves KModel at its random initialisation without touching the hub.
+    torch.save({}, d / "empty.pth")
+    torch.manual_seed(0)
+    model = KModel(repo_id="hexgrad/Kokoro-82M", config=cfg, model=str(d / "empty.pth"))
+    (d / "empty.pth").unlink()
+    head = model.predictor.duration_proj.linear_layer
+    p = FRAMES / cfg["max_dur"]  # duration = sum over max_dur sigmoids, each p
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(math.log(p / (1 - p)))
+    torch.save(_parts(model), d / "kokoro-v1_0.pth")
+    (d / "voices").mkdir()
+    torch.save(torch.randn(510, 1, 256) * 0.1, d / "voices" / f"{VOICE}.pt")
+    guard = tmp_path_factory.mktemp("netguard")
+    (guard / "sitecustomize.py").write_text(NETGUARD)
+    return d, guard, cfg["vocab"]
+
+
+def _env(model_dir, guard) -> dict[str, str]:
+    return {"BACKEND": "torch", "MODEL_DIR": str(model_dir), "HF_HUB_OFFLINE": "1",
+            "PYTHONPATH": f"{guard}:{ROOT}", "INFER_CORES": "1"}
+
+
+def _expected_samples(text_segments: list[str], vocab: dict, frames: int) -> int:
+    """What the model must produce: (tokens + 2 pads) * frames each, per segment."""
+    g2p = EspeakPhonemizer("en-us")
+    n = 0
+    for seg in text_segments:
+        tokens = [c for c in g2p(seg) if c in vocab]
+        assert tokens, seg
+        n += (len(tokens) + 2) * frames * SAMPLES_PER_FRAME
+    return n
+
+
+def test_netguard_blocks_outside_connections(upstream_dir):
+    """The guard the server tests rely on must itself work, or their offline claim is empty."""
+    _, guard, _ = upstream_dir
+    for code, blocked in (("socket.socket().connect(('198.51.100.7', 443))", "connect"),
+                          ("socket.getaddrinfo('huggingface.co', 443)", "getaddrinfo")):
+        r = subprocess.run([sys.executable, "-c", f"import socket; {code}"],
+                           env={"PYTHONPATH": str(guard), "PATH": "/usr/bin:/bin"},
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and f"NETGUARD blocked {blocked}" in r.stderr, r.stderr
+
+
+def test_torch_server_speaks_offline_from_upstream_layout(upstream_dir, server_factory):
+    model_dir, guard, vocab = upstream_dir
+    srv = server_factory(_env(model_dir, guard), wait=False)
+    ping = srv.wait_ready(timeout=120)
+    body = ping.json()
+    assert body["backend"] == "torch"
+    sha = hashlib.sha256((model_dir / "kokoro-v1_0.pth").read_bytes()).hexdigest()
+    assert body["weights_sha256"] == f"sha256:{sha}"
+
+    chunks = []
+    with httpx.stream("POST", srv.url + "/invocations", timeout=120,
+                      json={"text": TEXT, "voice": VOICE, "response_format": "pcm"}) as r:
+        assert r.status_code == 200, r.read()
+        assert r.headers["content-type"] == "audio/pcm"
+        for c in r.iter_raw():  # returns only once the server has ended the stream
+            chunks.append(c)
+    pcm = np.frombuffer(b"".join(chunks), dtype="<i2")
+    want = _expected_samples(["Hello world.", "How are you?"], vocab, FRAMES)
+    assert len(pcm) == want, (len(pcm), want)
+    assert 0.3 < len(pcm) / 24000 < 5.0
+    assert np.count_nonzero(pcm) > 0.5 * len(pcm)  # noise, but not silence
+
+    r = httpx.post(srv.url + "/invocations", timeout=120,
+                   json={"text": "Hello world.", "voice": VOICE, "speed": 2.0,
+                         "response_format": "wav", "stream": False})
+    assert r.status_code == 200 and r.headers["content-type"] == "audio/wav"
+    assert r.content[:4] == b"RIFF"
+    assert (len(r.content) - 44) // 2 == _expected_samples(["Hello world."], vocab, FRAMES // 2)
+
+    log = "".join(srv.stderr)
+    assert "NETGUARD" not in log, log[-2000:]
+
+
+def test_missing_pth_gives_503_naming_it(upstream_dir, tmp_path, server_factory):
+    model_dir, guard, _ = upstream_dir
+    shutil.copyfile(model_dir / "config.json", tmp_path / "config.json")
+    shutil.copytree(model_dir / "voices", tmp_path / "voices")
+    srv = server_factory(_env(tmp_path, guard), wait=False)
+    r = srv.wait_ready(timeout=120, want=503)
+    assert r.status_code == 503
+    body = r.json()
+    assert body["status"] == "error"
+    assert "lacks *.pth" in body["detail"] and str(tmp_path) in body["detail"], body
+    assert "config.json" not in body["detail"].split("lacks", 1)[1]
+    assert "NETGUARD" not in "".join(srv.stderr)
+
+
+def test_checkpoint_that_does_not_match_config_is_refused(upstream_dir, tmp_path):
+    """KModel itself would load it with strict=False and serve random noise without a word."""
+    from container.backends.torch_backend import TorchBackend
+    from container.errors import ModelLoadError
+    from container.settings import Settings
+
+    model_dir, _, _ = upstream_dir
+    sd = torch.load(model_dir / "kokoro-v1_0.pth", map_location="cpu", weights_only=True, mmap=True)
+    dropped = next(iter(sd["decoder"]))
+    del sd["decoder"][dropped]
+    torch.save(sd, tmp_path / "kokoro-v1_0.pth")
+    shutil.copyfile(model_dir / "config.json", tmp_path / "config.json")
+    shutil.copytree(model_dir / "voices", tmp_path / "voices")
+    backend = TorchBackend(Settings(backend="torch", model_dir=tmp_path))
+    backend.init_framework()
+    with pytest.raises(ModelLoadError, match=r"does not match config.json in decoder: 1 missing") as e:
+        backend.load_weights()
+    assert dropped.removeprefix("module.") in str(e.value)
