@@ -8,8 +8,11 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml container/requirements.txt container/requirements-nodeps.txt
+# torch goes in alone and first (pinned CPU build), so kokoro after it cannot pull a CUDA torch.
+$(STAMP): pyproject.toml container/requirements.txt container/requirements-nodeps.txt container/requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q "$$(grep -m1 '^torch==' container/requirements-torch.txt)"
+	$(PY) -m pip install -q -r container/requirements-torch.txt
 	$(PY) -m pip install -q -e '.[pulumi,container,dev]' -r container/requirements.txt
 	$(PY) -m pip install -q --no-deps -r container/requirements-nodeps.txt
 	touch $(STAMP)
