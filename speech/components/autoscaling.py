@@ -13,7 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from ..artifacts import PlanArtifact
-from ..scaling import SurgeStep, surge_adjustment  # noqa: F401  (re-exported: program.py imports it here)
+from ..scaling import surge_adjustment
 from .endpoint import VARIANT
 
 METRIC = "ConcurrentRequestsPerModel"
