@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.artifacts import Fingerprint, PlanArtifact, QmaxArtifact, TtotalArtifact
 from speech.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact
 from speech.plan import build_plan
@@ -53,7 +53,10 @@ def ref_plan(ref_artifacts, plan_inputs) -> PlanArtifact:
 
 @pytest.fixture
 def model_config(ref_artifacts, plan_inputs) -> ModelConfig:
-    q, t = ref_artifacts
+    """The stack entry of the endpoint create_endpoint deploys, with measurements of that endpoint
+    (the reference figures, fingerprinted as what runs there: bench drift compares the two)."""
+    fp = Fingerprint.of(INSTANCE, DIGEST)
+    q, t = (a.model_copy(update={"fingerprint": fp}) for a in ref_artifacts)
     return ModelConfig(instance_type=INSTANCE, image=IMAGE, plan=plan_inputs, measurements=Measurements(qmax=q, ttotal=t))
 
 
