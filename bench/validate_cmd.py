@@ -21,8 +21,9 @@ from .targets import SageMakerTarget, make_target
 
 DESCRIPTION = """\
 Check a deployed endpoint against a plan artifact (bench plan): the scalable target's min/max,
-the scale-out target value and cooldown, the scale-in step policy, its alarm threshold and
-cooldown, the surge alarm, and that nothing is frozen or orphaned.
+the scale-out target value and cooldown, the scale-in step policy and cooldown, the surge step
+size (speech.scaling.surge_adjustment), both alarms (threshold, comparison, statistic, period,
+evaluation periods), and that nothing is frozen or orphaned.
 
 With --live also load it (closed loop, scaling frozen for the check and restored after):
   1. at 0.8 x C_scale_max per instance: p95 TTFAB must stay within the SLO;

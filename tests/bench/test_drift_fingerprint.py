@@ -92,3 +92,35 @@ def test_unpinned_deployed_image(deployed, tmp_path, capsys, model_config):
     rc, issues = _drift(tmp_path, capsys)
     [msg] = [i["message"] for i in issues if i["kind"] == "fingerprint"]
     assert rc == 1 and "not pinned by digest" in msg and ":latest'" in msg and DIGEST in msg
+
+
+def test_alarm_window_and_surge_size_edited_after_deploy(deployed, tmp_path, capsys, model_config, ref_plan):
+    # Same figures as the policy pack checks before deploy: a 3-period scale-in window gives back an
+    # instance after 30 s of calm instead of 5 min; a +10 % surge adds one instance, not the plan's.
+    write_model_entry(tmp_path / f"Pulumi.{STACK}.yaml", "kokoro-82m", model_config)
+    assert _drift(tmp_path, capsys) == (0, [])
+    cw = deployed.client("cloudwatch")
+    [alarm] = cw.describe_alarms(AlarmNames=[f"{ENDPOINT}-scale-in"])["MetricAlarms"]
+    keep = ("AlarmName", "Namespace", "MetricName", "Statistic", "Dimensions", "Period", "Threshold",
+            "ComparisonOperator", "AlarmActions")
+    cw.put_metric_alarm(**{k: alarm[k] for k in keep}, EvaluationPeriods=3, DatapointsToAlarm=3)
+    aas = deployed.client("application-autoscaling")
+    [surge] = [p for p in aas.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"]
+               if p["PolicyName"] == f"{ENDPOINT}-surge"]
+    cfg = dict(surge["StepScalingPolicyConfiguration"], StepAdjustments=[{"MetricIntervalLowerBound": 0.0, "ScalingAdjustment": 10}])
+    arn = aas.put_scaling_policy(PolicyName=surge["PolicyName"], ServiceNamespace="sagemaker", ResourceId=surge["ResourceId"],
+                                 ScalableDimension=surge["ScalableDimension"], PolicyType="StepScaling",
+                                 StepScalingPolicyConfiguration=cfg)["PolicyARN"]
+    # AWS keeps a policy's ARN on update; moto issues a new one, so point the alarm at it again.
+    [salarm] = cw.describe_alarms(AlarmNames=[f"{ENDPOINT}-surge"])["MetricAlarms"]
+    cw.put_metric_alarm(**{k: salarm[k] for k in keep if k != "AlarmActions"}, EvaluationPeriods=salarm["EvaluationPeriods"],
+                        DatapointsToAlarm=salarm["DatapointsToAlarm"], AlarmActions=[arn])
+    rc, issues = _drift(tmp_path, capsys)
+    msgs = [i["message"] for i in issues]
+    want = ref_plan.alarms.scale_in_evaluation_periods
+    assert rc == 1 and want == 30
+    assert f"alarm {ENDPOINT}-scale-in (for {ENDPOINT}-scale-in) EvaluationPeriods is 3, plan says 30" in msgs
+    assert f"alarm {ENDPOINT}-scale-in (for {ENDPOINT}-scale-in) DatapointsToAlarm is 3, plan says 30 (every period must breach)" in msgs
+    assert any(f"{ENDPOINT}-surge adds PercentChangeInCapacity [10] (at least 2), plan says PercentChangeInCapacity [67]" in m
+               for m in msgs), msgs
+    assert len(msgs) == 3, msgs
