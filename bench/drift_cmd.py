@@ -6,16 +6,20 @@ import argparse
 import json
 from pathlib import Path
 
+from dataclasses import dataclass
+from typing import Any, Optional
+
 from pydantic import ValidationError
 
-from speech.config import StackConfig
+from speech.artifacts import Fingerprint
+from speech.config import IMAGE_RE, ModelConfig, StackConfig
 from speech.errors import ConfigError
 from speech.files import describe_validation_error
 from speech.plan import build_plan
 
 from . import aws
 from .errors import UsageError
-from .scaling_check import compare
+from .scaling_check import Issue, compare
 from .stackfile import MODELS_KEY, PROJECT, read_stack_file
 
 DESCRIPTION = """\
@@ -27,6 +31,12 @@ only Describe* calls.
 Names frozen scaling (a killed qmax/ttotal: run `bench thaw`), orphan policies (not one of
 <endpoint>-scale-out / -scale-in / -surge), missing policies and alarms, and every value that
 differs from the plan. Endpoint names are <stack>-<model> unless --endpoint is given.
+
+Also compares the deployed fingerprint (instance type of the endpoint configuration's AllTraffic
+variant, image digest of its model's container) with the stack config's instance_type/image and
+with the fingerprint of the measurements the plan rests on: a new image or instance type has new
+latency, so measurements of another one are drift (unless the stack sets allow_config_mismatch,
+as the program does).
 
   python -m bench drift --stack dev
   python -m bench drift --stack dev --endpoint dev-kokoro-82m --json
@@ -57,6 +67,79 @@ def load_stack(path: Path) -> StackConfig:
         raise ConfigError(describe_validation_error(err, f"{path} {MODELS_KEY}")) from None
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """What an endpoint runs, from its endpoint configuration and model (read-only)."""
+
+    endpoint_config: str
+    model: str
+    instance_type: Optional[str]
+    image: str
+    digest: Optional[str]
+
+
+def read_fingerprint(sess: Any, endpoint: str, described: dict) -> Deployed | Issue:
+    from botocore.exceptions import ClientError
+
+    sm = sess.client("sagemaker")
+    config_name = described.get("EndpointConfigName", "")
+    try:
+        config = sm.describe_endpoint_config(EndpointConfigName=config_name)
+    except ClientError as err:
+        return Issue("fingerprint", f"endpoint {endpoint}: endpoint configuration {config_name!r} cannot be read "
+                                    f"({aws.client_error_message(err)}), so what it runs is unknown; fix: pulumi up")
+    variants = config.get("ProductionVariants", [])
+    variant = next((v for v in variants if v.get("VariantName") == aws.VARIANT), None)
+    if variant is None:
+        return Issue("fingerprint", f"endpoint configuration {config_name} has no {aws.VARIANT} variant "
+                                    f"(has {[v.get('VariantName') for v in variants]}); expected the one the program "
+                                    "deploys; fix: pulumi up")
+    model_name = variant.get("ModelName", "")
+    try:
+        model = sm.describe_model(ModelName=model_name)
+    except ClientError as err:
+        return Issue("fingerprint", f"model {model_name!r} of endpoint configuration {config_name} cannot be read "
+                                    f"({aws.client_error_message(err)}); fix: pulumi up")
+    container = model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]
+    image = container.get("Image", "")
+    m = IMAGE_RE.match(image)
+    return Deployed(config_name, model_name, variant.get("InstanceType"), image, m.group("digest") if m else None)
+
+
+def fingerprint_issues(name: str, m: ModelConfig, d: Deployed, allow_config_mismatch: bool) -> list[Issue]:
+    key = f"{MODELS_KEY}.{name}"
+    redeploy = f"fix: pulumi up to deploy the stack config, or set {key}.{{field}} to what should run and re-measure it"
+    issues = []
+    if d.instance_type != m.instance_type:
+        issues.append(Issue("fingerprint", f"endpoint configuration {d.endpoint_config} runs instance type "
+                                           f"{d.instance_type!r}, stack config {key}.instance_type says "
+                                           f"{m.instance_type!r}; {redeploy.format(field='instance_type')}"))
+    if d.digest is None:
+        issues.append(Issue("fingerprint", f"model {d.model} runs image {d.image!r}, not pinned by digest, so nothing "
+                                           f"ties it to {key}.image ({m.image_digest}); {redeploy.format(field='image')}"))
+    elif d.digest != m.image_digest:
+        issues.append(Issue("fingerprint", f"model {d.model} runs image digest {d.digest}, stack config {key}.image "
+                                           f"says {m.image_digest}; {redeploy.format(field='image')}"))
+    if m.measurements is None or d.instance_type is None or d.digest is None or allow_config_mismatch:
+        return issues
+    try:
+        deployed = Fingerprint.of(d.instance_type, d.digest)
+    except ValidationError:
+        return issues + [Issue("fingerprint", f"endpoint configuration {d.endpoint_config} instance type "
+                                              f"{d.instance_type!r} is not a SageMaker ml.* type the artifacts can "
+                                              f"describe; {redeploy.format(field='instance_type')}")]
+    for kind, artifact in (("qmax", m.measurements.qmax), ("ttotal", m.measurements.ttotal)):
+        fp = artifact.fingerprint
+        if fp != deployed:
+            issues.append(Issue("fingerprint", f"{key}.measurements.{kind} was measured on {fp.slug} ({fp.instance_type}, "
+                                               f"{fp.image_digest}), but endpoint {d.endpoint_config} runs {deployed.slug} "
+                                               f"({deployed.instance_type}, {deployed.image_digest}): "
+                                               "its plan says nothing about what is deployed; fix: measure the deployed "
+                                               "endpoint (bench qmax, bench ttotal) and re-plan (bench plan --stack), or "
+                                               "deploy what was measured"))
+    return issues
+
+
 def run(args: argparse.Namespace, session=None) -> int:
     stack = load_stack(args.stack_dir / f"Pulumi.{args.stack}.yaml")
     models = stack.models
@@ -70,13 +153,16 @@ def run(args: argparse.Namespace, session=None) -> int:
     report: dict[str, list[dict]] = {}
     for name, m in models.items():
         endpoint = args.endpoint or f"{args.stack}-{name}"
-        aws.describe_endpoint(sess, endpoint)  # a missing endpoint is bad input, not drift
+        described = aws.describe_endpoint(sess, endpoint)  # a missing endpoint is bad input, not drift
         plan, why = None, "the stack has no measurements for it"
         if m.measurements is not None:
             plan = build_plan(m.measurements.qmax, m.measurements.ttotal, m.plan,
                               allow_config_mismatch=stack.allow_config_mismatch, max_instances_cap=m.max_instances)
             why = "the plan's verdict is stop"
         issues = compare(plan, aws.read_deployed(sess, endpoint), why)
+        deployed = read_fingerprint(sess, endpoint, described)
+        issues += ([deployed] if isinstance(deployed, Issue)
+                   else fingerprint_issues(name, m, deployed, stack.allow_config_mismatch))
         report[endpoint] = [i.as_dict() for i in issues]
     ok = not any(report.values())
     if args.json:

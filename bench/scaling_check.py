@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from speech.artifacts import PlanArtifact
+from speech.scaling import surge_adjustment
 
 from . import aws
 from .aws import DeployedScaling
@@ -105,9 +106,11 @@ def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str =
             if metric.get("MetricName") != aws.METRIC or metric.get("Statistic") != "Maximum":
                 issues.append(Issue("mismatch", f"{name} tracks {metric.get('MetricName')}/{metric.get('Statistic')}, "
                                                 f"plan says {aws.METRIC}/Maximum"))
-    for role, cooldown, threshold, adj_sign in (
-        ("-scale-in", plan.cooldowns.scale_in_s, t.scale_in_threshold, -1),
-        ("-surge", None, plan.alarms.saturation_concurrency, +1),
+    surge = surge_adjustment(plan)
+    a = plan.alarms
+    for role, cooldown, threshold, op, periods in (
+        ("-scale-in", plan.cooldowns.scale_in_s, t.scale_in_threshold, "LessThanOrEqualToThreshold", a.scale_in_evaluation_periods),
+        ("-surge", plan.cooldowns.scale_out_s, a.saturation_concurrency, "GreaterThanOrEqualToThreshold", a.datapoints_to_alarm),
     ):
         if not by_role[role]:
             continue
@@ -117,18 +120,32 @@ def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str =
         if p.get("PolicyType") != "StepScaling" or cfg is None:
             issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says StepScaling"))
             continue
-        if cooldown is not None and cfg.get("Cooldown") != cooldown:
+        if cfg.get("Cooldown") != cooldown:
             issues.append(Issue("mismatch", f"{name} Cooldown is {cfg.get('Cooldown')}, plan says {cooldown}"))
         adjustments = [s.get("ScalingAdjustment", 0) for s in cfg.get("StepAdjustments", [])]
         if role == "-scale-in" and adjustments != [-1]:
             issues.append(Issue("mismatch", f"{name} steps {adjustments}, plan says one step of -1 instance"))
-        if role == "-surge" and (not adjustments or min(adjustments) <= 0):
-            issues.append(Issue("mismatch", f"{name} steps {adjustments}, plan says positive steps"))
+        if role == "-surge":
+            # Sized by the same function the program uses (speech.scaling.surge_adjustment).
+            got = (cfg.get("AdjustmentType"), adjustments, cfg.get("MinAdjustmentMagnitude"))
+            want = ("PercentChangeInCapacity", [surge.percent], surge.min_instances_added)
+            if got != want:
+                issues.append(Issue("mismatch", f"{name} adds {got[0]} {got[1]} (at least {got[2]}), plan says "
+                                                f"{want[0]} [{surge.percent}] (at least {surge.min_instances_added}): "
+                                                f"surge_ratio x Q_max / C_scale_max"))
         alarms = d.alarms.get(name, [])
         if not alarms:
             issues.append(Issue("missing_alarm", f"no CloudWatch alarm invokes {name}"))
-        for a in alarms:
-            if not _close(a.get("Threshold"), threshold):
-                issues.append(Issue("mismatch", f"alarm {a['AlarmName']} (for {name}) threshold is {a.get('Threshold')}, "
-                                                f"plan says {threshold:g}"))
+        for al in alarms:
+            where = f"alarm {al['AlarmName']} (for {name})"
+            if not _close(al.get("Threshold"), threshold):
+                issues.append(Issue("mismatch", f"{where} threshold is {al.get('Threshold')}, plan says {threshold:g}"))
+            for key, want in (("MetricName", aws.METRIC), ("Statistic", "Maximum"), ("ComparisonOperator", op),
+                              ("Period", a.metric_period_s), ("EvaluationPeriods", periods)):
+                if al.get(key) != want:
+                    issues.append(Issue("mismatch", f"{where} {key} is {al.get(key)}, plan says {want}"))
+            dta = al.get("DatapointsToAlarm")
+            if dta is not None and dta != periods:
+                issues.append(Issue("mismatch", f"{where} DatapointsToAlarm is {dta}, plan says {periods} (every period "
+                                                "must breach)"))
     return issues

@@ -21,8 +21,9 @@ from .targets import SageMakerTarget, make_target
 
 DESCRIPTION = """\
 Check a deployed endpoint against a plan artifact (bench plan): the scalable target's min/max,
-the scale-out target value and cooldown, the scale-in step policy, its alarm threshold and
-cooldown, the surge alarm, and that nothing is frozen or orphaned.
+the scale-out target value and cooldown, the scale-in step policy and cooldown, the surge step
+size (speech.scaling.surge_adjustment), both alarms (threshold, comparison, statistic, period,
+evaluation periods), and that nothing is frozen or orphaned.
 
 With --live also load it (closed loop, scaling frozen for the check and restored after):
   1. at 0.8 x C_scale_max per instance: p95 TTFAB must stay within the SLO;
@@ -52,11 +53,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print {ok, issues, live} as JSON")
 
 
-def live_checks(args, plan: PlanArtifact, target, instances: int) -> tuple[list[Issue], list[dict]]:
+def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "the endpoint") -> tuple[list[Issue], list[dict]]:
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
     c_ok = max(1, round(0.8 * plan.thresholds.c_scale_max * instances))
     c_gate = (plan.q_max + max(1, math.ceil(0.1 * plan.q_max))) * instances
+    per = f" ({instances} instances)" if instances > 1 else ""
+    remeasure = (f"fix: the plan ({plan.fingerprint.slug}, Q_max {plan.q_max}) overstates what {where} sustains: "
+                 f"measure it (bench qmax, bench ttotal) and re-plan, or deploy the image and instance type it was "
+                 f"measured on")
     issues: list[Issue] = []
     rows: list[dict] = []
     session = Session(target)
@@ -64,15 +69,20 @@ def live_checks(args, plan: PlanArtifact, target, instances: int) -> tuple[list[
         r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
         rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
         if not r.meets(slo):
-            issues.append(Issue("live", f"at {c_ok} in flight (0.8 x C_scale_max) p95 TTFAB {r.pct(95):.0f} ms, "
-                                        f"{r.rejected} rejected, {r.errors} errors: misses the SLO {slo:g} ms"))
+            issues.append(Issue("live", f"{where} at {c_ok} in flight{per} (0.8 x C_scale_max {plan.thresholds.c_scale_max:g}): "
+                                        f"p95 TTFAB {r.pct(95):.0f} ms, {r.rejected} rejected, {r.errors} errors; expected "
+                                        f"p95 within the SLO {slo:g} ms and nothing rejected; {remeasure}"))
         g: LevelResult = session.level(c_gate, args.settle_s, args.measure_s, texts)
         rows.append({"check": "past Q_max", "concurrency": c_gate, "p95_ms": g.pct(95), "rejected": g.rejected, "errors": g.errors})
         if g.rejected == 0:
-            issues.append(Issue("live", f"at {c_gate} in flight (past Q_max {plan.q_max}) the gate rejected nothing: "
-                                        f"queue_max_depth is not enforced at {plan.queue_max_depth}"))
+            issues.append(Issue("live", f"{where} at {c_gate} in flight{per} (past Q_max {plan.q_max}) rejected nothing; "
+                                        f"expected 503 queue_saturated beyond queue_max_depth {plan.queue_max_depth}; fix: "
+                                        f"set QUEUE_MAX_DEPTH={plan.queue_max_depth} on the container (the program sets it "
+                                        "from the plan: pulumi up)"))
         if g.ok == 0 or g.pct(95) > slo:
-            issues.append(Issue("live", f"at {c_gate} in flight admitted requests had p95 {g.pct(95):.0f} ms > SLO {slo:g} ms"))
+            issues.append(Issue("live", f"{where} at {c_gate} in flight{per} (past Q_max {plan.q_max}): admitted requests had "
+                                        f"p95 TTFAB {g.pct(95):.0f} ms ({g.ok} admitted); expected within the SLO {slo:g} ms, "
+                                        f"since the gate holds at most {plan.queue_max_depth} per instance; {remeasure}"))
     finally:
         session.close()
     return issues, rows
@@ -106,7 +116,8 @@ def run(args: argparse.Namespace, session=None) -> int:
                 stack.enter_context(Freeze(sess, args.endpoint, args.state_dir, tool="bench validate --live"))
                 current, _ = aws.variant_counts(aws.describe_endpoint(sess, args.endpoint))
                 instances = current or 1
-            got, live_rows = live_checks(args, plan, target, instances)
+            where = f"local server {args.url}" if args.url else f"endpoint {args.endpoint}"
+            got, live_rows = live_checks(args, plan, target, instances, where)
             issues += got
     ok = not issues
     if args.json:

@@ -103,8 +103,9 @@ POLICIES = [
                  "(sha256 = tag) holds measurements of an allowed origin.",
                  rules.rule_measured_provenance, MANDATORY, PROVENANCE_SCHEMA),
     stack_policy("scaling-matches-plan",
-                 "Target value, scale-in threshold, cooldowns, min/max capacity and container queue depth equal the "
-                 "plan recomputed from the provenance document (speech.plan.build_plan).",
+                 "Target value, cooldowns, min/max capacity, the scale-in and surge alarms (threshold, comparison, "
+                 "statistic, period, evaluation periods), the surge step size and container queue depth equal the "
+                 "plan recomputed from the provenance document (speech.plan.build_plan, speech.scaling).",
                  rules.rule_matches_plan, MANDATORY),
     stack_policy("scaling-plan-feasible",
                  "No scaling for a plan with a stop finding; the scale-in cooldown covers the planning T_total.",

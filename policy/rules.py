@@ -22,6 +22,8 @@ from typing import Any, Iterator, Mapping
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from speech import provenance as pv
+from speech.artifacts import PlanArtifact
+from speech.scaling import surge_adjustment
 
 from .recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
 from .stack import (
@@ -196,6 +198,37 @@ def _scale_in_alarms(stack: Stack, s: Scaled) -> list[Res]:
     ]
 
 
+def _surge_alarms(stack: Stack, s: Scaled) -> list[Res]:
+    # GreaterThanThreshold is picked up too, so a surge alarm edited to fire one request late is
+    # reported here rather than slipping past as "not a surge alarm".
+    if s.endpoint_name is None or s.variant is None:
+        return []
+    return [
+        a for a in stack.alarms_on(s.endpoint_name, s.variant)
+        if a.get("metricName") in (SCALING_METRIC, UNKNOWN)
+        and (a.get("comparisonOperator") in ("GreaterThanOrEqualToThreshold", "GreaterThanThreshold", UNKNOWN))
+    ]
+
+
+def _alarm_checks(a: Res, plan: PlanArtifact, src: str, *, threshold: float, threshold_why: str, comparison: str,
+                  comparison_why: str, evaluation_periods: int, periods_why: str) -> list[tuple[Res, str | None]]:
+    period = plan.alarms.metric_period_s
+    checks = [
+        (a, compare(a, "metricName", SCALING_METRIC, "the metric Q_max was measured against")),
+        (a, compare(a, "statistic", "Maximum", "per-instance peak concurrency, as measured")),
+        (a, compare(a, "threshold", threshold, threshold_why)),
+        (a, compare(a, "comparisonOperator", comparison, comparison_why)),
+        (a, compare(a, "period", period, f"plan metric period (high-resolution {period} s) from {src}")),
+        (a, compare(a, "evaluationPeriods", evaluation_periods, periods_why)),
+    ]
+    # CloudWatch defaults datapointsToAlarm to evaluationPeriods; only an explicit, smaller value
+    # (M of N) would let a non-sustained dip fire the alarm.
+    if a.get("datapointsToAlarm") is not MISSING:
+        checks.append((a, compare(a, "datapointsToAlarm", evaluation_periods,
+                                  f"every one of the {evaluation_periods} periods must breach ({periods_why})")))
+    return checks
+
+
 def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Res | None, dict | None, str | None]:
     """(endpoint configuration, variant, problem) then the model via :func:`_model`."""
     configs, unknown = stack.endpoint_config_of(endpoint)
@@ -260,8 +293,41 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
             checks.append((p, compare(p, "stepScalingPolicyConfiguration.cooldown", plan.cooldowns.scale_in_s,
                                       "plan scale-in cooldown max(300, 3 x planning T_total) s")))
         for a in _scale_in_alarms(stack, s):
-            checks.append((a, compare(a, "threshold", plan.thresholds.scale_in_threshold,
-                                      f"deployed C_scale_min = (1-2h) x Q_max {plan.q_max} x CloudWatch ratio, from {src}")))
+            checks += _alarm_checks(
+                a, plan, src, threshold=plan.thresholds.scale_in_threshold,
+                threshold_why=f"deployed C_scale_min = (1-2h) x Q_max {plan.q_max} x CloudWatch ratio, from {src}",
+                comparison="LessThanOrEqualToThreshold",
+                comparison_why="an instance at exactly C_scale_min is already below the scale-out band",
+                evaluation_periods=plan.alarms.scale_in_evaluation_periods,
+                periods_why=f"plan scale-in window max(3, ceil(300 s / {plan.alarms.metric_period_s} s)) periods: "
+                            "concurrency must stay low for minutes before an instance goes")
+        step = surge_adjustment(plan)
+        for p in _step_policies(stack, s, "out"):
+            sizing = (f"speech.scaling.surge_adjustment: surge_ratio {plan.inputs.surge_ratio:g} x Q_max {plan.q_max} / "
+                      f"C_scale_max {plan.thresholds.c_scale_max:g}")
+            steps = p.get("stepScalingPolicyConfiguration.stepAdjustments")
+            if isinstance(steps, list) and len(steps) != 1:
+                yield (f"{p.label} has {len(steps)} step adjustments, expected 1 (+{step.percent}% from {sizing}): "
+                       f"further steps would add capacity no plan sized; {FIX_HAND_EDIT}", p.urn)
+            checks += [
+                (p, compare(p, "stepScalingPolicyConfiguration.adjustmentType", "PercentChangeInCapacity",
+                            "the surge grows the fleet by a fraction of its size")),
+                (p, compare(p, "stepScalingPolicyConfiguration.stepAdjustments.0.scalingAdjustment", step.percent,
+                            f"percent from {sizing}")),
+                (p, compare(p, "stepScalingPolicyConfiguration.minAdjustmentMagnitude", step.min_instances_added,
+                            f"at least what the smallest safe fleet ({plan.fleet.min_safe_instances}) would add, from {sizing}")),
+                (p, compare(p, "stepScalingPolicyConfiguration.cooldown", plan.cooldowns.scale_out_s,
+                            "plan scale-out cooldown clamp(T_total/2, 10, 30) s")),
+            ]
+        for a in _surge_alarms(stack, s):
+            checks += _alarm_checks(
+                a, plan, src, threshold=plan.alarms.saturation_concurrency,
+                threshold_why=f"deployed Q_max = {plan.q_max} x CloudWatch ratio (saturation), from {src}",
+                comparison="GreaterThanOrEqualToThreshold",
+                comparison_why="an instance at Q_max already rejects (queue_max_depth), so reaching it is the emergency",
+                evaluation_periods=plan.alarms.datapoints_to_alarm,
+                periods_why=f"plan datapoints to alarm {plan.alarms.datapoints_to_alarm}, part of the reaction bound "
+                            "in the planning T_total")
         if s.endpoint is not None:
             config, variant, problem = _model_of(stack, s.endpoint, s.variant)
             model, problem2 = (None, None) if variant is None else _model(stack, config, variant)

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.artifacts import Fingerprint, PlanArtifact, QmaxArtifact, TtotalArtifact
 from speech.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact
 from speech.plan import build_plan
+from speech.scaling import surge_adjustment
 
 from bench import aws
 from bench.synthetic import SyntheticServer
@@ -53,7 +54,10 @@ def ref_plan(ref_artifacts, plan_inputs) -> PlanArtifact:
 
 @pytest.fixture
 def model_config(ref_artifacts, plan_inputs) -> ModelConfig:
-    q, t = ref_artifacts
+    """The stack entry of the endpoint create_endpoint deploys, with measurements of that endpoint
+    (the reference figures, fingerprinted as what runs there: bench drift compares the two)."""
+    fp = Fingerprint.of(INSTANCE, DIGEST)
+    q, t = (a.model_copy(update={"fingerprint": fp}) for a in ref_artifacts)
     return ModelConfig(instance_type=INSTANCE, image=IMAGE, plan=plan_inputs, measurements=Measurements(qmax=q, ttotal=t))
 
 
@@ -105,15 +109,20 @@ def deploy_scaling(sess, plan: PlanArtifact, endpoint: str = ENDPOINT) -> dict[s
             "ScaleOutCooldown": plan.cooldowns.scale_out_s, "DisableScaleIn": True,
         },
     )["PolicyARN"]
-    for role, cooldown, adj, threshold, op in (
-        ("scale-in", plan.cooldowns.scale_in_s, -1, plan.thresholds.scale_in_threshold, "LessThanOrEqualToThreshold"),
-        ("surge", plan.cooldowns.scale_out_s, 2, plan.alarms.saturation_concurrency, "GreaterThanOrEqualToThreshold"),
+    surge = surge_adjustment(plan)
+    for role, cooldown, step, threshold, op, periods in (
+        ("scale-in", plan.cooldowns.scale_in_s, {"AdjustmentType": "ChangeInCapacity", "ScalingAdjustment": -1},
+         plan.thresholds.scale_in_threshold, "LessThanOrEqualToThreshold", plan.alarms.scale_in_evaluation_periods),
+        ("surge", plan.cooldowns.scale_out_s, {"AdjustmentType": "PercentChangeInCapacity", "ScalingAdjustment": surge.percent,
+                                               "MinAdjustmentMagnitude": surge.min_instances_added},
+         plan.alarms.saturation_concurrency, "GreaterThanOrEqualToThreshold", plan.alarms.datapoints_to_alarm),
     ):
+        adj = step.pop("ScalingAdjustment")
         bound = {"MetricIntervalUpperBound": 0.0} if adj < 0 else {"MetricIntervalLowerBound": 0.0}
         arn = aas.put_scaling_policy(
             PolicyName=f"{endpoint}-{role}", PolicyType="StepScaling", **common,
             StepScalingPolicyConfiguration={
-                "AdjustmentType": "ChangeInCapacity", "Cooldown": cooldown, "MetricAggregationType": "Maximum",
+                **step, "Cooldown": cooldown, "MetricAggregationType": "Maximum",
                 "StepAdjustments": [{**bound, "ScalingAdjustment": adj}],
             },
         )["PolicyARN"]
@@ -121,7 +130,8 @@ def deploy_scaling(sess, plan: PlanArtifact, endpoint: str = ENDPOINT) -> dict[s
         cw.put_metric_alarm(
             AlarmName=f"{endpoint}-{role}", Namespace="AWS/SageMaker", MetricName=aws.METRIC, Statistic="Maximum",
             Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],
-            Period=10, EvaluationPeriods=3, Threshold=threshold, ComparisonOperator=op, AlarmActions=[arn],
+            Period=plan.alarms.metric_period_s, EvaluationPeriods=periods, DatapointsToAlarm=periods,
+            Threshold=threshold, ComparisonOperator=op, AlarmActions=[arn],
         )
     return arns
 

@@ -54,6 +54,41 @@ def test_matches_plan_each_number(pack, dev, name, path, value, expect):
     assert f"'{name}'" in msg and expect in msg and "fix:" in msg
 
 
+# The dev plan: Q_max 50, CloudWatch ratio 1, metric period 10 s, datapoints to alarm 3; surge
+# 1.25 x 50 / 37.5 = 1.667 -> +67 %, at least ceil(3 x 0.667) = 2 instances (smallest safe fleet 3).
+@pytest.mark.parametrize("name,path,value,expect,why", [
+    ("kokoro-82m-scale-in-alarm", "period", 60.0, "is 60, expected 10", "plan metric period"),
+    ("kokoro-82m-scale-in-alarm", "evaluationPeriods", 3.0, "is 3, expected 30", "scale-in window"),
+    ("kokoro-82m-scale-in-alarm", "datapointsToAlarm", 10.0, "is 10, expected 30", "must breach"),
+    ("kokoro-82m-scale-in-alarm", "statistic", "Average", "is 'Average', expected 'Maximum'", "peak concurrency"),
+    ("kokoro-82m-surge-alarm", "threshold", 60.0, "is 60, expected 50", "deployed Q_max = 50"),
+    ("kokoro-82m-surge-alarm", "comparisonOperator", "GreaterThanThreshold",
+     "is 'GreaterThanThreshold', expected 'GreaterThanOrEqualToThreshold'", "already rejects"),
+    ("kokoro-82m-surge-alarm", "evaluationPeriods", 12.0, "is 12, expected 3", "reaction bound"),
+    ("kokoro-82m-surge", "stepScalingPolicyConfiguration.stepAdjustments.0.scalingAdjustment", 10.0,
+     "is 10, expected 67", "surge_adjustment"),
+    ("kokoro-82m-surge", "stepScalingPolicyConfiguration.minAdjustmentMagnitude", 1.0,
+     "is 1, expected 2", "smallest safe fleet (3)"),
+    ("kokoro-82m-surge", "stepScalingPolicyConfiguration.adjustmentType", "ChangeInCapacity",
+     "is 'ChangeInCapacity', expected 'PercentChangeInCapacity'", "fraction of its size"),
+])
+def test_matches_plan_alarms_and_surge_step(pack, dev, name, path, value, expect, why):
+    set_path(named(dev, name), path, value)
+    report = pack.check(dev)
+    [msg] = messages(report, "scaling-matches-plan", "mandatory")
+    assert f"'{name}' {path} {expect}" in msg and why in msg and "fix: remove the hand edit" in msg
+    # The edit stays one scaling path: only the plan comparison may object.
+    assert messages(report, "one-scaling-path-per-variant") == []
+
+
+def test_surge_policy_with_an_extra_unplanned_step(pack, dev):
+    steps = named(dev, "kokoro-82m-surge").props["stepScalingPolicyConfiguration"]["stepAdjustments"]
+    steps[0]["metricIntervalUpperBound"] = "20"
+    steps.append({"metricIntervalLowerBound": "20", "scalingAdjustment": 500.0})
+    [msg] = messages(pack.check(dev), "scaling-matches-plan", "mandatory")
+    assert "scaling policy 'kokoro-82m-surge' has 2 step adjustments, expected 1 (+67%" in msg and "fix:" in msg
+
+
 # --- scaling-plan-feasible ---------------------------------------------------------------------
 
 
