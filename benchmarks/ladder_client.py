@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
 import numpy as np
 
 from bench.ladder import geometric_levels, request_mix, search
-from bench.loadgen import Session, loop_kind
+from bench.loadgen import Session, loop_kind, runqueue_wait_s
 from bench.synthetic import SyntheticServer, read_stamp
 from bench.targets import HttpTarget
 
@@ -38,17 +39,23 @@ def ttfab_accuracy(streams: int, measure_s: float, engine: str = "raw") -> dict:
         target = HttpTarget(srv.url)
         target.check()
         sess = Session(target)
+        srv_stat = f"/proc/{srv.proc.pid}/schedstat"
+        srv_rq0 = runqueue_wait_s(srv_stat)
         try:
             r = sess.level(streams, 2.0, measure_s, request_mix("short")[0])
         finally:
             sess.close()
+        srv_rq1 = runqueue_wait_s(srv_stat)
     errs = np.array([(o.first_at_mono - read_stamp(o.first_chunk)) * 1000 for o in r.outcomes
                      if o.ok and o.first_at_mono is not None and read_stamp(o.first_chunk) is not None])
     return {
         "engine": engine, "loop": loop_kind(sess.loop), "streams": streams, "in_flight_mean": r.inflight_mean, "samples": int(errs.size),
         "err_p50_ms": float(np.percentile(errs, 50)), "err_p99_ms": float(np.percentile(errs, 99)),
         "err_max_ms": float(errs.max()), "loop_lag_p99_ms": r.loop_lag_p99_ms, "cpu": r.cpu_fraction,
-        "errors": r.errors,
+        "errors": r.errors, "wall_s": 2.0 + measure_s,
+        "client_rq_ms": None if r.runqueue_wait_s is None else 1000 * r.runqueue_wait_s,
+        "stall_rq_share": r.stall_runqueue_share,
+        "server_rq_ms": None if srv_rq0 is None or srv_rq1 is None else 1000 * (srv_rq1 - srv_rq0),
     }
 
 
@@ -75,6 +82,7 @@ def main() -> int:
     p.add_argument("--streams", type=int, default=256)
     p.add_argument("--quick", action="store_true", help="shorter windows")
     a = p.parse_args()
+    load0 = os.getloadavg()[0]
     acc = ttfab_accuracy(a.streams, 3.0 if a.quick else 6.0)
     acc_st = ttfab_accuracy(a.streams, 3.0 if a.quick else 6.0, engine="starlette")
     br = time_to_bracket(10.0, 500.0, 0.5, 1.5 if a.quick else 3.0, 0.05)
@@ -98,6 +106,11 @@ def main() -> int:
     print(f"| TTFAB error vs server stamp, p99 ({acc['samples']} samples) | {acc['err_p99_ms']:.3f} ms "
           f"(max {acc['err_max_ms']:.2f}) | < 2 ms | {'yes' if acc['err_p99_ms'] < 2 else 'no'} |")
     print(f"| client event-loop lag p99 / CPU | {acc['loop_lag_p99_ms']:.2f} ms / {100 * acc['cpu']:.0f}% of a core | - | |")
+    if acc["client_rq_ms"] is not None:
+        print(f"| time runnable but without a CPU (other processes had it), {acc['wall_s']:.0f} s level | client loop "
+              f"{acc['client_rq_ms']:.0f} ms, null server {acc['server_rq_ms']:.0f} ms; {100 * acc['stall_rq_share']:.0f}% of the "
+              f"client's loop stalls >= 1 ms | - | |")
+    print(f"| machine load average (1 min) before the run, 2 cores | {load0:.2f} | quiet: below ~1.5 | |")
     print(f"| same, starlette/uvicorn null server (stamp at generator yield): error p50 / p99 | "
           f"{acc_st['err_p50_ms']:.3f} / {acc_st['err_p99_ms']:.3f} ms; lag p99 {acc_st['loop_lag_p99_ms']:.2f} ms, "
           f"CPU {100 * acc_st['cpu']:.0f}% | info (server-side send path included) | |")
