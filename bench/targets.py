@@ -97,6 +97,37 @@ class HttpProtocolError(TargetError):
         self.no_response = no_response
 
 
+class _ArrivalReader(asyncio.StreamReader):
+    """A StreamReader that notes when the event loop read each piece of a response off the socket,
+    so the first body byte is timed when it arrived, not when its task next ran (in a burst of
+    readable sockets every ``data_received`` runs before any waiting task does)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.arrivals: Optional[list[tuple[int, float, float]]] = None
+        """(bytes fed since ``arm`` up to the end of this piece, perf_counter, monotonic)."""
+        self._fed = 0
+
+    def arm(self) -> None:
+        """Start noting arrivals; the response's bytes are counted from here."""
+        self.arrivals, self._fed = [], len(self._buffer)
+
+    def feed_data(self, data: bytes) -> None:
+        if self.arrivals is not None:
+            self._fed += len(data)
+            self.arrivals.append((self._fed, time.perf_counter(), time.monotonic()))
+        super().feed_data(data)
+
+    def arrival_of(self, offset: int) -> Optional[tuple[float, float]]:
+        """(perf_counter, monotonic) when the byte at ``offset`` (counted from ``arm``) arrived;
+        stops noting arrivals."""
+        arrivals, self.arrivals = self.arrivals, None
+        for end, perf, mono in arrivals or ():
+            if end > offset:
+                return perf, mono
+        return None
+
+
 class _Conn:
     """One keep-alive HTTP/1.1 connection on raw asyncio streams."""
 
@@ -116,10 +147,12 @@ class _Conn:
 
 
 class _Response:
-    __slots__ = ("status", "headers")
+    __slots__ = ("status", "headers", "head_len", "first_offset")
 
-    def __init__(self, status: int, headers: dict[str, str]) -> None:
-        self.status, self.headers = status, headers
+    def __init__(self, status: int, headers: dict[str, str], head_len: int) -> None:
+        self.status, self.headers, self.head_len = status, headers, head_len
+        self.first_offset = head_len
+        """Where the first body byte sits in the response (set as body_parts yields it)."""
 
 
 class RawHttpClient:
@@ -146,7 +179,11 @@ class RawHttpClient:
         where = f"{self.host}:{self.port}"
         try:
             async with asyncio.timeout(self.connect_timeout_s):
-                reader, writer = await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+                loop = asyncio.get_running_loop()
+                reader = _ArrivalReader(limit=1 << 20, loop=loop)
+                protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+                transport, _ = await loop.create_connection(lambda: protocol, self.host, self.port)
+                writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         except ConnectionRefusedError:
             raise HttpProtocolError("ConnectError", f"{where} refused the connection; is the server running?") from None
         except TimeoutError:
@@ -168,6 +205,8 @@ class RawHttpClient:
 
     async def send(self, conn: _Conn, data: bytes) -> _Response:
         """Write a request and read the response head; the body is left on the reader."""
+        if isinstance(conn.reader, _ArrivalReader):
+            conn.reader.arm()
         try:
             conn.writer.write(data)
             raw = await conn.reader.readuntil(b"\r\n\r\n")
@@ -197,17 +236,20 @@ class RawHttpClient:
             headers[name.strip().lower()] = value.strip()
         if parts[0] == "HTTP/1.0" or "close" in headers.get("connection", "").lower():
             conn.reusable = False
-        return _Response(int(parts[1]), headers)
+        return _Response(int(parts[1]), headers, len(raw))
 
     @staticmethod
     async def body_parts(conn: _Conn, resp: _Response):
         """The response body as it arrives: chunked, Content-Length, or to EOF."""
         reader = conn.reader
         te = resp.headers.get("transfer-encoding", "").lower()
+        pos = resp.head_len
         try:
             if "chunked" in te:
                 while True:
                     line = await reader.readuntil(b"\r\n")
+                    if pos is not None:
+                        pos += len(line)
                     try:
                         size = int(line.split(b";", 1)[0].strip(), 16)
                     except ValueError:
@@ -217,6 +259,8 @@ class RawHttpClient:
                         while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
                             pass
                         return
+                    if pos is not None:
+                        resp.first_offset, pos = pos, None
                     while size:
                         data = await reader.read(size)
                         if not data:
@@ -355,8 +399,11 @@ class HttpTarget:
                 else:
                     async for part in raw.body_parts(conn, resp):
                         if out.ttfab_s is None:
-                            out.first_at_mono = time.monotonic()
-                            out.ttfab_s = time.perf_counter() - start
+                            perf, out.first_at_mono = time.perf_counter(), time.monotonic()
+                            if isinstance(conn.reader, _ArrivalReader):
+                                # When the loop read that byte off the socket, if it was earlier.
+                                perf, out.first_at_mono = conn.reader.arrival_of(resp.first_offset) or (perf, out.first_at_mono)
+                            out.ttfab_s = perf - start
                         if len(out.first_chunk) < 16:
                             out.first_chunk += part[: 16 - len(out.first_chunk)]
                         out.nbytes += len(part)

@@ -199,3 +199,47 @@ def test_raw_engine_contract():
         outs = run(burst())
     assert sum(o.ok for o in outs) == 1 and sum(o.rejected for o in outs) == 3
     assert {o.error for o in outs if o.rejected} == {"queue_saturated"}
+
+
+def test_first_body_byte_is_timed_by_the_read_that_delivered_it():
+    from bench.targets import _ArrivalReader
+
+    async def go():
+        r = _ArrivalReader(loop=asyncio.get_running_loop())
+        r.arm()
+        r.feed_data(b"HTTP/1.1 200 OK\r\n\r\n")  # 19 bytes: the head alone
+        await asyncio.sleep(0.01)
+        r.feed_data(b"5\r\nhello\r\n")
+        await asyncio.sleep(0.01)
+        r.feed_data(b"0\r\n\r\n")
+        t_head, t_body, t_end = (a[1] for a in r.arrivals)
+        assert r.arrival_of(19 + 3)[0] == t_body  # first body byte: after the head and "5\r\n"
+        assert r.arrivals is None and r.arrival_of(0) is None  # stops noting once asked
+        return t_head, t_body, t_end
+
+    t_head, t_body, t_end = run(go())
+    assert t_head < t_body < t_end
+
+
+def test_ttfab_is_taken_when_the_byte_arrived_not_when_the_task_ran(monkeypatch):
+    """A first chunk read while the loop then stays busy (here: 50 ms right after the read) keeps
+    its arrival time."""
+    from bench.targets import _ArrivalReader
+
+    feed = _ArrivalReader.feed_data
+
+    def slow_feed(self, data):
+        feed(self, data)
+        time.sleep(0.05)
+
+    monkeypatch.setattr(_ArrivalReader, "feed_data", slow_feed)
+
+    async def go():
+        async with Scripted([OK_LENGTH]) as srv:
+            t = HttpTarget(srv.url)
+            out = await t.invoke("x")
+            await t.close()
+            return out
+
+    out = run(go())
+    assert out.ok and out.ttfab_s < (out.end - out.start) - 0.04
