@@ -21,6 +21,7 @@ from speech.artifacts import LadderLevel
 
 from .targets import Outcome, Target
 
+
 def new_event_loop() -> asyncio.AbstractEventLoop:
     """uvloop's loop when it is installed (it comes with uvicorn[standard]): its callbacks and
     socket reads cost a fraction of asyncio's, which is event-loop lag the measurement does not
