@@ -8,7 +8,6 @@ import json
 import time
 
 import httpx
-import numpy as np
 import pytest
 
 from bench.errors import TargetError, UsageError
