@@ -9,6 +9,7 @@ loop lag, CPU share) so a ladder can show it was not the bottleneck.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,23 @@ import numpy as np
 from speech.artifacts import LadderLevel
 
 from .targets import Outcome, Target
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when it is installed (it comes with uvicorn[standard]): its callbacks and
+    socket reads cost a fraction of asyncio's, which is event-loop lag the measurement does not
+    have to carry. Plain asyncio otherwise; the results mean the same either way."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def loop_kind(loop: Optional[asyncio.AbstractEventLoop] = None) -> str:
+    loop = loop or asyncio.get_running_loop()
+    return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
+
 
 MAX_ERROR_FRACTION = 0.01
 """A level with more failed requests than this misses the SLO whatever its latency."""
@@ -35,6 +53,11 @@ class LevelResult:
     loop_lag_p99_ms: float
     cpu_fraction: float
     window: tuple[float, float] = (0.0, 0.0)
+    stall_runqueue_share: Optional[float] = None
+    """Of the loop-lag samples of 1 ms or more, the share of their lag the loop's thread spent
+    runnable but without a CPU (other processes had it); None where the kernel does not say."""
+    runqueue_wait_s: Optional[float] = None
+    """Total time the loop's thread waited for a CPU over the level (settle + measure)."""
 
     @property
     def ok(self) -> int:
@@ -110,11 +133,27 @@ class Progress:
     done: int
 
 
-async def _loop_lag(stop: asyncio.Event, lags: list[float], period: float = 0.01) -> None:
+def runqueue_wait_s(path: str = "/proc/thread-self/schedstat") -> Optional[float]:
+    """Seconds this thread (or the task ``path`` names) has spent runnable but waiting for a CPU
+    (Linux schedstat); None where the kernel does not say."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+async def _loop_lag(stop: asyncio.Event, lags: list[float], period: float = 0.01, waits: Optional[list[float]] = None) -> None:
+    """Samples how late a ``period`` sleep wakes; with ``waits``, also how much of each sample the
+    loop's thread spent waiting for a CPU (so a stall can be told apart from the loop's own work)."""
     while not stop.is_set():
         t = time.perf_counter()
+        w0 = runqueue_wait_s() if waits is not None else None
         await asyncio.sleep(period)
         lags.append(max(0.0, time.perf_counter() - t - period))
+        if waits is not None:
+            w1 = runqueue_wait_s()
+            waits.append(w1 - w0 if w0 is not None and w1 is not None else 0.0)
 
 
 async def run_level_async(
@@ -127,6 +166,10 @@ async def run_level_async(
     drain_timeout_s: float = 30.0,
 ) -> LevelResult:
     await target.open(concurrency)
+    # Collect now and move what survives out of the collector's sight: a full collection in the
+    # middle of a level walks every object the process has ever imported (tens of ms here).
+    gc.collect()
+    gc.freeze()
     text_cycle = itertools.cycle(texts)
     t0 = time.perf_counter()
     w_lo, w_hi = t0 + settle_s, t0 + settle_s + measure_s
@@ -134,6 +177,7 @@ async def run_level_async(
     stop_new = asyncio.Event()
     done: list[Outcome] = []
     lags: list[float] = []
+    waits: Optional[list[float]] = [] if runqueue_wait_s() is not None else None
     lag_stop = asyncio.Event()
 
     async def worker() -> None:
@@ -147,7 +191,8 @@ async def run_level_async(
                 await asyncio.sleep(0.005)
 
     cpu0 = time.process_time()
-    lag_task = asyncio.create_task(_loop_lag(lag_stop, lags))
+    rq0 = runqueue_wait_s()
+    lag_task = asyncio.create_task(_loop_lag(lag_stop, lags, waits=waits))
     workers = [asyncio.create_task(worker()) for _ in range(concurrency)]
     try:
         while (now := time.perf_counter()) < w_hi:
@@ -166,6 +211,7 @@ async def run_level_async(
             await asyncio.sleep(min(0.25, max(0.0, w_hi - now)))
         stop_new.set()
         cpu1 = time.process_time()
+        rq1 = runqueue_wait_s()
         # Let in-flight requests finish so the next level starts on an idle server.
         _, pending = await asyncio.wait(workers, timeout=drain_timeout_s)
         for w in pending:
@@ -177,12 +223,17 @@ async def run_level_async(
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, lag_task, return_exceptions=True)
+        gc.unfreeze()
     inflight.change(w_hi, 0)
     in_window = [o for o in done if w_lo <= o.end <= w_hi]
     ttfab = np.array(
         [o.ttfab_s * 1000 for o in done if o.ok and o.ttfab_s is not None and w_lo <= o.start + o.ttfab_s <= w_hi]
     )
     wall = w_hi - t0
+    share = None
+    if waits is not None and lags:
+        stalls = [(lag, min(w, lag)) for lag, w in zip(lags, waits) if lag >= 0.001]
+        share = sum(w for _, w in stalls) / sum(lag for lag, _ in stalls) if stalls else 0.0
     return LevelResult(
         concurrency=concurrency,
         measure_s=measure_s,
@@ -192,11 +243,14 @@ async def run_level_async(
         loop_lag_p99_ms=float(np.percentile(lags, 99) * 1000) if lags else 0.0,
         cpu_fraction=(cpu1 - cpu0) / wall if wall > 0 else 0.0,
         window=(w_lo, w_hi),
+        stall_runqueue_share=share,
+        runqueue_wait_s=rq1 - rq0 if rq0 is not None and rq1 is not None else None,
     )
 
 
 def run_level(target: Target, concurrency: int, settle_s: float, measure_s: float, texts: Sequence[str], on_progress=None) -> LevelResult:
-    return asyncio.run(run_level_async(target, concurrency, settle_s, measure_s, texts, on_progress))
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(run_level_async(target, concurrency, settle_s, measure_s, texts, on_progress))
 
 
 @dataclass
@@ -204,7 +258,7 @@ class Session:
     """One event loop for a whole ladder, so connections are reused across levels."""
 
     target: Target
-    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.new_event_loop)
+    loop: asyncio.AbstractEventLoop = field(default_factory=new_event_loop)
 
     def level(self, concurrency: int, settle_s: float, measure_s: float, texts: Sequence[str], on_progress=None) -> LevelResult:
         return self.loop.run_until_complete(

@@ -4,12 +4,19 @@ It speaks the container contract (DESIGN.md §6): ``GET /ping``, streaming ``POS
 the bidirectional WebSocket, 503 ``queue_saturated`` at an optional admission gate, and the stage
 markers on stdout. Requests are served ``--concurrency`` at a time (default one) with a fixed
 service time S to the first byte, so a closed loop of N clients sees p95 TTFAB of about N x S and
-the true Q_max for an SLO is floor(SLO / S). With ``--service-ms 0 --concurrency 0`` (unlimited)
+the true Q_max for an SLO is floor(SLO / S). Service is scheduled on absolute deadlines (a request's
+first byte is due at max(previous due time, its arrival) + S on CLOCK_MONOTONIC), so the server's
+own per-request overhead and timer slack never add up on top of S. With ``--service-ms 0 --concurrency 0`` (unlimited)
 and ``--first-byte-delay-ms`` it is a null server for measuring the client itself: the first
 chunk starts with the server's CLOCK_MONOTONIC send time (8-byte big-endian double) after the
 ``STAMP_MAGIC`` prefix, comparable with ``time.monotonic()`` in any process on the same host.
 
     python -m bench.synthetic --service-ms 50 --port 8080
+
+``--engine raw`` serves the same HTTP contract (``/ping``, streaming ``/invocations``, 503 gate,
+stage markers; no WebSocket) from a few dozen lines of asyncio streams instead of
+starlette/uvicorn, and stamps the first chunk immediately before it is written to the socket:
+a null server cheap enough that a client benchmark measures the client, not the server.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import heapq
 import json
 import socket
 import struct
@@ -30,6 +38,10 @@ from typing import Optional
 STAMP_MAGIC = b"TS01"
 STAMP_LEN = len(STAMP_MAGIC) + 8
 START_WALL = time.time()
+SPIN_S = 0.0012
+"""How long before a lane's deadline its handler stops sleeping and spins: ~12 % of a core at
+S = 10 ms, one lane; skipped where lanes x SPIN_S would exceed a quarter of S, and for a null
+server, which has no lanes."""
 
 
 def stamp_bytes() -> bytes:
@@ -66,16 +78,67 @@ class SyntheticConfig:
     startup_s: float = 0.0
     """Pretend model loading time, spread over the stage markers."""
     stamp: bool = True
+    engine: str = "starlette"
+    """``starlette`` (uvicorn, the container's stack, with the WebSocket) or ``raw`` (asyncio streams, HTTP only)."""
 
 
 @dataclass
 class _State:
     cfg: SyntheticConfig
     in_system: int = 0
-    sem: Optional[asyncio.Semaphore] = None
+    lanes: Optional[list[float]] = None
+    """Heap of the monotonic times at which each of the ``concurrency`` service lanes is next free."""
     ready: bool = False
     served: int = 0
     extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.lanes = [0.0] * self.cfg.concurrency if self.cfg.concurrency > 0 else None
+
+    async def first_byte(self) -> Optional[str]:
+        """Wait for a lane and the service time; returns an error code when refused.
+
+        A lane serves its requests back to back on absolute deadlines: the first byte of the next
+        request is due at max(when the lane frees, when the request asked) + S, and the handler
+        sleeps until that monotonic time. The lag of each wake-up and the work of sending a
+        response then delay only that response, never the lane, so Q_max is exactly SLO / S.
+        """
+        cfg = self.cfg
+        if not self.ready:
+            return "loading"
+        if cfg.queue_max and self.in_system >= cfg.queue_max:
+            return "queue_saturated"
+        self.in_system += 1
+        try:
+            if cfg.first_byte_delay_ms:
+                await asyncio.sleep(cfg.first_byte_delay_ms / 1000)
+            now = time.monotonic()
+            due = now + cfg.service_ms / 1000
+            if self.lanes is None:
+                if due > now:
+                    await asyncio.sleep(due - now)
+            elif cfg.service_ms > 0:
+                due = max(heapq.heappop(self.lanes), now) + cfg.service_ms / 1000
+                heapq.heappush(self.lanes, due)
+                # Event-loop timers have millisecond granularity (libuv) or round up to it (epoll):
+                # sleep to just short of the deadline, then spin the rest, so every first byte
+                # leaves within microseconds of its deadline instead of 0-1 ms after it.
+                spin = SPIN_S if cfg.concurrency * SPIN_S <= 0.25 * cfg.service_ms / 1000 else 0.0
+                await asyncio.sleep(max(0.0, due - spin - time.monotonic()))
+                while time.monotonic() < due:
+                    pass
+        finally:
+            self.in_system -= 1
+        return None
+
+
+async def _startup(st: _State) -> None:
+    steps = ["framework_init", "weights_ready", "warmup_done"]
+    for s in steps:
+        await asyncio.sleep(st.cfg.startup_s / len(steps))
+        emit_stage(s)
+    st.ready = True
+    emit_stage("ready")
 
 
 def build_app(cfg: SyntheticConfig):
@@ -89,33 +152,10 @@ def build_app(cfg: SyntheticConfig):
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        st.sem = asyncio.Semaphore(cfg.concurrency) if cfg.concurrency > 0 else None
-        steps = ["framework_init", "weights_ready", "warmup_done"]
-        for s in steps:
-            await asyncio.sleep(cfg.startup_s / len(steps))
-            emit_stage(s)
-        st.ready = True
-        emit_stage("ready")
+        await _startup(st)
         yield
 
-    async def first_byte() -> Optional[str]:
-        """Wait for a slot and the service time; returns an error code when refused."""
-        if not st.ready:
-            return "loading"
-        if cfg.queue_max and st.in_system >= cfg.queue_max:
-            return "queue_saturated"
-        st.in_system += 1
-        try:
-            if cfg.first_byte_delay_ms:
-                await asyncio.sleep(cfg.first_byte_delay_ms / 1000)
-            if st.sem is not None:
-                async with st.sem:
-                    await asyncio.sleep(cfg.service_ms / 1000)
-            elif cfg.service_ms:
-                await asyncio.sleep(cfg.service_ms / 1000)
-        finally:
-            st.in_system -= 1
-        return None
+    first_byte = st.first_byte
 
     async def ping(request: Request) -> Response:
         if not st.ready:
@@ -193,6 +233,98 @@ def build_app(cfg: SyntheticConfig):
     )
 
 
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 503: "Service Unavailable"}
+
+
+def _json_response(status: int, obj: dict, close: bool = False) -> bytes:
+    body = json.dumps(obj).encode()
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n{'connection: close' + chr(13) + chr(10) if close else ''}\r\n"
+    )
+    return head.encode() + body
+
+
+async def serve_raw(cfg: SyntheticConfig, host: str, port: int) -> None:
+    """The HTTP contract on raw asyncio streams: keep-alive HTTP/1.1, requests with a
+    Content-Length body, streamed responses in chunked transfer encoding."""
+    st = _State(cfg)
+    chunk_head = b"%x\r\n" % cfg.chunk_bytes
+    filler = b"\0" * cfg.chunk_bytes
+    later_chunk = chunk_head + filler + b"\r\n"
+    stream_head = b"HTTP/1.1 200 OK\r\ncontent-type: audio/pcm\r\ntransfer-encoding: chunked\r\n\r\n"
+
+    async def invocations(body: bytes, writer: asyncio.StreamWriter) -> None:
+        try:
+            text = str(json.loads(body or b"{}").get("text", ""))
+        except (ValueError, AttributeError):
+            writer.write(_json_response(400, {"error": "bad_request"}))
+            return
+        if not text:
+            writer.write(_json_response(400, {"error": "bad_request", "detail": "text is empty"}))
+            return
+        err = await st.first_byte()
+        if err:
+            writer.write(_json_response(503, {"error": err}))
+            return
+        st.served += 1
+        # Headers and the first chunk go out in one write, stamped just before it.
+        head = stamp_bytes() if cfg.stamp else b""
+        writer.write(stream_head + chunk_head + head + filler[len(head):] + b"\r\n")
+        for _ in range(max(0, cfg.chunks - 1)):
+            if cfg.chunk_interval_ms:
+                await asyncio.sleep(cfg.chunk_interval_ms / 1000)
+            writer.write(later_chunk)
+        writer.write(b"0\r\n\r\n")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while True:
+                raw = await reader.readuntil(b"\r\n\r\n")
+                lines = raw.decode("latin-1").split("\r\n")
+                parts = lines[0].split(" ")
+                if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                    writer.write(_json_response(400, {"error": "bad_request"}, close=True))
+                    break
+                method, path = parts[0], parts[1].split("?", 1)[0]
+                headers = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                if "chunked" in headers.get("transfer-encoding", "").lower():
+                    writer.write(_json_response(400, {"error": "bad_request", "detail": "send a Content-Length body"}, close=True))
+                    break
+                body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                if path == "/ping" and method == "GET":
+                    if st.ready:
+                        writer.write(_json_response(200, {"status": "ok", "backend": "synthetic", "engine": "raw",
+                                                          "service_ms": cfg.service_ms, "concurrency": cfg.concurrency}))
+                    else:
+                        writer.write(_json_response(503, {"status": "loading"}))
+                elif path == "/invocations" and method == "POST":
+                    await invocations(body, writer)
+                elif path in ("/ping", "/invocations"):
+                    writer.write(_json_response(405, {"error": "method_not_allowed"}))
+                else:
+                    writer.write(_json_response(404, {"error": "not_found"}))
+                await writer.drain()
+                if parts[2] == "HTTP/1.0" or "close" in headers.get("connection", "").lower():
+                    break
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, host, port, backlog=1024)
+    async with server:
+        await _startup(st)
+        await server.serve_forever()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -217,6 +349,7 @@ class SyntheticServer:
             "--queue-max", str(c.queue_max), "--first-byte-delay-ms", str(c.first_byte_delay_ms),
             "--chunks", str(c.chunks), "--chunk-bytes", str(c.chunk_bytes),
             "--chunk-interval-ms", str(c.chunk_interval_ms), "--startup-s", str(c.startup_s),
+            "--engine", c.engine,
         ]
 
     def __enter__(self) -> "SyntheticServer":
@@ -262,17 +395,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk-bytes", type=int, default=4800)
     p.add_argument("--chunk-interval-ms", type=float, default=0.0, help="gap between later chunks")
     p.add_argument("--startup-s", type=float, default=0.0, help="pretend model loading time before ready")
+    p.add_argument("--engine", choices=("starlette", "raw"), default="starlette",
+                   help="starlette/uvicorn (default; has the WebSocket) or raw asyncio streams (HTTP only, cheapest)")
     a = p.parse_args(argv)
     if a.chunk_bytes < STAMP_LEN:
         p.error(f"--chunk-bytes must be at least {STAMP_LEN}")
     emit_stage("container_started")
-    import uvicorn
-
     cfg = SyntheticConfig(
         service_ms=a.service_ms, concurrency=a.concurrency, queue_max=a.queue_max,
         first_byte_delay_ms=a.first_byte_delay_ms, chunks=a.chunks, chunk_bytes=a.chunk_bytes,
-        chunk_interval_ms=a.chunk_interval_ms, startup_s=a.startup_s,
+        chunk_interval_ms=a.chunk_interval_ms, startup_s=a.startup_s, engine=a.engine,
     )
+    if a.engine == "raw":
+        try:
+            import uvloop
+        except ImportError:
+            asyncio.run(serve_raw(cfg, a.host, a.port))
+        else:
+            uvloop.run(serve_raw(cfg, a.host, a.port))
+        return 0
+    import uvicorn
+
     uvicorn.run(build_app(cfg), host=a.host, port=a.port, log_level="warning", access_log=False)
     return 0
 
