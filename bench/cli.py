@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m bench",
         description="Measure an endpoint (qmax, ttotal), plan its autoscaling (plan) and keep the "
-        "deployment equal to the measurements (drift, validate, thaw).",
+        "deployment equal to the measurements (drift, validate, thaw); `demo` runs the whole chain locally.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_) in COMMANDS.items():
