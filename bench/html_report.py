@@ -68,6 +68,7 @@ def render_report(
     waterfall_png: Optional[Path] = None,
     violations: Optional[list[PolicyViolation]] = None,
     policy_ran: bool = False,
+    policy_note: Optional[str] = None,
     next_steps: Iterable[str] = (),
     title: str = "speech-endpoints: measured autoscaling",
 ) -> str:
@@ -135,6 +136,8 @@ def render_report(
                 [(Markup(f"<span class='{x.level}'>{x.level}</span>"), x.policy, x.resource, x.message) for x in violations],
             )
         )
+    if policy_note:
+        parts.append(f"<p class='muted'>{html.escape(policy_note)}</p>")
     steps = list(next_steps)
     if steps:
         parts.append("<h2>Next</h2><ol>" + "".join(f"<li><code>{html.escape(s)}</code></li>" for s in steps) + "</ol>")

@@ -41,7 +41,7 @@ def plan_rows(p: PlanArtifact) -> list[tuple[str, str, str]]:
             f"{100 * p.surge.reach_qmax_probability:.1f}%",
             f"birth-death chain on the measured X(n), traffic x{i.surge_ratio:g} ramp",
         ),
-        ("TTFAB alarm", f"{a.ttfab_p95_alarm_ms:g} ms", "measured uncontended p95 TTFAB (lowest ladder level)"),
+        ("TTFAB alarm", f"{a.ttfab_p95_alarm_ms:.1f} ms", "measured uncontended p95 TTFAB (lowest ladder level)"),
         ("saturation alarm", f"{a.saturation_concurrency:g}", "Q_max x CloudWatch/client ratio"),
         (
             "scale-in window",
