@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from speech.artifacts import PlanArtifact
-from speech.scaling import surge_adjustment
+from speech.scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
 
 from . import aws
 from .aws import DeployedScaling
@@ -102,10 +102,10 @@ def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str =
             if cfg.get("DisableScaleIn") is not True:
                 issues.append(Issue("mismatch", f"{name} DisableScaleIn is {cfg.get('DisableScaleIn')}, plan says true "
                                                 "(scale-in belongs to the *-scale-in step policy)"))
-            metric = cfg.get("CustomizedMetricSpecification") or {}
-            if metric.get("MetricName") != aws.METRIC or metric.get("Statistic") != "Maximum":
-                issues.append(Issue("mismatch", f"{name} tracks {metric.get('MetricName')}/{metric.get('Statistic')}, "
-                                                f"plan says {aws.METRIC}/Maximum"))
+            metric = (cfg.get("PredefinedMetricSpecification") or {}).get("PredefinedMetricType")
+            if metric != SCALE_OUT_METRIC_TYPE:
+                issues.append(Issue("mismatch", f"{name} tracks {metric or cfg.get('CustomizedMetricSpecification')}, "
+                                                f"plan says {SCALE_OUT_METRIC_TYPE} (10 s, as the reaction bound assumes)"))
     surge = surge_adjustment(plan)
     a = plan.alarms
     for role, cooldown, threshold, op, periods in (

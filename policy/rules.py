@@ -23,7 +23,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from speech import provenance as pv
 from speech.artifacts import PlanArtifact
-from speech.scaling import surge_adjustment
+from speech.scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
 
 from .recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
 from .stack import (
@@ -284,10 +284,9 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
                             f"deployed C_scale_max = (1-h) x Q_max {plan.q_max} x CloudWatch ratio, from {src}")),
                 (p, compare(p, "targetTrackingScalingPolicyConfiguration.scaleOutCooldown", plan.cooldowns.scale_out_s,
                             "plan scale-out cooldown clamp(T_total/2, 10, 30) s")),
-                (p, compare(p, "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.metricName",
-                            SCALING_METRIC, "the metric Q_max was measured against")),
-                (p, compare(p, "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.statistic",
-                            "Maximum", "per-instance peak concurrency, as measured")),
+                (p, compare(p, "targetTrackingScalingPolicyConfiguration.predefinedMetricSpecification.predefinedMetricType",
+                            SCALE_OUT_METRIC_TYPE, "ConcurrentRequestsPerModel at 10 s, the metric Q_max was measured "
+                            "against and the period the plan's reaction bound assumes")),
             ]
         for p in _step_policies(stack, s, "in"):
             checks.append((p, compare(p, "stepScalingPolicyConfiguration.cooldown", plan.cooldowns.scale_in_s,

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 
 from .artifacts import PlanArtifact
 
+SCALE_OUT_METRIC_TYPE = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+"""Target tracking's metric: ConcurrentRequestsPerModel at its 10 s resolution. Only this predefined
+type gives Application Auto Scaling the 10 s period the plan's reaction bound assumes (a
+customized metric specification is read at 60 s, which would add minutes to T_total)."""
+
 
 @dataclass(frozen=True)
 class SurgeStep:

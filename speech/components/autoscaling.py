@@ -13,7 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from ..artifacts import PlanArtifact
-from ..scaling import surge_adjustment
+from ..scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
 from .endpoint import VARIANT
 
 METRIC = "ConcurrentRequestsPerModel"
@@ -82,16 +82,8 @@ class Autoscaling(pulumi.ComponentResource):
                 disable_scale_in=True,
                 scale_out_cooldown=p.cooldowns.scale_out_s,
                 scale_in_cooldown=p.cooldowns.scale_in_s,
-                customized_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationArgs(
-                    metric_name=METRIC,
-                    namespace=NAMESPACE,
-                    statistic="Maximum",
-                    dimensions=[
-                        aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationDimensionArgs(
-                            name=k, value=v
-                        )
-                        for k, v in dims.items()
-                    ],
+                predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
+                    predefined_metric_type=SCALE_OUT_METRIC_TYPE,
                 ),
             ),
             opts=child,

@@ -12,7 +12,7 @@ from speech.artifacts import Fingerprint, PlanArtifact, QmaxArtifact, TtotalArti
 from speech.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact
 from speech.plan import build_plan
-from speech.scaling import surge_adjustment
+from speech.scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
 
 from bench import aws
 from bench.synthetic import SyntheticServer
@@ -102,10 +102,7 @@ def deploy_scaling(sess, plan: PlanArtifact, endpoint: str = ENDPOINT) -> dict[s
         PolicyName=f"{endpoint}-scale-out", PolicyType="TargetTrackingScaling", **common,
         TargetTrackingScalingPolicyConfiguration={
             "TargetValue": plan.thresholds.scaling_target_value,
-            "CustomizedMetricSpecification": {
-                "MetricName": aws.METRIC, "Namespace": "AWS/SageMaker", "Statistic": "Maximum",
-                "Dimensions": [{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],
-            },
+            "PredefinedMetricSpecification": {"PredefinedMetricType": SCALE_OUT_METRIC_TYPE},
             "ScaleOutCooldown": plan.cooldowns.scale_out_s, "DisableScaleIn": True,
         },
     )["PolicyARN"]

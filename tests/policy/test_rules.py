@@ -47,6 +47,10 @@ def test_provenance_reference_blocked_when_config_forbids_it(pack, dev):
     ("kokoro-82m-scale-out", "targetTrackingScalingPolicyConfiguration.scaleOutCooldown", 60.0, "scaleOutCooldown is 60, expected 30"),
     ("kokoro-82m-scale-in", "stepScalingPolicyConfiguration.cooldown", 1200.0, "cooldown is 1200, expected 960"),
     ("kokoro-82m-scale-in-alarm", "threshold", 30.0, "threshold is 30, expected 25"),
+    # A 60 s metric would add minutes the plan's reaction bound (10 s x 3) does not contain.
+    ("kokoro-82m-scale-out", "targetTrackingScalingPolicyConfiguration.predefinedMetricSpecification.predefinedMetricType",
+     "SageMakerVariantInvocationsPerInstance",
+     "is 'SageMakerVariantInvocationsPerInstance', expected 'SageMakerVariantConcurrentRequestsPerModelHighResolution'"),
 ])
 def test_matches_plan_each_number(pack, dev, name, path, value, expect):
     set_path(named(dev, name), path, value)

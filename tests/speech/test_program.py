@@ -76,9 +76,9 @@ def test_reference_numbers_reach_the_resources(dev_run):
     tt = out["targetTrackingScalingPolicyConfiguration"]
     assert out["policyType"] == "TargetTrackingScaling"
     assert tt["targetValue"] == 37.5 and tt["disableScaleIn"] is True and tt["scaleOutCooldown"] == 30
-    spec = tt["customizedMetricSpecification"]
-    assert (spec["metricName"], spec["namespace"], spec["statistic"]) == ("ConcurrentRequestsPerModel", "AWS/SageMaker", "Maximum")
-    assert {d["name"]: d["value"] for d in spec["dimensions"]} == {"EndpointName": "dev-kokoro-82m", "VariantName": "AllTraffic"}
+    # The high-resolution (10 s) predefined metric: the reaction bound assumes a 10 s period.
+    assert tt["predefinedMetricSpecification"]["predefinedMetricType"] == "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+    assert "customizedMetricSpecification" not in tt
 
     scale_in = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-scale-in")["stepScalingPolicyConfiguration"]
     assert scale_in["cooldown"] == 960
