@@ -44,6 +44,43 @@ class AutoscalingArgs:
         """The endpoint: the variant must exist before it can be registered."""
 
 
+
+def concurrency_alarm(
+    resource_name: str,
+    *,
+    alarm_name: str,
+    description: str,
+    dims: dict,
+    period_s: int,
+    periods: int,
+    threshold: float,
+    comparison: str,
+    missing_data: str,
+    action: pulumi.Input[str],
+    tags: dict,
+    opts: pulumi.ResourceOptions,
+) -> aws.cloudwatch.MetricAlarm:
+    """An alarm on ConcurrentRequestsPerModel (Maximum) that must breach every one of `periods`
+    consecutive periods before it fires its scaling action."""
+    return aws.cloudwatch.MetricAlarm(
+        resource_name,
+        name=alarm_name,
+        alarm_description=description,
+        namespace=NAMESPACE,
+        metric_name=METRIC,
+        dimensions=dims,
+        statistic="Maximum",
+        period=period_s,
+        evaluation_periods=periods,
+        datapoints_to_alarm=periods,
+        threshold=threshold,
+        comparison_operator=comparison,
+        treat_missing_data=missing_data,
+        alarm_actions=[action],
+        tags=tags,
+        opts=opts,
+    )
+
 class Autoscaling(pulumi.ComponentResource):
     target: aws.appautoscaling.Target
     scale_out: aws.appautoscaling.Policy
@@ -107,23 +144,19 @@ class Autoscaling(pulumi.ComponentResource):
             opts=child,
             **target,
         )
-        self.scale_in_alarm = aws.cloudwatch.MetricAlarm(
+        self.scale_in_alarm = concurrency_alarm(
             f"{name}-scale-in-alarm",
-            name=f"{args.endpoint_name}-scale-in",
-            alarm_description=f"every instance at or below C_scale_min ({p.thresholds.scale_in_threshold:g}) for "
+            alarm_name=f"{args.endpoint_name}-scale-in",
+            description=f"every instance at or below C_scale_min ({p.thresholds.scale_in_threshold:g}) for "
             f"{p.alarms.scale_in_evaluation_periods} x {p.alarms.metric_period_s} s: remove one instance",
-            namespace=NAMESPACE,
-            metric_name=METRIC,
-            dimensions=dims,
-            statistic="Maximum",
-            period=p.alarms.metric_period_s,
-            evaluation_periods=p.alarms.scale_in_evaluation_periods,
-            datapoints_to_alarm=p.alarms.scale_in_evaluation_periods,
+            dims=dims,
+            period_s=p.alarms.metric_period_s,
+            periods=p.alarms.scale_in_evaluation_periods,
             threshold=p.thresholds.scale_in_threshold,
-            comparison_operator="LessThanOrEqualToThreshold",
+            comparison="LessThanOrEqualToThreshold",
             # An idle variant publishes no datapoints; an idle fleet should shrink to its floor.
-            treat_missing_data="breaching",
-            alarm_actions=[self.scale_in.arn],
+            missing_data="breaching",
+            action=self.scale_in.arn,
             tags=args.tags,
             opts=child,
         )
@@ -148,22 +181,18 @@ class Autoscaling(pulumi.ComponentResource):
             opts=child,
             **target,
         )
-        self.surge_alarm = aws.cloudwatch.MetricAlarm(
+        self.surge_alarm = concurrency_alarm(
             f"{name}-surge-alarm",
-            name=f"{args.endpoint_name}-surge",
-            alarm_description=f"an instance reached Q_max ({p.alarms.saturation_concurrency:g}): add "
+            alarm_name=f"{args.endpoint_name}-surge",
+            description=f"an instance reached Q_max ({p.alarms.saturation_concurrency:g}): add "
             f"{step.percent}% (at least {step.min_instances_added}) at once",
-            namespace=NAMESPACE,
-            metric_name=METRIC,
-            dimensions=dims,
-            statistic="Maximum",
-            period=p.alarms.metric_period_s,
-            evaluation_periods=p.alarms.datapoints_to_alarm,
-            datapoints_to_alarm=p.alarms.datapoints_to_alarm,
+            dims=dims,
+            period_s=p.alarms.metric_period_s,
+            periods=p.alarms.datapoints_to_alarm,
             threshold=p.alarms.saturation_concurrency,
-            comparison_operator="GreaterThanOrEqualToThreshold",
-            treat_missing_data="notBreaching",
-            alarm_actions=[self.surge.arn],
+            comparison="GreaterThanOrEqualToThreshold",
+            missing_data="notBreaching",
+            action=self.surge.arn,
             tags=args.tags,
             opts=child,
         )

@@ -28,6 +28,17 @@ def endpoint_log_group_arn(region: str, account: str, endpoint_name: str) -> str
     return f"arn:aws:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
 
 
+def _list_prefix_statement(bucket_arn: str, prefix: str) -> dict:
+    """ListBucket on the bucket, but only for keys under the model's own prefix."""
+    return {
+        "Sid": "ListOwnWeights",
+        "Effect": "Allow",
+        "Action": ["s3:ListBucket"],
+        "Resource": [bucket_arn],
+        "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
+    }
+
+
 def _logs_statement(log_group_arn: str) -> Doc:
     return {
         "Sid": "OwnLogs",
@@ -51,13 +62,7 @@ def execution_role_policy(
                 "Action": ["s3:GetObject"],
                 "Resource": [f"{bucket_arn}/{prefix}/*"],
             },
-            {
-                "Sid": "ListOwnWeights",
-                "Effect": "Allow",
-                "Action": ["s3:ListBucket"],
-                "Resource": [bucket_arn],
-                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
-            },
+            _list_prefix_statement(bucket_arn, prefix),
             {
                 "Sid": "PullOwnImage",
                 "Effect": "Allow",
@@ -96,13 +101,7 @@ def cache_build_policy(*, bucket_arn: str, weights_prefix: str, log_group_arn: s
                 "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                 "Resource": [f"{bucket_arn}/{prefix}/*"],
             },
-            {
-                "Sid": "ListOwnWeights",
-                "Effect": "Allow",
-                "Action": ["s3:ListBucket"],
-                "Resource": [bucket_arn],
-                "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/*", prefix]}},
-            },
+            _list_prefix_statement(bucket_arn, prefix),
             _logs_statement(log_group_arn),
         ],
     }
