@@ -1,6 +1,6 @@
 """A synthetic inference server whose capacity is known exactly, for testing the measurement tools.
 
-It speaks the container contract (DESIGN.md §6): ``GET /ping``, streaming ``POST /invocations``,
+It speaks the container contract (docs/design.md §7): ``GET /ping``, streaming ``POST /invocations``,
 the bidirectional WebSocket, 503 ``queue_saturated`` at an optional admission gate, and the stage
 markers on stdout. Requests are served ``--concurrency`` at a time (default one) with a fixed
 service time S to the first byte, so a closed loop of N clients sees p95 TTFAB of about N x S and

@@ -2,7 +2,7 @@
 
 Pure arithmetic, one function (:func:`build_plan`) shared by ``bench plan``, the Pulumi program
 and the policy pack, so the three can never disagree. Each step is a small function whose
-docstring states the rule and the units (DESIGN.md §3).
+docstring states the rule and the units (docs/design.md §3).
 """
 
 from __future__ import annotations

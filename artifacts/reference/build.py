@@ -1,4 +1,4 @@
-"""Rebuild the reference artifacts from the public figures in shared/reference/kokoro-g5xlarge.md.
+"""Rebuild the reference artifacts from the public figures below (source: docs/design.md §3.7).
 
 These describe someone else's endpoint (provenance ``reference``): fixtures and a worked example,
 never a substitute for measuring your own. Run: ``python artifacts/reference/build.py``.

@@ -1,4 +1,4 @@
-"""Autoscaling of one endpoint variant, every number from the plan (DESIGN.md §5).
+"""Autoscaling of one endpoint variant, every number from the plan (docs/design.md §5).
 
 Scale-out: target tracking on ConcurrentRequestsPerModel at the deployed C_scale_max, scale-in
 disabled there. Scale-in: a -1 step policy behind a sustained low-concurrency alarm with the long

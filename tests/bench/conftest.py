@@ -1,5 +1,5 @@
 """Fixtures: real servers on 127.0.0.1 (bench.synthetic in its own process) and moto in-process
-as the AWS stand-in, shaped the way the Pulumi program deploys an endpoint (DESIGN.md §5)."""
+as the AWS stand-in, shaped the way the Pulumi program deploys an endpoint (docs/design.md §5)."""
 
 from __future__ import annotations
 
