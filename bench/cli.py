@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("bench.plan_cmd", "turn qmax + ttotal artifacts into thresholds, fleet and cooldowns (no AWS calls)"),
     "validate": ("bench.validate_cmd", "deployed policy vs plan, plus live load checks with --live"),
     "thaw": ("bench.thaw_cmd", "restore scaling after an interrupted qmax/ttotal"),
+    "simulate": ("bench.simulate_cmd", "a traffic trace against a simulated fleet: every scaling policy side by side"),
+    "replay": ("bench.replay_cmd", "open-loop replay of a traffic trace against a real target (timestamps honoured)"),
     "demo": ("bench.demo", "the whole chain on this machine: container, qmax, ttotal, plan, preview + policy, report"),
 }
 

@@ -63,3 +63,55 @@ def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def plot_simulation(art, runs, model, plan, stem: Path) -> list[Path]:
+    """Per policy a timeline (offered load and rejections, instances in service, per-minute p95
+    TTFAB against the SLO) and one cost-vs-SLO scatter of all policies."""
+    import numpy as np
+
+    from speech.simulate import minute_p95_ms
+
+    plt = _plt()
+    paths: list[Path] = []
+    for run in runs:
+        minutes = np.arange(int(np.ceil(run.arrivals.size / 60)))
+        idx = np.arange(run.arrivals.size) // 60
+        per_min = lambda x: np.bincount(idx, x, minlength=minutes.size) / 60.0  # noqa: E731
+        hours = minutes / 60.0
+        fig, axes = plt.subplots(3, 1, figsize=(9, 7), dpi=100, sharex=True)
+        axes[0].plot(hours, per_min(run.arrivals), lw=0.8, label="offered rps")
+        axes[0].plot(hours, per_min(run.rejected), lw=0.8, color="tab:red", label="rejected rps")
+        axes[0].set_ylabel("requests/s")
+        axes[0].legend(fontsize=8, loc="upper left")
+        axes[1].plot(hours, np.bincount(idx, run.serving, minlength=minutes.size) / 60.0, lw=0.8, label="in service")
+        axes[1].plot(hours, np.bincount(idx, run.billed, minlength=minutes.size) / 60.0, lw=0.8, ls="--", label="billed")
+        axes[1].set_ylabel("instances")
+        axes[1].legend(fontsize=8, loc="upper left")
+        axes[2].plot(hours, minute_p95_ms(run, model), lw=0.8, label="p95 TTFAB (answered)")
+        axes[2].axhline(plan.inputs.slo_ms, color="tab:red", lw=1, label=f"SLO {plan.inputs.slo_ms:g} ms")
+        axes[2].set_ylabel("ms")
+        axes[2].set_xlabel("hours")
+        axes[2].legend(fontsize=8, loc="upper left")
+        fig.suptitle(f"{run.policy} on {art.trace.spec}")
+        fig.tight_layout()
+        path = Path(f"{stem}-{run.policy}.png")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    for r in art.results:
+        x = r.cost_vs_oracle if r.cost_vs_oracle is not None else r.instance_hours
+        ax.scatter([x], [100 * r.within_slo_share], s=40)
+        ax.annotate(r.policy, (x, 100 * r.within_slo_share), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel("cost / oracle" if any(r.cost_vs_oracle is not None for r in art.results) else "instance-hours")
+    ax.set_ylabel("% answered within SLO")
+    ax.set_title(f"cost vs SLO on {art.trace.spec}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(f"{stem}-cost-vs-slo.png")
+    fig.savefig(path)
+    plt.close(fig)
+    paths.append(path)
+    return paths

@@ -26,11 +26,13 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from datetime import datetime
+from typing import Literal, Optional, Sequence
 
 import numpy as np
+from pydantic import Field
 
-from .artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from .artifacts import SCHEMA_VERSION, Frozen, PlanArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
 from .plan import instances_for, to_cloudwatch
 from .scaling import surge_adjustment
 from .survival import service_rates, throughput_at
@@ -110,9 +112,10 @@ class InstanceModel:
         return np.array([np.interp(slo_ms, self.bins_ms, row) for row in self.cdf])
 
 
-def build_instance(qmax: QmaxArtifact, ttotal: TtotalArtifact, *, grid: int = OCCUPANCY_GRID,
+def build_instance(qmax: QmaxArtifact, ttotal: Optional[TtotalArtifact], *, grid: int = OCCUPANCY_GRID,
                    bins: int = TTFAB_BINS, slo_ms: Optional[float] = None) -> InstanceModel:
-    """The instance model from the two artifacts alone (nothing assumed beyond the chain)."""
+    """The instance model from the two artifacts alone (nothing assumed beyond the chain).
+    Without a ttotal artifact new instances serve at once (for fixed fleets)."""
     q = qmax.q_max
     if q < 1:
         raise ValueError("Q_max is 0: no concurrency met the SLO, there is nothing to simulate")
@@ -143,7 +146,7 @@ def build_instance(qmax: QmaxArtifact, ttotal: TtotalArtifact, *, grid: int = OC
     seen = pi[:, :q]
     seen = seen / np.where(seen.sum(axis=1, keepdims=True) > 0, seen.sum(axis=1, keepdims=True), 1.0)
     return InstanceModel(
-        q_max=q, startup_s=startup_s(ttotal), cloudwatch_ratio=qmax.cloudwatch_ratio, saturation_rps=sat,
+        q_max=q, startup_s=startup_s(ttotal) if ttotal is not None else 0.0, cloudwatch_ratio=qmax.cloudwatch_ratio, saturation_rps=sat,
         occupancy=occ, block=block, depart_rps=depart, bins_ms=bins_ms, cdf=seen @ per_n,
     )
 
@@ -748,3 +751,100 @@ def simulate(
         runs.append(run)
         sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))
     return model, runs, sums
+
+
+# --- artifact ----------------------------------------------------------------------------------
+
+
+class TraceRecord(Frozen):
+    spec: str
+    name: str
+    seed: Optional[int] = None
+    duration_s: int
+    requests: float
+    peak_rps: float
+    """Busiest minute's mean arrival rate."""
+    source_sha256: Optional[str] = None
+    attribution: Optional[str] = None
+
+
+class PolicyResult(Frozen):
+    policy: str
+    within_slo_share: float
+    rejected_share: float
+    ttfab_p95_ms: Optional[float]
+    ttfab_p99_ms: Optional[float]
+    violation_minutes: int
+    instance_hours: float
+    cost_usd: Optional[float]
+    cost_vs_oracle: Optional[float]
+    scale_out_actions: int
+    scale_in_actions: int
+    flaps: int
+    peak_instances: int
+
+
+class SimulationArtifact(Frozen):
+    """Result of ``bench simulate``: every policy on one trace, with what went in."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["simulation"] = "simulation"
+    model: str
+    slo_ms: float
+    qmax_sha256: str
+    ttotal_sha256: str
+    plan_sha256: str
+    trace: TraceRecord
+    price_per_hour_usd: Optional[float] = None
+    startup_s: float
+    """Start-up of a new instance used (the ttotal artifact's in_service phase)."""
+    planning_total_s: float
+    results: list[PolicyResult] = Field(min_length=1)
+    created_at: Optional[datetime] = None
+    tool: str = "speech.simulate.simulate"
+
+
+def _finite(x: float) -> Optional[float]:
+    return round(x, 3) if x == x and math.isfinite(x) else None
+
+
+def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact, trace, model: InstanceModel,
+                        summaries: Sequence[Summary], price_per_hour: Optional[float],
+                        created_at: Optional[datetime] = None) -> SimulationArtifact:
+    """The artifact from a run; costs relative to the oracle when it ran."""
+    oracle = next((s for s in summaries if s.policy == "oracle"), None)
+    results = [
+        PolicyResult(
+            policy=s.policy,
+            within_slo_share=round(s.within_slo_share, 6),
+            rejected_share=round(s.rejected_share, 6),
+            ttfab_p95_ms=_finite(s.ttfab_p95_ms),
+            ttfab_p99_ms=_finite(s.ttfab_p99_ms),
+            violation_minutes=s.violation_minutes,
+            instance_hours=round(s.instance_hours, 3),
+            cost_usd=round(s.instance_hours * price_per_hour, 2) if price_per_hour is not None else None,
+            cost_vs_oracle=round(s.instance_hours / oracle.instance_hours, 4) if oracle and oracle.instance_hours > 0 else None,
+            scale_out_actions=s.scale_out_actions,
+            scale_in_actions=s.scale_in_actions,
+            flaps=s.flaps,
+            peak_instances=s.peak_instances,
+        )
+        for s in summaries
+    ]
+    return SimulationArtifact(
+        model=plan.model,
+        slo_ms=plan.inputs.slo_ms,
+        qmax_sha256=canonical_sha256(qmax),
+        ttotal_sha256=canonical_sha256(ttotal),
+        plan_sha256=canonical_sha256(plan),
+        trace=TraceRecord(
+            spec=trace.spec, name=trace.name, seed=trace.seed, duration_s=trace.duration_s,
+            requests=round(trace.total_requests, 3), peak_rps=round(trace.peak_rps, 3),
+            source_sha256=trace.source_sha256, attribution=trace.attribution,
+        ),
+        price_per_hour_usd=price_per_hour,
+        startup_s=model.startup_s,
+        planning_total_s=plan.t_total.planning_s,
+        results=results,
+        created_at=created_at,
+    )

@@ -1,0 +1,182 @@
+"""``bench simulate``: a traffic trace against a simulated fleet of the measured instance, every
+policy side by side (speech.simulate, docs/design.md §10)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.files import load_artifact, write_artifact
+from speech.plan import build_plan
+from speech.simulate import POLICY_NAMES, SimulationArtifact, build_instance, simulate, simulation_artifact
+from speech.traces import BUILTIN_TRACES, ATTRIBUTION, Trace, TraceError, from_csv_text, generate, parse_spec
+
+from .errors import UsageError
+from .plan_cmd import plan_inputs
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE_DIR = ROOT / "data" / "traces"
+
+DESCRIPTION = f"""\
+Replay a traffic trace against a simulated fleet of the measured instance and compare scaling
+policies on the same traffic: share answered within the SLO, share rejected at the gate, TTFAB
+p95/p99, minutes in violation, instance-hours and cost (as a ratio to the oracle), scaling
+actions, flaps and peak instances.
+
+The instance is the measurement: throughput and TTFAB vs occupancy from the qmax ladder, the gate
+at Q_max, new instances in service after the ttotal artifact's measured phases. Scaling numbers
+come from the plan (--plan FILE, or planned here from --peak-rps etc.; without --peak-rps the
+trace's busiest minute and quietest minute are the peak and trough).
+
+Traces (--trace):
+  diurnal:peak=5000[,trough=250,hours=24,spikes=3,spike_factor=1.2,spike_s=300,seed=1]
+  steady:rps=50[,duration=3600]     step:base=50[,factor=3,at=600,duration=1800]
+  csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN]   (one row per request, timestamp first)
+  {' / '.join(BUILTIN_TRACES)}[:peak=N,...]   ({ATTRIBUTION})
+
+Policies (--policies, default all): {', '.join(POLICY_NAMES)}.
+
+  python -m bench simulate --qmax Q.json --ttotal T.json --peak-rps 5000 --trace diurnal:peak=5000
+  python -m bench simulate --qmax Q.json --ttotal T.json --plan plan.json --trace azure-conv:peak=500 --plot
+
+Writes simulation-<model>-<trace>.json (+ PNGs with --plot) into --out. Exit 0 ok, 2 bad input.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact (bench qmax)")
+    p.add_argument("--ttotal", required=True, type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
+    p.add_argument("--plan", type=Path, metavar="FILE", help="plan artifact (bench plan); else planned from the flags below")
+    p.add_argument("--peak-rps", type=float, default=None, metavar="N", help="plan input (default: the trace's busiest minute)")
+    p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="plan input (default: the trace's quietest minute)")
+    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="plan input (default: the ladder's SLO)")
+    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="plan input (default 1.25)")
+    p.add_argument("--min-instances", type=int, default=1, metavar="N", help="plan input (default 1)")
+    p.add_argument("--trace", required=True, metavar="SPEC", help="traffic: a generator, a CSV or a shipped trace (see above)")
+    p.add_argument("--seed", type=int, default=None, metavar="N", help="seed for generated traces (default: the spec's, else 1)")
+    p.add_argument("--policies", default=",".join(POLICY_NAMES), metavar="A,B,...", help="policies to run (default all)")
+    p.add_argument("--price-per-hour", type=float, default=None, metavar="USD", help="instance price, for costs in USD")
+    p.add_argument("--out", type=Path, default=Path("out/simulate"), metavar="DIR", help="artifact directory (default out/simulate)")
+    p.add_argument("--plot", action="store_true", help="also write a timeline per policy and a cost-vs-SLO scatter (PNG)")
+    p.add_argument("--json", action="store_true", help="print the simulation artifact as JSON instead of the table")
+
+
+def load_trace(spec: str, seed: Optional[int] = None) -> Trace:
+    """A trace from its spec: generators in memory, CSV files (and the shipped ones) read here."""
+    kind, path, opts = parse_spec(spec)
+    if kind in BUILTIN_TRACES or kind == "csv":
+        file = TRACE_DIR / BUILTIN_TRACES[kind] if kind in BUILTIN_TRACES else Path(path or "")
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise TraceError(f"--trace {spec!r}: no such file {file}; check the path") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise TraceError(f"--trace {spec!r}: cannot read {file} ({err.__class__.__name__}); pass a CSV text file") from None
+        attribution = ATTRIBUTION if kind in BUILTIN_TRACES else None
+        return from_csv_text(text, name=kind if kind in BUILTIN_TRACES else file.stem, spec=spec, opts=opts,
+                             attribution=attribution)
+    if seed is not None and "seed=" not in spec:
+        spec = f"{spec}{',' if ':' in spec else ':'}seed={seed}"
+    return generate(spec)
+
+
+def _lowest_minute(arrivals) -> float:
+    import numpy as np
+
+    a = np.asarray(arrivals, dtype=float)
+    w = min(60, a.size)
+    c = np.concatenate([[0.0], np.cumsum(a)])
+    return float(((c[w:] - c[:-w]) / w).min())
+
+
+def resolve_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, trace: Trace) -> PlanArtifact:
+    if args.plan is not None:
+        plan = load_artifact(args.plan, PlanArtifact)
+        if plan.inputs.qmax_sha256 != canonical_sha256(q) or plan.inputs.ttotal_sha256 != canonical_sha256(t):
+            raise UsageError(
+                f"--plan {args.plan} was planned from other artifacts than --qmax/--ttotal (sha256 differs); "
+                "pass the artifacts the plan was made from, or drop --plan to plan here"
+            )
+        return plan
+    ns = argparse.Namespace(**vars(args))
+    if ns.peak_rps is None:
+        ns.peak_rps = round(trace.peak_rps, 3)
+    if ns.trough_rps is None:
+        ns.trough_rps = round(min(max(_lowest_minute(trace.arrivals), 1e-3), ns.peak_rps), 3)
+    return build_plan(q, t, plan_inputs(ns, q), allow_config_mismatch=True)
+
+
+def _fmt(x: Optional[float], spec: str, none: str = "-") -> str:
+    return none if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
+
+
+def render(a: SimulationArtifact) -> str:
+    tr = a.trace
+    lines = [
+        f"simulation of {a.model}: trace {tr.spec} ({tr.duration_s / 3600:.2f} h, {tr.requests:,.0f} requests, "
+        f"peak minute {tr.peak_rps:,.1f} rps{', seed ' + str(tr.seed) if tr.seed is not None else ''})",
+        f"SLO {a.slo_ms:g} ms p95 TTFAB; new instances serve after {a.startup_s:.1f} s; planning T_total "
+        f"{a.planning_total_s:.1f} s",
+    ]
+    if tr.attribution:
+        lines.append(f"trace: {tr.attribution}")
+    head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x oracle", "out", "in", "flaps", "peak")
+    rows = []
+    for r in a.results:
+        cost = _fmt(r.cost_usd, ",.2f") if r.cost_usd is not None else "-"
+        rows.append((
+            r.policy, f"{100 * r.within_slo_share:.2f}%", f"{100 * r.rejected_share:.2f}%", _fmt(r.ttfab_p95_ms, ".0f"),
+            _fmt(r.ttfab_p99_ms, ".0f"), str(r.violation_minutes), f"{r.instance_hours:,.1f}", cost,
+            _fmt(r.cost_vs_oracle, ".2f"), str(r.scale_out_actions), str(r.scale_in_actions), str(r.flaps),
+            str(r.peak_instances),
+        ))
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    fmt_row = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    lines += ["", fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
+    lines += [
+        "",
+        "in SLO: answered within the SLO (a rejected request never is); p95/p99: answered requests; viol min: "
+        "minutes with under 95% in SLO; cost without --price-per-hour: instance-hours only; flaps: scale-in then "
+        "scale-out within the planning T_total",
+    ]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    q = load_artifact(args.qmax, QmaxArtifact)
+    t = load_artifact(args.ttotal, TtotalArtifact)
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in POLICY_NAMES]
+    if unknown or not policies:
+        raise UsageError(f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}")
+    if args.price_per_hour is not None and not args.price_per_hour > 0:
+        raise UsageError(f"--price-per-hour {args.price_per_hour:g}: must be > 0 (USD per instance-hour)")
+    if q.q_max < 1:
+        raise UsageError(f"--qmax {args.qmax}: Q_max is 0 (no level met the SLO); there is no instance to simulate")
+    trace = load_trace(args.trace, args.seed)
+    if trace.total_requests <= 0:
+        raise UsageError(f"--trace {args.trace!r}: the trace has no requests")
+    plan = resolve_plan(args, q, t, trace)
+    model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
+    model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps)
+    art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
+                              price_per_hour=args.price_per_hour, created_at=datetime.now(timezone.utc))
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
+    path = args.out / f"simulation-{plan.model}-{safe}.json"
+    written = [write_artifact(path, art)]
+    if args.plot:
+        from .plots import plot_simulation
+
+        written += plot_simulation(art, runs, model, plan, args.out / f"simulation-{plan.model}-{safe}")
+    if args.json:
+        print(art.model_dump_json(indent=2))
+    else:
+        print(render(art))
+        print("\nwrote " + ", ".join(str(p) for p in written))
+    sys.stdout.flush()
+    return 0
