@@ -20,7 +20,9 @@ J = {"content-type": "application/json"}
     (b'["text"]', 400, "invalid_json"),
     (b'{"text": 5}', 400, "bad_request"),
     (b'{}', 400, "bad_request"),
-    (b'{"text": "hi", "response_format": "mp3"}', 400, "bad_request"),
+    (b'{"text": "hi", "response_format": "ogg"}', 400, "bad_request"),
+    (b'{"text": ' + b"[" * 10000 + b"]" * 10000 + b'}', 400, "invalid_json"),
+    (b'{"text": "hi", "voice": "jf_alpha(-1)"}', 400, "bad_request"),
     (b'{"text": "\xff\xfe hi"}', 400, "bad_request"),
 ])
 def test_bad_bodies(onnx_server, body, status, code):
