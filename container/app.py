@@ -1,4 +1,4 @@
-"""Starlette app: SageMaker routes, OpenAI-compatible alias, bidirectional WebSocket."""
+"""Starlette app: SageMaker routes, the OpenAI-compatible speech API, bidirectional WebSocket."""
 from __future__ import annotations
 
 import asyncio
@@ -10,47 +10,64 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from . import markers
-from .audio import SAMPLE_RATE, wav_header
+from . import voices as voices_mod
+from .audio import SAMPLE_RATE
 from .backends import create_backend
+from .encode import MEDIA_TYPES, ResponseFormat, encode_all, make_encoder
 from .engine import Engine, Job
-from .errors import (BadRequest, ContainerError, EmptyText, InvalidJSON,
-                     TextTooLong, UnknownVoice, UnsupportedMediaType)
+from .errors import (BadRequest, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed,
+                     ModelNotFound, ModelUnavailable, NotFound, TextTooLong, UnsupportedMediaType)
+from .limits import check_content_length, loads_bounded, read_limited
 from .metrics import MetricsRecorder
 from .settings import Settings
 
 log = logging.getLogger("container.app")
+# /v1/models "created": when this process started (the models are not versioned by date here).
+CREATED = int(time.time())
 
 
 class SpeechRequest(BaseModel):
-    """POST /invocations and one bidirectional-stream message."""
+    """POST /invocations and one bidirectional-stream message (the stream always sends PCM)."""
 
     model_config = ConfigDict(extra="ignore")
     text: str
     voice: str | None = None
     speed: float = 1.0
-    response_format: Literal["pcm", "wav"] = "pcm"
+    response_format: ResponseFormat = "pcm"
     stream: bool = True
+
+
+class VoiceRef(BaseModel):
+    """OpenAI's custom-voice form, `{"id": "..."}`; the id is looked up like a voice name."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
 
 
 class OpenAISpeechRequest(BaseModel):
-    """POST /v1/audio/speech (OpenAI's field names; `model` is accepted and ignored)."""
+    """POST /v1/audio/speech with OpenAI's fields. `instructions` is accepted and ignored (Kokoro
+    takes no style prompt); `stream` (ours, default true) false waits for the whole utterance."""
 
     model_config = ConfigDict(extra="ignore")
     input: str
-    voice: str | None = None
-    speed: float = 1.0
-    response_format: Literal["pcm", "wav"] = "wav"
     model: str | None = None
+    voice: str | VoiceRef | None = None
+    speed: float = 1.0
+    response_format: ResponseFormat = "mp3"
+    stream_format: Literal["audio", "sse"] = "audio"
+    instructions: str | None = None
     stream: bool = True
 
     def to_speech(self) -> SpeechRequest:
-        return SpeechRequest(text=self.input, voice=self.voice, speed=self.speed,
+        voice = self.voice.id if isinstance(self.voice, VoiceRef) else self.voice
+        return SpeechRequest(text=self.input, voice=voice, speed=self.speed,
                              response_format=self.response_format, stream=self.stream)
 
 
@@ -63,48 +80,81 @@ class State:
             settings.model_name, capacity_rps=settings.pressure_capacity_rps,
             queue_max_depth=settings.queue_max_depth, weights=settings.pressure_weights,
             window_s=settings.pressure_window_s)
+        self._aliases: dict[str, str] | None = None
+
+    @property
+    def voices(self) -> tuple[str, ...]:
+        return self.backend.voices if self.backend is not None else ()
+
+    @property
+    def default_voice(self) -> str | None:
+        return voices_mod.default_voice(self.voices, self.settings.default_voice)
+
+    @property
+    def blends(self) -> bool:
+        return bool(self.backend is not None and self.backend.supports_blends)
+
+    def aliases(self) -> dict[str, str]:
+        """OpenAI voice name -> canonical voice on this backend (fixed once the model is loaded)."""
+        ready = self.engine is not None and self.engine.ready
+        if self._aliases is not None and ready:
+            return self._aliases
+        table = voices_mod.resolve_alias_table(
+            voices_mod.effective_aliases(self.settings.openai_voices), self.voices,
+            self.default_voice, self.blends)
+        if ready:
+            self._aliases = table
+        return table
+
+    def model_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.settings.model_name, *self.settings.openai_models)))
 
 
-def _validation_message(e: ValidationError) -> str:
+def _validation_error(e: ValidationError) -> BadRequest:
     parts = []
     for err in e.errors()[:5]:
         loc = ".".join(str(x) for x in err.get("loc", ())) or "body"
         parts.append(f"{loc}: {err.get('msg')}")
-    return "; ".join(parts)
+    first = e.errors()[0].get("loc", ()) if e.errors() else ()
+    return BadRequest("; ".join(parts), param=str(first[0]) if first else None)
 
 
 def validate_request(raw: bytes | str, model: type[BaseModel], st: State) -> SpeechRequest:
-    """Bytes -> checked SpeechRequest; every failure is a ContainerError with a 4xx status."""
+    """Bytes -> checked SpeechRequest with a canonical voice; every failure is a 4xx ContainerError."""
+    s = st.settings
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise BadRequest("body is not valid UTF-8", extra={"position": e.start}) from None
-    try:
-        obj = json.loads(raw)
-    except ValueError as e:
-        raise InvalidJSON(f"body is not valid JSON: {e}") from None
+    obj = loads_bounded(raw, s.max_json_depth)
     if not isinstance(obj, dict):
         raise InvalidJSON("body must be a JSON object")
     try:
         parsed = model.model_validate(obj)
     except ValidationError as e:
-        raise BadRequest(_validation_message(e)) from None
-    req = parsed.to_speech() if isinstance(parsed, OpenAISpeechRequest) else parsed
-    s = st.settings
+        raise _validation_error(e) from None
+    openai = isinstance(parsed, OpenAISpeechRequest)
+    text_field = "input" if openai else "text"
+    if openai:
+        if parsed.model is not None and parsed.model not in st.model_ids():
+            raise ModelNotFound(f"model {parsed.model[:80]!r} does not exist here; use one of "
+                                f"{', '.join(st.model_ids())}", param="model")
+        if parsed.stream_format == "sse":
+            raise BadRequest("stream_format 'sse' is not supported; use 'audio' (the default), which "
+                             "streams the encoded audio itself", param="stream_format")
+    req = parsed.to_speech() if openai else parsed
     if not req.text.strip():
-        raise EmptyText("text is empty")
+        raise EmptyText(f"{text_field} is empty", param=text_field)
     if len(req.text) > s.max_text_chars:
-        raise TextTooLong(f"text has {len(req.text)} characters; MAX_TEXT_CHARS={s.max_text_chars}")
+        raise TextTooLong(f"{text_field} has {len(req.text)} characters; MAX_TEXT_CHARS={s.max_text_chars}",
+                          param=text_field)
     if "\x00" in req.text:
-        raise BadRequest("text contains NUL characters")
+        raise BadRequest(f"{text_field} contains NUL characters", param=text_field)
     if not (s.speed_min <= req.speed <= s.speed_max) or req.speed != req.speed:
-        raise BadRequest(f"speed must be between {s.speed_min} and {s.speed_max}")
-    voices = st.backend.voices if st.backend is not None else ()
-    if req.voice is None:
-        req.voice = s.default_voice if s.default_voice in voices else (voices[0] if voices else None)
-    if voices and req.voice not in voices:
-        raise UnknownVoice(f"unknown voice {req.voice!r}", extra={"voices": list(voices)})
+        raise BadRequest(f"speed must be between {s.speed_min} and {s.speed_max}", param="speed")
+    req.voice = voices_mod.resolve_voice(req.voice, available=st.voices, aliases=st.aliases(),
+                                         fallback=st.default_voice, blends=st.blends)
     return req
 
 
@@ -181,18 +231,32 @@ def build_app(settings: Settings | None = None) -> Starlette:
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json" and not ctype.endswith("+json"):
             raise UnsupportedMediaType(f"Content-Type must be application/json, got {ctype or 'none'!r}")
-        return await request.body()
+        limit = settings.max_body_bytes
+        check_content_length(request.headers.get("content-length"), limit)
+        return await read_limited(request.stream(), limit)
 
     async def speak(request: Request, model: type[BaseModel]) -> Response:
         raw = await _read_json_body(request)
         req = validate_request(raw, model, st)
         engine = _engine(st)
         job = engine.submit(req.text, req.voice, req.speed, stream=req.stream)
-        return await respond(job, req, engine)
+        return await respond(job, req, engine, request)
 
-    async def respond(job: Job, req: SpeechRequest, engine: Engine) -> Response:
+    async def cancel_on_disconnect(request: Request, engine: Engine, job: Job) -> None:
+        """The body is read, so the next ASGI message is the client going away (or the response
+        ending): free the admission slot then, not when the next segment would have been sent."""
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                if not job.finished:
+                    log.info("request %s: client disconnected, cancelled", job.id)
+                    engine.cancel(job)
+                return
+
+    async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request) -> Response:
         headers = {"X-Sample-Rate": str(SAMPLE_RATE), "X-Request-Id": job.id}
-        media = "audio/wav" if req.response_format == "wav" else "audio/pcm"
+        media = MEDIA_TYPES[req.response_format]
+        watcher = asyncio.create_task(cancel_on_disconnect(request, engine, job))
         chunks = job.chunks()
         try:
             # Wait for the first chunk before sending headers, so a shed or failed request
@@ -201,23 +265,36 @@ def build_app(settings: Settings | None = None) -> Starlette:
         except StopAsyncIteration:
             first = b""
         except BaseException:
+            watcher.cancel()
             engine.cancel(job)
             raise
         if not job.stream:
-            body = (wav_header(len(first)) + first) if req.response_format == "wav" else first
+            watcher.cancel()
+            body = await asyncio.to_thread(encode_all, req.response_format, first)
             headers["X-TTFAB-Ms"] = f"{job.ttfab_ms or 0:.1f}"
             return Response(body, media_type=media, headers=headers)
+        encoder = make_encoder(req.response_format, streaming=True)
 
         async def gen():
             try:
-                yield (wav_header(None) + first) if req.response_format == "wav" else first
+                out = await asyncio.to_thread(encoder.feed, first)
+                if out:
+                    yield out
                 async for pcm in chunks:
-                    yield pcm
+                    out = await asyncio.to_thread(encoder.feed, pcm)
+                    if out:
+                        yield out
+                out = await asyncio.to_thread(encoder.finish)
+                if out:
+                    yield out
             except ContainerError as e:
                 # Headers are gone; all we can do is end the stream early and say why in the log.
                 log.warning("request %s ended early: %s", job.id, e.code)
             finally:
+                watcher.cancel()
                 engine.cancel(job)
+                # close waits for an encode still running in its thread; never on the event loop.
+                asyncio.get_running_loop().run_in_executor(None, encoder.close)
 
         return StreamingResponse(gen(), media_type=media, headers=headers)
 
@@ -227,25 +304,49 @@ def build_app(settings: Settings | None = None) -> Starlette:
     async def openai_speech(request: Request) -> Response:
         return await speak(request, OpenAISpeechRequest)
 
+    def _model_card(model_id: str) -> dict:
+        return {"id": model_id, "object": "model", "created": CREATED, "owned_by": "speech-endpoints"}
+
+    async def list_models(request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [_model_card(m) for m in st.model_ids()]})
+
+    async def get_model(request: Request) -> Response:
+        model_id = request.path_params["model_id"]
+        if model_id not in st.model_ids():
+            raise ModelNotFound(f"model {model_id[:80]!r} does not exist here; use one of "
+                                f"{', '.join(st.model_ids())}", param="model")
+        return JSONResponse(_model_card(model_id))
+
+    async def list_voices(request: Request) -> Response:
+        engine = st.engine
+        if engine is None or not engine.ready:
+            raise ModelUnavailable(engine.load_error if engine is not None and engine.load_error
+                                   else "model is loading")
+        return JSONResponse({"voices": list(st.voices), "default": st.default_voice,
+                             "aliases": st.aliases(), "blends": st.blends})
+
     async def bidi(ws: WebSocket) -> None:
         await ws.accept()
         send_lock = asyncio.Lock()
         inbox: asyncio.Queue = asyncio.Queue()
+        busy = False
 
         async def send_json(obj: dict) -> None:
             async with send_lock:
                 await ws.send_text(json.dumps(obj))
 
         async def worker() -> None:
-            seq = 0
+            nonlocal busy
             while True:
-                raw = await inbox.get()
-                if raw is None:
+                item = await inbox.get()
+                if item is None:
                     return
-                seq += 1
+                seq, req = item
+                busy = True
                 job = None
                 try:
-                    req = validate_request(raw, SpeechRequest, st)
+                    if isinstance(req, ContainerError):
+                        raise req
                     job = _engine(st).submit(req.text, req.voice, req.speed, stream=True)
                     samples = 0
                     async for pcm in job.chunks():
@@ -258,28 +359,61 @@ def build_app(settings: Settings | None = None) -> Starlette:
                     await send_json({"type": "error", "seq": seq, "error": e.code,
                                      "detail": e.detail, **e.extra})
                 finally:
+                    busy = False
                     if job is not None:
                         _engine(st).cancel(job)
 
         task = asyncio.create_task(worker())
+
+        async def shut(code: int, reason: str) -> None:
+            """Stop work for this session, then close with a code and a reason the client sees."""
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            log.info("websocket closed by server: %d %s", code, reason)
+            with contextlib.suppress(Exception):
+                await ws.close(code, reason)
+
+        seq = 0
+        invalid_in_a_row = 0
         try:
             while True:
-                msg = await ws.receive()
+                try:
+                    msg = await asyncio.wait_for(ws.receive(), settings.ws_idle_timeout_s)
+                except asyncio.TimeoutError:
+                    if busy or not inbox.empty():
+                        continue  # quiet client, but audio is still being made for it
+                    await shut(1001, f"idle for {settings.ws_idle_timeout_s:g} s (WS_IDLE_TIMEOUT_S)")
+                    return
                 if msg["type"] == "websocket.disconnect":
                     break
                 raw = msg.get("bytes") if msg.get("bytes") is not None else msg.get("text")
                 if raw is None:
                     continue
-                kind = _control_type(raw)
+                kind = _control_type(raw, settings.max_json_depth)
                 if kind == "ping":
                     await send_json({"type": "pong"})
-                elif kind == "close":
+                    continue
+                if kind == "close":
                     await inbox.put(None)
                     await task  # finish what was asked before closing
                     await ws.close(1000)
                     return
-                else:
-                    await inbox.put(raw)
+                seq += 1
+                try:
+                    item = validate_request(raw, SpeechRequest, st)
+                    invalid_in_a_row = 0
+                except ContainerError as e:
+                    item = e
+                    invalid_in_a_row += 1
+                if inbox.qsize() >= settings.ws_max_pending:
+                    await shut(1008, f"more than {settings.ws_max_pending} messages pending (WS_MAX_PENDING)")
+                    return
+                await inbox.put((seq, item))
+                if invalid_in_a_row >= settings.ws_max_invalid_messages:
+                    await shut(1008, f"{invalid_in_a_row} invalid messages in a row "
+                                     f"(WS_MAX_INVALID_MESSAGES); last: {item.code}")
+                    return
         except WebSocketDisconnect:
             pass
         finally:
@@ -288,33 +422,60 @@ def build_app(settings: Settings | None = None) -> Starlette:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
 
+    def _is_openai(request: Request) -> bool:
+        return request.url.path.startswith("/v1/")
+
+    def _error_response(request: Request, exc: ContainerError) -> Response:
+        headers = dict(exc.headers)
+        if exc.status == 503 and exc.code in ("queue_saturated", "shed_deadline"):
+            headers.setdefault("Retry-After", "1")
+        body = exc.openai_body() if _is_openai(request) else exc.body()
+        return JSONResponse(body, status_code=exc.status, headers=headers)
+
     async def container_error(request: Request, exc: ContainerError) -> Response:
-        return JSONResponse(exc.body(), status_code=exc.status)
+        return _error_response(request, exc)
+
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 404:
+            err: ContainerError = NotFound(f"no route {request.url.path[:200]!r}")
+        elif exc.status_code == 405:
+            err = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path[:200]!r}",
+                                   headers=dict(exc.headers or {}))
+        else:
+            err = ContainerError(str(exc.detail))
+            err.status, err.code = exc.status_code, "http_error"
+        return _error_response(request, err)
 
     async def unexpected_error(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error")
-        return JSONResponse({"error": "internal_error"}, status_code=500)
+        return _error_response(request, ContainerError("internal error; see the server log"))
 
     app = Starlette(
         routes=[
             Route("/ping", ping, methods=["GET"]),
             Route("/invocations", invocations, methods=["POST"]),
             Route("/v1/audio/speech", openai_speech, methods=["POST"]),
+            Route("/v1/audio/voices", list_voices, methods=["GET"]),
+            Route("/v1/models", list_models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", get_model, methods=["GET"]),
             WebSocketRoute("/invocations-bidirectional-stream", bidi),
         ],
         lifespan=lifespan,
-        exception_handlers={ContainerError: container_error, Exception: unexpected_error},
+        exception_handlers={ContainerError: container_error, HTTPException: http_error,
+                            Exception: unexpected_error},
     )
     app.state.container = st
     return app
 
 
-def _control_type(raw: bytes | str) -> str | None:
+def _control_type(raw: bytes | str, max_depth: int) -> str | None:
     """'ping' / 'close' for control messages; anything else goes to the synthesis worker,
     which reports malformed input as an error frame."""
     try:
-        obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8")
+        obj = loads_bounded(raw, max_depth)
+    except (ContainerError, UnicodeDecodeError):
         return None
     if isinstance(obj, dict) and obj.get("type") in ("ping", "close"):
         return obj["type"]

@@ -6,10 +6,13 @@ class ContainerError(Exception):
     status: int = 500
     code: str = "internal_error"
 
-    def __init__(self, detail: str = "", *, extra: dict | None = None):
+    def __init__(self, detail: str = "", *, extra: dict | None = None, param: str | None = None,
+                 headers: dict[str, str] | None = None):
         super().__init__(detail or self.code)
         self.detail = detail
         self.extra = extra or {}
+        self.param = param  # the request field at fault, for OpenAI's error shape
+        self.headers = headers or {}
 
     def body(self) -> dict:
         out = {"error": self.code}
@@ -17,6 +20,12 @@ class ContainerError(Exception):
             out["detail"] = self.detail
         out.update(self.extra)
         return out
+
+    def openai_body(self) -> dict:
+        """OpenAI's error shape, so its clients raise their usual exception for the status."""
+        kind = "invalid_request_error" if self.status < 500 else "server_error"
+        return {"error": {"message": self.detail or self.code, "type": kind,
+                          "param": self.param, "code": self.code}}
 
 
 class BadRequest(ContainerError):
@@ -33,6 +42,22 @@ class UnknownVoice(BadRequest):
 
 class InvalidJSON(BadRequest):
     code = "invalid_json"
+
+
+class NotFound(ContainerError):
+    status, code = 404, "not_found"
+
+
+class ModelNotFound(NotFound):
+    code = "model_not_found"
+
+
+class MethodNotAllowed(ContainerError):
+    status, code = 405, "method_not_allowed"
+
+
+class PayloadTooLarge(ContainerError):
+    status, code = 413, "payload_too_large"
 
 
 class TextTooLong(ContainerError):

@@ -54,7 +54,9 @@ def serve(settings: Settings, log_level: str = "info") -> int:
     app = build_app(settings)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=log_level,
                             log_config=None, access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=2, ws_ping_interval=20, ws_ping_timeout=20)
+                            timeout_graceful_shutdown=2, ws_ping_interval=20, ws_ping_timeout=20,
+                            # A WebSocket message is bounded like an HTTP body (close 1009 beyond).
+                            ws_max_size=settings.max_body_bytes)
     server = DrainingServer(config, app)
     try:
         server.run()

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -27,6 +27,27 @@ class Settings(BaseSettings):
     default_voice: str | None = None
     speed_min: float = 0.5
     speed_max: float = 2.0
+
+    # Input bounds, enforced while the body is read (Content-Length and chunked alike). None: derived
+    # from MAX_TEXT_CHARS (12 bytes per character covers a JSON-escaped surrogate pair, plus 4 KiB
+    # for the other fields), at least 64 KiB. SageMaker's own InvokeEndpoint cap is 6 MiB.
+    max_body_bytes: int | None = Field(None, ge=1024)
+    max_json_depth: int = Field(32, ge=2, le=1000)
+
+    # OpenAI-compatible API. Voice names OpenAI clients send, mapped to this backend's voices:
+    # "alias=candidate|candidate,..." (or a JSON object); the first candidate the backend has wins,
+    # a candidate may be a blend like "jf_alpha(2)+jm_kumo(1)". Entries override the defaults per
+    # alias (voices.DEFAULT_OPENAI_VOICES); an alias with no available candidate speaks the default voice.
+    openai_voices: Annotated[dict[str, tuple[str, ...]], NoDecode] = Field(default_factory=dict)
+    # Model ids /v1/audio/speech accepts and /v1/models lists, besides MODEL_NAME.
+    openai_models: Annotated[tuple[str, ...], NoDecode] = (
+        "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "kokoro")
+
+    # Bidirectional stream: a session with nothing to do for this long is closed (1001, with a reason);
+    # so is one that sends this many invalid messages in a row, or queues more than WS_MAX_PENDING.
+    ws_idle_timeout_s: float = Field(120.0, gt=0)
+    ws_max_invalid_messages: int = Field(8, ge=1)
+    ws_max_pending: int = Field(32, ge=1)
 
     # NoDecode: the env form is "0.4,0.4,0.2", not JSON.
     pressure_weights: Annotated[tuple[float, float, float], NoDecode] = (0.4, 0.4, 0.2)
@@ -60,6 +81,25 @@ class Settings(BaseSettings):
         if any(w < 0 for w in v) or sum(v) <= 0:
             raise ValueError("PRESSURE_WEIGHTS must be non-negative and not all zero")
         return v
+
+    @field_validator("openai_voices", mode="before")
+    @classmethod
+    def _parse_openai_voices(cls, v):
+        from .voices import parse_alias_table
+        return parse_alias_table(v)
+
+    @field_validator("openai_models", mode="before")
+    @classmethod
+    def _parse_models(cls, v):
+        if isinstance(v, str):
+            v = [p.strip() for p in v.split(",") if p.strip()]
+        return tuple(v)
+
+    @model_validator(mode="after")
+    def _derive_body_limit(self):
+        if self.max_body_bytes is None:
+            self.max_body_bytes = max(64 * 1024, 12 * self.max_text_chars + 4096)
+        return self
 
     @field_validator("model_dir", mode="before")
     @classmethod

@@ -33,6 +33,8 @@ class Backend(ABC):
     # >1 lets the scheduler hand over several segments with the same batch_key at once.
     max_batch_size: int = 1
     voices: tuple[str, ...] = ()
+    # True when prepare/infer accept a blend's canonical id ("a(0.6000)+b(0.4000)", see voices.py).
+    supports_blends: bool = False
 
     # Set by load_weights where the backend knows it: sha256 of the weights it serves, so a
     # measurement can tell two models apart even when no image digest is known (local runs).

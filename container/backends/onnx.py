@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ModelLoadError
 from .base import MAX_TOKENS, Backend, Prepared
+from ..voices import parse_voice_spec
 from .g2p import EspeakPhonemizer
 
 _PARTS = 4
@@ -120,6 +121,7 @@ def _has_pkg() -> bool:
 
 class OnnxBackend(Backend):
     name = "onnx"
+    supports_blends = True  # a blend is the weighted mean of the voices' style tables
 
     def __init__(self, settings):
         self.settings = settings
@@ -170,7 +172,7 @@ class OnnxBackend(Backend):
             if not p.payload:
                 out.append(np.zeros(0, np.float32))
                 continue
-            table = self.style[p.voice]
+            table = self._style_table(p.voice)
             ref = table[min(len(p.payload), len(table)) - 1].reshape(1, 256)
             audio = sess.run(None, {
                 "tokens": np.array([[0, *p.payload, 0]], dtype=np.int64),
@@ -179,6 +181,15 @@ class OnnxBackend(Backend):
             })[0]
             out.append(np.asarray(audio, dtype=np.float32).ravel())
         return out
+
+    def _style_table(self, voice: str) -> np.ndarray:
+        table = self.style.get(voice)
+        if table is None:  # a blend, validated by the app; computed once (infer threads may race: harmless)
+            parts = parse_voice_spec(voice).parts
+            table = sum(w * self.style[n] for n, w in parts).astype(np.float32)
+            if len(self.style) < len(self.voices) + 256:
+                self.style[voice] = table
+        return table
 
     def warmup(self) -> None:
         p = self.prepare("Warming up the model.", self.voices[0], 1.0)

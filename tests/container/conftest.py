@@ -57,6 +57,14 @@ class ServerProc:
             time.sleep(0.1)
         raise TimeoutError(f"server not ready: {last and last.text} {''.join(self.stderr)[-2000:]}")
 
+    def rss_mb(self) -> float:
+        """Resident memory of the server process (Linux /proc), MiB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        raise RuntimeError("no VmRSS")
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -20,7 +20,9 @@ J = {"content-type": "application/json"}
     (b'["text"]', 400, "invalid_json"),
     (b'{"text": 5}', 400, "bad_request"),
     (b'{}', 400, "bad_request"),
-    (b'{"text": "hi", "response_format": "mp3"}', 400, "bad_request"),
+    (b'{"text": "hi", "response_format": "ogg"}', 400, "bad_request"),
+    (b'{"text": ' + b"[" * 10000 + b"]" * 10000 + b'}', 400, "invalid_json"),
+    (b'{"text": "hi", "voice": "jf_alpha(-1)"}', 400, "bad_request"),
     (b'{"text": "\xff\xfe hi"}', 400, "bad_request"),
 ])
 def test_bad_bodies(onnx_server, body, status, code):
@@ -47,9 +49,11 @@ def test_wrong_content_type(onnx_server, ctype):
     assert r.status_code == 415 and r.json()["error"] == "unsupported_media_type"
 
 
-def test_openai_alias_validates_too(onnx_server):
+def test_openai_route_validates_too_in_openais_error_shape(onnx_server):
     r = httpx.post(onnx_server.url + "/v1/audio/speech", json={"input": ""}, timeout=10)
-    assert r.status_code == 400 and r.json()["error"] == "empty_text"
+    assert r.status_code == 400
+    assert r.json() == {"error": {"message": "input is empty", "type": "invalid_request_error",
+                                  "param": "input", "code": "empty_text"}}
 
 
 _json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-10, 10),

@@ -1,0 +1,159 @@
+"""Voice names: OpenAI aliases, blends, and the canonical id the engine and backends see.
+
+A voice spec is one voice (`jf_alpha`) or a blend of several with optional weights
+(`jf_alpha(2)+jm_kumo(1)`; equal weights when none are given). Its canonical form names each voice
+once, in the order given, with weights normalised to sum to 1 (`jf_alpha(0.6667)+jm_kumo(0.3333)`);
+a single voice is its bare name. Backends that blend (Kokoro style vectors) take the weighted mean.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from .errors import BadRequest, UnknownVoice
+
+# OpenAI's built-in voice names -> candidates, first available wins. Upstream Kokoro v1.0 names
+# come first (the torch backend serves them), then the five voices the packaged int8 export ships.
+DEFAULT_OPENAI_VOICES: dict[str, tuple[str, ...]] = {
+    "alloy": ("af_alloy", "jf_alpha"),
+    "ash": ("am_adam", "jm_kumo"),
+    "ballad": ("bm_george", "jm_kumo"),
+    "coral": ("af_heart", "jf_gongitsune"),
+    "echo": ("am_echo", "jm_kumo"),
+    "fable": ("bm_fable", "jf_nezumi"),
+    "onyx": ("am_onyx", "jm_kumo"),
+    "nova": ("af_nova", "jf_tebukuro"),
+    "sage": ("af_sarah", "jf_nezumi"),
+    "shimmer": ("af_sky", "jf_tebukuro"),
+    "verse": ("am_michael", "jm_kumo"),
+    "marin": ("af_bella", "jf_alpha"),
+    "cedar": ("am_liam", "jm_kumo"),
+}
+
+_NAME = r"[A-Za-z0-9_.\-]+"
+_PART = re.compile(rf"^\s*({_NAME})\s*(?:\(\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*\))?\s*$")
+MAX_BLEND_PARTS = 8
+
+
+@dataclass(frozen=True)
+class VoiceSpec:
+    """Voices and weights (summing to 1), in the order first given."""
+
+    parts: tuple[tuple[str, float], ...]
+
+    @property
+    def is_blend(self) -> bool:
+        return len(self.parts) > 1
+
+    @property
+    def canonical(self) -> str:
+        if not self.is_blend:
+            return self.parts[0][0]
+        return "+".join(f"{name}({weight:.4f})" for name, weight in self.parts)
+
+
+def parse_voice_spec(spec: str) -> VoiceSpec:
+    """`a`, `a+b`, `a(2)+b(1)` -> VoiceSpec; BadRequest naming the part that does not parse."""
+    pieces = spec.split("+")
+    if len(pieces) > MAX_BLEND_PARTS:
+        raise BadRequest(f"a blend takes at most {MAX_BLEND_PARTS} voices, got {len(pieces)}", param="voice")
+    weights: dict[str, float] = {}
+    for piece in pieces:
+        m = _PART.match(piece)
+        if not m:
+            raise BadRequest(f"voice {spec[:80]!r}: cannot read {piece[:40]!r}; write a name or a blend "
+                             f"like 'jf_alpha(2)+jm_kumo(1)'", param="voice")
+        name, w = m.group(1), float(m.group(2)) if m.group(2) else 1.0
+        if not w > 0 or w == float("inf"):
+            raise BadRequest(f"voice {spec[:80]!r}: weight of {name!r} must be a positive number", param="voice")
+        weights[name] = weights.get(name, 0.0) + w
+    total = sum(weights.values())
+    return VoiceSpec(tuple((n, w / total) for n, w in weights.items()))
+
+
+def parse_alias_table(value) -> dict[str, tuple[str, ...]]:
+    """OPENAI_VOICES: `alias=cand|cand,alias=cand` or a JSON object (values: a string or a list).
+    Returns only the entries given; `effective_aliases` lays them over the defaults."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            value = json.loads(text)
+        else:
+            out: dict[str, tuple[str, ...]] = {}
+            for entry in filter(None, (e.strip() for e in text.split(","))):
+                alias, sep, cands = entry.partition("=")
+                if not sep or not alias.strip() or not cands.strip():
+                    raise ValueError(f"OPENAI_VOICES entry {entry!r} is not 'alias=voice|voice'")
+                out[alias.strip().lower()] = tuple(c.strip() for c in cands.split("|") if c.strip())
+            return out
+    if not isinstance(value, dict):
+        raise ValueError("OPENAI_VOICES must be 'alias=voice|voice,...' or a JSON object")
+    out = {}
+    for alias, cands in value.items():
+        cands = (cands,) if isinstance(cands, str) else tuple(cands)
+        if not cands or not all(isinstance(c, str) and c.strip() for c in cands):
+            raise ValueError(f"OPENAI_VOICES[{alias!r}] needs one or more voice names")
+        out[str(alias).strip().lower()] = tuple(c.strip() for c in cands)
+    return out
+
+
+def effective_aliases(overrides: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    return {**DEFAULT_OPENAI_VOICES, **overrides}
+
+
+def default_voice(available: tuple[str, ...], configured: str | None) -> str | None:
+    if configured and configured in available:
+        return configured
+    return available[0] if available else None
+
+
+def _usable(spec: str, available: set[str], blends: bool) -> VoiceSpec | None:
+    try:
+        parsed = parse_voice_spec(spec)
+    except BadRequest:
+        return None
+    if parsed.is_blend and not blends:
+        return None
+    return parsed if all(n in available for n, _ in parsed.parts) else None
+
+
+def resolve_alias_table(aliases: dict[str, tuple[str, ...]], available: tuple[str, ...],
+                        fallback: str | None, blends: bool) -> dict[str, str]:
+    """alias -> the canonical voice it speaks on this backend (first usable candidate, else fallback)."""
+    avail = set(available)
+    out = {}
+    for alias, cands in aliases.items():
+        hit = next((p for p in (_usable(c, avail, blends) for c in cands) if p is not None), None)
+        if hit is not None:
+            out[alias] = hit.canonical
+        elif fallback is not None:
+            out[alias] = fallback
+    return out
+
+
+def resolve_voice(requested: str | None, *, available: tuple[str, ...], aliases: dict[str, str],
+                  fallback: str | None, blends: bool) -> str | None:
+    """What a request asked for -> the canonical voice id to synthesize with.
+
+    None -> the default voice; an alias (case-insensitive) -> its table entry; else a voice or
+    blend of this backend's voices. UnknownVoice/BadRequest name the value and what is accepted."""
+    if requested is None:
+        return fallback
+    alias = aliases.get(requested.strip().lower())
+    if alias is not None:
+        return alias
+    if not available:  # a backend without named voices takes whatever it is given
+        return requested
+    spec = parse_voice_spec(requested)
+    missing = [n for n, _ in spec.parts if n not in available]
+    if missing:
+        raise UnknownVoice(f"unknown voice {missing[0]!r}; use one of {', '.join(available)}, "
+                           f"an alias ({', '.join(sorted(aliases))}) or a blend like 'a(2)+b(1)'",
+                           param="voice", extra={"voices": list(available)})
+    if spec.is_blend and not blends:
+        raise BadRequest(f"voice {requested[:80]!r} is a blend; this backend does not blend voices",
+                         param="voice")
+    return spec.canonical

@@ -1,0 +1,156 @@
+"""The official `openai` package against the real server and the real int8 model: every response
+format, streamed and not, decoded with decoders independent of the encoder where one exists."""
+import io
+import time
+
+import av
+import httpx
+import numpy as np
+import openai
+import pytest
+import soundfile as sf
+
+from container.encode import FORMATS
+
+SENTENCE = "The quick brown fox jumps over the lazy dog."
+SHORT = "Good morning to you."  # ~1.5 s of audio: keeps the per-format calls cheap on 2 cores
+PARAGRAPH = ("Streaming speech starts playing before the whole text is spoken. "
+             "Each sentence is synthesized on its own and sent as soon as it is ready. "
+             "The listener hears the first words while the rest is still being computed.")
+
+
+@pytest.fixture(scope="module")
+def client(onnx_server):
+    # max_retries=0: an error must surface as the exception, not be retried away.
+    return openai.OpenAI(base_url=onnx_server.url + "/v1", api_key="not-checked", max_retries=0, timeout=120)
+
+
+def decode(fmt: str, data: bytes) -> tuple[np.ndarray, int]:
+    """float mono samples and rate. libsndfile (mpg123, libopus, libsndfile's WAV) for what it
+    reads; PyAV for AAC (libsndfile has none) and FLAC (a streamed FLAC says 'length unknown',
+    which the FLAC format allows and libsndfile's reader refuses)."""
+    if fmt == "pcm":
+        return np.frombuffer(data, "<i2").astype(np.float32) / 32767, 24000
+    if fmt in ("aac", "flac"):
+        with av.open(io.BytesIO(data)) as c:
+            frames = [f for f in c.decode(audio=0)]
+        rate = frames[0].sample_rate
+        pcm = np.concatenate([f.to_ndarray().astype(np.float32).ravel() for f in frames])
+        if frames[0].format.name.startswith("s16"):
+            pcm /= 32767
+        return pcm, rate
+    audio, rate = sf.read(io.BytesIO(data), dtype="float32")
+    return audio, rate
+
+
+def assert_speech(fmt: str, data: bytes, min_s: float, max_s: float):
+    audio, rate = decode(fmt, data)
+    dur = len(audio) / rate
+    assert min_s < dur < max_s, (fmt, dur)
+    rms = float(np.sqrt(np.mean(np.square(audio.astype(np.float64)))))
+    assert 0.02 < rms < 0.5, (fmt, rms)  # speech, not silence, not clipping noise
+    return dur
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_non_streaming_call(client, fmt):
+    r = client.audio.speech.create(model="tts-1", voice="alloy", input=SHORT, response_format=fmt)
+    assert r.response.status_code == 200
+    assert r.response.headers["content-type"].startswith(f"audio/{ {'mp3': 'mpeg', 'opus': 'ogg'}.get(fmt, fmt)}")
+    assert_speech(fmt, r.content, 0.6, 4.0)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_format_streaming_call(client, fmt):
+    with client.audio.speech.with_streaming_response.create(
+            model="kokoro", voice="nova", input=SHORT, response_format=fmt) as r:
+        assert r.status_code == 200
+        data = b"".join(r.iter_bytes())
+    assert_speech(fmt, data, 0.6, 4.0)
+
+
+@pytest.mark.parametrize("fmt", ["mp3", "flac", "wav"])
+def test_whole_file_has_complete_headers(client, fmt):
+    """stream=false (our extension): one body with a Content-Length and length-bearing headers."""
+    r = client.audio.speech.create(model="tts-1", voice="echo", input=SHORT, response_format=fmt,
+                                   extra_body={"stream": False})
+    assert int(r.response.headers["content-length"]) == len(r.content)
+    if fmt == "flac":  # libsndfile reads it now: STREAMINFO carries the real sample count
+        info = sf.info(io.BytesIO(r.content))
+        assert 0.6 < info.duration < 4.0
+    if fmt == "wav":
+        assert r.content[40:44] != b"\xff\xff\xff\xff"
+    assert_speech(fmt, r.content, 0.6, 4.0)
+
+
+def test_streaming_mp3_arrives_before_synthesis_ends(client):
+    t0 = time.monotonic()
+    arrivals = []
+    with client.audio.speech.with_streaming_response.create(
+            model="tts-1", voice="alloy", input=PARAGRAPH, response_format="mp3") as r:
+        for chunk in r.iter_bytes():
+            arrivals.append((time.monotonic() - t0, chunk))
+    data = b"".join(c for _, c in arrivals)
+    assert_speech("mp3", data, 6.0, 20.0)
+    assert len(arrivals) >= 3
+    assert arrivals[0][0] < 0.6 * arrivals[-1][0], [t for t, _ in arrivals]
+
+
+def test_voice_blend_and_speed(client):
+    def pcm(**kw):
+        r = client.audio.speech.create(model="tts-1", input=SENTENCE, response_format="pcm", **kw)
+        return np.frombuffer(r.content, "<i2").astype(np.float32) / 32767
+
+    a, b = pcm(voice="jf_alpha"), pcm(voice="jm_kumo")
+    blend = pcm(voice="jf_alpha(1)+jm_kumo(1)")
+    assert 0.02 < float(np.sqrt(np.mean(blend ** 2)))
+    n = min(len(a), len(b), len(blend))
+    assert not np.array_equal(blend[:n], a[:n]) and not np.array_equal(blend[:n], b[:n])
+    # the OpenAI voice object form, and speed
+    fast = pcm(voice={"id": "jf_alpha"}, speed=1.6)
+    assert len(fast) < 0.8 * len(a)
+
+
+def test_models_list_and_retrieve(client):
+    ids = [m.id for m in client.models.list()]
+    assert {"kokoro-82m", "tts-1", "tts-1-hd"} <= set(ids)
+    assert client.models.retrieve("tts-1").id == "tts-1"
+    with pytest.raises(openai.NotFoundError) as e:
+        client.models.retrieve("whisper-1")
+    assert e.value.code == "model_not_found"
+
+
+def test_voices_listing(onnx_server):
+    body = httpx.get(onnx_server.url + "/v1/audio/voices", timeout=10).json()
+    assert "jf_alpha" in body["voices"] and body["blends"] is True
+    # every OpenAI built-in name resolves to a voice this backend has
+    for name in ("alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer",
+                 "verse", "marin", "cedar"):
+        assert body["aliases"][name] in body["voices"]
+
+
+@pytest.mark.parametrize("kwargs,exc,code,param", [
+    ({"voice": "nobody"}, openai.BadRequestError, "unknown_voice", "voice"),
+    ({"model": "gpt-5"}, openai.NotFoundError, "model_not_found", "model"),
+    ({"speed": 9.0}, openai.BadRequestError, "bad_request", "speed"),
+    ({"input": ""}, openai.BadRequestError, "empty_text", "input"),
+    ({"input": "a" * 2001}, openai.APIStatusError, "text_too_long", "input"),
+    ({"stream_format": "sse"}, openai.BadRequestError, "bad_request", "stream_format"),
+    ({"voice": "jf_alpha+nobody"}, openai.BadRequestError, "unknown_voice", "voice"),
+])
+def test_errors_raise_the_clients_exceptions(client, kwargs, exc, code, param):
+    args = {"model": "tts-1", "voice": "alloy", "input": "Hi."} | kwargs
+    with pytest.raises(exc) as e:
+        client.audio.speech.create(**args)
+    assert e.value.code == code and e.value.param == param
+    assert e.value.body["message"]  # a sentence the user can act on
+    assert e.value.status_code < 500
+
+
+def test_wrong_response_format_is_a_bad_request(onnx_server):
+    # The client's type hints stop "ogg"; a raw request checks the server's answer.
+    r = httpx.post(onnx_server.url + "/v1/audio/speech", timeout=10,
+                   json={"model": "tts-1", "input": "hi", "voice": "alloy", "response_format": "ogg"})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and err["param"] == "response_format"
