@@ -389,6 +389,88 @@ class PlanArtifact(Frozen):
         raise KeyError(name)
 
 
+CALIBRATION_SCHEMA_VERSION = 1
+
+
+class OccupancyCheck(Frozen):
+    """Observed TTFAB at one occupancy level vs the ladder at that concurrency."""
+
+    concurrency: Annotated[int, Field(ge=1)]
+    """Ladder level the periods were binned to (the smallest level at or above their occupancy)."""
+    occupancy_mean: NonNegativeFloat
+    """Mean requests in flight per instance over those periods (container EMF ConcurrentRequests)."""
+    periods: NonNegativeInt
+    observed_ttfab_p95_ms: Optional[NonNegativeFloat]
+    """Median over the periods of the container's TTFABp95 (Maximum across instances); None when
+    too few periods to judge."""
+    ladder_ttfab_p95_ms: NonNegativeFloat
+    """The ladder's p95 interpolated at occupancy_mean."""
+    judged: bool
+    ok: bool
+
+
+class RejectionCheck(Frozen):
+    admitted: NonNegativeInt
+    rejected: NonNegativeInt
+    fraction: NonNegativeFloat
+    expected_max_fraction: NonNegativeFloat
+    """What the plan's surge_survival finding leads one to expect at most."""
+    ok: bool
+
+
+class ScalingEvent(Frozen):
+    at: datetime
+    direction: Literal["out", "in"]
+    desired: Optional[int]
+    cause: str
+
+
+class ScalingCheck(Frozen):
+    read: bool
+    """False when the scaling activities could not be read (the message says why)."""
+    events: list[ScalingEvent]
+    flaps: NonNegativeInt
+    """Direction reversals within the plan's scale-in cooldown."""
+    cooldown_violations: NonNegativeInt
+    ok: bool
+
+
+class Recommendation(Frozen):
+    message: str
+    command: Optional[str] = None
+    """The exact command to run (bench plan with new inputs); None when the fix is a measurement."""
+
+
+class CalibrationArtifact(Frozen):
+    """Result of ``bench observe``: what the deployed endpoint did vs what its plan promised.
+
+    Recommends; never changes anything."""
+
+    schema_version: Literal[1] = CALIBRATION_SCHEMA_VERSION
+    kind: Literal["calibration"] = "calibration"
+    model: str
+    endpoint: str
+    since: str
+    """The window asked for (``1h``, ``1d``, ``1w``)."""
+    window_start: datetime
+    window_end: datetime
+    period_s: Annotated[int, Field(ge=1)]
+    plan_sha256: str
+    qmax_sha256: str
+    fingerprint: Fingerprint
+    """The plan's."""
+    slo_ms: PositiveFloat
+    q_max: NonNegativeInt
+    c_scale_max: float
+    occupancy: list[OccupancyCheck]
+    rejections: RejectionCheck
+    scaling: ScalingCheck
+    findings: list[Finding]
+    verdict: Literal["holds", "drifted"]
+    recommendations: list[Recommendation]
+    provenance: Provenance
+
+
 def canonical_sha256(artifact: BaseModel) -> str:
     """sha256 of the artifact's canonical JSON, so the hash survives a trip through YAML config."""
     return "sha256:" + hashlib.sha256(artifact.model_dump_json().encode()).hexdigest()
@@ -404,3 +486,7 @@ def ttotal_filename(a: TtotalArtifact) -> str:
 
 def plan_filename(a: PlanArtifact) -> str:
     return f"plan-{a.model}.json"
+
+
+def calibration_filename(a: CalibrationArtifact) -> str:
+    return f"calibration-{a.model}-{a.endpoint}-{a.window_end:%Y%m%dT%H%M%SZ}.json"
