@@ -232,3 +232,20 @@ def test_url_artifacts_carry_not_applicable(synthetic_40ms, tmp_path):
     data = json.loads(next(tmp_path.glob("qmax-*.json")).read_text())
     assert data["cloudwatch_ratio_source"] == "not_applicable" and data["cloudwatch_ratio"] == 1.0
     assert data["instances"] == 1 and data["schema_version"] == 2
+
+
+def test_thaw_after_a_killed_run_gives_back_the_instances(fleet, capsys):
+    import signal
+
+    from bench.freeze import Freeze
+
+    f = Freeze(fleet.sess, ENDPOINT, instances=1, poll_s=0.01, sleep=fleet.sleep, log=lambda m: None)
+    f.__enter__()  # killed outright: never exited
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    assert _counts(fleet.sess) == (1, 1) and _scaling(fleet.sess)[:2] == (1, 1)
+    saved = json.loads(state_path(None, ENDPOINT).read_text())
+    assert saved["desired_instance_count"] == 3 and saved["pinned_instances"] == 1
+    assert main(["thaw", "--endpoint", ENDPOINT]) == 0
+    assert "desired instance count 3" in capsys.readouterr().out
+    assert _scaling(fleet.sess) == (3, 7, ORIGINAL) and _counts(fleet.sess)[1] == 3
+    assert not state_path(None, ENDPOINT).exists()
