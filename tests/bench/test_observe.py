@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from speech.artifacts import CalibrationArtifact, Fingerprint, QmaxArtifact, TtotalArtifact
+from speech.artifacts import CalibrationArtifact, Fingerprint
 from speech.files import load_artifact, write_artifact
 from speech.plan import build_plan
 
