@@ -4,9 +4,11 @@ injected boto3 session, so tests drive them against moto in-process."""
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Optional
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Optional
 
 from .errors import TargetError
 
@@ -100,40 +102,120 @@ def describe_all_alarms(sess: Any) -> list[dict]:
             return out
 
 
-def cloudwatch_concurrency_max(
+CONCURRENCY_PERIOD_S = 10
+"""ConcurrentRequestsPerModel is a high-resolution metric: one datapoint per 10 s."""
+
+
+def period_window(start: datetime, end: datetime, period_s: int) -> tuple[datetime, datetime]:
+    """[start, end] widened to whole periods (CloudWatch stamps a datapoint with its period's start)."""
+    t0 = math.floor(start.timestamp() / period_s) * period_s
+    t1 = max(math.ceil(end.timestamp() / period_s) * period_s, t0 + period_s)
+    return datetime.fromtimestamp(t0, tz=timezone.utc), datetime.fromtimestamp(t1, tz=timezone.utc)
+
+
+def metric_series(
+    sess: Any, namespace: str, metric: str, dimensions: dict[str, str], stat: str, period_s: int,
+    start: datetime, end: datetime,
+) -> list[tuple[datetime, float]]:
+    """(period start, value) of one metric statistic over [start, end), oldest first, all pages."""
+    query = {
+        "Id": "m",
+        "MetricStat": {
+            "Metric": {
+                "Namespace": namespace,
+                "MetricName": metric,
+                "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions.items()],
+            },
+            "Period": period_s,
+            "Stat": stat,
+        },
+    }
+    points: dict[datetime, float] = {}
+    pages = sess.client("cloudwatch").get_paginator("get_metric_data").paginate(
+        MetricDataQueries=[query], StartTime=start, EndTime=end, ScanBy="TimestampAscending"
+    )
+    for page in pages:
+        for r in page.get("MetricDataResults", []):
+            for ts, v in zip(r.get("Timestamps", []), r.get("Values", [])):
+                points[ts.astimezone(timezone.utc)] = float(v)
+    return sorted(points.items())
+
+
+def concurrency_datapoints(
     sess: Any, endpoint: str, start: datetime, end: datetime, variant: str = VARIANT
-) -> Optional[float]:
-    """Maximum of ConcurrentRequestsPerModel (10 s period) over [start, end]; None when CloudWatch
-    has no datapoints (yet) or refuses the query, so a ladder is never lost to a metric read."""
+) -> list[tuple[datetime, float]]:
+    """ConcurrentRequestsPerModel (Maximum, 10 s) over the periods that cover [start, end]."""
+    t0, t1 = period_window(start, end, CONCURRENCY_PERIOD_S)
+    return metric_series(
+        sess, "AWS/SageMaker", METRIC, {"EndpointName": endpoint, "VariantName": variant}, "Maximum",
+        CONCURRENCY_PERIOD_S, t0, t1,
+    )
+
+
+def covers(points: list[tuple[datetime, float]], start: datetime, end: datetime, period_s: int) -> bool:
+    """True when CloudWatch has published through the end of the window: a datapoint exists for
+    the last period that overlaps [start, end] (datapoints arrive in order, with a delay)."""
+    if not points:
+        return False
+    _, t1 = period_window(start, end, period_s)
+    last_period = t1 - timedelta(seconds=period_s)
+    return max(ts for ts, _ in points) >= last_period
+
+
+@dataclass
+class CloudwatchReading:
+    maximum: Optional[float]
+    """Maximum over the window; None when no datapoint arrived."""
+    datapoints: int
+    covered: bool
+    waited_s: float
+
+
+def wait_concurrency_max(
+    sess: Any,
+    endpoint: str,
+    start: datetime,
+    end: datetime,
+    *,
+    wait_s: float,
+    poll_s: float,
+    variant: str = VARIANT,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    progress: Callable[[str], None] = lambda m: None,
+) -> CloudwatchReading:
+    """Poll ConcurrentRequestsPerModel until its datapoints cover [start, end] or ``wait_s`` has
+    passed (CloudWatch publishes with a delay). A refused query counts as no data yet, so a ladder
+    is never lost to a metric read; what arrived by the deadline is returned."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    cw = sess.client("cloudwatch")
-    try:
-        resp = cw.get_metric_data(
-            MetricDataQueries=[
-                {
-                    "Id": "c",
-                    "MetricStat": {
-                        "Metric": {
-                            "Namespace": "AWS/SageMaker",
-                            "MetricName": METRIC,
-                            "Dimensions": [
-                                {"Name": "EndpointName", "Value": endpoint},
-                                {"Name": "VariantName", "Value": variant},
-                            ],
-                        },
-                        "Period": 10,
-                        "Stat": "Maximum",
-                    },
-                }
-            ],
-            StartTime=start - timedelta(seconds=10),
-            EndTime=end + timedelta(seconds=10),
-        )
-    except (ClientError, BotoCoreError):
-        return None
-    values = [v for r in resp.get("MetricDataResults", []) for v in r.get("Values", [])]
-    return float(max(values)) if values else None
+    t0 = clock()
+    points: list[tuple[datetime, float]] = []
+    while True:
+        try:
+            points = concurrency_datapoints(sess, endpoint, start, end, variant)
+        except (ClientError, BotoCoreError) as err:
+            progress(f"CloudWatch refused the read ({client_error_message(err)}); retrying")
+        waited = clock() - t0
+        if covers(points, start, end, CONCURRENCY_PERIOD_S) or waited >= wait_s:
+            break
+        progress(f"waiting for CloudWatch {METRIC}: {len(points)} datapoint(s) so far, {waited:.0f}/{wait_s:g} s")
+        sleep(min(poll_s, max(0.0, wait_s - waited)) or poll_s)
+    values = [v for _, v in points]
+    return CloudwatchReading(
+        maximum=float(max(values)) if values else None,
+        datapoints=len(values),
+        covered=covers(points, start, end, CONCURRENCY_PERIOD_S),
+        waited_s=round(clock() - t0, 3),
+    )
+
+
+def set_desired_instances(sess: Any, endpoint: str, count: int, variant: str = VARIANT) -> None:
+    """UpdateEndpointWeightsAndCapacities: the variant's desired instance count, at once."""
+    sess.client("sagemaker").update_endpoint_weights_and_capacities(
+        EndpointName=endpoint,
+        DesiredWeightsAndCapacities=[{"VariantName": variant, "DesiredInstanceCount": count}],
+    )
 
 
 @dataclass

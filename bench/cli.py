@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ttotal": ("bench.ttotal_cmd", "forced scale-out (or a second local process), phases timestamped -> ttotal artifact"),
     "plan": ("bench.plan_cmd", "turn qmax + ttotal artifacts into thresholds, fleet and cooldowns (no AWS calls)"),
     "validate": ("bench.validate_cmd", "deployed policy vs plan, plus live load checks with --live"),
+    "observe": ("bench.observe_cmd", "read-only calibration: CloudWatch history vs the deployed plan -> holds | drifted"),
     "thaw": ("bench.thaw_cmd", "restore scaling after an interrupted qmax/ttotal"),
     "simulate": ("bench.simulate_cmd", "a traffic trace against a simulated fleet: every scaling policy side by side"),
     "replay": ("bench.replay_cmd", "open-loop replay of a traffic trace against a real target (timestamps honoured)"),
@@ -39,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m bench",
         description="Measure an endpoint (qmax, ttotal), plan its autoscaling (plan) and keep the "
-        "deployment equal to the measurements (drift, validate, thaw); `demo` runs the whole chain locally.",
+        "deployment equal to the measurements (drift, validate, observe, thaw); `demo` runs the whole chain locally.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, (module, help_) in COMMANDS.items():

@@ -1,10 +1,13 @@
 """Freeze an endpoint's autoscaling for the length of a measurement, and always give it back.
 
 A ladder measured while Application Auto Scaling adds instances measures nothing. ``Freeze``
-pins the scalable target (min = max = current desired count) and suspends dynamic and scheduled
-scaling; on every way out (normal end, exception, Ctrl-C, SIGTERM) it registers exactly the
-min, max and suspended state it found. The prior state is written to a file BEFORE anything
-changes, so ``bench thaw`` can restore it after a run that was killed outright (SIGKILL, power).
+pins the scalable target (min = max = current desired count, or ``instances`` when given) and
+suspends dynamic and scheduled scaling; with ``instances`` it also sets the variant's desired
+count and waits until exactly that many instances are InService (``bench qmax`` measures one
+instance). On every way out (normal end, exception, Ctrl-C, SIGTERM) it gives back the desired
+count it changed and registers exactly the min, max and suspended state it found. The prior
+state is written to a file BEFORE anything changes, so ``bench thaw`` can restore it after a run
+that was killed outright (SIGKILL, power).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -22,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from speech.files import atomic_write_text
 
 from . import aws
-from .errors import BenchError, UsageError
+from .errors import BenchError, TargetError, UsageError
 
 STATE_DIR_ENV = "SPEECH_ENDPOINTS_STATE_DIR"
 
@@ -37,10 +41,13 @@ class FreezeState(BaseModel):
     resource_id: str
     service_namespace: str = aws.NAMESPACE
     scalable_dimension: str = aws.DIMENSION
-    min_capacity: int
-    max_capacity: int
+    min_capacity: Optional[int]
+    """None: no scalable target was registered (only the desired count was changed)."""
+    max_capacity: Optional[int]
     suspended_state: dict[str, bool]
     desired_instance_count: Optional[int] = None
+    pinned_instances: Optional[int] = None
+    """The desired count the run set (None: it did not touch it); restore sets desired_instance_count back."""
     saved_at: datetime
     tool: str
 
@@ -75,9 +82,79 @@ def register(sess: Any, state: FreezeState, min_c: int, max_c: int, suspended: d
     )
 
 
-def restore_state(sess: Any, state: FreezeState, path: Optional[Path]) -> None:
-    """Register exactly what was saved, then forget the file (only once AWS has taken it)."""
-    register(sess, state, state.min_capacity, state.max_capacity, dict(state.suspended_state))
+def describe_variant(sess: Any, endpoint: str, variant: str) -> tuple[str, Optional[int], Optional[int], str]:
+    """(EndpointStatus, CurrentInstanceCount, DesiredInstanceCount, FailureReason)."""
+    ep = sess.client("sagemaker").describe_endpoint(EndpointName=endpoint)
+    current, desired = aws.variant_counts(ep, variant)
+    return ep.get("EndpointStatus", ""), current, desired, ep.get("FailureReason", "")
+
+
+def wait_in_service(
+    sess: Any,
+    endpoint: str,
+    variant: str,
+    count: Optional[int],
+    *,
+    timeout_s: float,
+    poll_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    log: Callable[[str], None] = lambda m: None,
+) -> None:
+    """Until the endpoint is InService (with exactly ``count`` instances running and desired, when
+    given). Raises TargetError when it fails or the time runs out, naming what it saw."""
+    t0 = clock()
+    while True:
+        status, current, desired, reason = describe_variant(sess, endpoint, variant)
+        if status == "InService" and (count is None or (current == count and desired == count)):
+            return
+        if status in ("Failed", "OutOfService", "UpdateRollbackFailed", "Deleting"):
+            raise TargetError(
+                f"{endpoint} is {status}{f' ({reason})' if reason else ''} while waiting for "
+                f"{count if count is not None else 'its'} instance(s) InService; nothing measured"
+            )
+        waited = clock() - t0
+        if waited >= timeout_s:
+            want = f"exactly {count} instance(s)" if count is not None else "InService"
+            raise TargetError(
+                f"{endpoint} did not reach {want} within {timeout_s:g} s (status {status}, current {current}, desired "
+                f"{desired}); check the instance quota and capacity for its instance type, or raise --pin-timeout-s"
+            )
+        log(f"{endpoint}: {status}, {current} running / {desired} desired; waiting for "
+            f"{count if count is not None else 'InService'} ({waited:.0f}/{timeout_s:g} s)")
+        sleep(poll_s)
+
+
+def restore_state(
+    sess: Any,
+    state: FreezeState,
+    path: Optional[Path],
+    *,
+    timeout_s: float = 1800.0,
+    poll_s: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] = lambda m: None,
+) -> None:
+    """Give back the desired count the run changed, register exactly the scaling that was saved,
+    then forget the file (only once AWS has taken it all).
+
+    The desired count goes back while scaling is still suspended at the saved min/max, so no
+    policy acts between the two; SageMaker refuses a new count while the endpoint is Updating,
+    so it first waits for InService."""
+    give_back = False
+    if state.pinned_instances is not None and state.desired_instance_count is not None:
+        _, _, desired, _ = describe_variant(sess, state.endpoint, state.variant)
+        give_back = desired != state.desired_instance_count
+    if state.min_capacity is not None and state.max_capacity is not None:
+        suspended = {k: True for k in aws.SUSPEND_KEYS} if give_back else dict(state.suspended_state)
+        register(sess, state, state.min_capacity, state.max_capacity, suspended)
+    if give_back:
+        assert state.desired_instance_count is not None
+        wait_in_service(sess, state.endpoint, state.variant, None, timeout_s=timeout_s, poll_s=poll_s, sleep=sleep, log=log)
+        aws.set_desired_instances(sess, state.endpoint, state.desired_instance_count, state.variant)
+        log(f"{state.endpoint}: desired instance count back to {state.desired_instance_count}")
+        if state.min_capacity is not None and state.max_capacity is not None:
+            register(sess, state, state.min_capacity, state.max_capacity, dict(state.suspended_state))
     if path is not None:
         try:
             path.unlink()
@@ -96,7 +173,15 @@ class Freeze:
         variant: str = aws.VARIANT,
         tool: str = "bench",
         log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+        instances: Optional[int] = None,
+        timeout_s: float = 1800.0,
+        poll_s: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        self.instances = instances
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+        self.sleep = sleep
         self.sess = sess
         self.endpoint = endpoint
         self.variant = variant
@@ -118,21 +203,23 @@ class Freeze:
                 f"first with: python -m bench thaw --endpoint {self.endpoint}"
             )
         target = aws.scalable_target(self.sess, self.endpoint, self.variant)
-        if target is None:
+        current, desired = aws.variant_counts(aws.describe_endpoint(self.sess, self.endpoint), self.variant)
+        if target is None and self.instances is None:
             self.log(f"{self.endpoint}: no scalable target registered; nothing to freeze")
             return self
-        current, desired = aws.variant_counts(aws.describe_endpoint(self.sess, self.endpoint), self.variant)
-        pin = desired or current or int(target["MinCapacity"])
+        was = desired or current or (int(target["MinCapacity"]) if target else None)
+        pin = self.instances if self.instances is not None else was
         self.state = FreezeState(
             endpoint=self.endpoint,
             variant=self.variant,
-            resource_id=target["ResourceId"],
-            service_namespace=target.get("ServiceNamespace", aws.NAMESPACE),
-            scalable_dimension=target.get("ScalableDimension", aws.DIMENSION),
-            min_capacity=int(target["MinCapacity"]),
-            max_capacity=int(target["MaxCapacity"]),
-            suspended_state=aws.suspended(target),
-            desired_instance_count=pin,
+            resource_id=target["ResourceId"] if target else aws.resource_id(self.endpoint, self.variant),
+            service_namespace=target.get("ServiceNamespace", aws.NAMESPACE) if target else aws.NAMESPACE,
+            scalable_dimension=target.get("ScalableDimension", aws.DIMENSION) if target else aws.DIMENSION,
+            min_capacity=int(target["MinCapacity"]) if target else None,
+            max_capacity=int(target["MaxCapacity"]) if target else None,
+            suspended_state=aws.suspended(target) if target else {},
+            desired_instance_count=was,
+            pinned_instances=self.instances,
             saved_at=datetime.now(timezone.utc),
             tool=self.tool,
         )
@@ -140,19 +227,42 @@ class Freeze:
         atomic_write_text(self.path, self.state.model_dump_json(indent=2) + "\n")
         self._install_sigterm()
         try:
-            self.pin(pin)
+            if target is not None:
+                self.pin(pin)
+            if self.instances is not None:
+                self._set_instances(self.instances, was)
         except BaseException:
             self._restore()
             raise
-        self.log(
-            f"froze {self.endpoint}: min=max={pin}, dynamic scaling suspended "
-            f"(was min {self.state.min_capacity}, max {self.state.max_capacity}); state in {self.path}"
-        )
+        scaling = (f"min=max={pin}, dynamic scaling suspended (was min {self.state.min_capacity}, max "
+                   f"{self.state.max_capacity})" if target is not None else "no scalable target")
+        count = f"; {self.instances} instance(s) InService (was {was})" if self.instances is not None else ""
+        self.log(f"froze {self.endpoint}: {scaling}{count}; state in {self.path}")
         return self
+
+    def _set_instances(self, n: int, was: Optional[int]) -> None:
+        """Desired count n, then wait until exactly n instances are InService; TargetError when the
+        endpoint cannot get there (quota, capacity, a failed update), so nothing measures a fleet."""
+        from botocore.exceptions import ClientError
+
+        wait = dict(timeout_s=self.timeout_s, poll_s=self.poll_s, sleep=self.sleep, log=self.log)
+        if was != n:
+            wait_in_service(self.sess, self.endpoint, self.variant, None, **wait)
+            try:
+                aws.set_desired_instances(self.sess, self.endpoint, n, self.variant)
+            except ClientError as err:
+                raise TargetError(
+                    f"{self.endpoint}: cannot set {n} instance(s) ({aws.client_error_message(err)}); nothing measured, "
+                    "scaling restored"
+                ) from None
+            self.log(f"{self.endpoint}: desired instance count {was} -> {n}; waiting until exactly {n} is InService")
+        wait_in_service(self.sess, self.endpoint, self.variant, n, **wait)
 
     def pin(self, n: int) -> None:
         """min = max = n with all scaling suspended (n may exceed the saved max: ttotal's +1)."""
         assert self.state is not None
+        if self.state.min_capacity is None:
+            return  # no scalable target: nothing to pin
         register(self.sess, self.state, n, n, {k: True for k in aws.SUSPEND_KEYS})
         self.pinned = n
 
@@ -170,7 +280,8 @@ class Freeze:
         # A second Ctrl-C while restoring would leave scaling frozen: hold signals until done.
         old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
-            restore_state(self.sess, self.state, self.path)
+            restore_state(self.sess, self.state, self.path, timeout_s=self.timeout_s, poll_s=self.poll_s,
+                          sleep=self.sleep, log=self.log)
         except Exception as err:
             raise BenchError(
                 f"could not restore scaling of {self.endpoint} ({aws.client_error_message(err)}); the saved state is "
@@ -182,9 +293,11 @@ class Freeze:
                 if self._old_sigterm is not None:
                     signal.signal(signal.SIGTERM, self._old_sigterm)
                     self._old_sigterm = None
+        count = (f", desired instance count {self.state.desired_instance_count}"
+                 if self.state.pinned_instances is not None else "")
         self.log(
             f"restored {self.endpoint}: min {self.state.min_capacity}, max {self.state.max_capacity}, "
-            f"suspended {self.state.suspended_state}"
+            f"suspended {self.state.suspended_state}{count}"
         )
         self.state = None
 

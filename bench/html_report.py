@@ -113,7 +113,7 @@ def render_report(
             num_cols={1},
         ),
         f"<p>Measured {ttotal.measured_total_s:.1f} s + reaction bound {plan.t_total.reaction_bound_s:g} s = planning "
-        f"{plan.t_total.planning_s:.1f} s.</p>",
+        f"{plan.t_total.planning_s:.1f} s.{_dominant(ttotal)}</p>",
         "<h2>The plan</h2>",
         _table(["name", "value", "formula"], plan_rows(plan), num_cols={1}),
         "<h2>Findings</h2>",
@@ -148,3 +148,13 @@ def render_report(
 def write_report(path: Path, **kwargs) -> Path:
     atomic_write_text(Path(path), render_report(**kwargs))
     return Path(path)
+
+
+def _dominant(ttotal) -> str:
+    from .ttotal_cmd import dominant_phase
+
+    d = dominant_phase(ttotal)
+    if d is None:
+        return ""
+    return html.escape(f" Dominant phase: {d.name} ({d.what}), {d.seconds:.1f} s = {100 * d.share:.0f}% of the measured "
+                       f"T_total; shortened by {d.shortens}.")

@@ -33,6 +33,7 @@ FLAG_OF = {
     "peak_rps": "--peak-rps",
     "trough_rps": "--trough-rps",
     "min_instances": "--min-instances",
+    "qmax_derate": "--qmax-derate",
 }
 
 FIX_OF = {
@@ -41,6 +42,7 @@ FIX_OF = {
     "--peak-rps": "pass the busiest-hour rate in requests per second, e.g. --peak-rps 500",
     "--trough-rps": "pass the quietest-hour rate in requests per second (> 0)",
     "--min-instances": "real-time variants need at least 1 instance",
+    "--qmax-derate": "choose 0 < X <= 1, e.g. --qmax-derate 0.9 (what bench observe recommends when the endpoint drifted)",
 }
 
 
@@ -53,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="growth absorbed within one scale-out, 1 <= X < 1.5 (default 1.25)")
     p.add_argument("--min-instances", type=int, default=1, metavar="N", help="instance floor (default 1)")
     p.add_argument("--max-instances", type=int, default=None, metavar="N", help="hard cap on the fleet (a stop finding when below the need)")
+    p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X",
+                   help="plan with floor(measured Q_max x X), 0 < X <= 1, until the endpoint is re-measured "
+                        "(bench observe recommends it when the deployed endpoint is slower than its ladder; default 1)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where plan-<model>.json goes (default artifacts/)")
     p.add_argument("--json", action="store_true", help="print the plan artifact as JSON instead of the report")
     p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
@@ -72,6 +77,7 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
             peak_rps=args.peak_rps,
             trough_rps=trough,
             min_instances=args.min_instances,
+            qmax_derate=args.qmax_derate,
         )
     except ValidationError as err:
         e = err.errors()[0]

@@ -45,19 +45,33 @@ def plot_qmax(a: QmaxArtifact, path: Path) -> Path:
 
 def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
     """Phase waterfall: one bar per phase from the previous phase to this one."""
+    from speech.config import ReactionPolicy
+    from speech.plan import planning_t_total
+
+    from .ttotal_cmd import dominant_phase
+
     plt = _plt()
     phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
-    fig, ax = plt.subplots(figsize=(7, 0.5 * len(phases) + 1.5), dpi=110)
+    t = planning_t_total(a.measured_total_s, ReactionPolicy())
+    dominant = dominant_phase(a)
+    fig, ax = plt.subplots(figsize=(7, 0.5 * (len(phases) + 1) + 1.8), dpi=110)
     prev = 0.0
     for i, p in enumerate(phases):
         width = max(p.offset_s - prev, 0.0)
-        ax.barh(i, width, left=prev, color="tab:orange" if p.bounded else "tab:blue")
+        edge = "tab:red" if dominant and p.name == dominant.name else None
+        ax.barh(i, width, left=prev, color="tab:orange" if p.bounded else "tab:blue", edgecolor=edge, linewidth=2 if edge else 0)
         ax.text(p.offset_s, i, f" {p.offset_s:.1f} s", va="center", fontsize=8)
         prev = max(prev, p.offset_s)
-    ax.set_yticks(range(len(phases)), [p.name for p in phases])
+    # The plan adds the reaction bound after the measured scale-out: drawn as the last bar.
+    ax.barh(len(phases), t.reaction_bound_s, left=t.measured_s, color="tab:gray", hatch="//")
+    ax.text(t.planning_s, len(phases), f" {t.planning_s:.1f} s", va="center", fontsize=8)
+    ax.set_yticks(range(len(phases) + 1), [p.name for p in phases] + ["reaction bound (plan)"])
     ax.invert_yaxis()
-    ax.set_xlabel("seconds since desired_set (orange: bounded)")
-    ax.set_title(f"T_total {a.measured_total_s:.1f} s measured + {a.reaction_bound_s:g} s reaction ({a.trigger})")
+    ax.set_xlabel("seconds since desired_set (orange: bounded; red edge: dominant phase)")
+    title = f"planning T_total {t.planning_s:.1f} s = measured {t.measured_s:.1f} s + reaction {t.reaction_bound_s:g} s ({a.trigger})"
+    if dominant is not None:
+        title += f"\ndominant: {dominant.name} {dominant.seconds:.1f} s ({100 * dominant.share:.0f}%)"
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)

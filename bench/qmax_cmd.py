@@ -8,17 +8,17 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-from speech.artifacts import ClientOverhead, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
+from speech.artifacts import ClientOverhead, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
 
 from . import aws
 from .errors import BenchError, UsageError
 from .ladder import estimate, geometric_levels, parse_levels, request_mix, search
 from .loadgen import LevelResult, Session
-from .targets import SageMakerTarget, make_target
+from .targets import SageMakerTarget, Target, make_target
 
 DESCRIPTION = """\
 Find Q_max: the highest number of requests held in flight on one instance whose p95
@@ -28,8 +28,18 @@ Closed loop: exactly N requests outstanding, a new one starts when one finishes.
 settles (--settle-s, discarded) then measures (--measure-s). The ladder climbs the schedule
 (--levels, or --start x --factor up to --max-concurrency) until a level breaks the SLO, then
 bisects on integer concurrency between the last passing and first failing level, so Q_max is
-bracketed to one step. On SageMaker the endpoint's scaling is frozen for the run and restored
-on every exit (see `bench thaw`), and ConcurrentRequestsPerModel is read per level.
+bracketed to one step. Concurrency 1 is always measured (added first when the schedule starts
+higher): it is the uncontended service time.
+
+On SageMaker the ladder measures ONE instance: the scalable target is pinned to min = max =
+desired = 1 with all scaling suspended, the run waits until exactly one instance is InService
+(and refuses, restoring everything, when the endpoint cannot get there: quota, capacity, a
+failed update), and the desired count and scaling are restored on every exit (see `bench thaw`).
+After each level it polls CloudWatch until ConcurrentRequestsPerModel covers the level's window
+(at most --cloudwatch-wait-s) and records the CloudWatch Maximum beside the client's mean
+in-flight; their ratio converts the plan's thresholds into CloudWatch units
+(cloudwatch_ratio_source: measured, or assumed when no datapoint ever arrived; not_applicable
+for --url).
 
   python -m bench qmax --url http://127.0.0.1:8080 --slo-ms 3000
   python -m bench qmax --endpoint prod-kokoro-82m --slo-ms 3000 --plot
@@ -73,6 +83,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the artifact as JSON (no progress bar)")
     p.add_argument("--plot", action="store_true", help="also write a PNG of p95 TTFAB vs concurrency")
     p.add_argument("--dry-run", action="store_true", help="print the schedule and a wall-clock estimate; no calls at all")
+    g = p.add_argument_group("SageMaker")
+    g.add_argument("--cloudwatch-wait-s", type=float, default=180.0, metavar="S",
+                   help="per level, wait at most this long for ConcurrentRequestsPerModel to cover the level "
+                        "(CloudWatch publishes with a delay; default 180)")
+    g.add_argument("--poll-s", type=float, default=10.0, metavar="S", help="AWS polling interval (default 10)")
+    g.add_argument("--pin-timeout-s", type=float, default=1800.0, metavar="S",
+                   help="give up when the endpoint is not at exactly one InService instance after this long (default 1800)")
 
 
 def check_timing(args: argparse.Namespace) -> None:
@@ -94,7 +111,16 @@ def check_args(args: argparse.Namespace) -> list[int]:
     check_timing(args)
     if not 0 <= args.tolerance < 1:
         raise UsageError(f"--tolerance {args.tolerance:g}: must be in [0, 1)")
-    return schedule_of(args)
+    for flag in ("cloudwatch_wait_s", "poll_s", "pin_timeout_s"):
+        if getattr(args, flag) < 0 or (flag == "poll_s" and args.poll_s == 0):
+            raise UsageError(f"--{flag.replace('_', '-')} {getattr(args, flag):g}: must be "
+                             f"{'> 0' if flag == 'poll_s' else '>= 0'} seconds")
+    return with_level_one(schedule_of(args))
+
+
+def with_level_one(schedule: list[int]) -> list[int]:
+    """Concurrency 1 first: the uncontended service time every plan needs (W_max, the TTFAB alarm)."""
+    return schedule if schedule[0] == 1 else [1, *schedule]
 
 
 def _fmt_s(s: float) -> str:
@@ -130,6 +156,10 @@ class _Display:
             description=f"level {p.concurrency:>4} {p.phase:<7} p95 {p95:>8} (SLO {self.slo_ms:g}) done {p.done}",
         )
 
+    def note(self, text: str) -> None:
+        if self.progress:
+            self.progress.update(self.task, description=text)
+
     def level_done(self, seconds: float, line: str) -> None:
         self.done_s += seconds
         if self.progress:
@@ -158,7 +188,8 @@ def render(a: QmaxArtifact) -> str:
     bracket = f"bracketed ({a.first_failing_concurrency} fails)" if a.bracketed else "NOT bracketed (lower bound only)"
     rows.append(
         f"Q_max = {a.q_max}, {bracket}; service time mean {a.service_time.mean_ms:.1f} ms, p95 "
-        f"{a.service_time.p95_ms:.1f} ms; CloudWatch/client ratio {a.cloudwatch_ratio:g}"
+        f"{a.service_time.p95_ms:.1f} ms (concurrency 1); CloudWatch/client ratio {a.cloudwatch_ratio:g} "
+        f"({a.cloudwatch_ratio_source.replace('_', ' ')}); {a.instances or '?'} instance(s)"
     )
     if a.client_overhead:
         rows.append(f"client overhead: event-loop lag p99 {a.client_overhead.loop_lag_p99_ms:.2f} ms, "
@@ -166,16 +197,32 @@ def render(a: QmaxArtifact) -> str:
     return "\n".join(rows)
 
 
-def run(args: argparse.Namespace, session: Any = None) -> int:
+def cloudwatch_ratio(levels: list[LadderLevel]) -> tuple[float, str]:
+    """Mean of CloudWatch Maximum / client mean in-flight over the levels CloudWatch covered."""
+    ratios = [
+        lv.cloudwatch_concurrency_max / lv.client_concurrency_mean
+        for lv in levels
+        if lv.cloudwatch_concurrency_max is not None and lv.client_concurrency_mean > 0
+    ]
+    return (round(float(np.mean(ratios)), 4), "measured") if ratios else (1.0, "assumed")
+
+
+def run(args: argparse.Namespace, session: Any = None, load_target: Optional[Target] = None,
+        sleep: Callable[[float], None] = time.sleep) -> int:
+    """``load_target``: where the ladder's requests go when not to the endpoint itself (tests send
+    them to a real local server while the AWS control plane is moto, which cannot stream)."""
     schedule = check_args(args)
     per_level = args.settle_s + args.measure_s
-    est = estimate(schedule, per_level, args.tolerance)
+    est = estimate(schedule, per_level + (args.cloudwatch_wait_s if args.endpoint else 0.0), args.tolerance)
     if args.dry_run:
         target_desc = args.url or (f"sagemaker:{args.endpoint}" if args.endpoint else "(no target given)")
         print(f"qmax dry run against {target_desc}, SLO p95 TTFAB {args.slo_ms:g} ms")
         print(f"schedule: {', '.join(map(str, schedule))} then bisection to "
               f"{'one step' if args.tolerance == 0 else f'{args.tolerance:.0%}'}")
-        print(f"per level: settle {args.settle_s:g} s + measure {args.measure_s:g} s")
+        print(f"per level: settle {args.settle_s:g} s + measure {args.measure_s:g} s"
+              + (f" + up to {args.cloudwatch_wait_s:g} s waiting for CloudWatch" if args.endpoint else ""))
+        if args.endpoint:
+            print("SageMaker: pins the endpoint to exactly one InService instance for the run, restores it after")
         print(f"estimate: {est.levels_min} to {est.levels_max} levels, {_fmt_s(est.seconds_min)} to {_fmt_s(est.seconds_max)}"
               " (plus drain time per level)")
         print("no requests sent, no AWS calls made")
@@ -189,15 +236,25 @@ def run(args: argparse.Namespace, session: Any = None) -> int:
     display = _Display(not args.json, est.seconds_max, args.slo_ms)
     sm = isinstance(target, SageMakerTarget)
 
+    log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr))
+
     def measure(c: int):
         wall0, perf0 = time.time(), time.perf_counter()
         r = lsession.level(c, args.settle_s, args.measure_s, texts, display.update)
         results[c] = r
         cw = None
+        line = level_line(r, args.slo_ms)
         if sm:
             to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=timezone.utc)  # noqa: E731
-            cw = aws.cloudwatch_concurrency_max(target.session, args.endpoint, to_dt(r.window[0]), to_dt(r.window[1]))
-        display.level_done(per_level, level_line(r, args.slo_ms))
+            reading = aws.wait_concurrency_max(
+                target.session, args.endpoint, to_dt(r.window[0]), to_dt(r.window[1]),
+                wait_s=args.cloudwatch_wait_s, poll_s=args.poll_s, sleep=sleep,
+                progress=lambda m: display.note(f"level {c:>4} {m}") if display.progress else log(m),
+            )
+            cw = reading.maximum
+            line += (f"  CloudWatch max {cw:g} ({reading.datapoints} datapoints{'' if reading.covered else ', partial'})"
+                     if cw is not None else f"  CloudWatch: no datapoint within {args.cloudwatch_wait_s:g} s")
+        display.level_done(per_level, line)
         return r.to_level(args.slo_ms, cw)
 
     started = datetime.now(timezone.utc)
@@ -205,24 +262,30 @@ def run(args: argparse.Namespace, session: Any = None) -> int:
         if sm:
             from .freeze import Freeze
 
-            stack.enter_context(Freeze(target.session, args.endpoint, args.state_dir, tool="bench qmax"))
-        lsession = Session(target)
+            stack.enter_context(Freeze(target.session, args.endpoint, args.state_dir, tool="bench qmax",
+                                       log=log, instances=1, timeout_s=args.pin_timeout_s, poll_s=args.poll_s,
+                                       sleep=sleep))
+        lsession = Session(load_target or target)
         stack.callback(lsession.close)
         stack.callback(display.stop)
         result = search(schedule, measure, args.tolerance, refine=not args.no_refine)
+        if sm:
+            # Scaling was suspended, but a person or another tool may have changed the count.
+            current, desired = aws.variant_counts(aws.describe_endpoint(target.session, args.endpoint))
+            if current != 1:
+                raise BenchError(
+                    f"{args.endpoint} ran {current} instance(s) by the end of the ladder (desired {desired}), not 1: "
+                    "the ladder did not measure one instance; nothing written"
+                )
 
-    lowest = results[min(results)]
-    if lowest.ttfab_ms.size == 0:
-        errs = {o.error for o in lowest.outcomes if o.error}
+    uncontended = results[1]
+    if uncontended.ttfab_ms.size == 0:
+        errs = {o.error for o in uncontended.outcomes if o.error}
         raise BenchError(
-            f"no request succeeded at concurrency {lowest.concurrency} (errors: {', '.join(sorted(errs)) or 'none completed'}); "
+            f"no request succeeded at concurrency 1 (errors: {', '.join(sorted(errs)) or 'none completed'}); "
             "check the server's logs; nothing written"
         )
-    ratios = [
-        lv.cloudwatch_concurrency_max / lv.client_concurrency_mean
-        for lv in result.levels
-        if lv.cloudwatch_concurrency_max is not None and lv.client_concurrency_mean > 0
-    ]
+    ratio, source = cloudwatch_ratio(result.levels) if sm else (1.0, "not_applicable")
     artifact = QmaxArtifact(
         model=args.model,
         transport=target.transport,
@@ -233,10 +296,12 @@ def run(args: argparse.Namespace, session: Any = None) -> int:
         bracketed=result.bracketed,
         first_failing_concurrency=result.first_failing,
         service_time=ServiceTime(
-            mean_ms=round(max(float(np.mean(lowest.ttfab_ms)), 1e-3), 3),
-            p95_ms=round(max(lowest.pct(95), 1e-3), 3),
+            mean_ms=round(max(float(np.mean(uncontended.ttfab_ms)), 1e-3), 3),
+            p95_ms=round(max(uncontended.pct(95), 1e-3), 3),
         ),
-        cloudwatch_ratio=round(float(np.mean(ratios)), 4) if ratios else 1.0,
+        instances=1,
+        cloudwatch_ratio=ratio,
+        cloudwatch_ratio_source=source,
         request_mix=mix,
         client_overhead=ClientOverhead(
             loop_lag_p99_ms=round(max(r.loop_lag_p99_ms for r in results.values()), 3),

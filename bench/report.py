@@ -11,14 +11,16 @@ def plan_rows(p: PlanArtifact) -> list[tuple[str, str, str]]:
     """(name, value, formula) rows shared by the terminal and the HTML report."""
     i, t, f, c, tt, a = p.inputs, p.thresholds, p.fleet, p.cooldowns, p.t_total, p.alarms
     h = i.surge_ratio - 1
+    ratio = t.scaling_target_value / t.c_scale_max if t.c_scale_max else 1.0
     return [
         ("h (headroom)", f"{h:g}", f"surge_ratio - 1 = {i.surge_ratio:g} - 1"),
-        ("Q_max", f"{p.q_max}", "highest ladder level with p95 TTFAB <= SLO (measured)"),
+        ("Q_max", f"{p.q_max}", "highest ladder level with p95 TTFAB <= SLO (measured)"
+         + (f" x qmax_derate {i.qmax_derate:g}, floored" if i.qmax_derate < 1 else "")),
         ("C_scale_max", f"{t.c_scale_max:g}", f"(1 - h) x Q_max = {1 - h:g} x {p.q_max}"),
         ("C_scale_min", f"{t.c_scale_min:g}", f"(1 - 2h) x Q_max = {1 - 2 * h:g} x {p.q_max}"),
         ("W_max", f"{t.w_max_s:.3f} s", f"SLO - S_p95 = {i.slo_ms:g} ms - uncontended p95"),
-        ("scaling_target_value", f"{t.scaling_target_value:g}", "C_scale_max x CloudWatch/client ratio"),
-        ("scale_in_threshold", f"{t.scale_in_threshold:g}", "C_scale_min x CloudWatch/client ratio"),
+        ("scaling_target_value", f"{t.scaling_target_value:g}", f"C_scale_max x CloudWatch/client ratio {ratio:g}"),
+        ("scale_in_threshold", f"{t.scale_in_threshold:g}", f"C_scale_min x CloudWatch/client ratio {ratio:g}"),
         ("scale_out_cooldown", f"{c.scale_out_s} s", f"clamp(T_measured / 2, 10, 30) = clamp({tt.measured_s:.1f} / 2)"),
         (
             "reaction bound",
@@ -41,7 +43,7 @@ def plan_rows(p: PlanArtifact) -> list[tuple[str, str, str]]:
             f"{100 * p.surge.reach_qmax_probability:.1f}%",
             f"birth-death chain on the measured X(n), traffic x{i.surge_ratio:g} ramp",
         ),
-        ("TTFAB alarm", f"{a.ttfab_p95_alarm_ms:.1f} ms", "measured uncontended p95 TTFAB (lowest ladder level)"),
+        ("TTFAB alarm", f"{a.ttfab_p95_alarm_ms:.1f} ms", "measured uncontended p95 TTFAB (concurrency 1)"),
         ("saturation alarm", f"{a.saturation_concurrency:g}", "Q_max x CloudWatch/client ratio"),
         (
             "scale-in window",

@@ -94,8 +94,10 @@ def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str =
             issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says TargetTrackingScaling"))
         else:
             if not _close(cfg.get("TargetValue"), t.scaling_target_value):
-                issues.append(Issue("mismatch", f"{name} TargetValue is {cfg.get('TargetValue')}, plan says "
-                                                f"{t.scaling_target_value:g} (C_scale_max x CloudWatch ratio)"))
+                ratio = t.scaling_target_value / t.c_scale_max if t.c_scale_max else 1.0
+                issues.append(Issue("mismatch", f"{name} TargetValue is {cfg.get('TargetValue')} (CloudWatch units), plan "
+                                                f"says {t.scaling_target_value:g} = C_scale_max {t.c_scale_max:g} client "
+                                                f"requests x CloudWatch/client ratio {ratio:g}"))
             if cfg.get("ScaleOutCooldown") != plan.cooldowns.scale_out_s:
                 issues.append(Issue("mismatch", f"{name} ScaleOutCooldown is {cfg.get('ScaleOutCooldown')}, plan says "
                                                 f"{plan.cooldowns.scale_out_s}"))

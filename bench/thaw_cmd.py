@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from . import aws
@@ -11,7 +12,8 @@ from .freeze import FreezeState, load_state, restore_state, state_path
 
 DESCRIPTION = """\
 Restore the scalable target of an endpoint to exactly what qmax/ttotal found before freezing it
-(min, max and suspended state), from the state file they wrote before changing anything
+(min, max and suspended state, and the desired instance count when qmax pinned one instance),
+from the state file they wrote before changing anything
 (~/.cache/speech-endpoints/freeze-<endpoint>.json, or --state-dir). Runs that end normally,
 fail or are interrupted restore by themselves; thaw is for a run killed outright (SIGKILL).
 
@@ -38,14 +40,15 @@ def run(args: argparse.Namespace, session=None) -> int:
     target = aws.scalable_target(sess, args.endpoint)
     if path.exists():
         state = load_state(path)
-        if target is None:
+        if target is None and state.min_capacity is not None:
             raise TargetError(
                 f"{args.endpoint}: no scalable target is registered any more, but {path} holds saved state; "
                 "the endpoint may have been redeployed: inspect and delete the file"
             )
-        restore_state(sess, state, path)
+        restore_state(sess, state, path, log=lambda m: print(m, file=sys.stderr))
+        count = (f", desired instance count {state.desired_instance_count}" if state.pinned_instances is not None else "")
         print(f"restored {args.endpoint}: min {state.min_capacity}, max {state.max_capacity}, "
-              f"suspended {state.suspended_state} (saved {state.saved_at:%Y-%m-%d %H:%M:%S} UTC by {state.tool})")
+              f"suspended {state.suspended_state}{count} (saved {state.saved_at:%Y-%m-%d %H:%M:%S} UTC by {state.tool})")
         return 0
     if target is None:
         aws.describe_endpoint(sess, args.endpoint)  # a missing endpoint is a clearer error than a missing target

@@ -20,7 +20,7 @@ import numpy as np
 from speech.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
 from speech.config import ReactionPolicy
 from speech.files import load_artifact
-from speech.plan import reaction_bound_s, scale_out_cooldown_s
+from speech.plan import planning_t_total
 
 from . import aws
 from .errors import BenchError, TargetError, UsageError
@@ -42,7 +42,10 @@ Local (--url of a running container): starts a second server process on a free p
 contains {port}) and times its stage markers, first /ping 200 and first served request;
 provisioning phases are recorded as not applicable.
 
-The reaction bound (metric period x datapoints + scale-out cooldown) is added, not measured.
+The artifact holds what was measured. The report and plot also show the planning T_total as
+`bench plan` computes it (speech.plan.planning_t_total: + metric period x datapoints to alarm +
+scale-out cooldown, with the plan's default reaction policy; a stack that sets its own reaction
+policy plans with that one), and name the phase that dominates and what shortens it.
 The qmax artifact must come from the same fingerprint and transport (else exit 2, nothing written).
 
   python -m bench ttotal --qmax artifacts/qmax-....json --endpoint dev-kokoro-82m
@@ -68,8 +71,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="probe p95 must stay at the ladder's level this long to count as recovered (default 60)")
     p.add_argument("--poll-s", type=float, default=5.0, metavar="S", help="AWS polling interval (default 5)")
     p.add_argument("--timeout-s", type=float, default=1800.0, metavar="S", help="give up after (default 1800)")
-    p.add_argument("--metric-period-s", type=int, default=10, metavar="S", help="reaction bound: metric period (default 10)")
-    p.add_argument("--datapoints", type=int, default=3, metavar="N", help="reaction bound: datapoints to alarm (default 3)")
     p.add_argument("--instance-type", metavar="TYPE", help="override the fingerprint's instance type")
     p.add_argument("--image-digest", metavar="sha256:...", help="override the fingerprint's image digest")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="artifact directory (default artifacts/)")
@@ -131,6 +132,52 @@ def phase(name: str, at: Optional[datetime], t0: datetime, source: str, bounded:
 def ordered(phases: list[Phase]) -> list[Phase]:
     rank = {n: i for i, n in enumerate(ORDER)}
     return sorted(phases, key=lambda p: (p.offset_s if p.offset_s is not None else float("inf"), rank.get(p.name, 99)))
+
+
+PHASE_ADVICE: dict[str, tuple[str, str]] = {
+    "instance_logging": ("instance provisioning and image pull",
+                         "a smaller image (slim base, no build tools, weights outside the image) or a higher instance floor"),
+    "container_started": ("image extraction and container start", "a smaller image with fewer, smaller layers"),
+    "framework_init": ("framework import and initialisation", "import less at start-up; initialise the runtime once"),
+    "weights_ready": ("loading the weights",
+                      "weights from S3 in the endpoint's region (or in the model data), smaller or quantized weights"),
+    "warmup_done": ("warm-up", "fewer or shorter warm-up passes"),
+    "ready": ("readiness after warm-up", "report ready as soon as warm-up ends"),
+    "in_service": ("the health check until SageMaker routes traffic",
+                   "answer /ping 200 the moment the model is ready, with nothing slow behind it"),
+    "traffic_recovered": ("traffic shifting and the backlog draining", "a larger surge step, so queues drain sooner"),
+}
+"""Phase (named by the step that ends it) -> (what the time is spent on, what shortens it)."""
+
+
+@dataclass(frozen=True)
+class DominantPhase:
+    name: str
+    seconds: float
+    share: float
+    """Of the measured T_total."""
+    what: str
+    shortens: str
+
+
+def dominant_phase(a: TtotalArtifact) -> Optional[DominantPhase]:
+    """The longest step between consecutive applicable phases (named by the phase that ends it)."""
+    phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
+    steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:])]  # type: ignore[operator]
+    if not steps:
+        return None
+    name, seconds = max(steps, key=lambda s: s[1])
+    what, shortens = PHASE_ADVICE.get(name, (name, "see the phase's source"))
+    return DominantPhase(name, round(seconds, 3), seconds / a.measured_total_s, what, shortens)
+
+
+def t_total_line(a: TtotalArtifact) -> str:
+    """measured + reaction = planning, computed by the plan's own function (default reaction policy)."""
+    policy = ReactionPolicy()
+    t = planning_t_total(a.measured_total_s, policy)
+    return (f"measured {t.measured_s:.3f} s + reaction bound {t.reaction_bound_s:g} s (period {policy.metric_period_s} s x "
+            f"{policy.datapoints_to_alarm} datapoints + scale-out cooldown) = planning {t.planning_s:.3f} s, as bench plan "
+            "computes it with the default reaction policy")
 
 
 def ladder_p95_at(q: QmaxArtifact, concurrency: float) -> float:
@@ -427,7 +474,11 @@ def render(a: TtotalArtifact) -> str:
     for p in a.phases:
         off = f"{p.offset_s:8.3f}" if p.offset_s is not None else "     n/a"
         rows.append(f"{p.name:<18}  {off}  {'yes' if p.bounded else 'no ':<7}  {p.source}")
-    rows.append(f"measured {a.measured_total_s:.3f} s + reaction bound {a.reaction_bound_s:g} s = planning {a.planning_total_s:.3f} s")
+    rows.append(t_total_line(a))
+    d = dominant_phase(a)
+    if d is not None:
+        rows.append(f"dominant phase: {d.name} ({d.what}), {d.seconds:.1f} s = {100 * d.share:.0f}% of the measured "
+                    f"T_total; shortened by {d.shortens}")
     return "\n".join(rows)
 
 
@@ -437,10 +488,6 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     for name in ("recover_window_s", "poll_s", "timeout_s"):
         if getattr(args, name) < 0 or (name == "timeout_s" and args.timeout_s == 0):
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name):g}: must be positive")
-    try:
-        policy = ReactionPolicy(metric_period_s=args.metric_period_s, datapoints_to_alarm=args.datapoints)
-    except ValueError as err:
-        raise UsageError(f"--metric-period-s/--datapoints: {str(err).splitlines()[-1].strip()}") from None
     sess = session or (aws.session(args.region) if args.endpoint else None)
     target = make_target(args, session=sess)
     target.check()
@@ -468,7 +515,6 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     measured = max(p.offset_s for p in phases if p.applicable and p.offset_s is not None)
     if measured <= 0:
         raise BenchError("every phase was observed at offset 0: nothing to measure; nothing written")
-    reaction = reaction_bound_s(policy.metric_period_s, policy.datapoints_to_alarm, scale_out_cooldown_s(measured))
     artifact = TtotalArtifact(
         model=qmax.model,
         trigger=trigger,
@@ -476,8 +522,6 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
         fingerprint=qmax.fingerprint,
         phases=phases,
         measured_total_s=round(measured, 3),
-        reaction_bound_s=reaction,
-        planning_total_s=round(round(measured, 3) + reaction, 3),
         provenance=Provenance(origin="measured", source=f"bench ttotal ({trigger})", measured_at=started,
                               tool="bench ttotal", target=target.name),
     )

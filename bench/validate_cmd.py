@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
+import time
 from contextlib import ExitStack
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable, Optional
 
 from speech.artifacts import PlanArtifact
 from speech.files import load_artifact
@@ -25,8 +29,14 @@ the scale-out target value and cooldown, the scale-in step policy and cooldown, 
 size (speech.scaling.surge_adjustment), both alarms (threshold, comparison, statistic, period,
 evaluation periods), and that nothing is frozen or orphaned.
 
+The deployed thresholds are in CloudWatch units (ConcurrentRequestsPerModel = client in-flight x
+the plan's CloudWatch/client ratio); the messages give both.
+
 With --live also load it (closed loop, scaling frozen for the check and restored after):
-  1. at 0.8 x C_scale_max per instance: p95 TTFAB must stay within the SLO;
+  1. at 0.8 x C_scale_max per instance: p95 TTFAB must stay within the SLO, and (SageMaker)
+     CloudWatch must read ConcurrentRequestsPerModel at the plan's ratio, so the deployed target
+     value really sits at C_scale_max (polled until CloudWatch covers the window,
+     --cloudwatch-wait-s);
   2. just past Q_max per instance: the admission gate must reject (503 queue_saturated) and the
      admitted requests must stay within the SLO.
 --url runs only the live checks against a local container (no policy to compare).
@@ -51,9 +61,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR", help="freeze state directory (see bench thaw)")
     p.add_argument("--json", action="store_true", help="print {ok, issues, live} as JSON")
+    p.add_argument("--cloudwatch-wait-s", type=float, default=180.0, metavar="S",
+                   help="--live on SageMaker: wait at most this long for ConcurrentRequestsPerModel (default 180)")
+    p.add_argument("--poll-s", type=float, default=10.0, metavar="S", help="AWS polling interval (default 10)")
 
 
-def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "the endpoint") -> tuple[list[Issue], list[dict]]:
+RATIO_TOLERANCE = 0.2
+"""The observed CloudWatch/client ratio may differ from the plan's by this fraction."""
+
+
+def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, cloudwatch_max: float) -> Optional[Issue]:
+    """The scale-out target is deployed in CloudWatch units: it acts when ConcurrentRequestsPerModel
+    reaches scaling_target_value, i.e. at scaling_target_value / observed ratio client requests in
+    flight per instance. An issue when that is not C_scale_max (the ratio is off by more than
+    RATIO_TOLERANCE)."""
+    t = plan.thresholds
+    if t.c_scale_max <= 0 or inflight_per_instance <= 0:
+        return None
+    planned = t.scaling_target_value / t.c_scale_max
+    observed = cloudwatch_max / inflight_per_instance
+    if abs(observed / planned - 1.0) <= RATIO_TOLERANCE:
+        return None
+    acts_at = t.scaling_target_value / observed if observed > 0 else float("inf")
+    return Issue("cloudwatch_units", (
+        f"at {inflight_per_instance:.2f} client requests in flight per instance CloudWatch read ConcurrentRequestsPerModel "
+        f"(Maximum) {cloudwatch_max:g}: ratio {observed:.3f}, the plan's {planned:.3f}; the deployed TargetValue "
+        f"{t.scaling_target_value:g} (CloudWatch units) acts at {acts_at:.1f} in flight per instance, not at C_scale_max "
+        f"{t.c_scale_max:g}; fix: re-run bench qmax on this endpoint (it measures the ratio) and bench plan, then pulumi up"))
+
+
+def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "the endpoint",
+                read_cloudwatch: Optional[Callable[[datetime, datetime], aws.CloudwatchReading]] = None,
+                ) -> tuple[list[Issue], list[dict]]:
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
     c_ok = max(1, round(0.8 * plan.thresholds.c_scale_max * instances))
@@ -66,8 +105,18 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     rows: list[dict] = []
     session = Session(target)
     try:
+        wall0, perf0 = time.time(), time.perf_counter()
         r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
         rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
+        if read_cloudwatch is not None:
+            to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=timezone.utc)  # noqa: E731
+            reading = read_cloudwatch(to_dt(r.window[0]), to_dt(r.window[1]))
+            per_instance = r.inflight_mean / instances
+            rows[-1].update(cloudwatch_max=reading.maximum, client_inflight_per_instance=round(per_instance, 4))
+            if reading.maximum is None:
+                rows[-1]["cloudwatch"] = f"no datapoint within {reading.waited_s:g} s: target units not checked"
+            elif (issue := cloudwatch_units_issue(plan, per_instance, reading.maximum)) is not None:
+                issues.append(issue)
         if not r.meets(slo):
             issues.append(Issue("live", f"{where} at {c_ok} in flight{per} (0.8 x C_scale_max {plan.thresholds.c_scale_max:g}): "
                                         f"p95 TTFAB {r.pct(95):.0f} ms, {r.rejected} rejected, {r.errors} errors; expected "
@@ -88,7 +137,9 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     return issues, rows
 
 
-def run(args: argparse.Namespace, session=None) -> int:
+def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callable[[float], None] = time.sleep) -> int:
+    """``load_target``: where --live sends its requests instead of the endpoint (tests: a real local
+    server while moto plays the control plane and CloudWatch)."""
     plan = load_artifact(args.plan, PlanArtifact)
     if args.live:
         check_timing(argparse.Namespace(slo_ms=args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms,
@@ -110,14 +161,18 @@ def run(args: argparse.Namespace, session=None) -> int:
         target.check()
         with ExitStack() as stack:
             instances = 1
+            reader = None
             if isinstance(target, SageMakerTarget):
                 from .freeze import Freeze
 
                 stack.enter_context(Freeze(sess, args.endpoint, args.state_dir, tool="bench validate --live"))
                 current, _ = aws.variant_counts(aws.describe_endpoint(sess, args.endpoint))
                 instances = current or 1
+                reader = lambda a, b: aws.wait_concurrency_max(  # noqa: E731
+                    sess, args.endpoint, a, b, wait_s=args.cloudwatch_wait_s, poll_s=args.poll_s, sleep=sleep,
+                    progress=(lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr)))
             where = f"local server {args.url}" if args.url else f"endpoint {args.endpoint}"
-            got, live_rows = live_checks(args, plan, target, instances, where)
+            got, live_rows = live_checks(args, plan, load_target or target, instances, where, reader)
             issues += got
     ok = not issues
     if args.json:
@@ -126,7 +181,9 @@ def run(args: argparse.Namespace, session=None) -> int:
         for i in issues:
             print(f"[{i.kind}] {i.message}")
         for row in live_rows:
+            cw = (f", CloudWatch max {row['cloudwatch_max']:g} at {row['client_inflight_per_instance']:g} in flight per "
+                  f"instance" if row.get("cloudwatch_max") is not None else f", {row['cloudwatch']}" if "cloudwatch" in row else "")
             print(f"live {row['check']}: concurrency {row['concurrency']}, p95 {row['p95_ms']:.1f} ms, "
-                  f"rejected {row['rejected']}, errors {row['errors']}")
+                  f"rejected {row['rejected']}, errors {row['errors']}{cw}")
         print("validate: pass" if ok else f"validate: FAIL ({len(issues)} issue(s))")
     return 0 if ok else 1

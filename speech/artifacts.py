@@ -10,11 +10,17 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import datetime
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, ClassVar, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, model_validator
 
 SCHEMA_VERSION = 1
+"""Schema of artifacts that never changed shape (plan). qmax and ttotal are at 2 and still read 1
+(see :data:`QMAX_SCHEMA_VERSION`, :data:`TTOTAL_SCHEMA_VERSION`)."""
+QMAX_SCHEMA_VERSION = 2
+"""2: ``instances`` and ``cloudwatch_ratio_source`` added."""
+TTOTAL_SCHEMA_VERSION = 2
+"""2: ``reaction_bound_s`` and ``planning_total_s`` removed (the plan is their one source)."""
 
 Origin = Literal["measured", "reference", "assumption"]
 Transport = Literal["stream", "bidirectional"]
@@ -121,10 +127,31 @@ class ClientOverhead(Frozen):
     cpu_fraction: Optional[NonNegativeFloat] = None
 
 
+CloudwatchRatioSource = Literal["measured", "assumed", "not_applicable"]
+
+
+def _upgrade_qmax_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 -> 2. Version 1 stored 1.0 whenever CloudWatch was not read and did not say so;
+    the source follows from what the artifact holds: a local target has no CloudWatch, a ladder
+    with CloudWatch readings measured the ratio, anything else assumed it. The instance count was
+    not recorded (None: unknown)."""
+    ladder = data.get("ladder") or []
+    target = str((data.get("provenance") or {}).get("target") or "")
+    if target.startswith("local:"):
+        source = "not_applicable"
+    elif any(isinstance(lv, dict) and lv.get("cloudwatch_concurrency_max") is not None for lv in ladder):
+        source = "measured"
+    else:
+        source = "assumed"
+    return {**data, "schema_version": QMAX_SCHEMA_VERSION, "instances": None, "cloudwatch_ratio_source": source}
+
+
 class QmaxArtifact(Frozen):
     """Result of ``bench qmax``: the ladder and the highest concurrency that keeps the SLO."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    SUPPORTED_SCHEMA_VERSIONS: ClassVar[tuple[int, ...]] = (1, QMAX_SCHEMA_VERSION)
+
+    schema_version: Literal[2] = QMAX_SCHEMA_VERSION
     kind: Literal["qmax"] = "qmax"
     model: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
     transport: Transport
@@ -137,14 +164,37 @@ class QmaxArtifact(Frozen):
     """True when a higher level failed, so q_max is tight, not a lower bound."""
     first_failing_concurrency: Optional[int] = None
     service_time: ServiceTime
+    """From concurrency 1, which every ladder measures (first, or added)."""
+    instances: Optional[Annotated[int, Field(ge=1)]]
+    """Instances serving the ladder: 1 (``bench qmax`` pins a SageMaker endpoint to one instance and
+    a local server is one); None when not recorded (schema 1 artifacts)."""
     cloudwatch_ratio: PositiveFloat
-    """CloudWatch ConcurrentRequestsPerModel / client mean in-flight (1.0 when not read)."""
+    """CloudWatch ConcurrentRequestsPerModel (Maximum) / client mean in-flight, averaged over the
+    levels CloudWatch covered; 1.0 when ``cloudwatch_ratio_source`` is not ``measured``."""
+    cloudwatch_ratio_source: CloudwatchRatioSource
+    """``measured``: read per level; ``assumed``: a SageMaker run whose metrics never arrived;
+    ``not_applicable``: a local server (no CloudWatch)."""
     request_mix: Optional[RequestMix] = None
     client_overhead: Optional[ClientOverhead] = None
     provenance: Provenance
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("schema_version") == 1:
+            return _upgrade_qmax_v1(data)
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> "QmaxArtifact":
+        if self.cloudwatch_ratio_source == "measured":
+            if not any(lv.cloudwatch_concurrency_max is not None for lv in self.ladder):
+                raise ValueError("cloudwatch_ratio_source is measured but no ladder level has cloudwatch_concurrency_max")
+        elif self.cloudwatch_ratio != 1.0:
+            raise ValueError(
+                f"cloudwatch_ratio {self.cloudwatch_ratio} must be 1.0 when cloudwatch_ratio_source is "
+                f"{self.cloudwatch_ratio_source}"
+            )
         levels = [lv.concurrency for lv in self.ladder]
         if any(b <= a for a, b in zip(levels, levels[1:])):
             raise ValueError(f"ladder concurrency levels must strictly increase, got {levels}")
@@ -183,9 +233,15 @@ class Phase(Frozen):
 
 
 class TtotalArtifact(Frozen):
-    """Result of ``bench ttotal``: how long a real scale-out takes, phase by phase."""
+    """Result of ``bench ttotal``: how long a real scale-out takes, phase by phase.
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    Only what was measured: the reaction bound and the planning T_total are the plan's
+    (:func:`speech.plan.planning_t_total`), computed with the plan's reaction policy.
+    """
+
+    SUPPORTED_SCHEMA_VERSIONS: ClassVar[tuple[int, ...]] = (1, TTOTAL_SCHEMA_VERSION)
+
+    schema_version: Literal[2] = TTOTAL_SCHEMA_VERSION
     kind: Literal["ttotal"] = "ttotal"
     model: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
     trigger: TtotalTrigger
@@ -193,18 +249,24 @@ class TtotalArtifact(Frozen):
     fingerprint: Fingerprint
     phases: Annotated[list[Phase], Field(min_length=1)]
     measured_total_s: PositiveFloat
-    reaction_bound_s: NonNegativeFloat
-    """Detection delay not measured: metric period x datapoints + scale-out cooldown."""
-    planning_total_s: PositiveFloat
+    """Offset of the last applicable phase: desired_set to traffic served again, seconds."""
     provenance: Provenance
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        # Schema 1 also stored a reaction bound and planning total computed from bench ttotal's own
+        # flags, which the plan never read; the plan recomputes both from its inputs.
+        if isinstance(data, dict) and data.get("schema_version") == 1:
+            data = {k: v for k, v in data.items() if k not in ("reaction_bound_s", "planning_total_s")}
+            return {**data, "schema_version": TTOTAL_SCHEMA_VERSION}
+        return data
+
     @model_validator(mode="after")
-    def _sum(self) -> "TtotalArtifact":
-        if abs(self.measured_total_s + self.reaction_bound_s - self.planning_total_s) > 0.05:
-            raise ValueError(
-                f"planning_total_s {self.planning_total_s} != measured_total_s {self.measured_total_s}"
-                f" + reaction_bound_s {self.reaction_bound_s}"
-            )
+    def _last_phase(self) -> "TtotalArtifact":
+        last = max((p.offset_s for p in self.phases if p.applicable and p.offset_s is not None), default=None)
+        if last is None or abs(self.measured_total_s - last) > 0.0015:
+            raise ValueError(f"measured_total_s {self.measured_total_s} is not the last applicable phase's offset {last}")
         return self
 
 
@@ -295,6 +357,8 @@ class PlanInputsRecord(Frozen):
     qmax_slug: str
     ttotal_slug: str
     allow_config_mismatch: bool
+    qmax_derate: float = 1.0
+    """Q_max planned = floor(measured Q_max x qmax_derate); 1.0 in plans written before it existed."""
 
 
 class PlanArtifact(Frozen):
@@ -325,6 +389,88 @@ class PlanArtifact(Frozen):
         raise KeyError(name)
 
 
+CALIBRATION_SCHEMA_VERSION = 1
+
+
+class OccupancyCheck(Frozen):
+    """Observed TTFAB at one occupancy level vs the ladder at that concurrency."""
+
+    concurrency: Annotated[int, Field(ge=1)]
+    """Ladder level the periods were binned to (the smallest level at or above their occupancy)."""
+    occupancy_mean: NonNegativeFloat
+    """Mean requests in flight per instance over those periods (container EMF ConcurrentRequests)."""
+    periods: NonNegativeInt
+    observed_ttfab_p95_ms: Optional[NonNegativeFloat]
+    """Median over the periods of the container's TTFABp95 (Maximum across instances); None when
+    too few periods to judge."""
+    ladder_ttfab_p95_ms: NonNegativeFloat
+    """The ladder's p95 interpolated at occupancy_mean."""
+    judged: bool
+    ok: bool
+
+
+class RejectionCheck(Frozen):
+    admitted: NonNegativeInt
+    rejected: NonNegativeInt
+    fraction: NonNegativeFloat
+    expected_max_fraction: NonNegativeFloat
+    """What the plan's surge_survival finding leads one to expect at most."""
+    ok: bool
+
+
+class ScalingEvent(Frozen):
+    at: datetime
+    direction: Literal["out", "in"]
+    desired: Optional[int]
+    cause: str
+
+
+class ScalingCheck(Frozen):
+    read: bool
+    """False when the scaling activities could not be read (the message says why)."""
+    events: list[ScalingEvent]
+    flaps: NonNegativeInt
+    """Direction reversals within the plan's scale-in cooldown."""
+    cooldown_violations: NonNegativeInt
+    ok: bool
+
+
+class Recommendation(Frozen):
+    message: str
+    command: Optional[str] = None
+    """The exact command to run (bench plan with new inputs); None when the fix is a measurement."""
+
+
+class CalibrationArtifact(Frozen):
+    """Result of ``bench observe``: what the deployed endpoint did vs what its plan promised.
+
+    Recommends; never changes anything."""
+
+    schema_version: Literal[1] = CALIBRATION_SCHEMA_VERSION
+    kind: Literal["calibration"] = "calibration"
+    model: str
+    endpoint: str
+    since: str
+    """The window asked for (``1h``, ``1d``, ``1w``)."""
+    window_start: datetime
+    window_end: datetime
+    period_s: Annotated[int, Field(ge=1)]
+    plan_sha256: str
+    qmax_sha256: str
+    fingerprint: Fingerprint
+    """The plan's."""
+    slo_ms: PositiveFloat
+    q_max: NonNegativeInt
+    c_scale_max: float
+    occupancy: list[OccupancyCheck]
+    rejections: RejectionCheck
+    scaling: ScalingCheck
+    findings: list[Finding]
+    verdict: Literal["holds", "drifted"]
+    recommendations: list[Recommendation]
+    provenance: Provenance
+
+
 def canonical_sha256(artifact: BaseModel) -> str:
     """sha256 of the artifact's canonical JSON, so the hash survives a trip through YAML config."""
     return "sha256:" + hashlib.sha256(artifact.model_dump_json().encode()).hexdigest()
@@ -340,3 +486,7 @@ def ttotal_filename(a: TtotalArtifact) -> str:
 
 def plan_filename(a: PlanArtifact) -> str:
     return f"plan-{a.model}.json"
+
+
+def calibration_filename(a: CalibrationArtifact) -> str:
+    return f"calibration-{a.model}-{a.endpoint}-{a.window_end:%Y%m%dT%H%M%SZ}.json"

@@ -40,6 +40,9 @@ class PlanInputs(Frozen):
     min_instances: Annotated[int, Field(ge=1)] = 1
     """Instance floor the team insists on (real-time variants need at least 1)."""
     reaction: ReactionPolicy = ReactionPolicy()
+    qmax_derate: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    """Plan with floor(measured Q_max x this) until the endpoint is re-measured (``bench observe``
+    recommends e.g. 0.9 when the deployed endpoint is slower than its ladder); 1.0 = as measured."""
 
     @model_validator(mode="after")
     def _trough_below_peak(self) -> "PlanInputs":

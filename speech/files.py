@@ -62,10 +62,11 @@ def parse_artifact(data: object, cls: type[M], where: str) -> M:
         if kind and got_kind is not None and got_kind != kind:
             raise ArtifactError(f"{where}: is a {got_kind!r} artifact, expected {kind!r}; pass the right file")
         version = data.get("schema_version")
-        if version is not None and version != SCHEMA_VERSION:
+        supported = getattr(cls, "SUPPORTED_SCHEMA_VERSIONS", (SCHEMA_VERSION,))
+        if version is not None and version not in supported:
             raise ArtifactError(
-                f"{where}: schema_version {version!r} is not supported (this tool reads {SCHEMA_VERSION}); "
-                "re-run the measurement with this version of bench"
+                f"{where}: schema_version {version!r} is not supported (this tool reads "
+                f"{', '.join(map(str, supported))}); re-run the measurement with this version of bench"
             )
     try:
         return cls.model_validate(data)

@@ -26,7 +26,7 @@ from .artifacts import (
     TtotalArtifact,
     canonical_sha256,
 )
-from .config import MAX_SURGE_RATIO, PlanInputs
+from .config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
 from .errors import FingerprintMismatch, PlanInputError
 from .survival import (
     arrival_for_mean_occupancy,
@@ -91,6 +91,24 @@ def scale_out_cooldown_s(measured_total_s: float) -> int:
 def reaction_bound_s(metric_period_s: int, datapoints_to_alarm: int, scale_out_cooldown: int) -> float:
     """Detection delay nobody measures: metric period x datapoints to alarm + scale-out cooldown."""
     return float(metric_period_s * datapoints_to_alarm + scale_out_cooldown)
+
+
+def planning_t_total(measured_total_s: float, reaction: ReactionPolicy) -> TTotalSummary:
+    """Planning T_total, seconds: measured scale-out + reaction bound (metric period x datapoints
+    to alarm + the scale-out cooldown clamp(T_measured / 2, 10, 30)). The one place it is
+    computed: the plan, the Pulumi program, the policy pack and ``bench ttotal``'s report use it."""
+    cooldown = scale_out_cooldown_s(measured_total_s)
+    reaction_s = reaction_bound_s(reaction.metric_period_s, reaction.datapoints_to_alarm, cooldown)
+    return TTotalSummary(
+        measured_s=round(measured_total_s, 3),
+        reaction_bound_s=round(reaction_s, 3),
+        planning_s=round(measured_total_s + reaction_s, 3),
+    )
+
+
+def derated_q_max(measured_q_max: int, qmax_derate: float) -> int:
+    """Q_max to plan with: floor(measured Q_max x qmax_derate), requests in flight per instance."""
+    return int(math.floor(measured_q_max * qmax_derate + 1e-9))
 
 
 def scale_in_cooldown_s(planning_total_s: float) -> int:
@@ -300,6 +318,64 @@ def finding_provenance(q: QmaxArtifact, t: TtotalArtifact) -> Finding:
     )
 
 
+def finding_cloudwatch_ratio(q: QmaxArtifact) -> Finding:
+    """The ratio converts client in-flight into ConcurrentRequestsPerModel, the unit of every
+    deployed threshold; assumed (CloudWatch never covered a level) is a warn on SageMaker."""
+    covered = sum(lv.cloudwatch_concurrency_max is not None for lv in q.ladder)
+    if q.cloudwatch_ratio_source == "measured":
+        return Finding(
+            name="cloudwatch_ratio",
+            level="ok",
+            message=f"CloudWatch/client ratio {q.cloudwatch_ratio:g} measured on {covered} of {len(q.ladder)} levels: "
+            "thresholds in CloudWatch units = client units x ratio",
+        )
+    if q.cloudwatch_ratio_source == "assumed" and q.fingerprint.instance_type.startswith("ml."):
+        where = q.provenance.target or q.fingerprint.slug
+        return Finding(
+            name="cloudwatch_ratio",
+            level="warn",
+            message=f"CloudWatch/client ratio assumed 1.0: ConcurrentRequestsPerModel never covered a level of the "
+            f"ladder on {where}, so scaling_target_value and the alarm thresholds (CloudWatch units) may not sit at "
+            "C_scale_max; re-run bench qmax with a longer --cloudwatch-wait-s, or check with bench validate --live",
+        )
+    return Finding(
+        name="cloudwatch_ratio",
+        level="ok",
+        message=f"CloudWatch/client ratio {q.cloudwatch_ratio:g} ({q.cloudwatch_ratio_source.replace('_', ' ')}: "
+        "measured without CloudWatch)",
+    )
+
+
+def finding_instances(q: QmaxArtifact) -> Finding:
+    """Q_max is per instance only when the ladder ran on one instance."""
+    if q.instances == 1:
+        return Finding(name="qmax_instances", level="ok", message="the ladder ran on one instance")
+    if q.instances is None:
+        return Finding(
+            name="qmax_instances",
+            level="warn",
+            message="the qmax artifact does not record how many instances served the ladder (schema 1): on N "
+            "instances its Q_max is N x the per-instance value; re-measure with bench qmax (it pins one instance)",
+        )
+    return Finding(
+        name="qmax_instances",
+        level="stop",
+        message=f"the ladder ran on {q.instances} instances: Q_max {q.q_max} is the fleet's, about {q.instances}x "
+        "what one instance holds; re-measure with bench qmax (it pins the endpoint to one instance)",
+    )
+
+
+def finding_derate(measured: int, planned: int, qmax_derate: float) -> Finding:
+    if qmax_derate >= 1.0:
+        return Finding(name="qmax_derate", level="ok", message=f"planned with the measured Q_max {measured}")
+    return Finding(
+        name="qmax_derate",
+        level="warn",
+        message=f"planned with Q_max {planned} = floor({measured} x {qmax_derate:g}) until the endpoint is "
+        "re-measured (bench qmax, bench ttotal), then plan without --qmax-derate",
+    )
+
+
 def verdict(findings: list[Finding]) -> Level:
     levels = {f.level for f in findings}
     return "stop" if "stop" in levels else "warn" if "warn" in levels else "ok"
@@ -335,14 +411,14 @@ def build_plan(
         )
     fp_finding = finding_fingerprint(qmax, ttotal, allow_config_mismatch)
     h = headroom(inputs.surge_ratio)
-    q = qmax.q_max
+    q = derated_q_max(qmax.q_max, inputs.qmax_derate)
     c_max = c_scale_max(q, h)
     c_min = c_scale_min(q, h)
     ratio = qmax.cloudwatch_ratio
 
     out_cd = scale_out_cooldown_s(ttotal.measured_total_s)
-    reaction = reaction_bound_s(inputs.reaction.metric_period_s, inputs.reaction.datapoints_to_alarm, out_cd)
-    planning = ttotal.measured_total_s + reaction
+    t_total = planning_t_total(ttotal.measured_total_s, inputs.reaction)
+    planning = t_total.planning_s
     in_cd = scale_in_cooldown_s(planning)
 
     levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
@@ -380,7 +456,11 @@ def build_plan(
         finding_invocation(q, sat, qmax.service_time.p95_ms),
         fp_finding,
         finding_provenance(qmax, ttotal),
+        finding_cloudwatch_ratio(qmax),
+        finding_instances(qmax),
     ]
+    if inputs.qmax_derate < 1.0:
+        findings.append(finding_derate(qmax.q_max, q, inputs.qmax_derate))
     if abs(inputs.slo_ms - qmax.slo.ttfab_p95_ms) > 1e-9:
         findings.append(
             Finding(
@@ -392,6 +472,7 @@ def build_plan(
             )
         )
 
+    # Concurrency 1 (every ladder of schema 2 measures it); older ladders: their lowest level.
     uncontended = min(qmax.ladder, key=lambda lv: lv.concurrency)
     return PlanArtifact(
         model=qmax.model,
@@ -409,6 +490,7 @@ def build_plan(
             qmax_slug=qmax.fingerprint.slug,
             ttotal_slug=ttotal.fingerprint.slug,
             allow_config_mismatch=allow_config_mismatch,
+            qmax_derate=inputs.qmax_derate,
         ),
         q_max=q,
         thresholds=Thresholds(
@@ -421,11 +503,7 @@ def build_plan(
         fleet=Fleet(min_instances=floor_n, max_instances=max_n, min_safe_instances=safe),
         cooldowns=Cooldowns(scale_out_s=out_cd, scale_in_s=in_cd),
         queue_max_depth=q,
-        t_total=TTotalSummary(
-            measured_s=round(ttotal.measured_total_s, 3),
-            reaction_bound_s=round(reaction, 3),
-            planning_s=round(planning, 3),
-        ),
+        t_total=t_total,
         alarms=Alarms(
             ttfab_p95_alarm_ms=uncontended.ttfab_p95_ms,
             saturation_concurrency=round(to_cloudwatch(q, ratio), 4),

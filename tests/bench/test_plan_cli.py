@@ -67,6 +67,8 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
         ("surge-high", "--surge-ratio"),
         ("surge-low", "--surge-ratio"),
         ("fingerprint", "--allow-config-mismatch"),
+        ("derate-zero", "--qmax-derate"),
+        ("derate-high", "--qmax-derate"),
     ],
 )
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, case, expect):
@@ -91,6 +93,10 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, case, expec
         argv_edit["--surge-ratio"] = "1.5"
     elif case == "surge-low":
         argv_edit["--surge-ratio"] = "0.9"
+    elif case == "derate-zero":
+        extra = ["--qmax-derate", "0"]
+    elif case == "derate-high":
+        extra = ["--qmax-derate", "1.2"]
     elif case == "fingerprint":
         data = json.loads(TTOTAL.read_text())
         data["fingerprint"] = {"instance_type": "ml.g6.xlarge", "image_digest": "sha256:" + "a" * 64,
@@ -144,3 +150,13 @@ def test_plan_imports_neither_pulumi_nor_boto3(tmp_path):
     )
     r = subprocess.run([sys.executable, "-c", code, *args(tmp_path, "--json")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_qmax_derate_plans_a_lower_q_max_and_says_so(tmp_path, capsys):
+    assert main(args(tmp_path, "--qmax-derate", "0.9")) == 0
+    plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
+    assert plan.q_max == 45 and plan.queue_max_depth == 45 and plan.thresholds.c_scale_max == 33.75
+    assert plan.inputs.qmax_derate == 0.9
+    f = plan.finding("qmax_derate")
+    assert f.level == "warn" and "floor(50 x 0.9)" in f.message
+    assert "x qmax_derate 0.9, floored" in capsys.readouterr().out

@@ -74,11 +74,57 @@ def test_ladder_must_increase(qmax_ref):
         QmaxArtifact.model_validate(data)
 
 
-def test_ttotal_sum_is_checked(ttotal_ref):
+def test_ttotal_total_is_its_last_phase(ttotal_ref):
     data = json.loads(ttotal_ref.model_dump_json())
-    data["planning_total_s"] = 100.0
-    with pytest.raises(Exception, match="planning_total_s"):
+    data["measured_total_s"] = 100.0
+    with pytest.raises(Exception, match="measured_total_s 100.0 is not the last applicable phase's offset 260.248"):
         TtotalArtifact.model_validate(data)
+    # The plan computes the reaction bound and planning total; a schema 2 artifact refuses them.
+    data = json.loads(ttotal_ref.model_dump_json())
+    with pytest.raises(Exception, match="planning_total_s"):
+        TtotalArtifact.model_validate({**data, "planning_total_s": 320.248})
+
+
+def _as_schema_1_qmax(q: QmaxArtifact, **edits) -> dict:
+    data = json.loads(q.model_dump_json())
+    for k in ("instances", "cloudwatch_ratio_source"):
+        del data[k]
+    return {**data, "schema_version": 1, **edits}
+
+
+def test_schema_1_qmax_is_read_with_the_source_it_implies(tmp_path, qmax_ref):
+    # ConcurrentRequestsPerModel read at every level: measured; the instance count was never recorded.
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(_as_schema_1_qmax(qmax_ref)))
+    q = load_artifact(p, QmaxArtifact)
+    assert q.schema_version == 2 and q.cloudwatch_ratio_source == "measured" and q.instances is None
+    assert q.ladder == qmax_ref.ladder and q.q_max == qmax_ref.q_max
+    # No CloudWatch reading on a SageMaker run: the 1.0 was assumed.
+    data = _as_schema_1_qmax(qmax_ref, provenance={"origin": "measured", "source": "x", "target": "sagemaker:e"})
+    for lv in data["ladder"]:
+        lv["cloudwatch_concurrency_max"] = None
+    assert QmaxArtifact.model_validate(data).cloudwatch_ratio_source == "assumed"
+    # A local server has no CloudWatch at all.
+    data["provenance"]["target"] = "local:http://127.0.0.1:8080"
+    assert QmaxArtifact.model_validate(data).cloudwatch_ratio_source == "not_applicable"
+
+
+def test_schema_1_ttotal_drops_its_own_reaction_figures(tmp_path, ttotal_ref):
+    data = {**json.loads(ttotal_ref.model_dump_json()), "schema_version": 1, "reaction_bound_s": 40.0,
+            "planning_total_s": 300.248}
+    p = tmp_path / "t1.json"
+    p.write_text(json.dumps(data))
+    assert load_artifact(p, TtotalArtifact) == ttotal_ref
+
+
+def test_ratio_source_must_match_the_ratio(qmax_ref):
+    data = json.loads(qmax_ref.model_dump_json())
+    with pytest.raises(Exception, match="must be 1.0 when cloudwatch_ratio_source is assumed"):
+        QmaxArtifact.model_validate({**data, "cloudwatch_ratio": 1.3, "cloudwatch_ratio_source": "assumed"})
+    for lv in data["ladder"]:
+        lv["cloudwatch_concurrency_max"] = None
+    with pytest.raises(Exception, match="no ladder level has cloudwatch_concurrency_max"):
+        QmaxArtifact.model_validate(data)
 
 
 def test_atomic_write_leaves_old_file_on_failure(tmp_path):

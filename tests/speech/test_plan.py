@@ -83,7 +83,9 @@ def _ladder_artifact(levels: list[tuple[int, float, float]], *, slo_ms: float = 
         bracketed=bool(failing),
         first_failing_concurrency=failing[0] if failing else None,
         service_time=ServiceTime(mean_ms=s_ms, p95_ms=s_ms * 1.08),
+        instances=1,
         cloudwatch_ratio=1.0,
+        cloudwatch_ratio_source="assumed",
         provenance=Provenance(origin="measured", source="test"),
     )
 

@@ -105,7 +105,7 @@ def test_cli_shows_each_gate_decision(kokoro_entry, write_stack, tmp_path):
     [
         (lambda e: e["plan"].update(surge_ratio=1.7), "speech-endpoints:models.kokoro-82m.plan.surge_ratio: "),
         (lambda e: e.update(colour="blue"), "speech-endpoints:models.kokoro-82m.colour: Extra inputs"),
-        (lambda e: e["measurements"]["ttotal"].update(planning_total_s=1.0),
+        (lambda e: e["measurements"]["ttotal"].update(measured_total_s=1.0),
          "speech-endpoints:models.kokoro-82m.measurements.ttotal: "),
     ],
 )

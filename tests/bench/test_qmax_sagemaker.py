@@ -1,0 +1,251 @@
+"""qmax on SageMaker, with moto in-process as the control plane and CloudWatch, played over time.
+
+The ladder's requests go to a real local server (bench.synthetic): moto has no response
+streaming. Everything else (pinning, waiting for one instance, CloudWatch polling, restoring) runs
+the real code against moto's real APIs; where moto differs from AWS the test drives its backend
+the way AWS would behave (an update that takes a while, metrics that arrive late).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from speech.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
+from speech.files import load_artifact, write_artifact
+
+from bench import aws, qmax_cmd
+from bench.cli import build_parser, main
+from bench.freeze import state_path
+from bench.targets import HttpTarget
+
+from .conftest import DIGEST, ENDPOINT, INSTANCE, REF, create_endpoint
+
+ORIGINAL = {"DynamicScalingInSuspended": False, "DynamicScalingOutSuspended": False, "ScheduledScalingSuspended": False}
+
+
+@pytest.fixture
+def fleet(aws_env, monkeypatch):
+    """A 3-instance endpoint with scaling registered (min 3, max 7). Updates take a few polls, as
+    on AWS (moto applies a new count at once): the endpoint is Updating with the old count until
+    :meth:`World.sleep` has run ``update_ticks`` times."""
+    from moto.sagemaker.models import SageMakerModelBackend
+
+    create_endpoint(aws_env, instances=3)
+    aws_env.client("application-autoscaling").register_scalable_target(
+        ServiceNamespace=aws.NAMESPACE, ResourceId=aws.resource_id(ENDPOINT), ScalableDimension=aws.DIMENSION,
+        MinCapacity=3, MaxCapacity=7, SuspendedState=ORIGINAL,
+    )
+    world = World(aws_env)
+    real_update = SageMakerModelBackend.update_endpoint_weights_and_capacities
+
+    def updating(self, endpoint_name, desired_weights_and_capacities):
+        old = self.endpoints[endpoint_name].production_variants[0]["CurrentInstanceCount"]
+        arn = real_update(self, endpoint_name, desired_weights_and_capacities)
+        ep = self.endpoints[endpoint_name]
+        ep.endpoint_status = "Updating"
+        ep.production_variants[0]["CurrentInstanceCount"] = old
+        world.updates.append(desired_weights_and_capacities[0]["DesiredInstanceCount"])
+        world.pending = world.update_ticks
+        return arn
+
+    monkeypatch.setattr(SageMakerModelBackend, "update_endpoint_weights_and_capacities", updating)
+    return world
+
+
+class World:
+    """Time passing for moto: each ``sleep`` is one poll. Finishes pending endpoint updates after a
+    few polls, publishes ConcurrentRequestsPerModel ``metric_delay`` polls after a CloudWatch wait
+    began (value = ``ratio`` x the level's concurrency), records what a watcher would have seen."""
+
+    def __init__(self, sess, update_ticks: int = 2):
+        from moto.backends import get_backend
+
+        self.sm = get_backend("sagemaker")["123456789012"]["us-east-1"]
+        self.cw = sess.client("cloudwatch")
+        self.sess = sess
+        self.update_ticks = update_ticks
+        self.pending = 0
+        self.updates: list[int] = []
+        self.metric_delay: int | None = None
+        self.ratio = 1.5
+        self.level = 1
+        self.waiting = 0
+        self.published = 0
+        self.seen: list[tuple[str, int, int]] = []
+        self.interrupt_after: int | None = None
+        self.ticks = 0
+
+    def sleep(self, s: float) -> None:
+        time.sleep(min(s, 0.01))
+        self.ticks += 1
+        ep = self.sm.endpoints[ENDPOINT]
+        pv = ep.production_variants[0]
+        self.seen.append((ep.endpoint_status, pv["CurrentInstanceCount"], pv["DesiredInstanceCount"]))
+        if self.pending:
+            self.pending -= 1
+            if self.pending == 0:
+                pv["CurrentInstanceCount"] = pv["DesiredInstanceCount"]
+                ep.endpoint_status = "InService"
+            return
+        if self.interrupt_after is not None and self.ticks >= self.interrupt_after:
+            raise KeyboardInterrupt  # Ctrl-C while CloudWatch is being waited for
+        if self.metric_delay is not None:
+            self.waiting += 1
+            if self.waiting >= self.metric_delay:
+                self.publish()
+                self.waiting = 0
+
+    def publish(self) -> None:
+        now = time.time()
+        first, last = math.floor((now - 30) / 10) * 10, math.floor(now / 10) * 10
+        self.cw.put_metric_data(Namespace="AWS/SageMaker", MetricData=[
+            {"MetricName": aws.METRIC, "Value": self.ratio * self.level, "StorageResolution": 1,
+             "Timestamp": datetime.fromtimestamp(t, tz=timezone.utc),
+             "Dimensions": [{"Name": "EndpointName", "Value": ENDPOINT}, {"Name": "VariantName", "Value": "AllTraffic"}]}
+            for t in range(first, last + 1, 10)
+        ])
+        self.published += 1
+
+
+def _scaling(sess):
+    t = aws.scalable_target(sess, ENDPOINT)
+    return t["MinCapacity"], t["MaxCapacity"], aws.suspended(t)
+
+
+def _counts(sess):
+    return aws.variant_counts(aws.describe_endpoint(sess, ENDPOINT))
+
+
+def _run(sess, world, synthetic, out, *extra: str) -> int:
+    args = build_parser().parse_args([
+        "qmax", "--endpoint", ENDPOINT, "--slo-ms", "1000", "--settle-s", "0.1", "--measure-s", "0.4",
+        "--poll-s", "0.01", "--pin-timeout-s", "5", "--out", str(out), *extra])
+    return qmax_cmd.run(args, session=sess, load_target=HttpTarget(synthetic.url), sleep=world.sleep)
+
+
+def test_three_instances_pinned_to_one_and_restored_late_metrics_waited_for(fleet, synthetic_40ms, tmp_path, capsys):
+    fleet.metric_delay = 3
+    rc = _run(fleet.sess, fleet, synthetic_40ms, tmp_path / "out", "--levels", "1", "--no-refine",
+              "--cloudwatch-wait-s", "30")
+    assert rc == 0, capsys.readouterr().err
+    # Pinned: desired 1, then Updating with 3 running until exactly one instance was InService.
+    assert fleet.updates == [1, 3]
+    assert ("Updating", 3, 1) in fleet.seen and ("InService", 1, 1) in fleet.seen
+    # Restored: the scalable target exactly, and the desired count back to 3 (the endpoint then scales out).
+    assert _scaling(fleet.sess) == (3, 7, ORIGINAL)
+    assert _counts(fleet.sess)[1] == 3
+    fleet.sleep(0)
+    fleet.sleep(0)
+    assert _counts(fleet.sess) == (3, 3)
+    assert not state_path(None, ENDPOINT).exists()
+
+    a = load_artifact(next((tmp_path / "out").glob("qmax-*.json")), QmaxArtifact)
+    assert a.instances == 1
+    # CloudWatch published three polls late; the level waited for it instead of assuming 1.0.
+    assert fleet.published >= 1
+    lv = a.ladder[0]
+    assert lv.concurrency == 1 and lv.cloudwatch_concurrency_max == 1.5
+    assert a.cloudwatch_ratio_source == "measured"
+    assert a.cloudwatch_ratio == round(1.5 / lv.client_concurrency_mean, 4)
+    assert "CloudWatch max 1.5" in capsys.readouterr().err
+
+
+def test_ctrl_c_restores_three_instances_and_scaling(fleet, synthetic_40ms, tmp_path):
+    fleet.metric_delay = 1000  # never arrives: the interrupt lands while CloudWatch is awaited
+    fleet.interrupt_after = 4
+    args = build_parser().parse_args([
+        "qmax", "--endpoint", ENDPOINT, "--levels", "1,2", "--settle-s", "0.1", "--measure-s", "0.3",
+        "--poll-s", "0.01", "--cloudwatch-wait-s", "30", "--out", str(tmp_path / "out"), "--json"])
+    with pytest.raises(KeyboardInterrupt):
+        qmax_cmd.run(args, session=fleet.sess, load_target=HttpTarget(synthetic_40ms.url), sleep=fleet.sleep)
+    assert ("InService", 1, 1) in fleet.seen  # it was measuring one instance when interrupted
+    assert fleet.updates == [1, 3]
+    assert _scaling(fleet.sess) == (3, 7, ORIGINAL)
+    assert _counts(fleet.sess)[1] == 3
+    assert not state_path(None, ENDPOINT).exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_metrics_that_never_arrive_are_assumed_and_plan_warns(fleet, synthetic_40ms, tmp_path, capsys):
+    rc = _run(fleet.sess, fleet, synthetic_40ms, tmp_path / "out", "--levels", "1,2", "--no-refine",
+              "--cloudwatch-wait-s", "0.05", "--json")
+    assert rc == 0
+    qf = next((tmp_path / "out").glob("qmax-*.json"))
+    a = load_artifact(qf, QmaxArtifact)
+    assert a.cloudwatch_ratio_source == "assumed" and a.cloudwatch_ratio == 1.0 and a.instances == 1
+    assert all(lv.cloudwatch_concurrency_max is None for lv in a.ladder)
+    assert a.provenance.target == f"sagemaker:{ENDPOINT}"
+
+    t = load_artifact(REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json", TtotalArtifact)
+    tf = write_artifact(tmp_path / "t.json", t.model_copy(update={"fingerprint": Fingerprint.of(INSTANCE, DIGEST)}))
+    capsys.readouterr()
+    assert main(["plan", "--qmax", str(qf), "--ttotal", str(tf), "--peak-rps", "50", "--out", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "[WARN] cloudwatch_ratio: CloudWatch/client ratio assumed 1.0" in out
+
+
+def test_levels_starting_higher_still_measure_concurrency_one(fleet, synthetic_40ms, tmp_path):
+    rc = _run(fleet.sess, fleet, synthetic_40ms, tmp_path / "out", "--levels", "3,4", "--no-refine",
+              "--cloudwatch-wait-s", "0", "--json")
+    assert rc == 0
+    a = load_artifact(next((tmp_path / "out").glob("qmax-*.json")), QmaxArtifact)
+    assert [lv.concurrency for lv in a.ladder] == [1, 3, 4]
+    # The uncontended service time is concurrency 1's, not the lowest scheduled level's.
+    assert a.service_time.p95_ms == a.ladder[0].ttfab_p95_ms
+    assert a.service_time.p95_ms < a.ladder[1].ttfab_p95_ms
+
+
+@pytest.mark.parametrize("how", ["refused", "never"])
+def test_cannot_get_to_one_instance_refuses_and_restores(fleet, synthetic_40ms, tmp_path, capsys, monkeypatch, how):
+    from moto.sagemaker.exceptions import ValidationError
+    from moto.sagemaker.models import SageMakerModelBackend
+
+    def update(self, endpoint_name, desired_weights_and_capacities):
+        if how == "refused":
+            raise ValidationError("The account-level service limit 'ml.m5.large for endpoint usage' is 0 Instances")
+        return self.endpoints[endpoint_name].arn  # accepted, but capacity never changes
+
+    monkeypatch.setattr(SageMakerModelBackend, "update_endpoint_weights_and_capacities", update)
+    rc = main(["qmax", "--endpoint", ENDPOINT, "--levels", "1", "--settle-s", "0", "--measure-s", "0.2",
+               "--poll-s", "0.01", "--pin-timeout-s", "0.2", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("TargetError: ") and "Traceback" not in err
+    if how == "refused":
+        assert "cannot set 1 instance(s)" in last and "service limit" in last
+    else:
+        assert "did not reach exactly 1 instance(s) within 0.2 s" in last and "quota" in last
+    assert _scaling(fleet.sess) == (3, 7, ORIGINAL) and _counts(fleet.sess) == (3, 3)
+    assert not state_path(None, ENDPOINT).exists() and not (tmp_path / "out").exists()
+
+
+def test_url_artifacts_carry_not_applicable(synthetic_40ms, tmp_path):
+    rc = main(["qmax", "--url", synthetic_40ms.url, "--levels", "1,2", "--no-refine", "--slo-ms", "1000",
+               "--settle-s", "0.1", "--measure-s", "0.3", "--out", str(tmp_path), "--json"])
+    assert rc == 0
+    data = json.loads(next(tmp_path.glob("qmax-*.json")).read_text())
+    assert data["cloudwatch_ratio_source"] == "not_applicable" and data["cloudwatch_ratio"] == 1.0
+    assert data["instances"] == 1 and data["schema_version"] == 2
+
+
+def test_thaw_after_a_killed_run_gives_back_the_instances(fleet, capsys):
+    import signal
+
+    from bench.freeze import Freeze
+
+    f = Freeze(fleet.sess, ENDPOINT, instances=1, poll_s=0.01, sleep=fleet.sleep, log=lambda m: None)
+    f.__enter__()  # killed outright: never exited
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    assert _counts(fleet.sess) == (1, 1) and _scaling(fleet.sess)[:2] == (1, 1)
+    saved = json.loads(state_path(None, ENDPOINT).read_text())
+    assert saved["desired_instance_count"] == 3 and saved["pinned_instances"] == 1
+    assert main(["thaw", "--endpoint", ENDPOINT]) == 0
+    assert "desired instance count 3" in capsys.readouterr().out
+    assert _scaling(fleet.sess) == (3, 7, ORIGINAL) and _counts(fleet.sess)[1] == 3
+    assert not state_path(None, ENDPOINT).exists()
