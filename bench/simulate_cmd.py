@@ -57,6 +57,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="plan input (default: the ladder's SLO)")
     p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="plan input (default 1.25)")
     p.add_argument("--min-instances", type=int, default=1, metavar="N", help="plan input (default 1)")
+    p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X", help="plan input: floor(Q_max x X), 0 < X <= 1 (default 1)")
     p.add_argument("--trace", required=True, metavar="SPEC", help="traffic: a generator, a CSV or a shipped trace (see above)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="seed for generated traces (default: the spec's, else 1)")
     p.add_argument("--policies", default=",".join(POLICY_NAMES), metavar="A,B,...", help="policies to run (default all)")

@@ -214,7 +214,8 @@ def _erlang_ladder(service_ms: float, q_max: int, top: int) -> QmaxArtifact:
         model="des", transport="stream", fingerprint=Fingerprint.of("local", "sha256:" + "0" * 64),
         slo=Slo(ttfab_p95_ms=levels[q_max - 1].ttfab_p95_ms + 1), ladder=levels, q_max=q_max, bracketed=True,
         first_failing_concurrency=q_max + 1, service_time=ServiceTime(mean_ms=s, p95_ms=levels[0].ttfab_p95_ms),
-        cloudwatch_ratio=1.0, provenance=Provenance(origin="assumption", source="test"),
+        instances=1, cloudwatch_ratio=1.0, cloudwatch_ratio_source="not_applicable",
+        provenance=Provenance(origin="assumption", source="test"),
     )
 
 
