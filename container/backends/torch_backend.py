@@ -4,9 +4,12 @@ torch and kokoro are imported only here, so the CPU image never needs them."""
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import logging
 import os
 import queue
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,6 +36,29 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return "sha256:" + h.hexdigest()
+
+
+def _import_kmodel():
+    """kokoro.KModel without running kokoro/__init__.py, which imports KPipeline and through it
+    misaki.en -> spaCy, num2words and their dependencies: seconds of start-up, memory and a
+    dependency chain the server never uses (its G2P is the offline espeak path). The package
+    object is built from kokoro's own spec, so kokoro.model and its siblings import as usual."""
+    if "kokoro" not in sys.modules:
+        spec = importlib.util.find_spec("kokoro")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("No module named 'kokoro'")
+        pkg = importlib.util.module_from_spec(spec)  # the module object, __init__ not executed
+        sys.modules["kokoro"] = pkg
+        try:
+            from loguru import logger
+            # What kokoro/__init__.py does first: KModel.forward logs every call at DEBUG.
+            logger.disable("kokoro")
+            model = importlib.import_module("kokoro.model")
+        except BaseException:
+            del sys.modules["kokoro"]
+            raise
+        pkg.KModel = model.KModel
+    return importlib.import_module("kokoro.model").KModel
 
 
 def resolve_model_files(model_dir: Path | None) -> tuple[Path, Path, list[Path]]:
@@ -69,7 +95,7 @@ class TorchBackend(Backend):
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             import torch
-            from kokoro import KModel
+            KModel = _import_kmodel()
         except ImportError as e:
             raise ModelLoadError(f"BACKEND=torch needs torch and kokoro installed: {e}") from e
         self._torch, self._KModel = torch, KModel
