@@ -22,7 +22,7 @@ from .backends.base import Backend, Prepared
 from .errors import ContainerError, Draining, ModelUnavailable, QueueSaturated, ShedDeadline
 from .metrics import MetricsRecorder
 from .settings import Settings
-from .text import split_segments
+from .text import pack_segments, split_segments
 
 log = logging.getLogger("container.engine")
 _END = object()
@@ -90,13 +90,14 @@ class Engine:
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
-        self._free = settings.infer_cores
+        self._used = 0  # slots taken by runs in flight (see _capacity)
         self._running = 0
         self._pending_g2p = 0
         # Seconds of inference per token, learned online; seeds the shedding estimate.
         self._s_per_token = 0.01
         self._g2p_pool = ThreadPoolExecutor(1, thread_name_prefix="g2p")
-        self._infer_pool = ThreadPoolExecutor(settings.infer_cores, thread_name_prefix="infer")
+        # Sized on first dispatch: the backend states its layout only once it has seen the device.
+        self._infer_pool: ThreadPoolExecutor | None = None
         self._tasks: list[asyncio.Task] = []
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -113,7 +114,8 @@ class Engine:
             except (asyncio.CancelledError, Exception):
                 pass
         self._g2p_pool.shutdown(wait=False, cancel_futures=True)
-        self._infer_pool.shutdown(wait=False, cancel_futures=True)
+        if self._infer_pool is not None:
+            self._infer_pool.shutdown(wait=False, cancel_futures=True)
 
     def begin_drain(self) -> None:
         self.draining = True
@@ -143,6 +145,8 @@ class Engine:
                                  f"(QUEUE_MAX_DEPTH={self.s.queue_max_depth})")
         segments = [text] if self.s.serialize and len(text) <= self.s.max_segment_chars \
             else split_segments(text, self.s.max_segment_chars)
+        if self.backend.pack_segments and not self.s.serialize:
+            segments = pack_segments(segments, self.s.max_segment_chars)
         job = Job(id=uuid.uuid4().hex, segments=segments, voice=voice, speed=speed,
                   arrival=time.monotonic(), seq=next(self._seq),
                   stream=stream and not self.s.serialize)
@@ -238,9 +242,15 @@ class Engine:
             # is never dropped for a slow estimate.
             self._shed_stale(time.monotonic())
 
+    def _capacity(self) -> int:
+        """Slots runs may take at once: the backend's parallel runs, else INFER_CORES."""
+        return self.backend.parallel_runs or self.s.infer_cores
+
     def _dispatch(self) -> None:
-        total = self.s.infer_cores
-        while self._heap and self._free > 0:
+        total = self._capacity()
+        if self._infer_pool is None:
+            self._infer_pool = ThreadPoolExecutor(total, thread_name_prefix="infer")
+        while self._heap and self._used < total:
             if self._heap[0].job.finished:
                 heapq.heappop(self._heap)
                 continue
@@ -249,16 +259,16 @@ class Engine:
                 if self._running:
                     break
                 width = total
-            elif self._running == 0 and len(self._heap) == 1:
+            elif self.backend.width_matters and self._running == 0 and len(self._heap) == 1:
                 width = total  # a lone segment gets every core: lowest latency
             else:
                 width = 1  # several waiting: parallel 1-thread runs, more audio per second
-            if width > self._free:
+            if width > total - self._used:
                 break
             batch = self._pop_batch()
             for r in batch:
                 r.job.started = True
-            self._free -= width
+            self._used += width
             self._running += 1
             self._update_gauges()
             asyncio.get_running_loop().create_task(self._run(batch, width))
@@ -279,7 +289,7 @@ class Engine:
             for r in batch:
                 self._finish(r.job, ContainerError(f"inference failed: {type(e).__name__}"))
         finally:
-            self._free += width
+            self._used -= width
             self._running -= 1
             self._wake.set()
 

@@ -61,6 +61,13 @@ class Settings(BaseSettings):
     # Baseline mode for benchmarks: one request at a time, whole utterance, no segment streaming.
     serialize: bool = False
     max_segment_chars: int = Field(300, ge=20)
+    # BACKEND=torch layout, chosen from the device found unless set: TORCH_DEVICE auto = cuda when
+    # torch sees a GPU, else cpu. TORCH_STREAMS = model runs in flight at once, all sharing one
+    # copy of the weights; on CUDA each has its own stream so the GPU overlaps them. auto = 4 on
+    # CUDA (enough to hide one run's host-side launches and syncs behind the others' kernels),
+    # 1 on CPU (torch's intra-op pool already spans INFER_CORES).
+    torch_device: Literal["auto", "cuda", "cpu"] = "auto"
+    torch_streams: Literal["auto"] | Annotated[int, Field(ge=1, le=64)] = "auto"
 
     # Sine test backend: a real backend class, slow on purpose when asked.
     sine_delay_ms: float = Field(0.0, ge=0)

@@ -31,6 +31,18 @@ def split_segments(text: str, max_chars: int = 300) -> list[str]:
     return out
 
 
+def pack_segments(segments: list[str], max_chars: int = 300) -> list[str]:
+    """Join consecutive segments (in order, with one space) while the result stays within
+    max_chars; a segment already longer than max_chars stays on its own."""
+    out: list[str] = []
+    for seg in segments:
+        if out and len(out[-1]) + 1 + len(seg) <= max_chars:
+            out[-1] = f"{out[-1]} {seg}"
+        else:
+            out.append(seg)
+    return out
+
+
 def _hard_wrap(piece: str, max_chars: int) -> list[str]:
     if len(piece) <= max_chars:
         return [piece] if piece.strip() else []

@@ -32,6 +32,16 @@ class Backend(ABC):
     sample_rate: int = 24000
     # >1 lets the scheduler hand over several segments with the same batch_key at once.
     max_batch_size: int = 1
+    # How many infer() calls may run at once. None: INFER_CORES, and `threads` in infer() says how
+    # many of those cores one call uses (the CPU layout). A backend that knows better (one GPU with
+    # several streams) sets it in init_framework or load_weights.
+    parallel_runs: int | None = None
+    # False when infer() gains nothing from more `threads` (a GPU): each call then takes one slot,
+    # and a lone segment no longer holds every slot while new segments arrive.
+    width_matters: bool = True
+    # True: consecutive sentences are packed into segments of up to MAX_SEGMENT_CHARS (fewer model
+    # calls per request) instead of one segment per sentence (earliest first audio on a CPU).
+    pack_segments: bool = False
     voices: tuple[str, ...] = ()
     # True when prepare/infer accept a blend's canonical id ("a(0.6000)+b(0.4000)", see voices.py).
     supports_blends: bool = False

@@ -4,7 +4,13 @@ torch and kokoro are imported only here, so the CPU image never needs them."""
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
+import logging
 import os
+import queue
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +22,12 @@ from .g2p import EspeakPhonemizer
 # The submodules KModel loads from the .pth, each a state dict (upstream: keys prefixed "module.").
 _PARTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
 _STYLE_DIM = 256
+# TORCH_STREAMS=auto on CUDA. One run of this model is a few hundred small kernels with three
+# host syncs in between (durations, LSTM lengths), so a lone run leaves the GPU idle between them;
+# four runs on four streams fill those gaps (see benchmarks/gpu_throughput.py for the measurement).
+_AUTO_CUDA_STREAMS = 4
+
+log = logging.getLogger("container.torch")
 
 
 def _sha256(path: Path) -> str:
@@ -24,6 +36,29 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return "sha256:" + h.hexdigest()
+
+
+def _import_kmodel():
+    """kokoro.KModel without running kokoro/__init__.py, which imports KPipeline and through it
+    misaki.en -> spaCy, num2words and their dependencies: seconds of start-up, memory and a
+    dependency chain the server never uses (its G2P is the offline espeak path). The package
+    object is built from kokoro's own spec, so kokoro.model and its siblings import as usual."""
+    if "kokoro" not in sys.modules:
+        spec = importlib.util.find_spec("kokoro")
+        if spec is None or not spec.submodule_search_locations:
+            raise ImportError("No module named 'kokoro'")
+        pkg = importlib.util.module_from_spec(spec)  # the module object, __init__ not executed
+        sys.modules["kokoro"] = pkg
+        try:
+            from loguru import logger
+            # What kokoro/__init__.py does first: KModel.forward logs every call at DEBUG.
+            logger.disable("kokoro")
+            model = importlib.import_module("kokoro.model")
+        except BaseException:
+            del sys.modules["kokoro"]
+            raise
+        pkg.KModel = model.KModel
+    return importlib.import_module("kokoro.model").KModel
 
 
 def resolve_model_files(model_dir: Path | None) -> tuple[Path, Path, list[Path]]:
@@ -49,6 +84,8 @@ class TorchBackend(Backend):
 
     def __init__(self, settings):
         self.settings = settings
+        self._lanes: queue.SimpleQueue | None = None
+        self.layout = "not initialised"
 
     def init_framework(self) -> None:
         # Everything comes from MODEL_DIR; should a code path still reach for the hub, it must
@@ -58,15 +95,54 @@ class TorchBackend(Backend):
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             import torch
-            from kokoro import KModel
+            KModel = _import_kmodel()
         except ImportError as e:
             raise ModelLoadError(f"BACKEND=torch needs torch and kokoro installed: {e}") from e
         self._torch, self._KModel = torch, KModel
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        if self.device == "cpu":
+        want = self.settings.torch_device
+        if want == "cuda" and not torch.cuda.is_available():
+            raise ModelLoadError("TORCH_DEVICE=cuda but torch sees no GPU "
+                                 f"(torch {torch.__version__}, CUDA build {torch.version.cuda}); "
+                                 "use TORCH_DEVICE=auto or cpu")
+        self.device = want if want != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        streams = self.settings.torch_streams
+        if self.device == "cuda":
+            n = _AUTO_CUDA_STREAMS if streams == "auto" else int(streams)
+            # One lane = one CUDA stream; a run takes a free lane, so runs in flight never share
+            # a stream and the GPU can overlap one run's kernels with another's host-side gaps.
+            self._lanes = queue.SimpleQueue()
+            for _ in range(n):
+                self._lanes.put(torch.cuda.Stream())
+            name = torch.cuda.get_device_name()
+        else:
+            n = 1 if streams == "auto" else int(streams)
             # Denormal floats make x86 arithmetic many times slower (measured 2-4x on this model
             # with random weights); audio has no use for magnitudes below 1e-38.
             torch.set_flush_denormal(True)
+            torch.set_num_threads(max(1, self.settings.infer_cores // n))
+            name = f"{torch.get_num_threads()} intra-op threads per run"
+        # The engine reads these: n runs at once, and a run gains nothing from a "width".
+        self.parallel_runs = n
+        self.width_matters = False
+        # On a GPU a whole paragraph takes tens of ms, so sentence-by-sentence streaming buys no
+        # first-byte time there, while each extra model call costs ~1900 host-side op launches
+        # (the bottleneck): sentences are packed into segments up to MAX_SEGMENT_CHARS.
+        self.pack_segments = self.device == "cuda"
+        self.layout = f"{self.device} ({name}), {n} run(s) in flight, one shared copy of the weights"
+        log.info("torch layout: %s", self.layout)
+
+    @contextmanager
+    def _lane(self):
+        """A CUDA stream of its own for this run (CPU: nothing to pick)."""
+        if self._lanes is None:
+            yield
+            return
+        stream = self._lanes.get()
+        try:
+            with self._torch.cuda.stream(stream):
+                yield
+        finally:
+            self._lanes.put(stream)
 
     def _check_state_dict(self, weights: Path) -> None:
         """KModel falls back to load_state_dict(strict=False) when keys do not match, so a .pth
@@ -89,6 +165,20 @@ class TorchBackend(Backend):
                     f"{weights} does not match config.json in {part}: {len(miss)} missing keys "
                     f"{miss[:3]}, {len(extra)} unexpected {extra[:3]}")
 
+    def _fold_weight_norm(self) -> int:
+        """KModel's decoder keeps 89 convolutions under weight_norm, which recomputes each weight
+        from (g, v) on every call: 89 extra ops per segment for weights that never change while
+        serving. Folding them once is exact (same float ops, done once; audio identical) and cuts
+        host-side launches, the GPU's bottleneck for this model."""
+        from torch.nn.utils import remove_weight_norm
+        n = 0
+        for module in self.model.modules():
+            for hook in list(module._forward_pre_hooks.values()):
+                if type(hook).__name__ == "WeightNorm":
+                    remove_weight_norm(module, hook.name)
+                    n += 1
+        return n
+
     def _load_voice(self, path: Path):
         try:
             t = self._torch.load(path, map_location="cpu", weights_only=True)
@@ -110,6 +200,7 @@ class TorchBackend(Backend):
             raise ModelLoadError(f"cannot load KModel from {config} and {weights.name}: "
                                  f"{type(e).__name__}: {e}") from e
         self._check_state_dict(weights)
+        self._fold_weight_norm()
         self.weights_sha256 = _sha256(weights)
         self.style = {p.stem: self._load_voice(p) for p in voices}
         self.voices = tuple(sorted(self.style))
@@ -125,14 +216,27 @@ class TorchBackend(Backend):
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps))
 
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
+        # KModel takes one segment per call: its duration step (repeat_interleave over a squeezed
+        # pred_dur) fails for batch > 1, so max_batch_size stays 1 (container/README.md).
         out = []
-        with self._torch.inference_mode():
+        with self._lane(), self._torch.inference_mode():
             for p in batch:
                 if not p.payload:
                     out.append(np.zeros(0, np.float32))
                     continue
                 table = self.style[p.voice]
                 ref = table[min(len(p.payload), len(table)) - 1]
+                # KModel.forward returns the audio already on the host (.cpu() waits for this
+                # lane's stream only), so the numpy view below copies nothing more.
                 audio = self.model(p.payload, ref, p.speed)
-                out.append(audio.float().cpu().numpy().ravel())
+                out.append(audio.float().numpy().ravel())
         return out
+
+    def warmup(self) -> None:
+        # Every lane once: the first run on a stream pays cuDNN/cuBLAS setup and LSTM weight
+        # flattening, which must not land on a client's first request.
+        p = self.prepare("Warming up the model.", self.voices[0], 1.0)
+        for _ in range(self.parallel_runs or 1):
+            self.infer([p], threads=1)
+        if self.device == "cuda":
+            self._torch.cuda.synchronize()

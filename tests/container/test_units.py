@@ -8,7 +8,7 @@ from container.engine import segment_deadline
 from container.markers import STAGES, parse_stage_line, stage_record
 from container.metrics import emf_record, percentile, pressure_index
 from container.settings import Settings
-from container.text import split_segments
+from container.text import pack_segments, split_segments
 
 
 def test_pressure_index_bounds_and_weights():
@@ -79,6 +79,25 @@ def test_split_segments():
     assert " ".join(segs).split() == long.replace(",", ",").split()
     assert split_segments("x" * 250, max_chars=100) == ["x" * 100, "x" * 100, "x" * 50]
     assert split_segments("   ") == []
+
+
+def test_pack_segments_joins_in_order_within_the_limit():
+    segs = split_segments("One. Two! Three? " + "y" * 30)
+    assert pack_segments(segs, max_chars=15) == ["One. Two!", "Three?", "y" * 30]
+    assert pack_segments(segs, max_chars=16) == ["One. Two! Three?", "y" * 30]
+    assert pack_segments(segs, max_chars=300) == ["One. Two! Three? " + "y" * 30]
+    assert pack_segments([], 10) == []
+    # A segment over the limit is never merged, nor split (split_segments already bounds it).
+    assert pack_segments(["a" * 20, "b"], max_chars=10) == ["a" * 20, "b"]
+
+
+def test_torch_settings_layout_values():
+    assert Settings().torch_streams == "auto" and Settings().torch_device == "auto"
+    assert Settings(torch_streams="6").torch_streams == 6
+    with pytest.raises(ValueError):
+        Settings(torch_streams=0)
+    with pytest.raises(ValueError):
+        Settings(torch_device="tpu")
 
 
 def test_deadline_orders_first_segments_before_tails():
