@@ -174,7 +174,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         "gate": {"enabled": dep.gate.enabled, "reason": dep.gate.reason},
     }
     if plan is not None:
-        step = surge_adjustment(plan)
+        # Q_max 0 (nothing met the SLO) is a stop plan without a surge step to show.
+        step = surge_adjustment(plan) if plan.thresholds.c_scale_max > 0 else None
         out.update(
             {
                 "q_max": plan.q_max,
@@ -185,7 +186,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
                 "fleet": plan.fleet.model_dump(),
                 "queue_max_depth": plan.queue_max_depth,
                 "alarms": plan.alarms.model_dump(),
-                "surge_step": {"percent": step.percent, "min_instances_added": step.min_instances_added},
+                "surge_step": {"percent": step.percent, "min_instances_added": step.min_instances_added} if step else None,
                 "origin": plan.provenance.origin,
                 "verdict": plan.verdict,
                 "findings": [f.model_dump() for f in plan.findings],
