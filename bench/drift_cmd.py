@@ -116,8 +116,10 @@ def fingerprint_issues(name: str, m: ModelConfig, d: Deployed, allow_config_mism
                                            f"{m.instance_type!r}; {redeploy.format(field='instance_type')}"))
     if d.digest is None:
         issues.append(Issue("fingerprint", f"model {d.model} runs image {d.image!r}, not pinned by digest, so nothing "
-                                           f"ties it to {key}.image ({m.image_digest}); {redeploy.format(field='image')}"))
-    elif d.digest != m.image_digest:
+                                           f"ties it to {key}.image ({m.image_digest or 'built by the stack'}); "
+                                           f"{redeploy.format(field='image')}"))
+    # No image in config: the stack built it, and the measurements below are what it must match.
+    elif m.image_digest is not None and d.digest != m.image_digest:
         issues.append(Issue("fingerprint", f"model {d.model} runs image digest {d.digest}, stack config {key}.image "
                                            f"says {m.image_digest}; {redeploy.format(field='image')}"))
     if m.measurements is None or d.instance_type is None or d.digest is None or allow_config_mismatch:

@@ -63,7 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
     p.add_argument("--stack", metavar="NAME", help="write artifacts + inputs into Pulumi.NAME.yaml")
     p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
-    p.add_argument("--image", metavar="REPO@sha256:...", help="image for a new stack entry (default: <model>@<artifact digest>)")
+    p.add_argument("--image", metavar="REPO@sha256:...", help="existing ECR image for the stack entry, <account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:... "
+                   "(default: keep the entry's image; none: the program builds container/Dockerfile)")
     p.add_argument("--instance-type", metavar="TYPE", help="SageMaker instance type for the stack entry when the artifacts were "
                    "measured locally (the program and the policy pack then see the fingerprint differ)")
 
@@ -93,7 +94,9 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
 
     path = args.stack_dir / f"Pulumi.{args.stack}.yaml"
     old = existing_model_entry(path, q.model) or {}
-    image = args.image or old.get("image") or f"{q.model}@{q.fingerprint.image_digest}"
+    # No image: the program builds and pushes container/Dockerfile, and checks its digest against
+    # the measurements' when the push is done.
+    image = args.image or old.get("image")
     instance_type = args.instance_type or q.fingerprint.instance_type
     if not instance_type.startswith("ml."):
         instance_type = old.get("instance_type") or ""

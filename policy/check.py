@@ -19,12 +19,17 @@ from .harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
 LEVEL_ORDER = ("mandatory", "advisory")
 
 
-def preview_resources(stack_file: Path, stack: str) -> tuple[list[Resource], Any]:
+def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = False) -> tuple[list[Resource], Any]:
+    """The program's resources as the engine sends them to the pack: inputs, parent, dependencies.
+
+    ``first_preview``: as in the first preview of a new stack, where provider-computed values
+    (ids, ARNs, URLs, digests of images not yet built) are unknown."""
     from speech.preview import run_preview
 
-    result = run_preview(stack_file, stack)
+    result = run_preview(stack_file, stack, first_preview=first_preview)
     resources = [
-        Resource(type=r.type, name=r.name, props=r.inputs, parent=r.parent, urn=r.urn)
+        Resource(type=r.type, name=r.name, props=r.inputs, parent=r.parent, urn=r.urn,
+                 dependencies=list(r.dependencies), property_dependencies=dict(r.property_dependencies))
         for r in result.resources
         if r.custom
     ]
@@ -46,8 +51,8 @@ def load_config(path: Path | None) -> dict[str, Any] | None:
     return data
 
 
-def render(report: Report, stack: str) -> str:
-    lines = [f"policy pack check of stack {stack!r}: "
+def render(report: Report, stack: str, first_preview: bool = False) -> str:
+    lines = [f"policy pack check of stack {stack!r}{' (first preview)' if first_preview else ''}: "
              f"{len(report.mandatory)} mandatory, {len(report.advisory)} advisory violation(s)"]
     for level in LEVEL_ORDER:
         diags = report.by_level(level)
@@ -83,16 +88,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
     p.add_argument("--config", type=Path, metavar="FILE", help="policy config JSON (same format as --policy-pack-config)")
     p.add_argument("--json", action="store_true", help="print violations as JSON")
+    p.add_argument("--first-preview", action="store_true",
+                   help="run the program as the engine runs the first preview of a new stack (ids, ARNs, URLs and "
+                        "image digests unknown; dependencies sent): what a fresh account's `pulumi preview` sees")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
         return 2 if e.code else 0
     try:
         config = load_config(args.config)
-        resources, _ = preview_resources(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack)
+        resources, _ = preview_resources(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack,
+                                         first_preview=args.first_preview)
         report = run_check(resources, config, args.stack)
     except (PolicyConfigError, SpeechError) as err:
         print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
         return 2
-    print(as_json(report, args.stack) if args.json else render(report, args.stack))
+    print(as_json(report, args.stack) if args.json else render(report, args.stack, args.first_preview))
     return 1 if report.mandatory else 0

@@ -20,6 +20,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.deserialize import serialize_properties
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from . import rules
 from .config import DEFAULT_ALLOWED_INSTANCE_TYPES, DEFAULT_DAILY_BUDGET_USD, DEFAULT_HOURLY_PRICES_USD
@@ -66,8 +67,17 @@ def stack_policy(name: str, description: str, rule: Callable[..., rules.StackVio
                  level: EnforcementLevel, schema: PolicyConfigSchema | None = None) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         stack = _stack_from_args(args)
+        deferred = []
         for message, urn in rule(stack, args.get_config() or {}, ProvenanceCache(stack)):
-            report(message, urn)
+            if isinstance(message, rules.Deferred):
+                deferred.append(str(message))
+            else:
+                report(message, urn)
+        if deferred:
+            # pulumi_policy reports this as an advisory "can't run policy ... during preview".
+            err = UnknownValueError(UNKNOWN_STRING_VALUE, [])
+            err.message = "; ".join(deferred)
+            raise err
 
     return StackValidationPolicy(name=name, description=description, validate=validate,
                                  enforcement_level=level, config_schema=schema)

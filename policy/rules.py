@@ -25,7 +25,7 @@ from speech import provenance as pv
 from speech.artifacts import PlanArtifact
 from speech.scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
 
-from .recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
+from .recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
 from .stack import (
     MISSING,
     T_BUCKET,
@@ -49,6 +49,12 @@ from .stack import (
 )
 
 StackViolations = Iterator[tuple[str, str | None]]
+
+
+class Deferred(str):
+    """A check that needs a value the provider computes during ``pulumi up`` (the digest of an image
+    built in the same update): not a violation at preview, reported as an advisory "can't run
+    during preview", and verified at ``up`` when the value is known."""
 
 SCALING_METRIC = "ConcurrentRequestsPerModel"
 FIX_HAND_EDIT = "fix: remove the hand edit and let the program set it from the plan (bench plan --stack, then pulumi preview)"
@@ -383,7 +389,8 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
     scaled_endpoints = {s.endpoint.urn for s in scaled_variants(stack) if s.endpoint is not None}
     for e in stack.of(T_ENDPOINT):
         try:
-            tagged = any(str(k).startswith(pv.TAG_PREFIX) for k in tags_of(e))
+            # speech:model and speech:stack name every endpoint; the measurement tags claim a plan.
+            tagged = any(k in tags_of(e) for k in REQUIRED_TAGS if k != pv.TAG_MODEL)
         except NoProvenance:
             tagged = True
         if not tagged and e.urn not in scaled_endpoints:
@@ -411,7 +418,14 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
             yield (f"cannot compare the image of {e.label} with the artifacts' fingerprint: {problem}", e.urn)
             continue
         image = model.get("primaryContainer.image")
-        if image is UNKNOWN:
+        builds = stack.built_images(model, "primaryContainer")
+        if image is UNKNOWN and builds:
+            # The image is built and pushed in this update: its digest exists only then. The
+            # program compares it with the measurements before it creates the Model, and this rule
+            # compares it again when `pulumi up` sends the known value.
+            yield Deferred(f"{model.label} runs the image {builds[0].label} builds in this update; its digest is "
+                           f"compared with the measured {fp.image_digest[:19]}... when it is pushed (pulumi up)"), model.urn
+        elif image is UNKNOWN:
             yield (f"{PREVIEW}: {model.label} primaryContainer.image is unknown; expected an image pinned to "
                    f"{fp.image_digest}", model.urn)
         elif not isinstance(image, str) or "@" not in image:

@@ -65,6 +65,7 @@ T_ECR_REPO = "aws:ecr/repository:Repository"
 T_ROLE = "aws:iam/role:Role"
 T_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 T_IAM_POLICY = "aws:iam/policy:Policy"
+T_DOCKER_IMAGE = "docker-build:index:Image"
 
 SAGEMAKER_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 RESOURCE_ID_RE = re.compile(r"^endpoint/(?P<endpoint>[^/]+)/variant/(?P<variant>[^/]+)$")
@@ -89,6 +90,7 @@ _KIND = {
     T_ROLE: "IAM role",
     T_ROLE_POLICY: "IAM role policy",
     T_IAM_POLICY: "IAM policy",
+    T_DOCKER_IMAGE: "container image",
 }
 
 
@@ -219,6 +221,11 @@ class Stack:
         if hits and (value is UNKNOWN or value is MISSING or not isinstance(value, str)):
             return hits, False
         return [], value is UNKNOWN
+
+    def built_images(self, src: Res, prop: str) -> list[Res]:
+        """Images built in this update (pulumi-docker-build) that ``src.<prop>`` comes from."""
+        urns = set(src.property_dependencies.get(prop, ())) or set(src.dependencies)
+        return [r for r in self.of(T_DOCKER_IMAGE) if r.urn in urns]
 
     # --- SageMaker ------------------------------------------------------------------------
 

@@ -1,14 +1,21 @@
-"""``python -m speech preview --stack NAME``: the offline preview (see speech.preview)."""
+"""``python -m speech preview|rehearse --stack NAME`` (see speech.preview, speech.rehearse)."""
 
 import sys
 
+USAGE = (
+    "usage: python -m speech preview --stack NAME [--stack-dir DIR] [--json] [--first-preview]\n"
+    "       python -m speech rehearse --stack NAME [--stack-dir DIR] [--model NAME] [--weights-dir DIR] [--json]"
+)
+
 
 def _main(argv: list[str]) -> int:
-    if not argv or argv[0] != "preview":
-        print("usage: python -m speech preview --stack NAME [--stack-dir DIR] [--json]", file=sys.stderr)
+    if not argv or argv[0] not in ("preview", "rehearse"):
+        print(USAGE, file=sys.stderr)
         return 2
-    from .preview import main
-
+    if argv[0] == "preview":
+        from .preview import main
+    else:
+        from .rehearse import main
     return main(argv[1:])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, Optional
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from .artifacts import DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, make_slug
 
@@ -21,9 +21,19 @@ class ReactionPolicy(Frozen):
     """How fast CloudWatch and Application Auto Scaling can notice load: not measured, bounded."""
 
     metric_period_s: Annotated[int, Field(ge=10, le=300)] = 10
-    """High-resolution metric period of ConcurrentRequestsPerModel, seconds."""
+    """High-resolution metric period of ConcurrentRequestsPerModel, seconds: 10, 20, 30 or a
+    multiple of 60 (the only alarm periods CloudWatch accepts)."""
     datapoints_to_alarm: Annotated[int, Field(ge=1, le=20)] = 3
     """Datapoints in breach before the scale-out alarm fires."""
+
+    @field_validator("metric_period_s")
+    @classmethod
+    def _cloudwatch_period(cls, v: int) -> int:
+        if v not in (10, 20, 30) and v % 60:
+            raise ValueError(
+                f"metric_period_s {v} is not an alarm period CloudWatch accepts; use 10, 20, 30 or a multiple of 60"
+            )
+        return v
 
 
 class PlanInputs(Frozen):
@@ -54,6 +64,10 @@ class PlanInputs(Frozen):
 Priority = Literal["critical", "standard", "batch"]
 Hosting = Literal["realtime"]
 IMAGE_RE = re.compile(r"^(?P<repo>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
+ECR_REPO_RE = re.compile(
+    r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<name>[a-z0-9][a-z0-9._/-]*)$"
+)
+"""What SageMaker pulls from without a VPC registry setup: a private ECR repository URI."""
 
 
 class Measurements(Frozen):
@@ -69,8 +83,10 @@ class ModelConfig(Frozen):
 
     instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]
     """SageMaker instance type of the production variant, e.g. ``ml.g5.xlarge``."""
-    image: str
-    """Container image pinned by digest: ``<account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:...``."""
+    image: Optional[str] = None
+    """An existing image pinned by digest, ``<account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:...``
+    (teams with their own image pipeline). Absent: the program builds ``container/Dockerfile`` and
+    pushes it to the stack's ECR repository; the Model then runs that push's digest."""
     plan: PlanInputs
     measurements: Optional[Measurements] = None
     """Absent until ``bench qmax`` and ``bench ttotal`` have run; then scaling stays off."""
@@ -87,26 +103,43 @@ class ModelConfig(Frozen):
 
     @model_validator(mode="after")
     def _image_pinned(self) -> "ModelConfig":
-        if not IMAGE_RE.match(self.image):
+        if self.image is None:
+            return self
+        m = IMAGE_RE.match(self.image)
+        if not m:
             raise ValueError(
-                f"image {self.image!r} is not pinned by digest; use <repository>@sha256:<64 hex>"
+                f"image {self.image!r} is not pinned by digest; use <account>.dkr.ecr.<region>.amazonaws.com/"
+                "<repository>@sha256:<64 hex>, or remove image to build container/Dockerfile in the stack"
+            )
+        if not ECR_REPO_RE.match(m.group("repo")):
+            raise ValueError(
+                f"image {self.image!r} is not in a private ECR repository (<account>.dkr.ecr.<region>.amazonaws.com/"
+                "<name>), the only registry a SageMaker endpoint pulls from without a VPC setup; push it there "
+                "or remove image to build it in the stack"
             )
         return self
 
     @property
-    def image_digest(self) -> str:
-        m = IMAGE_RE.match(self.image)
-        assert m is not None
-        return m.group("digest")
+    def builds_image(self) -> bool:
+        """True when the program builds and pushes the image itself (no ``image`` in config)."""
+        return self.image is None
 
     @property
-    def image_repository(self) -> str:
-        m = IMAGE_RE.match(self.image)
-        assert m is not None
-        return m.group("repo")
+    def image_digest(self) -> Optional[str]:
+        """The configured image's digest; None when the program builds it (known after the push)."""
+        m = IMAGE_RE.match(self.image) if self.image else None
+        return m.group("digest") if m else None
 
-    def fingerprint(self) -> Fingerprint:
-        """The fingerprint of what this config deploys, to compare with the artifacts'."""
+    @property
+    def image_repository(self) -> Optional[str]:
+        m = IMAGE_RE.match(self.image) if self.image else None
+        return m.group("repo") if m else None
+
+    def fingerprint(self) -> Optional[Fingerprint]:
+        """The fingerprint of what this config deploys, to compare with the artifacts' (None while
+        the image is built by the program: its digest exists only after the push)."""
+        if self.image_digest is None:
+            return None
         return Fingerprint(
             instance_type=self.instance_type,
             image_digest=self.image_digest,

@@ -12,6 +12,7 @@ stack resource and the stack file's config (nothing leaks from the previous run)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import threading
@@ -36,6 +37,12 @@ class RegisteredResource:
     urn: Optional[str] = None
     custom: bool = True
     """False for component resources (``speech:index:*``)."""
+    dependencies: list[str] = field(default_factory=list)
+    """URNs this resource depends on (explicit depends_on and every input's dependencies)."""
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    """Input name -> URNs its value came from, as the engine sends them to a policy pack."""
+    delete_before_replace: bool = False
+    replace_on_changes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -74,12 +81,41 @@ def _physical(args_name: str) -> str:
     return args_name.lower()[:60]
 
 
-class SpeechMocks:
-    """Pulumi mocks that record each registration and answer like AWS would (ARNs, names, URLs)."""
+def autoname_key(type_: str) -> Optional[str]:
+    """The input pulumi-aws fills with ``<logical name>-<random>`` when the program leaves it out
+    (it does so in Check, so the name is known in a preview): ``bucket`` for buckets, else ``name``
+    where the resource's Args class has one."""
+    import importlib
+    import inspect
 
-    def __init__(self, region: str = DEFAULT_REGION, account_id: str = ACCOUNT_ID) -> None:
+    if type_ in ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2"):
+        return "bucket"
+    pkg, _, rest = type_.partition(":")
+    mod, _, cls = rest.partition(":")
+    if pkg != "aws" or "/" not in mod or mod.startswith("index/"):
+        return None
+    module = mod.split("/")[0]
+    try:
+        m = importlib.import_module(f"pulumi_aws.{module}") if module != "lambda" else importlib.import_module("pulumi_aws.lambda_")
+        args_cls = getattr(m, f"{cls}Args")
+    except (ImportError, AttributeError):
+        return None
+    return "name" if "name" in inspect.signature(args_cls.__init__).parameters else None
+
+
+class SpeechMocks:
+    """Pulumi mocks that record each registration and answer like AWS would (ARNs, names, URLs).
+
+    ``first_preview``: answer like the engine does in the first preview of a new stack instead:
+    a create returns its inputs, pulumi-aws's autonames, and nothing else, so every
+    provider-computed output (ids, ARNs, URLs, digests, invocation results) is unknown.
+    """
+
+    def __init__(self, region: str = DEFAULT_REGION, account_id: str = ACCOUNT_ID, first_preview: bool = False) -> None:
         self.region = region
         self.account_id = account_id
+        self.first_preview = first_preview
+        self.autonames: dict[tuple[str, str], dict[str, str]] = {}
         self.registered: dict[tuple[str, str], dict[str, Any]] = {}
         self.order: list[tuple[str, str]] = []
         self._lock = threading.Lock()
@@ -92,6 +128,13 @@ class SpeechMocks:
         state = dict(args.inputs)
         if not args.custom:
             return "", state
+        if self.first_preview:
+            key = autoname_key(args.typ)
+            if key and state.get(key) is None:
+                suffix = hashlib.sha256(f"{args.typ}::{args.name}".encode()).hexdigest()[:7]
+                state[key] = f"{args.name}-{suffix}"
+                self.autonames[(args.typ, args.name)] = {key: state[key]}
+            return "", {k: v for k, v in state.items() if v is not None}
         phys = state.get("name") or _physical(args.name)
         svc = args.typ.split(":")[1].split("/")[0]
         r, a = self.region, self.account_id
@@ -103,7 +146,13 @@ class SpeechMocks:
             state.setdefault("name", phys)
             state["arn"] = f"arn:aws:ecr:{r}:{a}:repository/{state['name']}"
             state["repositoryUrl"] = f"{a}.dkr.ecr.{r}.amazonaws.com/{state['name']}"
+            state["registryId"] = a
             return state["name"], state
+        if args.typ == "docker-build:index:Image":
+            digest = "sha256:" + hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
+            state["digest"] = digest
+            state["ref"] = f"{(state.get('tags') or ['image'])[0]}@{digest}"
+            return f"{args.name}-id", state
         if args.typ == "aws:lambda/invocation:Invocation":
             state["result"] = json.dumps({"status": "SUCCEEDED"})
             return f"{args.name}-id", state
@@ -119,19 +168,24 @@ class SpeechMocks:
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": self.account_id, "arn": f"arn:aws:iam::{self.account_id}:user/preview",
                     "userId": "PREVIEW", "id": self.account_id}
+        if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+            registry = f"{self.account_id}.dkr.ecr.{self.region}.amazonaws.com"
+            return {"authorizationToken": "UFJFVklFVzpQUkVWSUVX", "userName": "AWS", "password": "PREVIEW",
+                    "proxyEndpoint": f"https://{registry}", "expiresAt": "2099-01-01T00:00:00Z", "id": self.region,
+                    "registryId": self.account_id}
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region, "id": self.region,
                     "endpoint": f"ec2.{self.region}.amazonaws.com", "description": self.region}
         return {}
 
 
-def make_mocks(region: str = DEFAULT_REGION) -> Any:
+def make_mocks(region: str = DEFAULT_REGION, first_preview: bool = False) -> Any:
     import pulumi
 
     class _Mocks(SpeechMocks, pulumi.runtime.Mocks):
         pass
 
-    return _Mocks(region=region)
+    return _Mocks(region=region, first_preview=first_preview)
 
 
 def _make_monitor(mocks: Any) -> Any:
@@ -143,18 +197,33 @@ def _make_monitor(mocks: Any) -> Any:
         def __init__(self, m: Any) -> None:
             super().__init__(m)
             self.parents: dict[tuple[str, str], tuple[str, str, bool]] = {}
+            self.requests: dict[tuple[str, str], dict[str, Any]] = {}
 
         def RegisterResource(self, request: Any) -> Any:
+            from google.protobuf import json_format
+
             resp = super().RegisterResource(request)
-            self.parents[(request.type, request.name)] = (request.parent, resp.urn, bool(request.custom))
+            key = (request.type, request.name)
+            self.parents[key] = (request.parent, resp.urn, bool(request.custom))
+            self.requests[key] = {
+                # The inputs as sent, unknowns still the engine's sentinel string.
+                "wire_inputs": json_format.MessageToDict(request.object),
+                "dependencies": list(request.dependencies),
+                "property_dependencies": {k: list(v.urns) for k, v in request.propertyDependencies.items()},
+                "delete_before_replace": bool(request.deleteBeforeReplace),
+                "replace_on_changes": list(request.replaceOnChanges),
+            }
             return resp
 
     return _Monitor(mocks)
 
 
 def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGION, project: str = PROJECT,
-                  logger: Optional[logging.Logger] = None) -> tuple[Any, Any]:
-    """Reset Pulumi's runtime and install fresh mocks + config; returns (mocks, monitor)."""
+                  logger: Optional[logging.Logger] = None, first_preview: bool = False) -> tuple[Any, Any]:
+    """Reset Pulumi's runtime and install fresh mocks + config; returns (mocks, monitor).
+
+    ``first_preview``: run as the engine runs the first preview of a new stack (dry run, nothing
+    exists yet, provider-computed outputs unknown)."""
     import pulumi
     from pulumi.runtime import settings
 
@@ -163,9 +232,9 @@ def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGI
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)  # set_mocks only makes a new root stack when none exists
     pulumi.runtime.set_all_config(dict(config), [])
-    mocks = make_mocks(region)
+    mocks = make_mocks(region, first_preview=first_preview)
     monitor = _make_monitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, logger=logger, monitor=monitor)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=first_preview, logger=logger, monitor=monitor)
     return mocks, monitor
 
 
@@ -197,12 +266,15 @@ def stack_config_values(stack_file: Path) -> dict[str, str]:
     return out
 
 
-def run_preview(stack_file: Path, stack: Optional[str] = None) -> PreviewResult:
+def run_preview(stack_file: Path, stack: Optional[str] = None, *, first_preview: bool = False) -> PreviewResult:
     """Run the program against ``stack_file`` under mocks. Raises :class:`ConfigError` (or another
-    :class:`speech.errors.SpeechError`) for user mistakes."""
+    :class:`speech.errors.SpeechError`) for user mistakes.
+
+    ``first_preview``: the first preview of a new stack; resource inputs are then reported as the
+    engine sends them (unknowns as its sentinel string, numbers as doubles)."""
     import pulumi
 
-    from .program import define_stack
+    from .program import define_stack, plan_stack
     from .stack import load_stack_config
 
     stack_file = Path(stack_file)
@@ -221,22 +293,36 @@ def run_preview(stack_file: Path, stack: Optional[str] = None) -> PreviewResult:
     logger.addHandler(_Collect())
     logger.propagate = False
 
-    mocks, monitor = install_mocks(stack, config, region=region, logger=logger)
+    mocks, monitor = install_mocks(stack, config, region=region, logger=logger, first_preview=first_preview)
     resolved: dict[str, Any] = {}
+    decided: dict[str, Any] = {}
 
     @pulumi.runtime.test
     def program() -> Any:
-        outputs = define_stack(load_stack_config())
-        return pulumi.Output.all(**outputs).apply(resolved.update) if outputs else None
+        stack_config = load_stack_config()
+        decided.update(plan_stack(stack_config))
+        outputs = define_stack(stack_config)
+        # In a first preview most outputs are unknown: each known one is collected on its own.
+        for model, out in outputs.items():
+            out.apply(lambda o, m=model: resolved.__setitem__(m, o))
+        return pulumi.Output.all(*outputs.values()) if outputs else None
 
     program()
 
     resources = []
     for key in mocks.order:
         parent, urn, custom = monitor.parents.get(key, (None, None, True))
-        resources.append(RegisteredResource(type=key[0], name=key[1], inputs=mocks.registered[key],
-                                            parent=parent or None, urn=urn, custom=custom))
-    gates = [GateView(model=m, enabled=o["gate"]["enabled"], reason=o["gate"]["reason"]) for m, o in resolved.items()]
+        req = monitor.requests.get(key, {})
+        # What the pack sees are the provider-checked inputs: the program's plus pulumi-aws's autoname.
+        inputs = ({**req.get("wire_inputs", {}), **mocks.autonames.get(key, {})} if first_preview
+                  else mocks.registered[key])
+        resources.append(RegisteredResource(
+            type=key[0], name=key[1], inputs=inputs, parent=parent or None, urn=urn, custom=custom,
+            dependencies=req.get("dependencies", []), property_dependencies=req.get("property_dependencies", {}),
+            delete_before_replace=req.get("delete_before_replace", False),
+            replace_on_changes=req.get("replace_on_changes", []),
+        ))
+    gates = [GateView(model=m, enabled=d.gate.enabled, reason=d.gate.reason) for m, d in decided.items()]
     return PreviewResult(stack=stack, project=PROJECT, resources=resources, outputs=resolved, gates=gates,
                          warnings=warnings)
 
@@ -246,12 +332,19 @@ def run_preview(stack_file: Path, stack: Optional[str] = None) -> PreviewResult:
 SHORT = {
     "aws:sagemaker/model:Model": lambda i: {
         "image": i.get("primaryContainer", {}).get("image"),
-        "QUEUE_MAX_DEPTH": i.get("primaryContainer", {}).get("environment", {}).get("QUEUE_MAX_DEPTH"),
-        "SLO_MS": i.get("primaryContainer", {}).get("environment", {}).get("SLO_MS"),
+        **{k: i.get("primaryContainer", {}).get("environment", {}).get(k)
+           for k in ("BACKEND", "MODEL_DIR", "QUEUE_MAX_DEPTH", "SLO_MS")},
+        "modelData": ((i.get("primaryContainer", {}).get("modelDataSource") or {}).get("s3DataSources") or [{}])[0].get("s3Uri"),
     },
     "aws:sagemaker/endpointConfiguration:EndpointConfiguration": lambda i: {
-        k: (i.get("productionVariants") or [{}])[0].get(k) for k in ("variantName", "instanceType", "initialInstanceCount")
+        **{k: (i.get("productionVariants") or [{}])[0].get(k)
+           for k in ("variantName", "instanceType", "initialInstanceCount", "containerStartupHealthCheckTimeoutInSeconds")},
+        "routing": [r.get("routingStrategy") for r in (i.get("productionVariants") or [{}])[0].get("routingConfigs") or []],
     },
+    "docker-build:index:Image": lambda i: {k: i.get(k) for k in ("tags", "platforms", "push")},
+    "aws:s3/bucket:Bucket": lambda i: {"forceDestroy": i.get("forceDestroy")},
+    "aws:ecr/repository:Repository": lambda i: {"forceDelete": i.get("forceDelete")},
+    "aws:lambda/invocation:Invocation": lambda i: {"triggers": i.get("triggers")},
     "aws:sagemaker/endpoint:Endpoint": lambda i: {
         "name": i.get("name"),
         "deployment": i.get("deploymentConfig", {}).get("blueGreenUpdatePolicy", {}).get("trafficRoutingConfiguration", {}).get("type"),
@@ -313,9 +406,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--stack", required=True, metavar="NAME")
     parser.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR")
     parser.add_argument("--json", action="store_true", help="print resources, outputs and gates as JSON")
+    parser.add_argument("--first-preview", action="store_true",
+                        help="run as the first preview of a new stack: ids, ARNs, URLs and image digests unknown")
     args = parser.parse_args(argv)
     try:
-        result = run_preview(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack)
+        result = run_preview(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack, first_preview=args.first_preview)
     except SpeechError as err:
         print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import pulumi_aws as aws
 from ..artifacts import PlanArtifact
 from ..scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
 from .endpoint import VARIANT
+from .guard import REPLACE_ON, TAG_INSTANCE_TYPE
 
 METRIC = "ConcurrentRequestsPerModel"
 NAMESPACE = "AWS/SageMaker"
@@ -31,6 +32,7 @@ class AutoscalingArgs:
         *,
         endpoint_name: str,
         plan: PlanArtifact,
+        instance_type: str,
         tags: Optional[dict[str, str]] = None,
         depends_on: Sequence[pulumi.Resource] = (),
     ) -> None:
@@ -38,6 +40,9 @@ class AutoscalingArgs:
         """Endpoint whose AllTraffic variant scales."""
         self.plan = plan
         """The measured plan (gate already passed): thresholds, fleet, cooldowns, alarms."""
+        self.instance_type = instance_type
+        """The variant's instance type: a change replaces the target after the endpoint update
+        (speech.components.guard)."""
         self.tags = tags or {}
         """Provenance tags for the scalable target and the alarms."""
         self.depends_on = list(depends_on)
@@ -90,6 +95,9 @@ class Autoscaling(pulumi.ComponentResource):
     def __init__(self, name: str, args: AutoscalingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("speech:index:Autoscaling", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # Fixed policy names: a replacement must delete before it creates, or the delete of the old
+        # one would remove the new one (same name, same resource id).
+        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         p = args.plan
         rid = resource_id(args.endpoint_name)
         dims = {"EndpointName": args.endpoint_name, "VariantName": VARIANT}
@@ -101,8 +109,9 @@ class Autoscaling(pulumi.ComponentResource):
             resource_id=rid,
             min_capacity=p.fleet.min_instances,
             max_capacity=p.fleet.max_instances,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+            tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True,
+                                        replace_on_changes=REPLACE_ON),
         )
         target = dict(
             resource_id=self.target.resource_id,
@@ -123,7 +132,7 @@ class Autoscaling(pulumi.ComponentResource):
                     predefined_metric_type=SCALE_OUT_METRIC_TYPE,
                 ),
             ),
-            opts=child,
+            opts=policy_opts,
             **target,
         )
 
@@ -141,7 +150,7 @@ class Autoscaling(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=child,
+            opts=policy_opts,
             **target,
         )
         self.scale_in_alarm = concurrency_alarm(
@@ -178,7 +187,7 @@ class Autoscaling(pulumi.ComponentResource):
                     )
                 ],
             ),
-            opts=child,
+            opts=policy_opts,
             **target,
         )
         self.surge_alarm = concurrency_alarm(

@@ -9,6 +9,8 @@ import pulumi_aws as aws
 
 from ..artifacts import PlanArtifact
 from ..config import ModelConfig
+from ..hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
+from ..weights import MODEL_DIR
 
 VARIANT = "AllTraffic"
 CANARY_PERCENT = 10
@@ -16,14 +18,17 @@ CANARY_WAIT_S = 600
 """Canary bake time: long enough for the TTFAB and error alarms (minutes) to see real traffic."""
 
 
-def container_environment(model: str, config: ModelConfig, plan: Optional[PlanArtifact]) -> dict[str, str]:
-    """The container's settings from the plan; user environment first so the plan wins.
+def container_environment(model: str, config: ModelConfig, plan: Optional[PlanArtifact], *, backend: str,
+                          image_digest: pulumi.Input[str]) -> dict[str, pulumi.Input[str]]:
+    """The container's settings; user environment first so the program's values win.
 
-    Without a plan the queue depth stays the container's own default: there is no measured Q_max.
+    BACKEND and MODEL_DIR are always explicit: the weights layout decides the backend, never the
+    image's default. Without a plan the queue depth stays the container's own default: there is
+    no measured Q_max.
     """
-    env = dict(config.environment)
-    env.update({"MODEL_NAME": model, "MODEL_DIR": "/opt/ml/model", "SLO_MS": f"{config.plan.slo_ms:g}",
-                "IMAGE_DIGEST": config.image_digest})
+    env: dict[str, pulumi.Input[str]] = dict(config.environment)
+    env.update({"MODEL_NAME": model, "BACKEND": backend, "MODEL_DIR": MODEL_DIR, "SLO_MS": f"{config.plan.slo_ms:g}",
+                "IMAGE_DIGEST": image_digest})
     if plan is not None:
         env["QUEUE_MAX_DEPTH"] = str(plan.queue_max_depth)
         env["PRESSURE_CAPACITY_RPS"] = f"{plan.capacity.throughput_at_target_rps:g}"
@@ -40,10 +45,12 @@ class EndpointArgs:
         model_data_s3_uri: pulumi.Input[str],
         instance_type: str,
         initial_instance_count: int,
-        environment: dict[str, str],
+        environment: dict[str, pulumi.Input[str]],
+        startup_health_check_timeout_s: int,
         rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
         tags: Optional[dict[str, str]] = None,
         depends_on: Sequence[pulumi.Resource] = (),
+        endpoint_depends_on: Sequence[pulumi.Resource] = (),
     ) -> None:
         self.endpoint_name = endpoint_name
         """Explicit endpoint name (``<stack>-<model>``) so alarms and scaling know it at preview."""
@@ -58,13 +65,17 @@ class EndpointArgs:
         self.initial_instance_count = initial_instance_count
         """The plan's min_instances (autoscaling takes over from there)."""
         self.environment = environment
-        """Container environment (queue depth, SLO, ...)."""
+        """Container environment (backend, model dir, queue depth, SLO, ...)."""
+        self.startup_health_check_timeout_s = startup_health_check_timeout_s
+        """Seconds the container has to answer /ping 200 (speech.hosting.startup_health_check_timeout_s)."""
         self.rollback_alarm_names = list(rollback_alarm_names)
         """Alarms that roll a blue/green deployment back."""
         self.tags = tags or {}
         """Provenance tags for the model and the endpoint."""
         self.depends_on = list(depends_on)
         """What must exist before the model (the weight cache run)."""
+        self.endpoint_depends_on = list(endpoint_depends_on)
+        """What must run before the endpoint is updated (the scaling guard)."""
 
 
 class Endpoint(pulumi.ComponentResource):
@@ -101,6 +112,13 @@ class Endpoint(pulumi.ComponentResource):
                     instance_type=args.instance_type,
                     initial_instance_count=args.initial_instance_count,
                     initial_variant_weight=1.0,
+                    container_startup_health_check_timeout_in_seconds=args.startup_health_check_timeout_s,
+                    model_data_download_timeout_in_seconds=MODEL_DATA_DOWNLOAD_TIMEOUT_S,
+                    routing_configs=[
+                        aws.sagemaker.EndpointConfigurationProductionVariantRoutingConfigArgs(
+                            routing_strategy=ROUTING_STRATEGY
+                        )
+                    ],
                 )
             ],
             tags=args.tags,
@@ -133,6 +151,6 @@ class Endpoint(pulumi.ComponentResource):
                 auto_rollback_configuration=rollback,
             ),
             tags=args.tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.endpoint_depends_on),
         )
         self.register_outputs({"endpoint_name": self.endpoint.name, "endpoint_arn": self.endpoint.arn})

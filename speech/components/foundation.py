@@ -1,4 +1,9 @@
-"""Foundation of one model: weights bucket, image repository, SageMaker execution role."""
+"""Foundation of one model: weights bucket, image repository, SageMaker execution role.
+
+The stack owns what it stores: the bucket holds objects written outside Pulumi (the weight-cache
+build, old versions) and the repository holds pushed images, so both are created with
+force_destroy / force_delete and ``pulumi destroy`` removes them with their contents.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ class FoundationArgs:
         endpoint_name: str,
         account_id: pulumi.Input[str],
         region: pulumi.Input[str],
+        image_repository_arn: Optional[str] = None,
         tags: Optional[dict[str, str]] = None,
     ) -> None:
         self.model = model
@@ -29,23 +35,25 @@ class FoundationArgs:
         """AWS account the stack deploys to (for log group ARNs)."""
         self.region = region
         """AWS region the stack deploys to."""
+        self.image_repository_arn = image_repository_arn
+        """ARN of an existing repository the image comes from (image in config); None: the stack
+        creates its own repository and builds the image into it."""
         self.tags = tags or {}
         """Tags for every taggable child."""
 
 
 class Foundation(pulumi.ComponentResource):
     bucket: aws.s3.Bucket
-    repository: aws.ecr.Repository
+    repository: Optional[aws.ecr.Repository]
     role: aws.iam.Role
     weights_prefix: str
-    weights_s3_uri: pulumi.Output[str]
 
     def __init__(self, name: str, args: FoundationArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
         super().__init__("speech:index:Foundation", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.weights_prefix = f"weights/{args.model}"
 
-        self.bucket = aws.s3.Bucket(f"{name}-weights", tags=args.tags, opts=child)
+        self.bucket = aws.s3.Bucket(f"{name}-weights", force_destroy=True, tags=args.tags, opts=child)
         self.encryption = aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-weights-encryption",
             bucket=self.bucket.id,
@@ -75,13 +83,18 @@ class Foundation(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.repository = aws.ecr.Repository(
-            f"{name}-images",
-            image_tag_mutability="IMMUTABLE",
-            image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
-            tags=args.tags,
-            opts=child,
-        )
+        self.repository = None
+        repository_arn: pulumi.Input[str] = args.image_repository_arn or ""
+        if args.image_repository_arn is None:
+            self.repository = aws.ecr.Repository(
+                f"{name}-images",
+                image_tag_mutability="IMMUTABLE",
+                image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
+                force_delete=True,
+                tags=args.tags,
+                opts=child,
+            )
+            repository_arn = self.repository.arn
 
         self.role = aws.iam.Role(
             f"{name}-execution",
@@ -94,7 +107,7 @@ class Foundation(pulumi.ComponentResource):
         self.role_policy = aws.iam.RolePolicy(
             f"{name}-execution-policy",
             role=self.role.id,
-            policy=pulumi.Output.all(self.bucket.arn, self.repository.arn, args.region, args.account_id).apply(
+            policy=pulumi.Output.all(self.bucket.arn, repository_arn, args.region, args.account_id).apply(
                 lambda a: json.dumps(
                     execution_role_policy(
                         bucket_arn=a[0],
@@ -106,12 +119,10 @@ class Foundation(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        self.weights_s3_uri = self.bucket.bucket.apply(lambda b: f"s3://{b}/{prefix}/")
         self.register_outputs(
             {
                 "bucket": self.bucket.bucket,
-                "repository_url": self.repository.repository_url,
+                "repository_url": self.repository.repository_url if self.repository else None,
                 "role_arn": self.role.arn,
-                "weights_s3_uri": self.weights_s3_uri,
             }
         )

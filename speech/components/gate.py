@@ -16,6 +16,8 @@ from ..plan import build_plan
 from ..provenance import ProvenanceDocument, document_key, document_text
 
 CONFIG_KEY = "speech-endpoints:models"
+BUILT_IMAGE = "built by the stack from container/Dockerfile"
+"""What the provenance document says about the image when the program builds it."""
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,16 @@ def gate(model: ModelConfig, plan: Optional[PlanArtifact], *, allow_config_misma
             "bench plan --stack <stack> to add them",
         )
     deployed = model.fingerprint()
-    if plan.fingerprint != deployed and not allow_config_mismatch:
+    if deployed is None:
+        # The program builds the image: its digest exists after the push. The instance type is
+        # compared now; the digest when it is known (image_matches_measurements, before the Model).
+        if plan.fingerprint.instance_type != model.instance_type and not allow_config_mismatch:
+            return GateDecision(
+                False,
+                f"measurements describe {plan.fingerprint.slug} ({plan.fingerprint.instance_type}) but the stack "
+                f"deploys {model.instance_type}: re-measure this instance type",
+            )
+    elif plan.fingerprint != deployed and not allow_config_mismatch:
         # A new image or instance type has new latency: measurements of the old one say nothing.
         return GateDecision(
             False,
@@ -54,10 +65,38 @@ def gate(model: ModelConfig, plan: Optional[PlanArtifact], *, allow_config_misma
             f"plan fleet min {plan.fleet.min_instances} == max {plan.fleet.max_instances}: nothing to scale "
             "(raise max_instances or peak_rps to get autoscaling)",
         )
+    built = (
+        f"; the image built by the stack must have digest {plan.fingerprint.image_digest[:19]}... (checked once "
+        "it is pushed, before the Model is created)"
+        if deployed is None and not allow_config_mismatch else ""
+    )
     return GateDecision(
         True,
         f"measured plan ({plan.provenance.origin}, verdict {plan.verdict}): scale "
-        f"{plan.fleet.min_instances}..{plan.fleet.max_instances} at target {plan.thresholds.scaling_target_value:g}",
+        f"{plan.fleet.min_instances}..{plan.fleet.max_instances} at target {plan.thresholds.scaling_target_value:g}"
+        + built,
+    )
+
+
+def image_matches_measurements(model_name: str, dep_plan: Optional[PlanArtifact], gate_enabled: bool,
+                               built_digest: str, *, allow_config_mismatch: bool = False) -> Optional[str]:
+    """None when a built image may run under this deployment's scaling, else the reason it may not.
+
+    The image the program builds is known only after its push. Scaling was planned from
+    measurements of one digest; a different digest has different latency, so the deployment
+    stops before the Model is created (fail closed) instead of scaling an unmeasured image.
+    """
+    if not gate_enabled or dep_plan is None or allow_config_mismatch:
+        return None
+    measured = dep_plan.fingerprint.image_digest
+    if built_digest == measured:
+        return None
+    return (
+        f"{CONFIG_KEY}.{model_name}: the image built from container/Dockerfile has digest {built_digest}, but the "
+        f"measurements in stack config describe {measured} ({dep_plan.fingerprint.slug}); their scaling says nothing "
+        f"about this image. Fix: deploy it without scaling first (remove {CONFIG_KEY}.{model_name}.measurements, "
+        "pulumi up), measure it (bench qmax, bench ttotal) and re-plan (bench plan --stack); or pin the measured "
+        "image with image: <repository url>@" + measured
     )
 
 
@@ -107,7 +146,7 @@ def plan_model(name: str, model: ModelConfig, *, allow_config_mismatch: bool = F
     doc = ProvenanceDocument(
         model=name,
         instance_type=model.instance_type,
-        image=model.image,
+        image=model.image or BUILT_IMAGE,
         inputs=model.plan,
         measurements=m,
         allow_config_mismatch=allow_config_mismatch,

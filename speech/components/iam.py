@@ -98,7 +98,8 @@ def cache_build_policy(*, bucket_arn: str, weights_prefix: str, log_group_arn: s
             {
                 "Sid": "SyncOwnWeights",
                 "Effect": "Allow",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+                # GetObjectVersion: CodeBuild reads its S3 source by version in a versioned bucket.
+                "Action": ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"],
                 "Resource": [f"{bucket_arn}/{prefix}/*"],
             },
             _list_prefix_statement(bucket_arn, prefix),
@@ -139,3 +140,26 @@ def wildcard_violations(doc: Doc) -> list[str]:
             elif "*" in resources and a not in allowed_on_star:
                 bad.append(f"{st.get('Sid', '?')}: {a} on *")
     return bad
+
+
+def scaling_guard_policy(*, scalable_target_arn_prefix: str, endpoint_arn: str, log_group_arn: str) -> Doc:
+    """Lambda that deregisters one variant's scalable target before an instance-type change."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DeregisterOwnTarget",
+                "Effect": "Allow",
+                "Action": ["application-autoscaling:DeregisterScalableTarget"],
+                "Resource": [f"{scalable_target_arn_prefix}/*"],
+            },
+            {
+                # Application Auto Scaling reads the variant on the caller's behalf.
+                "Sid": "ReadOwnEndpoint",
+                "Effect": "Allow",
+                "Action": ["sagemaker:DescribeEndpoint"],
+                "Resource": [endpoint_arn],
+            },
+            _logs_statement(log_group_arn),
+        ],
+    }

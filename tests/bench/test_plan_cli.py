@@ -139,7 +139,9 @@ def test_stack_config_keeps_other_keys(tmp_path, capsys):
     assert entry.measurements.qmax == load_artifact(QMAX, QmaxArtifact)
     assert entry.measurements.ttotal == load_artifact(TTOTAL, TtotalArtifact)
     assert entry.plan.peak_rps == 5000 and entry.plan.surge_ratio == 1.25
-    assert entry.instance_type == "ml.g5.xlarge" and entry.image_digest.startswith("sha256:8b1b96bc")
+    # No image given: the program builds container/Dockerfile and checks its digest at the push.
+    assert entry.instance_type == "ml.g5.xlarge" and entry.image is None
+    assert entry.measurements.qmax.fingerprint.image_digest.startswith("sha256:8b1b96bc")
 
 
 def test_plan_imports_neither_pulumi_nor_boto3(tmp_path):

@@ -29,3 +29,31 @@ def _dev_resources() -> list[Resource]:
 def dev(_dev_resources) -> list[Resource]:
     """A fresh, editable copy of the dev stack's registered resources."""
     return copy.deepcopy(_dev_resources)
+
+
+def write_built_stack(directory: Path, *, measurements: bool = False, stack: str = "built") -> Path:
+    """The dev stack's model as a new user starts it: no image (the program builds it)."""
+    import json
+
+    from ruamel.yaml import YAML
+
+    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    entry = config["speech-endpoints:models"]["kokoro-82m"]
+    del entry["image"]
+    if not measurements:
+        del entry["measurements"]
+    path = directory / f"Pulumi.{stack}.yaml"
+    path.write_text(json.dumps({"config": config}))
+    return path
+
+
+@pytest.fixture(scope="session")
+def _built_resources(tmp_path_factory) -> list[Resource]:
+    resources, _ = preview_resources(write_built_stack(tmp_path_factory.mktemp("built")), "built")
+    return resources
+
+
+@pytest.fixture
+def built(_built_resources) -> list[Resource]:
+    """A fresh, editable copy of a stack that builds its image (no measurements)."""
+    return copy.deepcopy(_built_resources)

@@ -45,6 +45,7 @@ def test_unknown_links_resolve_through_engine_dependencies(pack, dev):
     assert pack.check(dev).mandatory == []
     # Without the dependency the link is unverifiable: blocked, not passed.
     config.property_dependencies = {}
+    config.dependencies = []
     msgs = messages(pack.check(dev), "deployment-matches-fingerprint", "mandatory")
     assert msgs and "cannot verify during preview" in msgs[0] and "modelName is unknown" in msgs[0]
 

@@ -202,7 +202,8 @@ def test_wildcard_iam_action(pack, dev):
     assert "allows wildcard actions ['s3:*']" in d.message and "fix:" in d.message
 
 
-def test_ecr_mutable_tags_is_advisory(pack, dev):
-    set_path(named(dev, "kokoro-82m-images"), "imageTagMutability", "MUTABLE")
-    [d] = pack.check(dev).of("ecr-immutable-scanned")
+def test_ecr_mutable_tags_is_advisory(pack, built):
+    assert pack.check(built).mandatory == []
+    set_path(named(built, "kokoro-82m-images"), "imageTagMutability", "MUTABLE")
+    [d] = pack.check(built).of("ecr-immutable-scanned")
     assert d.level == "advisory" and "imageTagMutability is 'MUTABLE', expected 'IMMUTABLE'" in d.message

@@ -132,7 +132,9 @@ def test_bench_plan_stack_file_round_trips(tmp_path):
     """A stack file written by `bench plan --stack` previews to exactly bench's numbers."""
     rc = bench_main(["plan", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--peak-rps", "2000",
                      "--trough-rps", "40", "--min-instances", "3", "--out", str(tmp_path),
-                     "--stack", "rt", "--stack-dir", str(tmp_path)])
+                     "--stack", "rt", "--stack-dir", str(tmp_path),
+                     "--image", "123456789012.dkr.ecr.eu-west-1.amazonaws.com/kokoro@sha256:"
+                     "8b1b96bc4dc0b30ddd84d8fe37af7c490937333c44a9f8f7d77b918c3d7eaced"])
     assert rc == 0
     plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
     result = run_preview(tmp_path / "Pulumi.rt.yaml")

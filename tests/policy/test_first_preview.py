@@ -1,0 +1,87 @@
+"""The pack on a first preview of a new stack (`python -m policy check --first-preview`): ids, ARNs,
+URLs and image digests unknown, dependencies sent, as the engine does. Fresh stacks pass; scaling
+planned for another image or instance type is still blocked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.policy.conftest import write_built_stack
+
+from policy.check import preview_resources
+from policy.harness import UNKNOWN
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "policy", "check", "--first-preview", "--json", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=240, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def _mandatory(proc: subprocess.CompletedProcess) -> list[dict]:
+    return [v for v in json.loads(proc.stdout)["violations"] if v["level"] == "mandatory"]
+
+
+def test_resources_reach_the_pack_as_in_a_first_preview(tmp_path):
+    resources, _ = preview_resources(write_built_stack(tmp_path), "built", first_preview=True)
+    by = {r.name: r for r in resources}
+    # Provider-computed outputs are unknown: the repository URL, so the built image and the Model's image.
+    assert by["kokoro-82m-model"].props["primaryContainer"]["image"] == UNKNOWN
+    assert by["kokoro-82m-execution-policy"].props["policy"] == UNKNOWN
+    # Names pulumi-aws generates in Check are known, as in a real preview.
+    assert by["kokoro-82m-config"].props["name"].startswith("kokoro-82m-config-")
+    # ... and the engine's dependencies travel with each resource.
+    assert by["kokoro-82m-image-image"].urn in by["kokoro-82m-model"].property_dependencies["primaryContainer"]
+    assert by["kokoro-82m-config"].urn in by["kokoro-82m-endpoint"].property_dependencies["endpointConfigName"]
+
+
+def test_dev_stack_first_preview_passes():
+    proc = _cli("--stack", "dev")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _mandatory(proc) == []
+
+
+def test_fresh_stack_without_measurements_passes(tmp_path):
+    write_built_stack(tmp_path)
+    proc = _cli("--stack", "built", "--stack-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not any(r["policy"].startswith("scaling") for r in json.loads(proc.stdout)["violations"])
+
+
+def test_fresh_stack_building_its_measured_image_defers_the_digest_to_up(tmp_path):
+    write_built_stack(tmp_path, measurements=True)
+    proc = _cli("--stack", "built", "--stack-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [deferred] = [v for v in json.loads(proc.stdout)["violations"] if v["policy"] == "deployment-matches-fingerprint"]
+    assert deferred["level"] == "advisory" and "during preview" in deferred["message"]
+    assert "compared with the measured sha256:8b1b96bc4dc0... when it is pushed" in deferred["message"]
+
+
+def _stack_with(tmp_path: Path, **entry_changes) -> None:
+    from ruamel.yaml import YAML
+
+    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config["speech-endpoints:models"]["kokoro-82m"].update(entry_changes)
+    # Plan anyway: the program's gate would refuse; the pack must refuse on its own.
+    config["speech-endpoints:allow_config_mismatch"] = True
+    (tmp_path / "Pulumi.tamper.yaml").write_text(json.dumps({"config": config}))
+
+
+def test_scaling_for_another_instance_type_is_blocked(tmp_path):
+    _stack_with(tmp_path, instance_type="ml.g6.xlarge")
+    proc = _cli("--stack", "tamper", "--stack-dir", str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [v] = [v for v in _mandatory(proc) if v["policy"] == "deployment-matches-fingerprint"]
+    assert "deploys instance type 'ml.g6.xlarge'" in v["message"] and "measured on 'ml.g5.xlarge'" in v["message"]
+
+
+def test_scaling_for_another_image_is_blocked(tmp_path):
+    _stack_with(tmp_path, image="123456789012.dkr.ecr.us-east-1.amazonaws.com/kokoro-82m@sha256:" + "ab" * 32)
+    proc = _cli("--stack", "tamper", "--stack-dir", str(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [v] = [v for v in _mandatory(proc) if v["policy"] == "deployment-matches-fingerprint"]
+    assert "deploys image digest sha256:abababababab" in v["message"]
