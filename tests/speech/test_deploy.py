@@ -114,9 +114,11 @@ def test_start_up_timeout_from_measured_phases(kokoro_entry):
     t = TtotalArtifact.model_validate(kokoro_entry["measurements"]["ttotal"])
     assert startup_health_check_timeout_s(t) == 83  # ceil(3 x 7.535 + 60)
     slow = copy.deepcopy(kokoro_entry["measurements"]["ttotal"])
-    for p in slow["phases"]:
-        if p["name"] == "ready":
-            p["offset_s"] = 184.559 + 2000
+    # A container that takes 2000 s longer to become ready: every phase from `ready` on moves.
+    names = [p["name"] for p in slow["phases"]]
+    for p in slow["phases"][names.index("ready"):]:
+        p["offset_s"] += 2000
+    slow["measured_total_s"] += 2000
     assert startup_health_check_timeout_s(TtotalArtifact.model_validate(slow)) == 3600
     assert startup_health_check_timeout_s(None) == 600
 
