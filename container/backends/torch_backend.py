@@ -122,7 +122,8 @@ class TorchBackend(Backend):
             # Model copies in worker processes (torch_workers.py): each runs one segment at a
             # time, so the engine's slots are the worker count; TORCH_STREAMS does not apply.
             n = self.workers
-            name = torch.cuda.get_device_name() if self.device == "cuda" else "cpu"
+            name = (torch.cuda.get_device_name() if self.device == "cuda" else
+                    f"{max(1, self.settings.infer_cores // n)} intra-op threads each")
             if self.device == "cpu":
                 torch.set_flush_denormal(True)  # this process runs no model; workers set their own
         elif self.device == "cuda":
