@@ -1,8 +1,8 @@
 """BACKEND=torch throughput on the device it finds (CUDA when present): our engine vs one request
 at a time, same model, same process, same run.
 
-    PYTHONPATH=. python benchmarks/gpu_throughput.py                   # GPU: ~3 min
-    PYTHONPATH=. python benchmarks/gpu_throughput.py --tiny            # CPU smoke run (~1 min)
+    PYTHONPATH=. python benchmarks/gpu_throughput.py                   # GPU: ~5 min at 10 s/level
+    PYTHONPATH=. python benchmarks/gpu_throughput.py --tiny            # CPU smoke run (~1-2 min)
     PYTHONPATH=. python benchmarks/gpu_throughput.py --out-dir out/gpu --json-stdout
 
 Model: the real Kokoro-82M architecture (kokoro.KModel from the upstream config.json) with RANDOM
@@ -11,17 +11,21 @@ weights written in the upstream layout (config.json, kokoro-v1_0.pth, voices/*.p
 durations, so the duration head is fixed to FRAMES_PER_TOKEN frames per phoneme (50 ms at 2,
 close to real speech): audio length, and with it the decoder's work, is then realistic.
 
-What runs: container.engine.Engine with container.backends.torch_backend.TorchBackend, in this
-process, no HTTP (the HTTP path is container_throughput.py's subject). "ours" = the container's
-default layout for the device (TORCH_STREAMS=auto: several runs in flight, one CUDA stream
-each); "baseline" = SERIALIZE=1 on the same loaded model (one request at a time, whole
-utterance, no segment streaming). Shedding is off in both (SLO_MS huge), so the table says what
-the device sustains; the SLO (--slo-ms) is applied when reading it:
+What runs: container.engine.Engine with container.backends.torch_backend.TorchBackend, no HTTP
+(the HTTP path is container_throughput.py's subject), one side after another at each level:
+
+- "baseline": SERIALIZE=1 (one request at a time, whole utterance, no segment streaming) on an
+  in-process copy;
+- "streams": the same copy, TORCH_WORKERS=0, TORCH_STREAMS runs in flight (one CUDA stream each);
+- "workersN": TORCH_WORKERS=N, N spawned processes with a copy each (--workers, default 4,8).
+
+Shedding is off everywhere (SLO_MS huge), so the table says what the device sustains; the SLO
+(--slo-ms) is applied when reading it:
 
 - requests/s, audio s/s: everything completed in the level / wall time of the level;
 - at SLO: only requests whose first audio came within the SLO (goodput);
 - "best at SLO" = the highest requests/s over the levels whose TTFAB p95 <= SLO, per side;
-  the goal is ours >= 3x the baseline's.
+  the goal is the best side >= 3x the baseline's.
 
 GPU utilization: NVML (pynvml) sampled every 100 ms during each level, else `nvidia-smi`, else
 torch.cuda.utilization(); "n/a" on CPU. Exit codes: 0 ran (the goal line says met or not),
@@ -232,81 +236,105 @@ async def run_level(engine, c: int, text: str, seconds: float, max_requests: int
     }
 
 
-def _settings(model_dir: Path, args, serialize: bool):
+def _settings(model_dir: Path, args, serialize: bool, workers: int = 0):
     from container.settings import Settings
     # Shedding off (SLO_MS huge): the table reports what the device sustains; the SLO is
     # applied when reading the rows. Queue limit above any level so nothing is refused.
     return Settings(backend="torch", model_dir=model_dir, torch_device=args.device,
-                    torch_streams=args.streams, serialize=serialize, slo_ms=600_000,
-                    queue_max_depth=max(args.levels) * 4 + 8, warmup=True)
+                    torch_streams=args.streams, torch_workers=workers, serialize=serialize,
+                    slo_ms=600_000, queue_max_depth=max(args.levels) * 4 + 8, warmup=True)
 
 
-async def bench(model_dir: Path, args) -> dict:
+def _load(settings):
     from container.backends.torch_backend import TorchBackend
-    from container.engine import Engine
     from container.errors import ModelLoadError
-    from container.metrics import MetricsRecorder
-
-    backend = TorchBackend(_settings(model_dir, args, serialize=False))
+    backend = TorchBackend(settings)
     t0 = time.monotonic()
     try:
         backend.init_framework()
         backend.load_weights()
+        backend.warmup()
     except ModelLoadError as e:
+        backend.close()
         raise BenchError(str(e.detail or e)) from e
-    backend.warmup()
-    load_s = time.monotonic() - t0
-    engines = {}
-    for name, serialize in (("ours", False), ("baseline", True)):
-        s = _settings(model_dir, args, serialize)
-        metrics = MetricsRecorder(s.model_name, capacity_rps=s.pressure_capacity_rps,
-                                  queue_max_depth=s.queue_max_depth, weights=s.pressure_weights,
-                                  stream=open(os.devnull, "w"))
-        engines[name] = Engine(s, backend, metrics)
-        engines[name].start()
-        engines[name].ready = True
-    sampler = GpuSampler(backend.device)
-    slo_s = args.slo_ms / 1000
-    rows: dict[str, list[dict]] = {"ours": [], "baseline": []}
+    return backend, time.monotonic() - t0
+
+
+async def bench(model_dir: Path, args) -> dict:
+    """Every side on the same machine in one run: 'baseline' (one request at a time) and
+    'streams' share one in-process copy; each 'workersN' side is its own pool of N processes.
+    All are loaded before the first level and the sides alternate per level, so drift (clocks,
+    other load) hits them alike; an idle pool waits in a pipe read and costs nothing."""
+    from container.engine import Engine
+    from container.metrics import MetricsRecorder
+
+    backends, load_s, engines, layouts = [], {}, {}, {}
     try:
-        for name, eng in engines.items():  # one request each: first-call costs out of the table
+        inproc, load_s["streams"] = _load(_settings(model_dir, args, serialize=False))
+        backends.append(inproc)
+        sides = [("baseline", inproc, True), ("streams", inproc, False)]
+        for n in args.workers:
+            print(f"starting {n} worker processes ...", file=sys.stderr, flush=True)
+            pool, load_s[f"workers{n}"] = _load(_settings(model_dir, args, False, workers=n))
+            backends.append(pool)
+            sides.append((f"workers{n}", pool, False))
+        for name, backend, serialize in sides:
+            s = _settings(model_dir, args, serialize)
+            metrics = MetricsRecorder(s.model_name, capacity_rps=s.pressure_capacity_rps,
+                                      queue_max_depth=s.queue_max_depth, weights=s.pressure_weights,
+                                      stream=open(os.devnull, "w"))
+            engines[name] = Engine(s, backend, metrics)
+            engines[name].start()
+            engines[name].ready = True
+            layouts[name] = ("one request at a time (SERIALIZE=1) on: " if serialize else "") + backend.layout
+        sampler = GpuSampler(inproc.device)
+        slo_s = args.slo_ms / 1000
+        rows: dict[str, list[dict]] = {name: [] for name in engines}
+        for eng in engines.values():  # one request each: first-call costs out of the table
             await _one(eng, args.text)
         for c in args.levels:
-            # Alternate sides per level so drift (clocks, other load) hits both alike.
             for name, eng in engines.items():
                 row = await run_level(eng, c, args.text, args.seconds, args.max_requests,
                                       slo_s, sampler)
                 rows[name].append(row)
+                if args.out_dir:  # what a run cut short by a timeout still leaves behind
+                    args.out_dir.mkdir(parents=True, exist_ok=True)
+                    _write_atomic(args.out_dir / "gpu_throughput.partial.json",
+                                  json.dumps({"layouts": layouts, "rows": rows}, indent=2) + "\n")
                 util = "n/a" if row["gpu_util_pct"] is None else f"{row['gpu_util_pct']:.0f}%"
-                print(f"  {name:8s} c={c:<3d} {row['requests_per_s']:7.2f} req/s "
+                print(f"  {name:9s} c={c:<3d} {row['requests_per_s']:7.2f} req/s "
                       f"{row['audio_s_per_s']:8.1f} audio s/s  TTFAB p50/p95 "
                       f"{row['ttfab_p50_ms']:.0f}/{row['ttfab_p95_ms']:.0f} ms  GPU {util}",
                       file=sys.stderr, flush=True)
     finally:
         for eng in engines.values():
             await eng.stop()
+        for backend in backends:
+            backend.close()
     import torch
+    device = inproc.device
     machine = {
-        "device": backend.device,
-        "device_name": (torch.cuda.get_device_name() if backend.device == "cuda"
+        "device": device,
+        "device_name": (torch.cuda.get_device_name() if device == "cuda"
                         else platform.processor() or platform.machine()),
         "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg()),
         "torch": torch.__version__, "cuda": torch.version.cuda,
         "python": platform.python_version(),
-        "peak_torch_alloc_mib": (torch.cuda.max_memory_allocated() / 2**20
-                                 if backend.device == "cuda" else None),
+        "peak_torch_alloc_mib_in_process": (torch.cuda.max_memory_allocated() / 2**20
+                                            if device == "cuda" else None),
     }
-    return {"schema_version": 1, "weights": "random" if args.model_dir is None else str(args.model_dir),
+    return {"schema_version": 2, "weights": "random" if args.model_dir is None else str(args.model_dir),
             "frames_per_token": None if args.model_dir else args.frames_per_token,
-            "layout": backend.layout, "streams": backend.parallel_runs,
+            "layouts": layouts, "streams": inproc.parallel_runs, "workers": args.workers,
             "slo_ms": args.slo_ms, "text": args.text, "load_and_warmup_s": load_s,
             "gpu_util_source": sampler.source, "machine": machine,
-            "ours": rows["ours"], "baseline": rows["baseline"], "summary": summarize(rows, args.slo_ms)}
+            "rows": rows, "summary": summarize(rows, args.slo_ms)}
 
 
 def summarize(rows: dict[str, list[dict]], slo_ms: float, goal: float = 3.0) -> dict:
     """Best requests/s at the SLO per side: the highest rate over levels whose TTFAB p95 is
-    within the SLO (None when no level is), and ours / baseline against the goal."""
+    within the SLO (None when no level is); each side's best / the baseline's best, and
+    whether the best side reaches the goal."""
     best = {}
     for name, rs in rows.items():
         ok = [r for r in rs if r["ttfab_p95_ms"] <= slo_ms]
@@ -314,48 +342,50 @@ def summarize(rows: dict[str, list[dict]], slo_ms: float, goal: float = 3.0) -> 
         best[name] = None if top is None else {"concurrency": top["concurrency"],
                                                "requests_per_s": top["requests_per_s"],
                                                "audio_s_per_s": top["audio_s_per_s"]}
-    ratio = None
-    if best["ours"] and best["baseline"]:
-        ratio = best["ours"]["requests_per_s"] / best["baseline"]["requests_per_s"]
-    return {"best_at_slo": best, "speedup": ratio, "goal": goal,
-            "goal_met": None if ratio is None else ratio >= goal}
+    base = best.get("baseline")
+    speedup = {name: (b["requests_per_s"] / base["requests_per_s"] if b and base else None)
+               for name, b in best.items() if name != "baseline"}
+    known = {k: v for k, v in speedup.items() if v is not None}
+    top = max(known, key=known.get) if known else None
+    return {"best_at_slo": best, "speedup": speedup, "best_side": top, "goal": goal,
+            "goal_met": None if top is None else known[top] >= goal}
 
 
 def table(result: dict) -> str:
     m = result["machine"]
     head = (f"{m['device_name']} ({m['device']}), {m['cpu_count']} CPU cores, load average "
-            f"{m['load_average'][0]:.2f}, torch {m['torch']}; layout: {result['layout']}; "
-            f"weights: {result['weights']}"
+            f"{m['load_average'][0]:.2f}, torch {m['torch']}, Python {m['python']}; weights: {result['weights']}"
             + (f" (duration head fixed at {result['frames_per_token']} frames/phoneme)"
                if result["weights"] == "random" else "")
             + f"; SLO {result['slo_ms']:.0f} ms TTFAB; GPU utilization from {result['gpu_util_source']}")
-    lines = [head, "",
-             "| c | ours req/s | base req/s | ours req/s at SLO | base req/s at SLO | ours audio s/s at SLO "
-             "| base audio s/s at SLO | ours TTFAB p50 / p95 ms | base TTFAB p50 / p95 ms | ours GPU % | base GPU % |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-
-    def util(r):
-        return "n/a" if r["gpu_util_pct"] is None else f"{r['gpu_util_pct']:.0f}"
-    for o, b in zip(result["ours"], result["baseline"]):
-        lines.append(
-            f"| {o['concurrency']} | {o['requests_per_s']:.2f} | {b['requests_per_s']:.2f} | "
-            f"{o['requests_per_s_at_slo']:.2f} | {b['requests_per_s_at_slo']:.2f} | "
-            f"{o['audio_s_per_s_at_slo']:.1f} | {b['audio_s_per_s_at_slo']:.1f} | "
-            f"{o['ttfab_p50_ms']:.0f} / {o['ttfab_p95_ms']:.0f} | "
-            f"{b['ttfab_p50_ms']:.0f} / {b['ttfab_p95_ms']:.0f} | {util(o)} | {util(b)} |")
+    lines = [head, ""] + [f"- {name}: {layout}" for name, layout in result["layouts"].items()] + [
+        "", "| c | side | req/s | x baseline | req/s at SLO | audio s/s at SLO | TTFAB p50 / p95 ms "
+        "| full p50 ms | GPU % |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = result["rows"]
+    for i, base in enumerate(rows["baseline"]):
+        for name, rs in rows.items():
+            r = rs[i]
+            util = "n/a" if r["gpu_util_pct"] is None else f"{r['gpu_util_pct']:.0f}"
+            x = "" if name == "baseline" else f"{r['requests_per_s'] / base['requests_per_s']:.2f}x"
+            lines.append(
+                f"| {r['concurrency']} | {name} | {r['requests_per_s']:.2f} | {x} | "
+                f"{r['requests_per_s_at_slo']:.2f} | {r['audio_s_per_s_at_slo']:.1f} | "
+                f"{r['ttfab_p50_ms']:.0f} / {r['ttfab_p95_ms']:.0f} | {r['full_p50_ms']:.0f} | {util} |")
     s = result["summary"]
-    best = s["best_at_slo"]
 
     def fmt(b):
         return "no level within the SLO" if b is None else (
             f"{b['requests_per_s']:.2f} req/s ({b['audio_s_per_s']:.1f} audio s/s) at c={b['concurrency']}")
-    lines += ["", f"Best at SLO (TTFAB p95 <= {result['slo_ms']:.0f} ms): ours {fmt(best['ours'])}; "
-              f"baseline {fmt(best['baseline'])}."]
-    if s["speedup"] is None:
-        lines.append("Speedup at SLO: not computable (a side has no level within the SLO).")
+    lines += ["", f"Best at SLO (TTFAB p95 <= {result['slo_ms']:.0f} ms):"]
+    for name, b in s["best_at_slo"].items():
+        x = s["speedup"].get(name)
+        lines.append(f"- {name}: {fmt(b)}" + ("" if x is None else f", {x:.2f}x the baseline"))
+    if s["best_side"] is None:
+        why = "the baseline has" if s["best_at_slo"].get("baseline") is None else "no other side has"
+        lines.append(f"Speedup at SLO: not computable ({why} no level within the SLO).")
     else:
-        lines.append(f"Speedup at SLO: {s['speedup']:.2f}x the one-at-a-time baseline "
-                     f"(goal >= {s['goal']:.0f}x: {'met' if s['goal_met'] else 'NOT met'}).")
+        lines.append(f"Speedup at SLO: {s['speedup'][s['best_side']]:.2f}x the one-at-a-time baseline "
+                     f"({s['best_side']}; goal >= {s['goal']:.0f}x: {'met' if s['goal_met'] else 'NOT met'}).")
     return "\n".join(lines)
 
 
@@ -376,7 +406,10 @@ def parse_args(argv):
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                     help="TORCH_DEVICE for the run (default auto: cuda when torch sees a GPU)")
     ap.add_argument("--streams", default="auto",
-                    help="TORCH_STREAMS for 'ours' (default auto: the container's own choice)")
+                    help="TORCH_STREAMS for the 'streams' side (default auto: the container's own choice)")
+    ap.add_argument("--workers", default=None,
+                    help="TORCH_WORKERS sides, comma-separated worker counts, '' for none "
+                         "(default 4,8; --tiny: 2)")
     ap.add_argument("--model-dir", type=Path, help="real weights in the upstream layout (default: random)")
     ap.add_argument("--frames-per-token", type=int, default=FRAMES_PER_TOKEN,
                     help=f"random weights: fixed phoneme duration in frames (default {FRAMES_PER_TOKEN})")
@@ -388,9 +421,17 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     if args.tiny:
         args.levels, args.max_requests = args.levels or "1,2", 2
+        args.workers = "2" if args.workers is None else args.workers
         if args.text == PARAGRAPH:
             args.text = TINY_TEXT
     args.levels = args.levels or "1,2,4,8,16,32"
+    args.workers = "4,8" if args.workers is None else args.workers
+    try:
+        args.workers = [int(x) for x in str(args.workers).split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--workers must be comma-separated integers, got {args.workers!r}")
+    if any(not 1 <= n <= 64 for n in args.workers):
+        ap.error("--workers counts must be between 1 and 64")
     try:
         args.levels = [int(x) for x in str(args.levels).split(",") if x.strip()]
     except ValueError:

@@ -211,6 +211,8 @@ def build_app(settings: Settings | None = None) -> Starlette:
             loader.cancel()
             flusher.cancel()
             await st.engine.stop()
+            # After the drain: worker processes (TORCH_WORKERS) stop only once nothing needs them.
+            await asyncio.get_running_loop().run_in_executor(None, st.backend.close)
             st.metrics.flush()
 
     async def ping(request: Request) -> Response:

@@ -284,6 +284,14 @@ class Engine:
                                int(np.mean([r.prepared.n_tokens for r in batch])))
             for r, audio in zip(batch, audios):
                 self._deliver(r.job, r.index, audio)
+        except ModelUnavailable as e:
+            # The backend lost its model (a torch worker process died): these requests get the
+            # 503 with its reason, and /ping turns 503 so the instance is taken out of service.
+            log.error("model unavailable: %s", e.detail)
+            self.ready = False
+            self.load_error = e.detail
+            for r in batch:
+                self._finish(r.job, e)
         except Exception as e:
             log.exception("inference failed")
             for r in batch:

@@ -68,6 +68,12 @@ class Settings(BaseSettings):
     # 1 on CPU (torch's intra-op pool already spans INFER_CORES).
     torch_device: Literal["auto", "cuda", "cpu"] = "auto"
     torch_streams: Literal["auto"] | Annotated[int, Field(ge=1, le=64)] = "auto"
+    # TORCH_WORKERS = model copies in worker processes (0: runs stay in this process, on
+    # TORCH_STREAMS). Processes because one Python process launches the ~1,900 small ops of a
+    # call under one GIL, which caps the streams layout on a GPU. auto = min(8, cores // 2), at
+    # least 2, on CUDA; 0 on CPU (the intra-op pool already spans the cores). Each worker runs
+    # one segment at a time, so the engine's slots are the worker count.
+    torch_workers: Literal["auto"] | Annotated[int, Field(ge=0, le=64)] = "auto"
 
     # Sine test backend: a real backend class, slow on purpose when asked.
     sine_delay_ms: float = Field(0.0, ge=0)

@@ -72,6 +72,9 @@ class Backend(ABC):
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
         """float32 mono audio per item. May run in several threads at once."""
 
+    def close(self) -> None:
+        """Release what load_weights started (processes, devices); called once at shutdown."""
+
     def warmup(self) -> None:
         voice = self.voices[0]
         self.infer([self.prepare("Warm up.", voice, 1.0)], threads=1)

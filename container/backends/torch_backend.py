@@ -4,6 +4,7 @@ torch and kokoro are imported only here, so the CPU image never needs them."""
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib
 import importlib.util
 import logging
@@ -26,6 +27,12 @@ _STYLE_DIM = 256
 # host syncs in between (durations, LSTM lengths), so a lone run leaves the GPU idle between them;
 # four runs on four streams fill those gaps (see benchmarks/gpu_throughput.py for the measurement).
 _AUTO_CUDA_STREAMS = 4
+
+
+def _auto_cuda_workers(cpu_count: int) -> int:
+    """TORCH_WORKERS=auto on CUDA: one worker per two cores (each worker's launch thread keeps a
+    core busy; the other half is left for G2P, HTTP and torch's own helper threads), 2 to 8."""
+    return max(2, min(8, cpu_count // 2))
 
 log = logging.getLogger("container.torch")
 
@@ -85,6 +92,8 @@ class TorchBackend(Backend):
     def __init__(self, settings):
         self.settings = settings
         self._lanes: queue.SimpleQueue | None = None
+        self._pool = None  # torch_workers.WorkerPool when TORCH_WORKERS > 0
+        self.workers = 0
         self.layout = "not initialised"
 
     def init_framework(self) -> None:
@@ -105,8 +114,19 @@ class TorchBackend(Backend):
                                  f"(torch {torch.__version__}, CUDA build {torch.version.cuda}); "
                                  "use TORCH_DEVICE=auto or cpu")
         self.device = want if want != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-        streams = self.settings.torch_streams
-        if self.device == "cuda":
+        streams, workers = self.settings.torch_streams, self.settings.torch_workers
+        if workers == "auto":
+            workers = _auto_cuda_workers(os.cpu_count() or 1) if self.device == "cuda" else 0
+        self.workers = int(workers)
+        if self.workers:
+            # Model copies in worker processes (torch_workers.py): each runs one segment at a
+            # time, so the engine's slots are the worker count; TORCH_STREAMS does not apply.
+            n = self.workers
+            name = (torch.cuda.get_device_name() if self.device == "cuda" else
+                    f"{max(1, self.settings.infer_cores // n)} intra-op threads each")
+            if self.device == "cpu":
+                torch.set_flush_denormal(True)  # this process runs no model; workers set their own
+        elif self.device == "cuda":
             n = _AUTO_CUDA_STREAMS if streams == "auto" else int(streams)
             # One lane = one CUDA stream; a run takes a free lane, so runs in flight never share
             # a stream and the GPU can overlap one run's kernels with another's host-side gaps.
@@ -128,7 +148,11 @@ class TorchBackend(Backend):
         # first-byte time there, while each extra model call costs ~1900 host-side op launches
         # (the bottleneck): sentences are packed into segments up to MAX_SEGMENT_CHARS.
         self.pack_segments = self.device == "cuda"
-        self.layout = f"{self.device} ({name}), {n} run(s) in flight, one shared copy of the weights"
+        if self.workers:
+            self.layout = (f"{self.device} ({name}), {n} worker processes, one run and one copy "
+                           "of the weights each")
+        else:
+            self.layout = f"{self.device} ({name}), {n} run(s) in flight, one shared copy of the weights"
         log.info("torch layout: %s", self.layout)
 
     @contextmanager
@@ -192,6 +216,9 @@ class TorchBackend(Backend):
 
     def load_weights(self) -> None:
         config, weights, voices = resolve_model_files(self.settings.model_dir)
+        if self.workers:
+            self._load_workers(config, weights, voices)
+            return
         try:
             # repo_id given so KModel does not warn; config and model paths keep it off the hub.
             self.model = self._KModel(repo_id="hexgrad/Kokoro-82M", config=str(config),
@@ -207,17 +234,44 @@ class TorchBackend(Backend):
         # Same offline espeak path as the onnx backend: no spaCy model, no network.
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
 
+    def _load_workers(self, config: Path, weights: Path, voices: list[Path]) -> None:
+        """Worker layout: the copies load in their processes (each checks the checkpoint as the
+        in-process layout does); this process keeps only what G2P and /ping need."""
+        from .torch_workers import WorkerPool
+        try:
+            self.vocab = json.loads(config.read_text(encoding="utf-8"))["vocab"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ModelLoadError(f"cannot read the vocabulary from {config}: {type(e).__name__}: {e}") from e
+        # CPU workers split INFER_CORES between them instead of each spanning all of them.
+        pool = WorkerPool(self.settings.model_copy(update={
+            "torch_device": self.device,
+            "infer_cores": max(1, self.settings.infer_cores // self.workers)}), self.workers)
+        # Warm-up happens in warmup(), on every worker, so WARMUP=0 still means none.
+        pool.start(warm=False)
+        self._pool = pool
+        self.weights_sha256 = _sha256(weights)
+        self.voices = tuple(sorted(p.stem for p in voices))
+        self.g2p = EspeakPhonemizer(self.settings.g2p_language)
+
+    def close(self) -> None:
+        """Stop the worker processes (worker layout); nothing to do in-process."""
+        if self._pool is not None:
+            self._pool.close()
+
     def prepare(self, text: str, voice: str, speed: float) -> Prepared:
         ps = self.g2p(text)
         # KModel drops phonemes outside its vocabulary; count what it will actually see, because
         # the context (MAX_TOKENS + 2 pads) and the style row both depend on that number.
-        vocab = self.model.vocab
+        vocab = self.vocab if self._pool is not None else self.model.vocab
         ps = "".join(c for c in ps if c in vocab)[:MAX_TOKENS]
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps))
 
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
         # KModel takes one segment per call: its duration step (repeat_interleave over a squeezed
         # pred_dur) fails for batch > 1, so max_batch_size stays 1 (container/README.md).
+        if self._pool is not None:
+            return [self._pool.call(p.payload, p.voice, p.speed) if p.payload
+                    else np.zeros(0, np.float32) for p in batch]
         out = []
         with self._lane(), self._torch.inference_mode():
             for p in batch:
@@ -236,6 +290,9 @@ class TorchBackend(Backend):
         # Every lane once: the first run on a stream pays cuDNN/cuBLAS setup and LSTM weight
         # flattening, which must not land on a client's first request.
         p = self.prepare("Warming up the model.", self.voices[0], 1.0)
+        if self._pool is not None:
+            self._pool.warm(p.payload, p.voice, p.speed)
+            return
         for _ in range(self.parallel_runs or 1):
             self.infer([p], threads=1)
         if self.device == "cuda":

@@ -16,27 +16,34 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_gpu_benchmark_tiny_on_cpu(tmp_path):
+    """All three layouts in one run (baseline, streams, a 2-worker pool), one level."""
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "benchmarks/gpu_throughput.py", "--tiny", "--device", "cpu",
-                        "--out-dir", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=240,
+                        "--levels", "2", "--slo-ms", "600000", "--out-dir", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=400,
                        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
-                            "INFER_CORES": "1"})
+                            "INFER_CORES": "2"})
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads((out / "gpu_throughput.json").read_text())
     assert res["weights"] == "random" and res["machine"]["device"] == "cpu"
-    assert res["layout"].startswith("cpu") and res["streams"] == 1
-    assert [row["concurrency"] for row in res["ours"]] == [1, 2] == [b["concurrency"] for b in res["baseline"]]
-    for row in res["ours"] + res["baseline"]:
-        assert row["requests"] >= row["concurrency"]
-        # "Hello world. How are you?" at 2 frames (50 ms) per phoneme: about a second of audio.
-        assert 0.5 < row["audio_s_per_request"] < 3.0
-        assert row["gpu_util_pct"] is None
-        assert row["ttfab_p50_ms"] <= row["full_p50_ms"]
-    # Ours streams sentence by sentence on CPU: its first audio comes before the baseline's whole one.
-    assert res["ours"][0]["ttfab_p50_ms"] < res["baseline"][0]["full_p50_ms"]
-    assert res["summary"]["speedup"] is not None
+    assert list(res["rows"]) == ["baseline", "streams", "workers2"] and res["workers"] == [2]
+    assert res["layouts"]["streams"].startswith("cpu") and res["streams"] == 1
+    assert "2 worker processes" in res["layouts"]["workers2"]
+    assert "SERIALIZE=1" in res["layouts"]["baseline"]
+    for rows in res["rows"].values():
+        assert [row["concurrency"] for row in rows] == [2]
+        for row in rows:
+            assert row["requests"] >= row["concurrency"]
+            # "Hello world. How are you?" at 2 frames (50 ms) per phoneme: about a second of audio.
+            assert 0.5 < row["audio_s_per_request"] < 3.0
+            assert row["gpu_util_pct"] is None
+            assert row["ttfab_p50_ms"] <= row["full_p50_ms"]
+    # The streams side streams sentence by sentence on CPU: first audio before the baseline's whole one.
+    assert res["rows"]["streams"][0]["ttfab_p50_ms"] < res["rows"]["baseline"][0]["full_p50_ms"]
+    assert set(res["summary"]["speedup"]) == {"streams", "workers2"}
+    assert res["summary"]["best_side"] in ("streams", "workers2")
     table = (out / "gpu_throughput.md").read_text()
-    assert "weights: random" in table and "| 2 |" in table and "Speedup at SLO" in table
+    assert "weights: random" in table and "| 2 | workers2 |" in table and "Speedup at SLO" in table
     assert table.strip() in r.stdout
 
 
