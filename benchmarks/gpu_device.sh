@@ -69,4 +69,18 @@ EOF
 timeout "$T_MAIN" "${PY[@]}" benchmarks/gpu_throughput.py "${MAIN[@]}" --out-dir "$OUT" 2>&1 | tee "$OUT/log.txt"
 rc=${PIPESTATUS[0]}
 [ "$rc" = 0 ] || { echo "gpu_device.sh: main run failed (exit $rc; 124 = ran past ${T_MAIN}s; rows so far in $OUT/gpu_throughput.partial.json)" >&2; exit 1; }
+# Separate processes time-slice one GPU unless NVIDIA MPS lets their kernels run side by side: the
+# same worker sides once more under an MPS daemon, when the binary is there and time is left.
+if [ "${1:-}" != "--dry-run" ] && command -v nvidia-cuda-mps-control >/dev/null && [ $(( $(date +%s) - start )) -lt 270 ]; then
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if nvidia-cuda-mps-control -d; then
+    echo; echo "--- under NVIDIA MPS: levels 8,32"
+    timeout 100 "${PY[@]}" benchmarks/gpu_throughput.py --levels 8,32 --seconds 5 --workers 4,8 --out-dir "$OUT/mps" 2>&1 \
+      | tee -a "$OUT/log.txt" || echo "gpu_device.sh: the MPS run did not finish (the main table stands)"
+    echo quit | nvidia-cuda-mps-control
+  else
+    echo "gpu_device.sh: nvidia-cuda-mps-control -d failed; no MPS run"
+  fi
+fi
 echo "gpu_device.sh: done in $(( $(date +%s) - start )) s; files in $OUT"
