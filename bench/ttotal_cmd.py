@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shlex
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from speech.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, tt
 from speech.config import ReactionPolicy
 from speech.files import load_artifact
 from speech.plan import planning_t_total
+
+from container.markers import STAGES, parse_at, parse_stage_line
 
 from . import aws
 from .errors import BenchError, TargetError, UsageError
@@ -54,7 +55,6 @@ The qmax artifact must come from the same fingerprint and transport (else exit 2
 Exit 0 written, 1 the scale-out did not complete in --timeout-s, 2 bad input, 130 interrupted.
 """
 
-STAGES = ("container_started", "framework_init", "weights_ready", "warmup_done", "ready")
 ORDER = ("desired_set", "instance_logging", *STAGES, "in_service", "traffic_recovered")
 
 
@@ -81,24 +81,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # --- pure helpers ------------------------------------------------------------------------------
 
 
-def parse_at(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def parse_marker(line: str) -> Optional[dict]:
-    """A stage marker line ({"event": "stage", ...}) or None for any other log line."""
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        obj = json.loads(line)
-    except ValueError:
-        return None
-    if isinstance(obj, dict) and obj.get("event") == "stage" and obj.get("stage") in STAGES and "at" in obj:
-        return obj
-    return None
-
-
 def marker_phases(markers: list[dict], t0: datetime, source: str) -> list[Phase]:
     """Phases from stage markers; container_started is derived from the first marker's elapsed
     time (process start), which is earlier than any line it could print."""
@@ -110,8 +92,8 @@ def marker_phases(markers: list[dict], t0: datetime, source: str) -> list[Phase]
             continue
         seen.add(name)
         at = parse_at(m["at"])
-        if name == "container_started" or (not out and "elapsed_s" in m):
-            start = datetime.fromtimestamp(at.timestamp() - float(m.get("elapsed_s", 0.0)), tz=timezone.utc)
+        if name == "container_started" or not out:
+            start = datetime.fromtimestamp(at.timestamp() - m["elapsed_s"], tz=timezone.utc)
             if "container_started" not in [p.name for p in out]:
                 out.append(phase("container_started", start, t0, "derived: first marker's at - elapsed_s", True))
                 seen.add("container_started")
@@ -342,7 +324,7 @@ def run_sagemaker(
                     events = _stream_events(logs, group, new_stream)
                     if events:
                         first_event = datetime.fromtimestamp(events[0]["timestamp"] / 1000, tz=timezone.utc)
-                        markers = [m for e in events if (m := parse_marker(e.get("message", "")))]
+                        markers = [m for e in events if (m := parse_stage_line(e.get("message", "")))]
                 if in_service is None:
                     ep = sm.describe_endpoint(EndpointName=endpoint)
                     cur, _ = aws.variant_counts(ep)
@@ -411,7 +393,7 @@ def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[s
     def read() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            m = parse_marker(line)
+            m = parse_stage_line(line)
             if m:
                 markers.append(m)
             tail.append(line.rstrip())
