@@ -193,7 +193,6 @@ class Probe:
     concurrency: int
     texts: list[str]
     samples: list[tuple[float, float]] = field(default_factory=list)
-    failures: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: Optional[threading.Thread] = None
 
@@ -212,8 +211,7 @@ class Probe:
                 n += 1
                 if out.ok and out.ttfab_s is not None:
                     self.samples.append((wall0 + (out.start + out.ttfab_s - perf0), out.ttfab_s * 1000))
-                else:
-                    self.failures += 1
+                else:  # refused or failed: back off instead of spinning on errors
                     await asyncio.sleep(0.05)
 
         try:
