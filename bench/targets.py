@@ -18,6 +18,7 @@ from typing import Any, Optional, Protocol
 
 from speech.artifacts import Fingerprint
 
+from . import aws
 from .errors import TargetError, UsageError
 from .http1 import ArrivalReader, Connection, HttpProtocolError, RawHttpClient
 
@@ -347,19 +348,8 @@ class SageMakerTarget:
         self._pool: Optional[ThreadPoolExecutor] = None
         self.described: dict = {}
 
-    def _sm(self):
-        return self.session.client("sagemaker")
-
     def check(self) -> None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            ep = self._sm().describe_endpoint(EndpointName=self.endpoint)
-        except ClientError as err:
-            msg = err.response.get("Error", {}).get("Message", str(err))
-            raise TargetError(f"endpoint {self.endpoint!r}: {msg}; check --endpoint and the AWS region") from None
-        except BotoCoreError as err:
-            raise TargetError(f"endpoint {self.endpoint!r}: {err}; check AWS credentials and region") from None
+        ep = aws.describe_endpoint(self.session, self.endpoint)
         if ep.get("EndpointStatus") not in ("InService", "Updating"):
             raise TargetError(f"endpoint {self.endpoint!r} is {ep.get('EndpointStatus')}, not InService; wait for it")
         self.described = ep
@@ -376,7 +366,13 @@ class SageMakerTarget:
         if instance_type and image_digest:
             fp_type, fp_digest = instance_type, image_digest
         else:
-            fp_type, fp_digest = endpoint_identity(self.session, self.endpoint, self.described or None)
+            ident = aws.endpoint_identity(self.session, self.endpoint, self.described or None)
+            fp_type, fp_digest = ident.instance_type or "", ident.digest or ""
+            if not (instance_type or fp_type) or not (image_digest or fp_digest):
+                raise TargetError(
+                    f"endpoint {self.endpoint!r}: cannot tell its instance type and image digest (got {fp_type!r}, "
+                    f"{fp_digest or 'no digest'}); pass --instance-type and --image-digest"
+                )
         try:
             return Fingerprint.of(instance_type or fp_type, image_digest or fp_digest)
         except ValueError as err:
@@ -437,41 +433,6 @@ def _boto3_version() -> str:
     import boto3
 
     return boto3.__version__
-
-
-def endpoint_identity(session: Any, endpoint: str, described: Optional[dict] = None) -> tuple[str, str]:
-    """(instance type, image digest) of what an endpoint runs, from DescribeEndpoint (the resolved
-    image digest SageMaker deployed), its EndpointConfig (instance type) and Model (image URI)."""
-    from botocore.exceptions import ClientError
-
-    sm = session.client("sagemaker")
-    try:
-        ep = described or sm.describe_endpoint(EndpointName=endpoint)
-        cfg = sm.describe_endpoint_config(EndpointConfigName=ep["EndpointConfigName"])
-    except ClientError as err:
-        raise TargetError(f"endpoint {endpoint!r}: {err.response.get('Error', {}).get('Message', err)}") from None
-    variant = cfg["ProductionVariants"][0]
-    instance_type = variant.get("InstanceType", "")
-    digest = ""
-    for pv in ep.get("ProductionVariants", []):
-        for img in pv.get("DeployedImages", []):
-            resolved = img.get("ResolvedImage", "")
-            if "@sha256:" in resolved:
-                digest = resolved.split("@", 1)[1]
-    if not digest:
-        try:
-            model = sm.describe_model(ModelName=variant["ModelName"])
-        except ClientError as err:
-            raise TargetError(f"model of {endpoint!r}: {err.response.get('Error', {}).get('Message', err)}") from None
-        image = (model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]).get("Image", "")
-        if "@sha256:" in image:
-            digest = image.split("@", 1)[1]
-    if not instance_type or not digest:
-        raise TargetError(
-            f"endpoint {endpoint!r}: cannot tell its instance type and image digest (got {instance_type!r}, "
-            f"{digest or 'no digest'}); pass --instance-type and --image-digest"
-        )
-    return instance_type, digest
 
 
 def make_target(args: Any, session: Any = None) -> Target:

@@ -233,33 +233,19 @@ def log_group(endpoint: str) -> str:
 
 
 def _stream_names(logs: Any, group: str) -> dict[str, dict]:
-    out, token = {}, None
-    while True:
-        kw: dict = {"logGroupName": group}
-        if token:
-            kw["nextToken"] = token
-        try:
-            resp = logs.describe_log_streams(**kw)
-        except logs.exceptions.ResourceNotFoundException:
-            return out
-        for s in resp.get("logStreams", []):
-            out[s["logStreamName"]] = s
-        token = resp.get("nextToken")
-        if not token:
-            return out
+    out: dict[str, dict] = {}
+    try:
+        for page in logs.get_paginator("describe_log_streams").paginate(logGroupName=group):
+            for s in page.get("logStreams", []):
+                out[s["logStreamName"]] = s
+    except logs.exceptions.ResourceNotFoundException:  # the group appears with the first instance's logs
+        pass
+    return out
 
 
 def _stream_events(logs: Any, group: str, stream: str) -> list[dict]:
-    events, token = [], None
-    while True:
-        kw: dict = {"logGroupName": group, "logStreamNames": [stream]}
-        if token:
-            kw["nextToken"] = token
-        resp = logs.filter_log_events(**kw)
-        events += resp.get("events", [])
-        token = resp.get("nextToken")
-        if not token:
-            return sorted(events, key=lambda e: e["timestamp"])
+    pages = logs.get_paginator("filter_log_events").paginate(logGroupName=group, logStreamNames=[stream])
+    return sorted((e for page in pages for e in page.get("events", [])), key=lambda e: e["timestamp"])
 
 
 def run_sagemaker(
@@ -324,7 +310,7 @@ def run_sagemaker(
                         first_event = datetime.fromtimestamp(events[0]["timestamp"] / 1000, tz=timezone.utc)
                         markers = [m for e in events if (m := parse_stage_line(e.get("message", "")))]
                 if in_service is None:
-                    ep = sm.describe_endpoint(EndpointName=endpoint)
+                    ep = aws.describe_endpoint(sess, endpoint)
                     cur, _ = aws.variant_counts(ep)
                     if ep.get("EndpointStatus") == "InService" and (cur or 0) >= new:
                         in_service = datetime.fromtimestamp(now, tz=timezone.utc)
