@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Optional
 
+from speech.config import IMAGE_RE
+
 from .errors import TargetError
 
 NAMESPACE = "sagemaker"
@@ -45,6 +47,64 @@ def describe_endpoint(sess: Any, endpoint: str) -> dict:
         raise TargetError(f"endpoint {endpoint!r}: {err}; check AWS credentials and region") from None
 
 
+@dataclass(frozen=True)
+class Identity:
+    """What one variant of an endpoint runs, read-only: its endpoint configuration and Model."""
+
+    endpoint_config: str
+    model: str
+    instance_type: Optional[str]
+    image: str
+    """The Model's image URI as configured."""
+    model_digest: Optional[str]
+    """The digest the Model's image pins (``...@sha256:...``); None for a tag."""
+    resolved_digest: Optional[str]
+    """The digest SageMaker resolved and deployed for this variant (DeployedImages), if reported."""
+
+    @property
+    def digest(self) -> Optional[str]:
+        """What runs: SageMaker's resolved digest, else the one the Model pins."""
+        return self.resolved_digest or self.model_digest
+
+
+def endpoint_identity(sess: Any, endpoint: str, described: Optional[dict] = None, variant: str = VARIANT) -> Identity:
+    """The identity of the variant named ``variant`` (the one the program deploys and scaling
+    addresses, ``endpoint/<name>/variant/AllTraffic``), never "the first variant": during a
+    blue/green update or with a second variant the first one listed may be another Model.
+    Raises TargetError naming what could not be read."""
+    from botocore.exceptions import ClientError
+
+    sm = sess.client("sagemaker")
+    ep = described or describe_endpoint(sess, endpoint)
+    config_name = ep.get("EndpointConfigName", "")
+    try:
+        config = sm.describe_endpoint_config(EndpointConfigName=config_name)
+    except ClientError as err:
+        raise TargetError(f"endpoint {endpoint}: endpoint configuration {config_name!r} cannot be read "
+                          f"({client_error_message(err)})") from None
+    variants = config.get("ProductionVariants", [])
+    pv = next((v for v in variants if v.get("VariantName") == variant), None)
+    if pv is None:
+        raise TargetError(f"endpoint configuration {config_name} has no {variant} variant "
+                          f"(has {[v.get('VariantName') for v in variants]})")
+    model_name = pv.get("ModelName", "")
+    try:
+        model = sm.describe_model(ModelName=model_name)
+    except ClientError as err:
+        raise TargetError(f"model {model_name!r} of endpoint configuration {config_name} cannot be read "
+                          f"({client_error_message(err)})") from None
+    image = (model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]).get("Image", "")
+    resolved = [img.get("ResolvedImage", "") for v in ep.get("ProductionVariants", [])
+                if v.get("VariantName") == variant for img in v.get("DeployedImages", [])]
+    return Identity(config_name, model_name, pv.get("InstanceType"), image,
+                    _digest_of(image), next((d for d in map(_digest_of, resolved) if d), None))
+
+
+def _digest_of(image: str) -> Optional[str]:
+    m = IMAGE_RE.match(image)
+    return m.group("digest") if m else None
+
+
 def variant_counts(ep: dict, variant: str = VARIANT) -> tuple[Optional[int], Optional[int]]:
     """(current, desired) instance count of a variant from DescribeEndpoint."""
     for pv in ep.get("ProductionVariants", []):
@@ -68,17 +128,10 @@ def suspended(target: dict) -> dict[str, bool]:
 
 
 def scaling_policies(sess: Any, endpoint: str, variant: str = VARIANT) -> list[dict]:
-    aas = sess.client("application-autoscaling")
-    out, token = [], None
-    while True:
-        kw = dict(ServiceNamespace=NAMESPACE, ResourceId=resource_id(endpoint, variant), ScalableDimension=DIMENSION)
-        if token:
-            kw["NextToken"] = token
-        resp = aas.describe_scaling_policies(**kw)
-        out += resp.get("ScalingPolicies", [])
-        token = resp.get("NextToken")
-        if not token:
-            return out
+    pages = sess.client("application-autoscaling").get_paginator("describe_scaling_policies").paginate(
+        ServiceNamespace=NAMESPACE, ResourceId=resource_id(endpoint, variant), ScalableDimension=DIMENSION
+    )
+    return [p for page in pages for p in page.get("ScalingPolicies", [])]
 
 
 def alarms_for_policy(sess: Any, policy: dict, all_alarms: Optional[list[dict]] = None) -> list[dict]:
@@ -92,14 +145,8 @@ def alarms_for_policy(sess: Any, policy: dict, all_alarms: Optional[list[dict]] 
 
 
 def describe_all_alarms(sess: Any) -> list[dict]:
-    cw = sess.client("cloudwatch")
-    out, token = [], None
-    while True:
-        resp = cw.describe_alarms(**({"NextToken": token} if token else {}))
-        out += resp.get("MetricAlarms", [])
-        token = resp.get("NextToken")
-        if not token:
-            return out
+    pages = sess.client("cloudwatch").get_paginator("describe_alarms").paginate()
+    return [a for page in pages for a in page.get("MetricAlarms", [])]
 
 
 CONCURRENCY_PERIOD_S = 10

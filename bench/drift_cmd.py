@@ -6,19 +6,18 @@ import argparse
 import json
 from pathlib import Path
 
-from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
 from speech.artifacts import Fingerprint
-from speech.config import IMAGE_RE, ModelConfig, StackConfig
+from speech.config import ModelConfig, StackConfig
 from speech.errors import ConfigError
-from speech.files import describe_validation_error
 from speech.plan import build_plan
+from speech.stack import parse_stack_config
 
 from . import aws
-from .errors import UsageError
+from .errors import TargetError, UsageError
 from .scaling_check import Issue, compare
 from .stackfile import MODELS_KEY, PROJECT, read_stack_file
 
@@ -61,52 +60,22 @@ def load_stack(path: Path) -> StackConfig:
     models = config.get(MODELS_KEY)
     if not models:
         raise ConfigError(f"{path}: no {MODELS_KEY} entry; nothing to check (run bench plan --stack first)")
+    # The program's own parser: the same checks (unknown keys, every field) and the same messages.
+    raw = {k.removeprefix(f"{PROJECT}:"): v for k, v in config.items() if k.startswith(f"{PROJECT}:")}
     try:
-        return StackConfig(models=dict(models), allow_config_mismatch=bool(config.get(f"{PROJECT}:allow_config_mismatch", False)))
-    except ValidationError as err:
-        raise ConfigError(describe_validation_error(err, f"{path} {MODELS_KEY}")) from None
+        return parse_stack_config(raw)
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
 
 
-@dataclass(frozen=True)
-class Deployed:
-    """What an endpoint runs, from its endpoint configuration and model (read-only)."""
-
-    endpoint_config: str
-    model: str
-    instance_type: Optional[str]
-    image: str
-    digest: Optional[str]
-
-
-def read_fingerprint(sess: Any, endpoint: str, described: dict) -> Deployed | Issue:
-    from botocore.exceptions import ClientError
-
-    sm = sess.client("sagemaker")
-    config_name = described.get("EndpointConfigName", "")
+def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity | Issue:
     try:
-        config = sm.describe_endpoint_config(EndpointConfigName=config_name)
-    except ClientError as err:
-        return Issue("fingerprint", f"endpoint {endpoint}: endpoint configuration {config_name!r} cannot be read "
-                                    f"({aws.client_error_message(err)}), so what it runs is unknown; fix: pulumi up")
-    variants = config.get("ProductionVariants", [])
-    variant = next((v for v in variants if v.get("VariantName") == aws.VARIANT), None)
-    if variant is None:
-        return Issue("fingerprint", f"endpoint configuration {config_name} has no {aws.VARIANT} variant "
-                                    f"(has {[v.get('VariantName') for v in variants]}); expected the one the program "
-                                    "deploys; fix: pulumi up")
-    model_name = variant.get("ModelName", "")
-    try:
-        model = sm.describe_model(ModelName=model_name)
-    except ClientError as err:
-        return Issue("fingerprint", f"model {model_name!r} of endpoint configuration {config_name} cannot be read "
-                                    f"({aws.client_error_message(err)}); fix: pulumi up")
-    container = model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]
-    image = container.get("Image", "")
-    m = IMAGE_RE.match(image)
-    return Deployed(config_name, model_name, variant.get("InstanceType"), image, m.group("digest") if m else None)
+        return aws.endpoint_identity(sess, endpoint, described)
+    except TargetError as err:
+        return Issue("fingerprint", f"{err}, so what it runs is unknown; expected what the program deploys; fix: pulumi up")
 
 
-def fingerprint_issues(name: str, m: ModelConfig, d: Deployed, allow_config_mismatch: bool) -> list[Issue]:
+def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_mismatch: bool) -> list[Issue]:
     key = f"{MODELS_KEY}.{name}"
     redeploy = f"fix: pulumi up to deploy the stack config, or set {key}.{{field}} to what should run and re-measure it"
     issues = []
@@ -114,7 +83,7 @@ def fingerprint_issues(name: str, m: ModelConfig, d: Deployed, allow_config_mism
         issues.append(Issue("fingerprint", f"endpoint configuration {d.endpoint_config} runs instance type "
                                            f"{d.instance_type!r}, stack config {key}.instance_type says "
                                            f"{m.instance_type!r}; {redeploy.format(field='instance_type')}"))
-    if d.digest is None:
+    if d.model_digest is None:
         issues.append(Issue("fingerprint", f"model {d.model} runs image {d.image!r}, not pinned by digest, so nothing "
                                            f"ties it to {key}.image ({m.image_digest or 'built by the stack'}); "
                                            f"{redeploy.format(field='image')}"))

@@ -84,7 +84,7 @@ def register(sess: Any, state: FreezeState, min_c: int, max_c: int, suspended: d
 
 def describe_variant(sess: Any, endpoint: str, variant: str) -> tuple[str, Optional[int], Optional[int], str]:
     """(EndpointStatus, CurrentInstanceCount, DesiredInstanceCount, FailureReason)."""
-    ep = sess.client("sagemaker").describe_endpoint(EndpointName=endpoint)
+    ep = aws.describe_endpoint(sess, endpoint)
     current, desired = aws.variant_counts(ep, variant)
     return ep.get("EndpointStatus", ""), current, desired, ep.get("FailureReason", "")
 

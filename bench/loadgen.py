@@ -248,11 +248,6 @@ async def run_level_async(
     )
 
 
-def run_level(target: Target, concurrency: int, settle_s: float, measure_s: float, texts: Sequence[str], on_progress=None) -> LevelResult:
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(run_level_async(target, concurrency, settle_s, measure_s, texts, on_progress))
-
-
 @dataclass
 class Session:
     """One event loop for a whole ladder, so connections are reused across levels."""

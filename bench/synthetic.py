@@ -32,12 +32,12 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Optional
+
+from container.markers import emit_stage
 
 STAMP_MAGIC = b"TS01"
 STAMP_LEN = len(STAMP_MAGIC) + 8
-START_WALL = time.time()
 SPIN_S = 0.0012
 """How long before a lane's deadline its handler stops sleeping and spins: ~12 % of a core at
 S = 10 ms, one lane; skipped where lanes x SPIN_S would exceed a quarter of S, and for a null
@@ -53,12 +53,6 @@ def read_stamp(chunk: bytes) -> Optional[float]:
     if len(chunk) >= STAMP_LEN and chunk.startswith(STAMP_MAGIC):
         return struct.unpack(">d", chunk[len(STAMP_MAGIC) : STAMP_LEN])[0]
     return None
-
-
-def emit_stage(stage: str) -> None:
-    now = time.time()
-    at = datetime.fromtimestamp(now, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    print(json.dumps({"event": "stage", "stage": stage, "at": at, "elapsed_s": round(now - START_WALL, 3)}), flush=True)
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -32,6 +33,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min", dest="min_capacity", type=int, metavar="N", help="min capacity when no state file exists")
     p.add_argument("--max", dest="max_capacity", type=int, metavar="N", help="max capacity when no state file exists")
     p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
+    p.add_argument("--json", action="store_true",
+                   help='print one JSON object: {"endpoint", "action": restored|registered|nothing, "message", ...}')
+
+
+def _report(args: argparse.Namespace, action: str, message: str, **state) -> int:
+    if args.json:
+        print(json.dumps({"endpoint": args.endpoint, "action": action, "message": message, **state}))
+    else:
+        print(message)
+    return 0
 
 
 def run(args: argparse.Namespace, session=None) -> int:
@@ -47,13 +58,14 @@ def run(args: argparse.Namespace, session=None) -> int:
             )
         restore_state(sess, state, path, log=lambda m: print(m, file=sys.stderr))
         count = (f", desired instance count {state.desired_instance_count}" if state.pinned_instances is not None else "")
-        print(f"restored {args.endpoint}: min {state.min_capacity}, max {state.max_capacity}, "
-              f"suspended {state.suspended_state}{count} (saved {state.saved_at:%Y-%m-%d %H:%M:%S} UTC by {state.tool})")
-        return 0
+        return _report(args, "restored",
+                       f"restored {args.endpoint}: min {state.min_capacity}, max {state.max_capacity}, suspended "
+                       f"{state.suspended_state}{count} (saved {state.saved_at:%Y-%m-%d %H:%M:%S} UTC by {state.tool})",
+                       min_capacity=state.min_capacity, max_capacity=state.max_capacity,
+                       suspended_state=state.suspended_state, desired_instance_count=state.desired_instance_count)
     if target is None:
         aws.describe_endpoint(sess, args.endpoint)  # a missing endpoint is a clearer error than a missing target
-        print(f"{args.endpoint}: no scalable target and no saved state ({path}); nothing to thaw")
-        return 0
+        return _report(args, "nothing", f"{args.endpoint}: no scalable target and no saved state ({path}); nothing to thaw")
     frozen = any(aws.suspended(target).values())
     if args.min_capacity is None and args.max_capacity is None:
         if frozen:
@@ -61,8 +73,7 @@ def run(args: argparse.Namespace, session=None) -> int:
                 f"{args.endpoint}: scaling is suspended (min {target['MinCapacity']}, max {target['MaxCapacity']}) but "
                 f"there is no saved state in {path}; pass --min N --max N (the stack's fleet bounds) to resume it"
             )
-        print(f"{args.endpoint}: scaling is not suspended and no saved state exists; nothing to thaw")
-        return 0
+        return _report(args, "nothing", f"{args.endpoint}: scaling is not suspended and no saved state exists; nothing to thaw")
     if args.min_capacity is None or args.max_capacity is None or not 1 <= args.min_capacity <= args.max_capacity:
         raise UsageError(f"--min/--max: give both, 1 <= min <= max (got {args.min_capacity}, {args.max_capacity})")
     state = FreezeState(
@@ -72,5 +83,7 @@ def run(args: argparse.Namespace, session=None) -> int:
         tool="bench thaw --min/--max",
     )
     restore_state(sess, state, None)
-    print(f"{args.endpoint}: registered min {args.min_capacity}, max {args.max_capacity}, scaling resumed")
-    return 0
+    return _report(args, "registered",
+                   f"{args.endpoint}: registered min {args.min_capacity}, max {args.max_capacity}, scaling resumed",
+                   min_capacity=args.min_capacity, max_capacity=args.max_capacity,
+                   suspended_state=state.suspended_state, desired_instance_count=None)

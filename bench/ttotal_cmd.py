@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import shlex
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from speech.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, tt
 from speech.config import ReactionPolicy
 from speech.files import load_artifact
 from speech.plan import planning_t_total
+
+from container.markers import STAGES, parse_at, parse_stage_line
 
 from . import aws
 from .errors import BenchError, TargetError, UsageError
@@ -54,7 +55,6 @@ The qmax artifact must come from the same fingerprint and transport (else exit 2
 Exit 0 written, 1 the scale-out did not complete in --timeout-s, 2 bad input, 130 interrupted.
 """
 
-STAGES = ("container_started", "framework_init", "weights_ready", "warmup_done", "ready")
 ORDER = ("desired_set", "instance_logging", *STAGES, "in_service", "traffic_recovered")
 
 
@@ -81,24 +81,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # --- pure helpers ------------------------------------------------------------------------------
 
 
-def parse_at(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def parse_marker(line: str) -> Optional[dict]:
-    """A stage marker line ({"event": "stage", ...}) or None for any other log line."""
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        obj = json.loads(line)
-    except ValueError:
-        return None
-    if isinstance(obj, dict) and obj.get("event") == "stage" and obj.get("stage") in STAGES and "at" in obj:
-        return obj
-    return None
-
-
 def marker_phases(markers: list[dict], t0: datetime, source: str) -> list[Phase]:
     """Phases from stage markers; container_started is derived from the first marker's elapsed
     time (process start), which is earlier than any line it could print."""
@@ -110,8 +92,8 @@ def marker_phases(markers: list[dict], t0: datetime, source: str) -> list[Phase]
             continue
         seen.add(name)
         at = parse_at(m["at"])
-        if name == "container_started" or (not out and "elapsed_s" in m):
-            start = datetime.fromtimestamp(at.timestamp() - float(m.get("elapsed_s", 0.0)), tz=timezone.utc)
+        if name == "container_started" or not out:
+            start = datetime.fromtimestamp(at.timestamp() - m["elapsed_s"], tz=timezone.utc)
             if "container_started" not in [p.name for p in out]:
                 out.append(phase("container_started", start, t0, "derived: first marker's at - elapsed_s", True))
                 seen.add("container_started")
@@ -211,7 +193,6 @@ class Probe:
     concurrency: int
     texts: list[str]
     samples: list[tuple[float, float]] = field(default_factory=list)
-    failures: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: Optional[threading.Thread] = None
 
@@ -230,8 +211,7 @@ class Probe:
                 n += 1
                 if out.ok and out.ttfab_s is not None:
                     self.samples.append((wall0 + (out.start + out.ttfab_s - perf0), out.ttfab_s * 1000))
-                else:
-                    self.failures += 1
+                else:  # refused or failed: back off instead of spinning on errors
                     await asyncio.sleep(0.05)
 
         try:
@@ -253,33 +233,19 @@ def log_group(endpoint: str) -> str:
 
 
 def _stream_names(logs: Any, group: str) -> dict[str, dict]:
-    out, token = {}, None
-    while True:
-        kw: dict = {"logGroupName": group}
-        if token:
-            kw["nextToken"] = token
-        try:
-            resp = logs.describe_log_streams(**kw)
-        except logs.exceptions.ResourceNotFoundException:
-            return out
-        for s in resp.get("logStreams", []):
-            out[s["logStreamName"]] = s
-        token = resp.get("nextToken")
-        if not token:
-            return out
+    out: dict[str, dict] = {}
+    try:
+        for page in logs.get_paginator("describe_log_streams").paginate(logGroupName=group):
+            for s in page.get("logStreams", []):
+                out[s["logStreamName"]] = s
+    except logs.exceptions.ResourceNotFoundException:  # the group appears with the first instance's logs
+        pass
+    return out
 
 
 def _stream_events(logs: Any, group: str, stream: str) -> list[dict]:
-    events, token = [], None
-    while True:
-        kw: dict = {"logGroupName": group, "logStreamNames": [stream]}
-        if token:
-            kw["nextToken"] = token
-        resp = logs.filter_log_events(**kw)
-        events += resp.get("events", [])
-        token = resp.get("nextToken")
-        if not token:
-            return sorted(events, key=lambda e: e["timestamp"])
+    pages = logs.get_paginator("filter_log_events").paginate(logGroupName=group, logStreamNames=[stream])
+    return sorted((e for page in pages for e in page.get("events", [])), key=lambda e: e["timestamp"])
 
 
 def run_sagemaker(
@@ -342,9 +308,9 @@ def run_sagemaker(
                     events = _stream_events(logs, group, new_stream)
                     if events:
                         first_event = datetime.fromtimestamp(events[0]["timestamp"] / 1000, tz=timezone.utc)
-                        markers = [m for e in events if (m := parse_marker(e.get("message", "")))]
+                        markers = [m for e in events if (m := parse_stage_line(e.get("message", "")))]
                 if in_service is None:
-                    ep = sm.describe_endpoint(EndpointName=endpoint)
+                    ep = aws.describe_endpoint(sess, endpoint)
                     cur, _ = aws.variant_counts(ep)
                     if ep.get("EndpointStatus") == "InService" and (cur or 0) >= new:
                         in_service = datetime.fromtimestamp(now, tz=timezone.utc)
@@ -411,7 +377,7 @@ def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[s
     def read() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            m = parse_marker(line)
+            m = parse_stage_line(line)
             if m:
                 markers.append(m)
             tail.append(line.rstrip())

@@ -92,7 +92,6 @@ class Engine:
         self._idle.set()
         self._used = 0  # slots taken by runs in flight (see _capacity)
         self._running = 0
-        self._pending_g2p = 0
         # Seconds of inference per token, learned online; seeds the shedding estimate.
         self._s_per_token = 0.01
         self._g2p_pool = ThreadPoolExecutor(1, thread_name_prefix="g2p")
@@ -154,7 +153,6 @@ class Engine:
         self._idle.clear()
         self.metrics.record("admitted")
         self._update_gauges()
-        self._pending_g2p += 1
         asyncio.get_running_loop().create_task(self._g2p(job))
         return job
 
@@ -184,8 +182,6 @@ class Engine:
         except Exception as e:  # a G2P failure ends this request, not the server
             log.exception("G2P failed for request %s", job.id)
             self._finish(job, ContainerError(f"G2P failed: {type(e).__name__}"))
-        finally:
-            self._pending_g2p -= 1
 
     # ---- scheduler -------------------------------------------------------------------
     async def _tick(self) -> None:

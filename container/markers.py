@@ -1,7 +1,15 @@
-"""Stage markers on stdout, one JSON object per line; `bench ttotal` parses them from the logs.
+"""Stage markers: the one definition of the start-up stage names, their line format and parser.
+
+The container prints one JSON object per line on stdout; `bench ttotal` parses them from the
+container's logs (or a local process's stdout) and `bench.synthetic` prints the same lines.
 
 Format (exactly): {"event": "stage", "stage": "<name>", "at": "<ISO-8601 UTC with Z>",
 "elapsed_s": <float seconds since process start>}
+
+Why here: the image copies only ``container/`` (container/Dockerfile), so the module the server
+emits with must live inside that package; ``container/__init__.py`` imports nothing, and this
+module uses the standard library only, so ``bench`` imports it without loading the server's
+dependencies. Anything else (a shared top-level module) would be missing from the image.
 """
 from __future__ import annotations
 
@@ -55,8 +63,16 @@ def emit_stage(stage: str, stream=None) -> dict:
     return rec
 
 
+def parse_at(text: str) -> datetime:
+    """A marker's ``at`` (``...Z``) as an aware UTC datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 def parse_stage_line(line: str) -> dict | None:
-    """Return the marker dict if `line` is a stage marker, else None (any other log line)."""
+    """Return the marker dict if `line` is a stage marker, else None (any other log line).
+
+    Strict: the stage must be one of STAGES, ``at`` UTC with ``Z`` and ``elapsed_s`` a number;
+    a line that only looks like a marker is ignored rather than timed."""
     line = line.strip()
     if not line.startswith("{"):
         return None
@@ -67,7 +83,7 @@ def parse_stage_line(line: str) -> dict | None:
     if not isinstance(obj, dict) or obj.get("event") != "stage":
         return None
     stage, at, elapsed = obj.get("stage"), obj.get("at"), obj.get("elapsed_s")
-    if not isinstance(stage, str) or not isinstance(at, str) or not _AT_RE.match(at):
+    if stage not in STAGES or not isinstance(at, str) or not _AT_RE.match(at):
         return None
     if isinstance(elapsed, bool) or not isinstance(elapsed, (int, float)):
         return None

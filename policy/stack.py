@@ -60,7 +60,6 @@ T_SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncrypti
 T_SSE_V2 = "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2"
 T_BUCKET_ACL = "aws:s3/bucketAcl:BucketAcl"
 T_BUCKET_ACL_V2 = "aws:s3/bucketAclV2:BucketAclV2"
-T_BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
 T_ECR_REPO = "aws:ecr/repository:Repository"
 T_ROLE = "aws:iam/role:Role"
 T_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"

@@ -524,13 +524,16 @@ def build_plan(
 
 
 def _surge(levels: list[tuple[int, float]], q: int, c_max: float, planning_s: float, surge_ratio: float) -> Surge:
-    """Utilization and the chance of reaching Q_max within one planning T_total (see survival)."""
-    if q < 1 or c_max <= 0:
+    """Utilization and the chance of reaching Q_max within one planning T_total (see survival).
+
+    No measured throughput at saturation (the top level completed nothing) means no chain to
+    solve: the surge counts as not survived, rather than a NaN the artifact cannot store."""
+    n_max = max(q, levels[-1][0])
+    rates = service_rates(levels, n_max)
+    if q < 1 or c_max <= 0 or not rates[-1] > 0:
         return Surge(
             utilization=1.0, arrival_rps=0.0, reach_qmax_probability=1.0, survival=0.0, reach_qmax_probability_steady=1.0
         )
-    n_max = max(q, levels[-1][0])
-    rates = service_rates(levels, n_max)
     lam = arrival_for_mean_occupancy(c_max, rates)
     util = lam / rates[-1]
     common = dict(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s)

@@ -7,6 +7,7 @@ import json
 
 from speech.artifacts import Fingerprint
 
+from bench import aws
 from bench.cli import main
 from bench.stackfile import write_model_entry
 
@@ -124,3 +125,36 @@ def test_alarm_window_and_surge_size_edited_after_deploy(deployed, tmp_path, cap
     assert any(f"{ENDPOINT}-surge adds PercentChangeInCapacity [10] (at least 2), plan says PercentChangeInCapacity [67]" in m
                for m in msgs), msgs
     assert len(msgs) == 3, msgs
+
+
+def test_identity_reads_the_allTraffic_variant_not_the_first(deployed):
+    # A second variant listed first (as during a manual canary) must not be taken for the deployed one.
+    sm = deployed.client("sagemaker")
+    sm.create_model(ModelName=f"{ENDPOINT}-canary", ExecutionRoleArn="arn:aws:iam::123456789012:role/sm",
+                    PrimaryContainer={"Image": OTHER_IMAGE})
+    model = sm.describe_endpoint_config(
+        EndpointConfigName=sm.describe_endpoint(EndpointName=ENDPOINT)["EndpointConfigName"])["ProductionVariants"][0]["ModelName"]
+    sm.create_endpoint_config(
+        EndpointConfigName=f"{ENDPOINT}-two",
+        ProductionVariants=[
+            {"VariantName": "Canary", "ModelName": f"{ENDPOINT}-canary", "InitialInstanceCount": 1,
+             "InstanceType": "ml.c5.xlarge", "InitialVariantWeight": 0.1},
+            {"VariantName": "AllTraffic", "ModelName": model, "InitialInstanceCount": 1,
+             "InstanceType": INSTANCE, "InitialVariantWeight": 0.9},
+        ],
+    )
+    sm.delete_endpoint(EndpointName=ENDPOINT)
+    sm.create_endpoint(EndpointName=ENDPOINT, EndpointConfigName=f"{ENDPOINT}-two")
+    ident = aws.endpoint_identity(deployed, ENDPOINT)
+    assert (ident.instance_type, ident.digest, ident.model) == (INSTANCE, DIGEST, model)
+
+
+def test_stack_file_goes_through_the_stack_parser(deployed, tmp_path, capsys, model_config):
+    path = tmp_path / f"Pulumi.{STACK}.yaml"
+    write_model_entry(path, "kokoro-82m", model_config)
+    path.write_text(path.read_text() + "  speech-endpoints:allow_config_mismach: true\n")
+    capsys.readouterr()
+    rc = main(["drift", "--stack", STACK, "--stack-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert "speech-endpoints:allow_config_mismach: unknown config key" in err[0]

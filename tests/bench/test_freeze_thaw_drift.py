@@ -100,7 +100,11 @@ def test_killed_run_leaves_state_drift_reports_and_thaw_restores(deployed, capsy
                "--out", str(tmp_path / "o"), "--json"])
     assert rc == 2 and "thaw" in capsys.readouterr().err
 
-    assert main(["thaw", "--endpoint", ENDPOINT]) == 0
+    capsys.readouterr()
+    assert main(["thaw", "--endpoint", ENDPOINT, "--json"]) == 0
+    thawed = json.loads(capsys.readouterr().out)
+    assert thawed["action"] == "restored" and thawed["endpoint"] == ENDPOINT
+    assert not any(thawed["suspended_state"].values())
     assert _snapshot(deployed) == before
     assert not state_path(None, ENDPOINT).exists()
     capsys.readouterr()

@@ -14,7 +14,8 @@ from bench.errors import TargetError, UsageError
 from bench.ladder import request_mix
 from bench.loadgen import Session, loop_kind, new_event_loop
 from bench.synthetic import SyntheticServer, read_stamp
-from bench.targets import HttpProtocolError, HttpTarget, RawHttpClient
+from bench.http1 import HttpProtocolError, RawHttpClient
+from bench.targets import HttpTarget
 
 
 def _chunked(*parts: bytes) -> bytes:
@@ -201,10 +202,10 @@ def test_raw_engine_contract():
 
 
 def test_first_body_byte_is_timed_by_the_read_that_delivered_it():
-    from bench.targets import _ArrivalReader
+    from bench.http1 import ArrivalReader
 
     async def go():
-        r = _ArrivalReader(loop=asyncio.get_running_loop())
+        r = ArrivalReader(loop=asyncio.get_running_loop())
         r.arm()
         r.feed_data(b"HTTP/1.1 200 OK\r\n\r\n")  # 19 bytes: the head alone
         await asyncio.sleep(0.01)
@@ -223,15 +224,15 @@ def test_first_body_byte_is_timed_by_the_read_that_delivered_it():
 def test_ttfab_is_taken_when_the_byte_arrived_not_when_the_task_ran(monkeypatch):
     """A first chunk read while the loop then stays busy (here: 50 ms right after the read) keeps
     its arrival time."""
-    from bench.targets import _ArrivalReader
+    from bench.http1 import ArrivalReader
 
-    feed = _ArrivalReader.feed_data
+    feed = ArrivalReader.feed_data
 
     def slow_feed(self, data):
         feed(self, data)
         time.sleep(0.05)
 
-    monkeypatch.setattr(_ArrivalReader, "feed_data", slow_feed)
+    monkeypatch.setattr(ArrivalReader, "feed_data", slow_feed)
 
     async def go():
         async with Scripted([OK_LENGTH]) as srv:

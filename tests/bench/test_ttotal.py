@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sys
 import time
-from datetime import datetime, timezone
 
 import pytest
 
+from container.markers import STAGES as MARKER_STAGES, format_at
 from speech.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact, write_artifact
 
@@ -20,7 +20,7 @@ from bench import ttotal_cmd
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE
 
-STAGES = ["container_started", "framework_init", "weights_ready", "warmup_done", "ready"]
+STAGES = list(MARKER_STAGES)
 
 
 def _qmax_file(tmp_path, ref_artifacts, fp: Fingerprint, transport="stream"):
@@ -99,8 +99,7 @@ class World:
             events = [{"timestamp": int(start * 1000), "message": "starting serve"}]
             for i, st in enumerate(STAGES):
                 at = start + 0.05 * (i + 1)
-                iso = datetime.fromtimestamp(at, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-                msg = json.dumps({"event": "stage", "stage": st, "at": iso, "elapsed_s": round(0.05 * (i + 1) + 0.01, 3)})
+                msg = json.dumps({"event": "stage", "stage": st, "at": format_at(at), "elapsed_s": round(0.05 * (i + 1) + 0.01, 3)})
                 events.append({"timestamp": int(at * 1000), "message": msg})
             self.logs.put_log_events(logGroupName=self.group, logStreamName="AllTraffic/i-new", logEvents=events)
         if self.ticks == 8:

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from speech.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
-from speech.artifacts import TtotalArtifact
+from speech.artifacts import PlanArtifact, TtotalArtifact
 from speech.config import PlanInputs
-from speech.files import load_artifact
+from speech.files import load_artifact, write_artifact
 from speech.errors import FingerprintMismatch, PlanInputError
 from speech.plan import build_plan, c_scale_max, c_scale_min, headroom, min_safe_instances
 from speech.survival import (
@@ -51,7 +51,8 @@ def test_reference_plan_numbers(qmax_ref, ttotal_ref):
     fleet = p.finding("fleet_capacity")
     # The finding must say why 9 (Little's law on S) is wrong for this endpoint.
     assert p.capacity.littles_law_instances == 9
-    assert "9" in fleet.message and str(p.fleet.max_instances) in fleet.message
+    assert "would give 9, which serve only" in fleet.message
+    assert f"-> {p.fleet.max_instances} instances" in fleet.message
     assert p.capacity.littles_law_capacity_rps < 200
     assert p.verdict == "warn"
 
@@ -262,3 +263,12 @@ def test_min_instances_carry_the_trough_below_the_target(qmax_ref, ttotal_ref):
     assert p.fleet.min_instances == math.ceil(100 / p.capacity.throughput_at_target_rps) == 6
     p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"min_instances": 8}))
     assert p.fleet.min_instances == 8 and p.finding("scale_in_safety").level == "ok"
+
+
+def test_a_level_that_served_nothing_still_plans_a_readable_artifact(ttotal_ref, tmp_path):
+    # A local ladder on a busy machine: every request at concurrency 2 failed (throughput 0).
+    q = _ladder_artifact([(1, 2061.1, 0.33), (2, 0.0, 0.0)], q_max=1, s_ms=2000.0)
+    t = ttotal_ref.model_copy(update={"fingerprint": q.fingerprint})
+    p = build_plan(q, t, REF_INPUTS)
+    assert math.isfinite(p.surge.utilization) and math.isfinite(p.surge.arrival_rps)
+    assert load_artifact(write_artifact(tmp_path / "plan.json", p), PlanArtifact) == p

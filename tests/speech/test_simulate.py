@@ -3,7 +3,6 @@ mechanics, traces, and the fluid model against a discrete-event simulation of th
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
