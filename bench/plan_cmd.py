@@ -13,6 +13,8 @@ from speech.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact, write_artifact
 from speech.plan import build_plan
 
+from speech.errors import describe_validation_error
+
 from .errors import UsageError
 from .report import render_plan
 
@@ -81,12 +83,11 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
             qmax_derate=args.qmax_derate,
         )
     except ValidationError as err:
-        e = err.errors()[0]
-        if e["loc"]:
-            flag = FLAG_OF.get(str(e["loc"][0]), str(e["loc"][0]))
-            raise UsageError(f"{flag}: {e['msg'].lower()} (got {e.get('input')!r}); {FIX_OF.get(flag, 'see --help')}") from None
-        msg = str(e["msg"]).removeprefix("Value error, ")
-        raise UsageError(f"--trough-rps/--peak-rps: {msg}; the trough cannot exceed the peak") from None
+        loc = err.errors()[0]["loc"]
+        # A field maps to its flag; a model-level check (trough vs peak) names both flags.
+        flag = FLAG_OF.get(str(loc[0]), str(loc[0])) if loc else "--trough-rps/--peak-rps"
+        fix = FIX_OF.get(flag, "see --help") if loc else "the trough cannot exceed the peak"
+        raise UsageError(f"{describe_validation_error(err, key=lambda _: flag)}; {fix}") from None
 
 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs, q: QmaxArtifact, t: TtotalArtifact) -> ModelConfig:
@@ -116,8 +117,7 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
             **{k: old[k] for k in ("priority", "hosting", "weights_source", "environment") if k in old},
         )
     except ValidationError as err:
-        e = err.errors()[0]
-        raise UsageError(f"stack entry for {q.model}: {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+        raise UsageError(describe_validation_error(err, f"stack entry for {q.model}")) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,9 @@
 """Errors of the speech core. Every message names the value, the limit and the next step."""
 
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
 
 class SpeechError(Exception):
     """Base class for every error the speech package raises on purpose.
@@ -23,3 +27,26 @@ class FingerprintMismatch(PlanInputError):
 
 class ConfigError(SpeechError):
     """Stack configuration is invalid; the message names the config key."""
+
+
+def describe_validation_error(
+    err: Any,
+    where: str = "",
+    *,
+    key: Optional[Callable[[tuple], str]] = None,
+    label: str = "",
+) -> str:
+    """One line for a pydantic ValidationError: where, the first failing field (``key`` turns its
+    location into the user's name for it: a config key, a CLI flag), pydantic's reason, the value
+    given when it is a scalar, and how many more fields failed. The one formatter for artifacts,
+    stack config, provenance documents and CLI inputs, so the same mistake reads the same everywhere.
+    """
+    errors = err.errors()
+    first = errors[0]
+    loc = tuple(first["loc"])
+    name = key(loc) if key else (".".join(str(p) for p in loc) or "(top level)")
+    got = first.get("input")
+    shown = "" if isinstance(got, (dict, list)) or first["type"] == "missing" else f" (got {got!r})"
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where + ': ' if where else ''}{label}{name}: {msg}{shown}{more}"

@@ -14,7 +14,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .artifacts import SCHEMA_VERSION
-from .errors import ArtifactError
+from .errors import ArtifactError, describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -45,15 +45,6 @@ def write_artifact(path: Path, artifact: BaseModel) -> Path:
     return Path(path)
 
 
-def describe_validation_error(err: ValidationError, where: str) -> str:
-    """One line: the first failing field path and pydantic's reason (plus how many more)."""
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    more = len(err.errors()) - 1
-    extra = f" (+{more} more)" if more else ""
-    return f"{where}: field {loc}: {first['msg']}{extra}"
-
-
 def parse_artifact(data: object, cls: type[M], where: str) -> M:
     """Validate already-parsed JSON/YAML data as ``cls``; ``where`` names the file or config key."""
     kind = getattr(cls.model_fields.get("kind"), "default", None)
@@ -72,7 +63,7 @@ def parse_artifact(data: object, cls: type[M], where: str) -> M:
         return cls.model_validate(data)
     except ValidationError as err:
         raise ArtifactError(
-            describe_validation_error(err, where) + "; fix the field or re-run the measurement"
+            describe_validation_error(err, where, label="field ") + "; fix the field or re-run the measurement"
         ) from None
 
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from .artifacts import Frozen, PlanArtifact, canonical_sha256
 from .config import Measurements, PlanInputs
-from .errors import ArtifactError
+from .errors import ArtifactError, describe_validation_error
 
 TAG_PREFIX = "speech:"
 TAG_MODEL = "speech:model"
@@ -69,9 +69,7 @@ def parse_document(text: str, where: str) -> ProvenanceDocument:
     try:
         return ProvenanceDocument.model_validate_json(text)
     except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise ArtifactError(f"{where}: provenance field {loc}: {first['msg']}") from None
+        raise ArtifactError(describe_validation_error(err, where, label="provenance field ")) from None
 
 
 def provenance_tags(model: str, plan: PlanArtifact, doc_text: str, measurements: Measurements) -> dict[str, str]:

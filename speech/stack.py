@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from .config import StackConfig
-from .errors import ConfigError
+from .errors import ConfigError, describe_validation_error
 
 PROJECT = "speech-endpoints"
 KNOWN_KEYS = ("models", "allow_config_mismatch")
@@ -46,12 +46,7 @@ def parse_stack_config(raw: Mapping[str, Any]) -> StackConfig:
     try:
         return StackConfig.model_validate(dict(raw))
     except ValidationError as err:
-        first = err.errors()[0]
-        more = len(err.errors()) - 1
-        got = first.get("input")
-        shown = "" if isinstance(got, (dict, list)) or first["type"] == "missing" else f" (got {got!r})"
-        extra = f" (+{more} more)" if more else ""
-        raise ConfigError(f"{_key_of(tuple(first['loc']))}: {first['msg']}{shown}{extra}") from None
+        raise ConfigError(describe_validation_error(err, key=_key_of)) from None
 
 
 def raw_project_config() -> dict[str, Any]:

@@ -138,3 +138,30 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
         atomic_write_text(target, "new " * 10_000 + "\ud800")
     assert target.read_text() == "old"
     assert os.listdir(tmp_path) == ["a.json"]
+
+
+def test_one_validation_formatter_names_key_reason_value_and_count():
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    from speech.errors import describe_validation_error
+
+    class Inputs(BaseModel):
+        slo_ms: float
+        surge_ratio: float
+
+        @field_validator("surge_ratio")
+        @classmethod
+        def _below(cls, v: float) -> float:
+            if v >= 1.5:
+                raise ValueError(f"surge_ratio {v} leaves no scale-in band")
+            return v
+
+    with pytest.raises(ValidationError) as info:
+        Inputs(slo_ms="fast", surge_ratio=2.0)
+    line = describe_validation_error(info.value, "plan.json", key=lambda loc: "--" + str(loc[0]).replace("_", "-"))
+    assert line.startswith("plan.json: --slo-ms: Input should be a valid number")
+    assert "(got 'fast')" in line and line.endswith("(+1 more)")
+    with pytest.raises(ValidationError) as info:
+        Inputs(slo_ms=1, surge_ratio=2.0)
+    # pydantic's "Value error, " prefix is noise to a user; the value and reason stay.
+    assert describe_validation_error(info.value) == "surge_ratio: surge_ratio 2.0 leaves no scale-in band (got 2.0)"

@@ -131,7 +131,7 @@ def test_metric_period_is_one_cloudwatch_accepts(kokoro_entry, write_stack, peri
         run_preview(path)
         return
     with pytest.raises(ConfigError, match=rf"^speech-endpoints:models\.kokoro-82m\.plan\.reaction\.metric_period_s: "
-                                          rf"Value error, metric_period_s {period} is not an alarm period"):
+                                          rf"metric_period_s {period} is not an alarm period"):
         run_preview(path)
 
 
