@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from speech.components.gate import gate, plan_model
+from speech.gate import gate, plan_model
 from speech.components.iam import (
     cache_build_policy,
     cache_trigger_policy,

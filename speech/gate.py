@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..artifacts import PlanArtifact
-from ..config import ModelConfig
-from ..errors import ConfigError, FingerprintMismatch, PlanInputError
-from ..plan import build_plan
-from ..provenance import ProvenanceDocument, document_key, document_text
+from .artifacts import PlanArtifact
+from .config import ModelConfig
+from .errors import ConfigError, FingerprintMismatch, PlanInputError
+from .plan import build_plan
+from .provenance import ProvenanceDocument, document_key, document_text
 
 CONFIG_KEY = "speech-endpoints:models"
 BUILT_IMAGE = "built by the stack from container/Dockerfile"
