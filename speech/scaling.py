@@ -189,9 +189,11 @@ class ScalingSpec:
 
     def rule_of(self, part: str, name: str) -> str:
         """Why ``part.name`` has its value: this plan's rule, else the field's generic rule."""
-        if (part, name) in self.why:
-            return self.why[(part, name)]
-        f = {f.name: f for f in dataclasses.fields(getattr(self, part))}.get(name.split(".")[0])
+        top = name.split(".")[0]  # steps.0.scaling_adjustment: the rule of the steps
+        for key in ((part, name), (part, top)):
+            if key in self.why:
+                return self.why[key]
+        f = {f.name: f for f in dataclasses.fields(getattr(self, part))}.get(top)
         return f.metadata.get("rule", "") if f is not None else ""
 
 
