@@ -24,6 +24,7 @@ from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 from speech import provenance as pv
 from speech.artifacts import PlanArtifact
 from speech import scaling
+from speech.iam_check import ALLOWED_ON_STAR, wildcard_findings
 
 from .recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
 from .stack import (
@@ -675,20 +676,17 @@ def rule_iam_no_wildcards(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
         except ValueError:
             yield f"{res.label} {where} is not valid JSON, so its actions cannot be checked; fix: emit it with json.dumps"
             continue
-        stmts = at(parsed, "Statement")
-        stmts = [stmts] if isinstance(stmts, Mapping) else stmts if isinstance(stmts, list) else []
-        for i, st in enumerate(stmts):
-            if at(st, "Effect") != "Allow":
-                continue
-            if at(st, "NotAction") is not MISSING:
-                yield (f"{res.label} {where} Statement[{i}] allows NotAction {fmt(at(st, 'NotAction'))}: everything else "
-                       "is allowed; fix: list the actions it needs")
-            actions = at(st, "Action")
-            actions = [actions] if isinstance(actions, str) else actions if isinstance(actions, list) else []
-            wild = [a for a in actions if isinstance(a, str) and "*" in a]
-            if wild:
-                yield (f"{res.label} {where} Statement[{i}] allows wildcard actions {wild}, expected explicit actions; "
-                       "fix: list the exact actions (e.g. s3:GetObject, ecr:BatchGetImage)")
+        for f in wildcard_findings(parsed):
+            if f.kind == "not_action":
+                yield (f"{res.label} {where} Statement[{f.statement}] allows NotAction {fmt(list(f.actions))}: everything "
+                       "else is allowed; fix: list the actions it needs")
+            elif f.kind == "wildcard_action":
+                yield (f"{res.label} {where} Statement[{f.statement}] allows wildcard actions {list(f.actions)}, expected "
+                       "explicit actions; fix: list the exact actions (e.g. s3:GetObject, ecr:BatchGetImage)")
+            else:
+                yield (f"{res.label} {where} Statement[{f.statement}] allows {list(f.actions)} on Resource '*', expected "
+                       "the resources they need (only actions without resource-level permissions, such as "
+                       f"{', '.join(sorted(ALLOWED_ON_STAR))}, may use '*'); fix: name the ARNs")
 
 
 def rule_ecr_hygiene(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:

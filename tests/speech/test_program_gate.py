@@ -146,7 +146,13 @@ def test_cache_roles_are_scoped():
 
 
 def test_wildcard_checker_catches_what_it_should():
-    bad = {"Statement": [{"Sid": "a", "Action": "*", "Resource": "*"},
-                         {"Sid": "b", "Action": ["s3:*"], "Resource": [BUCKET]},
-                         {"Sid": "c", "Action": ["s3:GetObject"], "Resource": "*"}]}
+    bad = {"Statement": [{"Sid": "a", "Effect": "Allow", "Action": "*", "Resource": "*"},
+                         {"Sid": "b", "Effect": "Allow", "Action": ["s3:*"], "Resource": [BUCKET]},
+                         {"Sid": "c", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "*"}]}
     assert len(wildcard_violations(bad)) == 3
+    worse = {"Statement": [{"Sid": "d", "Effect": "Allow", "Action": ["s3:Get*"], "Resource": [BUCKET]},
+                           {"Sid": "e", "Effect": "Allow", "NotAction": "iam:*", "Resource": [BUCKET]},
+                           {"Sid": "f", "Effect": "Deny", "Action": "*", "Resource": "*"},
+                           {"Sid": "g", "Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"}]}
+    found = wildcard_violations(worse)
+    assert len(found) == 2 and "(d) allows wildcard actions ['s3:Get*']" in found[0] and "(e) allows NotAction" in found[1], found
