@@ -74,8 +74,7 @@ AWS_KEYS: dict[tuple[str, str], str] = {
     ("alarm", "comparison"): "ComparisonOperator",
     ("alarm", "treat_missing_data"): "TreatMissingData",
 }
-KIND = {"target": "target", "scale_out": "scale_out", "scale_in": "step", "surge": "step",
-        "scale_in_alarm": "alarm", "surge_alarm": "alarm"}
+KIND = scaling.PART_KIND
 AWS_DEFAULTS = {("scale_out", "disable_scale_in"): False, ("step", "aggregation"): "Average",
                 ("alarm", "treat_missing_data"): "missing"}
 """What AWS applies when Describe* omits the key (DatapointsToAlarm defaults to EvaluationPeriods)."""

@@ -203,14 +203,14 @@ def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Re
             "configuration in this stack; fix: create the endpoint configuration in the same stack"
         )
     config = configs[0]
-    variant = stack.variant_of(config, variant_name or "AllTraffic")
+    variant = stack.variant_of(config, variant_name or scaling.VARIANT)
     if variant is None:
         variants = config.get("productionVariants")
         if variant_name is None and isinstance(variants, list) and len(variants) == 1 and isinstance(variants[0], Mapping):
             variant = dict(variants[0])
         else:
             return config, None, (
-                f"{config.label} has no production variant {variant_name or 'AllTraffic'!r} "
+                f"{config.label} has no production variant {variant_name or scaling.VARIANT!r} "
                 f"(variants: {fmt(variants)}); fix: scale an existing variant"
             )
     return config, variant, None
@@ -262,8 +262,7 @@ PULUMI_PATHS: dict[tuple[str, str], str] = {
 }
 STEP_PATHS = {"scaling_adjustment": "scalingAdjustment", "lower_bound": "metricIntervalLowerBound",
               "upper_bound": "metricIntervalUpperBound"}
-KIND = {"target": "target", "scale_out": "scale_out", "scale_in": "step", "surge": "step",
-        "scale_in_alarm": "alarm", "surge_alarm": "alarm", "queue": "queue"}
+KIND = scaling.PART_KIND
 PROVIDER_DEFAULTS = {("alarm", "treat_missing_data"): "missing"}
 """What AWS applies when the property is not set (datapointsToAlarm defaults to evaluationPeriods)."""
 REPORTED_ELSEWHERE = {("scale_out", "disable_scale_in"), ("target", "resource_id"), ("target", "service_namespace"),
@@ -539,7 +538,7 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
     budget = as_number(cfg.get("daily-budget-usd", DEFAULT_DAILY_BUDGET_USD))
     prices = dict(DEFAULT_HOURLY_PRICES_USD)
     prices.update(cfg.get("hourly-prices-usd") or {})
-    targets = {(s.endpoint.urn, s.variant or "AllTraffic"): s.target for s in scaled_variants(stack) if s.endpoint}
+    targets = {(s.endpoint.urn, s.variant or scaling.VARIANT): s.target for s in scaled_variants(stack) if s.endpoint}
     lines, total, blocked = [], 0.0, False
     for e in stack.of(T_ENDPOINT):
         configs, _ = stack.endpoint_config_of(e)

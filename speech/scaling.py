@@ -197,6 +197,12 @@ class ScalingSpec:
         return f.metadata.get("rule", "") if f is not None else ""
 
 
+PART_KIND = {"target": "target", "scale_out": "scale_out", "scale_in": "step", "surge": "step",
+             "scale_in_alarm": "alarm", "surge_alarm": "alarm", "queue": "queue"}
+"""Each part of :class:`ScalingSpec` by the kind of resource it describes (readers map kinds to
+their own property names)."""
+
+
 @dataclass(frozen=True)
 class SurgeStep:
     percent: int
