@@ -22,7 +22,6 @@ from typing import Any, Iterator, Mapping
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from speech import provenance as pv
-from speech.artifacts import PlanArtifact
 from speech import scaling
 from speech.iam_check import ALLOWED_ON_STAR, wildcard_findings
 

@@ -433,7 +433,7 @@ def diff(part: str, expected: Any, observed: Any) -> list[Difference]:
             if not isinstance(got, tuple) or len(got) != len(want):
                 out.append(Difference(part, f.name, got, want))
                 continue
-            for i, (w, g) in enumerate(zip(want, got)):
+            for i, (w, g) in enumerate(zip(want, got, strict=True)):
                 out += [dataclasses.replace(d, field=f"{f.name}.{i}.{d.field}") for d in diff(part, w, g)]
         elif not same(got, want):
             out.append(Difference(part, f.name, got, want))

@@ -14,7 +14,6 @@ from speech.files import load_artifact
 from speech.plan import build_plan
 from speech.scaling import scaling_spec
 
-from bench import aws
 from bench.synthetic import SyntheticServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -103,11 +103,11 @@ def test_one_spec_edit_and_program_pack_validate_follow(edit, before, monkeypatc
     # The pack accepts what the program now deploys and names the old value as a difference.
     assert _pack(after) == []
     old_found = _pack(before)
-    assert len(old_found) == len(pack_msgs) and all(want in got for want, got in zip(pack_msgs, old_found)), old_found
+    assert len(old_found) == len(pack_msgs) and all(want in got for want, got in zip(pack_msgs, old_found, strict=True)), old_found
     # bench validate/drift: the committed deployment now differs, by exactly this value...
     issues = compare(ref_plan, aws.read_deployed(aws_env, ENDPOINT))
     assert [i.kind for i in issues] == ["mismatch"] * len(bench_msgs), issues
-    assert all(i.message.startswith(want) for want, i in zip(bench_msgs, issues)), issues
+    assert all(i.message.startswith(want) for want, i in zip(bench_msgs, issues, strict=True)), issues
     # ...and a deployment of the edited spec is clean.
     other = f"{ENDPOINT}-b"
     create_endpoint(aws_env, other)
