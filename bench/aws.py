@@ -11,13 +11,12 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Optional
 
 from speech.config import IMAGE_RE
+from speech.scaling import METRIC, METRIC_NAMESPACE, VARIANT, resource_id  # noqa: F401  (re-exported)
+from speech.scaling import SCALABLE_DIMENSION as DIMENSION
+from speech.scaling import SERVICE_NAMESPACE as NAMESPACE
 
 from .errors import TargetError
 
-NAMESPACE = "sagemaker"
-DIMENSION = "sagemaker:variant:DesiredInstanceCount"
-VARIANT = "AllTraffic"
-METRIC = "ConcurrentRequestsPerModel"
 SUSPEND_KEYS = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
 
 
@@ -25,10 +24,6 @@ def session(region: Optional[str] = None):
     import boto3
 
     return boto3.session.Session(region_name=region)
-
-
-def resource_id(endpoint: str, variant: str = VARIANT) -> str:
-    return f"endpoint/{endpoint}/variant/{variant}"
 
 
 def client_error_message(err: Exception) -> str:
@@ -194,7 +189,7 @@ def concurrency_datapoints(
     """ConcurrentRequestsPerModel (Maximum, 10 s) over the periods that cover [start, end]."""
     t0, t1 = period_window(start, end, CONCURRENCY_PERIOD_S)
     return metric_series(
-        sess, "AWS/SageMaker", METRIC, {"EndpointName": endpoint, "VariantName": variant}, "Maximum",
+        sess, METRIC_NAMESPACE, METRIC, {"EndpointName": endpoint, "VariantName": variant}, "Maximum",
         CONCURRENCY_PERIOD_S, t0, t1,
     )
 

@@ -1,4 +1,6 @@
-"""Compare what is deployed (scalable target, policies, alarms) with what a plan says should be.
+"""Compare what is deployed (scalable target, policies, alarms) with what a plan says should be:
+AWS ``Describe*`` output normalized into :mod:`speech.scaling`'s spec and compared with its one
+:func:`~speech.scaling.diff` (docs/design.md §5.7).
 
 Shared by ``drift`` (plan rebuilt from the stack config) and ``validate`` (plan from a file), so
 the two never judge the same deployment differently. Pure: works on the data read by
@@ -7,16 +9,17 @@ the two never judge the same deployment differently. Pure: works on the data rea
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import Any, Optional
 
+from speech import scaling
 from speech.artifacts import PlanArtifact
-from speech.scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
 
 from . import aws
 from .aws import DeployedScaling
 
-SUFFIXES = ("-scale-out", "-scale-in", "-surge")
+SUFFIXES = scaling.POLICY_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -27,10 +30,6 @@ class Issue:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def _close(a: Optional[float], b: float) -> bool:
-    return a is not None and abs(float(a) - b) <= max(1e-6, 1e-4 * abs(b))
 
 
 def frozen_issues(d: DeployedScaling) -> list[Issue]:
@@ -45,11 +44,103 @@ def frozen_issues(d: DeployedScaling) -> list[Issue]:
                             f"python -m bench thaw --endpoint {d.endpoint}")]
 
 
-def _policy_role(name: str) -> Optional[str]:
-    for s in SUFFIXES:
-        if name.endswith(s):
-            return s
-    return None
+# Where each field of the scaling spec lives in AWS Describe* output (dotted keys).
+AWS_KEYS: dict[tuple[str, str], str] = {
+    ("target", "resource_id"): "ResourceId",
+    ("target", "service_namespace"): "ServiceNamespace",
+    ("target", "scalable_dimension"): "ScalableDimension",
+    ("target", "min_capacity"): "MinCapacity",
+    ("target", "max_capacity"): "MaxCapacity",
+    ("scale_out", "policy_type"): "PolicyType",
+    ("scale_out", "metric_type"): "TargetTrackingScalingPolicyConfiguration.PredefinedMetricSpecification.PredefinedMetricType",
+    ("scale_out", "target_value"): "TargetTrackingScalingPolicyConfiguration.TargetValue",
+    ("scale_out", "scale_out_cooldown_s"): "TargetTrackingScalingPolicyConfiguration.ScaleOutCooldown",
+    ("scale_out", "scale_in_cooldown_s"): "TargetTrackingScalingPolicyConfiguration.ScaleInCooldown",
+    ("scale_out", "disable_scale_in"): "TargetTrackingScalingPolicyConfiguration.DisableScaleIn",
+    ("step", "policy_type"): "PolicyType",
+    ("step", "adjustment_type"): "StepScalingPolicyConfiguration.AdjustmentType",
+    ("step", "steps"): "StepScalingPolicyConfiguration.StepAdjustments",
+    ("step", "min_adjustment_magnitude"): "StepScalingPolicyConfiguration.MinAdjustmentMagnitude",
+    ("step", "cooldown_s"): "StepScalingPolicyConfiguration.Cooldown",
+    ("step", "aggregation"): "StepScalingPolicyConfiguration.MetricAggregationType",
+    ("alarm", "namespace"): "Namespace",
+    ("alarm", "metric_name"): "MetricName",
+    ("alarm", "dimensions"): "Dimensions",
+    ("alarm", "statistic"): "Statistic",
+    ("alarm", "period_s"): "Period",
+    ("alarm", "evaluation_periods"): "EvaluationPeriods",
+    ("alarm", "datapoints_to_alarm"): "DatapointsToAlarm",
+    ("alarm", "threshold"): "Threshold",
+    ("alarm", "comparison"): "ComparisonOperator",
+    ("alarm", "treat_missing_data"): "TreatMissingData",
+}
+KIND = scaling.PART_KIND
+AWS_DEFAULTS = {("scale_out", "disable_scale_in"): False, ("step", "aggregation"): "Average",
+                ("alarm", "treat_missing_data"): "missing"}
+"""What AWS applies when Describe* omits the key (DatapointsToAlarm defaults to EvaluationPeriods)."""
+STEP_GROUP = ("adjustment_type", "steps", "min_adjustment_magnitude")
+"""Step-size fields: one message says what the policy adds against what the plan says."""
+
+
+def _get(d: dict, path: str) -> Any:
+    cur: Any = d
+    for k in path.split("."):
+        if not isinstance(cur, dict) or k not in cur:
+            return None
+        cur = cur[k]
+    return cur
+
+
+def observed(part: str, described: dict, expected: Any) -> Any:
+    """The spec part ``expected`` as AWS describes it (``described``: a scalable target, a policy
+    or an alarm from Describe*), normalized into the spec shape."""
+    kind, values = KIND[part], {}
+    for f in dataclasses.fields(expected):
+        if not f.compare:
+            values[f.name] = getattr(expected, f.name)
+            continue
+        v = _get(described, AWS_KEYS[(kind, f.name)])
+        if v is None:
+            v = AWS_DEFAULTS.get((kind, f.name))
+        if f.name == "steps" and isinstance(v, list):
+            v = tuple(scaling.StepSpec(scaling_adjustment=s.get("ScalingAdjustment"), lower_bound=s.get("MetricIntervalLowerBound"),
+                                       upper_bound=s.get("MetricIntervalUpperBound")) for s in v)
+        elif f.name == "dimensions" and isinstance(v, list):
+            v = tuple(sorted((x.get("Name"), x.get("Value")) for x in v))
+        elif f.name == "metric_type" and v is None:
+            v = _get(described, "TargetTrackingScalingPolicyConfiguration.CustomizedMetricSpecification")
+        values[f.name] = v
+    if kind == "alarm" and values["datapoints_to_alarm"] is None:
+        values["datapoints_to_alarm"] = values["evaluation_periods"]
+    return type(expected)(**values)
+
+
+def _show(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _adds(adjustment_type: Any, steps: Any, at_least: Any) -> str:
+    sizes = [s.scaling_adjustment for s in steps] if isinstance(steps, tuple) else steps
+    return f"{adjustment_type} {sizes}" + (f" (at least {at_least})" if at_least is not None else "")
+
+
+def differences(part: str, where: str, described: dict, spec: scaling.ScalingSpec) -> list[Issue]:
+    """:func:`speech.scaling.diff` of one described resource against ``spec.<part>``, as issues."""
+    want = getattr(spec, part)
+    got = observed(part, described, want)
+    diffs = scaling.diff(part, want, got)
+    issues = []
+    if any(d.field.split(".")[0] in STEP_GROUP for d in diffs):
+        issues.append(Issue("mismatch", f"{where} adds {_adds(got.adjustment_type, got.steps, got.min_adjustment_magnitude)}, "
+                                        f"plan says {_adds(want.adjustment_type, want.steps, want.min_adjustment_magnitude)}: "
+                                        f"{spec.rule_of(part, 'steps')}"))
+    for d in diffs:
+        if d.field.split(".")[0] in STEP_GROUP:
+            continue
+        key = AWS_KEYS[(KIND[part], d.field)].rsplit(".", 1)[-1]
+        issues.append(Issue("mismatch", f"{where} {key} is {d.observed}, plan says {_show(d.expected)} "
+                                        f"({spec.rule_of(part, d.field)})"))
+    return issues
 
 
 def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str = "") -> list[Issue]:
@@ -63,17 +154,16 @@ def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str =
                                                       "should exist; remove it (pulumi up) or measure first"))
         return issues
 
+    spec = scaling.scaling_spec(plan, d.endpoint)
     if d.target is None:
-        issues.append(Issue("missing_target", f"no scalable target for {aws.resource_id(d.endpoint)}; expected min "
-                                              f"{plan.fleet.min_instances}, max {plan.fleet.max_instances}"))
+        issues.append(Issue("missing_target", f"no scalable target for {spec.resource_id}; expected min "
+                                              f"{spec.target.min_capacity}, max {spec.target.max_capacity}"))
     else:
-        for key, want in (("MinCapacity", plan.fleet.min_instances), ("MaxCapacity", plan.fleet.max_instances)):
-            if int(d.target.get(key, -1)) != want:
-                issues.append(Issue("mismatch", f"scalable target {key} is {d.target.get(key)}, plan says {want}"))
+        issues += differences("target", "scalable target", d.target, spec)
 
     by_role: dict[str, list[dict]] = {s: [] for s in SUFFIXES}
     for p in d.policies:
-        role = _policy_role(p["PolicyName"])
+        role = scaling.policy_role(p["PolicyName"])
         if role is None:
             issues.append(Issue("orphan_policy", f"policy {p['PolicyName']} ({p.get('PolicyType')}) is not one of the "
                                                  f"planned {', '.join('*' + s for s in SUFFIXES)}: an orphan; delete it"))
@@ -85,69 +175,23 @@ def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str =
         for extra in found[1:]:
             issues.append(Issue("orphan_policy", f"policy {extra['PolicyName']} duplicates *{role}: an orphan; delete it"))
 
-    t = plan.thresholds
-    if by_role["-scale-out"]:
-        p = by_role["-scale-out"][0]
-        name = p["PolicyName"]
-        cfg = p.get("TargetTrackingScalingPolicyConfiguration")
-        if p.get("PolicyType") != "TargetTrackingScaling" or cfg is None:
-            issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says TargetTrackingScaling"))
-        else:
-            if not _close(cfg.get("TargetValue"), t.scaling_target_value):
-                ratio = t.scaling_target_value / t.c_scale_max if t.c_scale_max else 1.0
-                issues.append(Issue("mismatch", f"{name} TargetValue is {cfg.get('TargetValue')} (CloudWatch units), plan "
-                                                f"says {t.scaling_target_value:g} = C_scale_max {t.c_scale_max:g} client "
-                                                f"requests x CloudWatch/client ratio {ratio:g}"))
-            if cfg.get("ScaleOutCooldown") != plan.cooldowns.scale_out_s:
-                issues.append(Issue("mismatch", f"{name} ScaleOutCooldown is {cfg.get('ScaleOutCooldown')}, plan says "
-                                                f"{plan.cooldowns.scale_out_s}"))
-            if cfg.get("DisableScaleIn") is not True:
-                issues.append(Issue("mismatch", f"{name} DisableScaleIn is {cfg.get('DisableScaleIn')}, plan says true "
-                                                "(scale-in belongs to the *-scale-in step policy)"))
-            metric = (cfg.get("PredefinedMetricSpecification") or {}).get("PredefinedMetricType")
-            if metric != SCALE_OUT_METRIC_TYPE:
-                issues.append(Issue("mismatch", f"{name} tracks {metric or cfg.get('CustomizedMetricSpecification')}, "
-                                                f"plan says {SCALE_OUT_METRIC_TYPE} (10 s, as the reaction bound assumes)"))
-    surge = surge_adjustment(plan)
-    a = plan.alarms
-    for role, cooldown, threshold, op, periods in (
-        ("-scale-in", plan.cooldowns.scale_in_s, t.scale_in_threshold, "LessThanOrEqualToThreshold", a.scale_in_evaluation_periods),
-        ("-surge", plan.cooldowns.scale_out_s, a.saturation_concurrency, "GreaterThanOrEqualToThreshold", a.datapoints_to_alarm),
-    ):
+    for role, part, alarm_part in ((scaling.SUFFIX_SCALE_OUT, "scale_out", None),
+                                   (scaling.SUFFIX_SCALE_IN, "scale_in", "scale_in_alarm"),
+                                   (scaling.SUFFIX_SURGE, "surge", "surge_alarm")):
         if not by_role[role]:
             continue
         p = by_role[role][0]
-        name = p["PolicyName"]
-        cfg = p.get("StepScalingPolicyConfiguration")
-        if p.get("PolicyType") != "StepScaling" or cfg is None:
-            issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says StepScaling"))
+        name, want = p["PolicyName"], getattr(spec, part)
+        config = "TargetTrackingScalingPolicyConfiguration" if part == "scale_out" else "StepScalingPolicyConfiguration"
+        if p.get("PolicyType") != want.policy_type or p.get(config) is None:
+            issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says {want.policy_type}"))
             continue
-        if cfg.get("Cooldown") != cooldown:
-            issues.append(Issue("mismatch", f"{name} Cooldown is {cfg.get('Cooldown')}, plan says {cooldown}"))
-        adjustments = [s.get("ScalingAdjustment", 0) for s in cfg.get("StepAdjustments", [])]
-        if role == "-scale-in" and adjustments != [-1]:
-            issues.append(Issue("mismatch", f"{name} steps {adjustments}, plan says one step of -1 instance"))
-        if role == "-surge":
-            # Sized by the same function the program uses (speech.scaling.surge_adjustment).
-            got = (cfg.get("AdjustmentType"), adjustments, cfg.get("MinAdjustmentMagnitude"))
-            want = ("PercentChangeInCapacity", [surge.percent], surge.min_instances_added)
-            if got != want:
-                issues.append(Issue("mismatch", f"{name} adds {got[0]} {got[1]} (at least {got[2]}), plan says "
-                                                f"{want[0]} [{surge.percent}] (at least {surge.min_instances_added}): "
-                                                f"surge_ratio x Q_max / C_scale_max"))
+        issues += differences(part, name, p, spec)
+        if alarm_part is None:
+            continue
         alarms = d.alarms.get(name, [])
         if not alarms:
             issues.append(Issue("missing_alarm", f"no CloudWatch alarm invokes {name}"))
         for al in alarms:
-            where = f"alarm {al['AlarmName']} (for {name})"
-            if not _close(al.get("Threshold"), threshold):
-                issues.append(Issue("mismatch", f"{where} threshold is {al.get('Threshold')}, plan says {threshold:g}"))
-            for key, want in (("MetricName", aws.METRIC), ("Statistic", "Maximum"), ("ComparisonOperator", op),
-                              ("Period", a.metric_period_s), ("EvaluationPeriods", periods)):
-                if al.get(key) != want:
-                    issues.append(Issue("mismatch", f"{where} {key} is {al.get(key)}, plan says {want}"))
-            dta = al.get("DatapointsToAlarm")
-            if dta is not None and dta != periods:
-                issues.append(Issue("mismatch", f"{where} DatapointsToAlarm is {dta}, plan says {periods} (every period "
-                                                "must breach)"))
+            issues += differences(alarm_part, f"alarm {al['AlarmName']} (for {name})", al, spec)
     return issues

@@ -336,7 +336,7 @@ class SageMakerTarget:
     """A SageMaker endpoint through boto3 InvokeEndpointWithResponseStream (blocking calls run on
     a thread pool sized to the concurrency, so the event loop only keeps time)."""
 
-    def __init__(self, endpoint: str, session: Any = None, transport: str = "stream", variant: str = "AllTraffic") -> None:
+    def __init__(self, endpoint: str, session: Any = None, transport: str = "stream", variant: str = aws.VARIANT) -> None:
         import boto3
 
         self.endpoint = endpoint

@@ -8,6 +8,7 @@ config (``pulumi preview --policy-pack-config``, or ``python -m policy check --c
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Iterator, Mapping
 
 from pulumi_policy import (
@@ -63,12 +64,34 @@ def resource_policy(name: str, description: str, rule: Callable[[Res, Mapping[st
                                     enforcement_level=level, config_schema=schema)
 
 
+_analysis: tuple[str, Stack, ProvenanceCache] | None = None
+"""The stack and provenance of the AnalyzeStack call in progress (see :func:`analysis`)."""
+
+
+def analysis(args: StackValidationArgs) -> tuple[Stack, ProvenanceCache]:
+    """One Stack and one ProvenanceCache per AnalyzeStack call, shared by every stack policy.
+
+    pulumi_policy calls each stack policy with its own copy of the same resources and no handle on
+    the call itself, so the call is recognized by its content: the policies of one AnalyzeStack
+    see identical resources and reuse the first one's cache, so each endpoint's plan is
+    recomputed (build_plan) once per preview, not once per policy. The result is a pure function
+    of the resources, so reusing it for an identical later call is also correct.
+    """
+    global _analysis
+    stack = _stack_from_args(args)
+    key = json.dumps([(r.urn, r.type, r.props, r.parent, r.dependencies, r.property_dependencies) for r in stack.resources],
+                     sort_keys=True, default=repr)
+    if _analysis is None or _analysis[0] != key:
+        _analysis = (key, stack, ProvenanceCache(stack))
+    return _analysis[1], _analysis[2]
+
+
 def stack_policy(name: str, description: str, rule: Callable[..., rules.StackViolations],
                  level: EnforcementLevel, schema: PolicyConfigSchema | None = None) -> StackValidationPolicy:
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
-        stack = _stack_from_args(args)
+        stack, cache = analysis(args)
         deferred = []
-        for message, urn in rule(stack, args.get_config() or {}, ProvenanceCache(stack)):
+        for message, urn in rule(stack, args.get_config() or {}, cache):
             if isinstance(message, rules.Deferred):
                 deferred.append(str(message))
             else:

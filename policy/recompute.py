@@ -12,25 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from speech import provenance as pv
-from speech.artifacts import PlanArtifact, canonical_sha256
+from speech.artifacts import PlanArtifact
 from speech.errors import SpeechError
 from speech.plan import build_plan
 
 from .stack import MISSING, T_OBJECT, T_OBJECT_V1, UNKNOWN, Res, Stack, at, is_unknown
 
-REQUIRED_TAGS = (
-    pv.TAG_MODEL,
-    pv.TAG_ORIGIN,
-    pv.TAG_SLUG,
-    pv.TAG_QMAX_SHA,
-    pv.TAG_TTOTAL_SHA,
-    pv.TAG_DOC_SHA,
-    pv.TAG_Q_MAX,
-    pv.TAG_T_TOTAL,
-    pv.TAG_SLO,
-    pv.TAG_SURGE,
-    pv.TAG_VERDICT,
-)
+REQUIRED_TAGS = pv.TAGS
 FIX_PROVENANCE = (
     "fix: set the model's measurements in stack config (bench qmax, bench ttotal, then "
     "bench plan --stack) and let the program create the scaling; never hand-write scaling"
@@ -159,16 +147,7 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
     except SpeechError as err:
         raise NoProvenance(f"the plan cannot be recomputed from provenance document {obj.label}: {err}") from None
 
-    expected = {
-        pv.TAG_ORIGIN: plan.provenance.origin,
-        pv.TAG_QMAX_SHA: canonical_sha256(doc.measurements.qmax),
-        pv.TAG_TTOTAL_SHA: canonical_sha256(doc.measurements.ttotal),
-        pv.TAG_Q_MAX: str(plan.q_max),
-        pv.TAG_T_TOTAL: f"{plan.t_total.planning_s:g}",
-        pv.TAG_SLO: f"{plan.inputs.slo_ms:g}",
-        pv.TAG_SURGE: f"{plan.inputs.surge_ratio:g}",
-        pv.TAG_VERDICT: plan.verdict,
-    }
+    expected = pv.plan_tags(plan, doc.measurements)
     wrong = [f"{k}={tags[k]!r} (plan: {v!r})" for k, v in expected.items() if tags[k] != v]
     if wrong:
         raise NoProvenance(

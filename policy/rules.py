@@ -15,15 +15,15 @@ preview"; ``pulumi up`` then checks them with real values before the resource is
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 from typing import Any, Iterator, Mapping
 
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from speech import provenance as pv
-from speech.artifacts import PlanArtifact
-from speech.scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
+from speech import scaling
+from speech.iam_check import ALLOWED_ON_STAR, wildcard_findings
 
 from .recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
 from .stack import (
@@ -56,33 +56,8 @@ class Deferred(str):
     built in the same update): not a violation at preview, reported as an advisory "can't run
     during preview", and verified at ``up`` when the value is known."""
 
-SCALING_METRIC = "ConcurrentRequestsPerModel"
 FIX_HAND_EDIT = "fix: remove the hand edit and let the program set it from the plan (bench plan --stack, then pulumi preview)"
 PREVIEW = "cannot verify during preview"
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
-
-
-def compare(res: Res, path: str, expected: Any, why: str, fix: str = FIX_HAND_EDIT) -> str | None:
-    """None when ``res.<path>`` equals ``expected`` (numbers compared as numbers), else a message."""
-    value = res.get(path)
-    if value is UNKNOWN or has_unknown(value):
-        return (
-            f"{PREVIEW}: {res.label} {path} is unknown, expected {fmt(expected)} ({why}); "
-            "compute it from stack config, not from another resource's output"
-        )
-    if isinstance(expected, bool):
-        ok = value is expected or (isinstance(value, str) and value.lower() == str(expected).lower())
-    elif isinstance(expected, (int, float)):
-        n = as_number(value)
-        ok = n is not None and _close(n, float(expected))
-    else:
-        ok = value == expected
-    if ok:
-        return None
-    return f"{res.label} {path} is {fmt(value)}, expected {fmt(expected)} ({why}); {fix}"
 
 
 # --- scaled variants ---------------------------------------------------------------------------
@@ -199,7 +174,7 @@ def _scale_in_alarms(stack: Stack, s: Scaled) -> list[Res]:
         return []
     return [
         a for a in stack.alarms_on(s.endpoint_name, s.variant)
-        if a.get("metricName") in (SCALING_METRIC, UNKNOWN)
+        if a.get("metricName") in (scaling.METRIC, UNKNOWN)
         and (a.get("comparisonOperator") in ("LessThanOrEqualToThreshold", "LessThanThreshold", UNKNOWN))
     ]
 
@@ -211,28 +186,9 @@ def _surge_alarms(stack: Stack, s: Scaled) -> list[Res]:
         return []
     return [
         a for a in stack.alarms_on(s.endpoint_name, s.variant)
-        if a.get("metricName") in (SCALING_METRIC, UNKNOWN)
+        if a.get("metricName") in (scaling.METRIC, UNKNOWN)
         and (a.get("comparisonOperator") in ("GreaterThanOrEqualToThreshold", "GreaterThanThreshold", UNKNOWN))
     ]
-
-
-def _alarm_checks(a: Res, plan: PlanArtifact, src: str, *, threshold: float, threshold_why: str, comparison: str,
-                  comparison_why: str, evaluation_periods: int, periods_why: str) -> list[tuple[Res, str | None]]:
-    period = plan.alarms.metric_period_s
-    checks = [
-        (a, compare(a, "metricName", SCALING_METRIC, "the metric Q_max was measured against")),
-        (a, compare(a, "statistic", "Maximum", "per-instance peak concurrency, as measured")),
-        (a, compare(a, "threshold", threshold, threshold_why)),
-        (a, compare(a, "comparisonOperator", comparison, comparison_why)),
-        (a, compare(a, "period", period, f"plan metric period (high-resolution {period} s) from {src}")),
-        (a, compare(a, "evaluationPeriods", evaluation_periods, periods_why)),
-    ]
-    # CloudWatch defaults datapointsToAlarm to evaluationPeriods; only an explicit, smaller value
-    # (M of N) would let a non-sustained dip fire the alarm.
-    if a.get("datapointsToAlarm") is not MISSING:
-        checks.append((a, compare(a, "datapointsToAlarm", evaluation_periods,
-                                  f"every one of the {evaluation_periods} periods must breach ({periods_why})")))
-    return checks
 
 
 def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Res | None, dict | None, str | None]:
@@ -246,14 +202,14 @@ def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Re
             "configuration in this stack; fix: create the endpoint configuration in the same stack"
         )
     config = configs[0]
-    variant = stack.variant_of(config, variant_name or "AllTraffic")
+    variant = stack.variant_of(config, variant_name or scaling.VARIANT)
     if variant is None:
         variants = config.get("productionVariants")
         if variant_name is None and isinstance(variants, list) and len(variants) == 1 and isinstance(variants[0], Mapping):
             variant = dict(variants[0])
         else:
             return config, None, (
-                f"{config.label} has no production variant {variant_name or 'AllTraffic'!r} "
+                f"{config.label} has no production variant {variant_name or scaling.VARIANT!r} "
                 f"(variants: {fmt(variants)}); fix: scale an existing variant"
             )
     return config, variant, None
@@ -271,6 +227,117 @@ def _model(stack: Stack, config: Res, variant: Mapping[str, Any]) -> tuple[Res |
     )
 
 
+# Where each field of the scaling spec lives in Pulumi resource properties: the pack reads the
+# observed state from these paths and names them in its messages.
+PULUMI_PATHS: dict[tuple[str, str], str] = {
+    ("target", "resource_id"): "resourceId",
+    ("target", "service_namespace"): "serviceNamespace",
+    ("target", "scalable_dimension"): "scalableDimension",
+    ("target", "min_capacity"): "minCapacity",
+    ("target", "max_capacity"): "maxCapacity",
+    ("scale_out", "policy_type"): "policyType",
+    ("scale_out", "metric_type"): "targetTrackingScalingPolicyConfiguration.predefinedMetricSpecification.predefinedMetricType",
+    ("scale_out", "target_value"): "targetTrackingScalingPolicyConfiguration.targetValue",
+    ("scale_out", "scale_out_cooldown_s"): "targetTrackingScalingPolicyConfiguration.scaleOutCooldown",
+    ("scale_out", "scale_in_cooldown_s"): "targetTrackingScalingPolicyConfiguration.scaleInCooldown",
+    ("scale_out", "disable_scale_in"): "targetTrackingScalingPolicyConfiguration.disableScaleIn",
+    ("step", "policy_type"): "policyType",
+    ("step", "adjustment_type"): "stepScalingPolicyConfiguration.adjustmentType",
+    ("step", "steps"): "stepScalingPolicyConfiguration.stepAdjustments",
+    ("step", "min_adjustment_magnitude"): "stepScalingPolicyConfiguration.minAdjustmentMagnitude",
+    ("step", "cooldown_s"): "stepScalingPolicyConfiguration.cooldown",
+    ("step", "aggregation"): "stepScalingPolicyConfiguration.metricAggregationType",
+    ("alarm", "namespace"): "namespace",
+    ("alarm", "metric_name"): "metricName",
+    ("alarm", "dimensions"): "dimensions",
+    ("alarm", "statistic"): "statistic",
+    ("alarm", "period_s"): "period",
+    ("alarm", "evaluation_periods"): "evaluationPeriods",
+    ("alarm", "datapoints_to_alarm"): "datapointsToAlarm",
+    ("alarm", "threshold"): "threshold",
+    ("alarm", "comparison"): "comparisonOperator",
+    ("alarm", "treat_missing_data"): "treatMissingData",
+    ("queue", "max_depth"): "primaryContainer.environment.QUEUE_MAX_DEPTH",
+}
+STEP_PATHS = {"scaling_adjustment": "scalingAdjustment", "lower_bound": "metricIntervalLowerBound",
+              "upper_bound": "metricIntervalUpperBound"}
+KIND = scaling.PART_KIND
+PROVIDER_DEFAULTS = {("alarm", "treat_missing_data"): "missing"}
+"""What AWS applies when the property is not set (datapointsToAlarm defaults to evaluationPeriods)."""
+REPORTED_ELSEWHERE = {("scale_out", "disable_scale_in"), ("target", "resource_id"), ("target", "service_namespace"),
+                      ("target", "scalable_dimension")}
+"""Owned by other rules: the target's identity selects it (scaled_variants, which reports what it
+cannot identify), and one-scaling-path-per-variant owns disableScaleIn; a second report of the
+same edit would only repeat it."""
+
+
+def _path(part: str, name: str) -> str:
+    kind = KIND[part]
+    if name.startswith("steps.") and name.count(".") == 2:
+        _, i, sub = name.split(".")
+        return f"{PULUMI_PATHS[(kind, 'steps')]}.{i}.{STEP_PATHS[sub]}"
+    return PULUMI_PATHS[(kind, name)]
+
+
+def _steps(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    def bound(v: Any) -> Any:
+        return None if v is MISSING else v
+    return tuple(scaling.StepSpec(scaling_adjustment=at(s, "scalingAdjustment"), lower_bound=bound(at(s, "metricIntervalLowerBound")),
+                                  upper_bound=bound(at(s, "metricIntervalUpperBound"))) for s in value)
+
+
+def observed(part: str, res: Res, expected: Any) -> Any:
+    """The spec part ``expected`` as ``res`` has it (Pulumi properties normalized into the spec shape)."""
+    kind, values = KIND[part], {}
+    for f in dataclasses.fields(expected):
+        if not f.compare:
+            values[f.name] = getattr(expected, f.name)
+            continue
+        v = res.get(PULUMI_PATHS[(kind, f.name)])
+        if v is MISSING:
+            v = PROVIDER_DEFAULTS.get((kind, f.name), None)
+        if f.name == "steps":
+            v = _steps(v)
+        elif f.name == "dimensions" and isinstance(v, Mapping):
+            v = tuple(sorted((str(k), at(v, k)) for k in v))
+        values[f.name] = v
+    if kind == "alarm" and values["datapoints_to_alarm"] is None:
+        values["datapoints_to_alarm"] = values["evaluation_periods"]
+    return type(expected)(**values)
+
+
+def plan_differences(part: str, res: Res, spec: scaling.ScalingSpec, src: str) -> Iterator[str]:
+    """:func:`speech.scaling.diff` of ``res`` against ``spec.<part>``, as the pack's messages."""
+    want = getattr(spec, part)
+    for d in scaling.diff(part, want, observed(part, res, want)):
+        if (part, d.field) in REPORTED_ELSEWHERE:
+            continue
+        path, why = _path(part, d.field), spec.rule_of(part, d.field)
+        raw = res.get(path)
+        if raw is UNKNOWN or has_unknown(raw):
+            yield (f"{PREVIEW}: {res.label} {path} is unknown, expected {_show(d.expected)} ({why}); "
+                   "compute it from stack config, not from another resource's output")
+        elif d.field == "steps" and isinstance(raw, list):
+            yield (f"{res.label} has {len(raw)} step adjustments, expected {len(d.expected)} ({why}): further steps would "
+                   f"add capacity no plan sized; {FIX_HAND_EDIT}")
+        elif part == "queue":
+            # Environment values are strings.
+            yield f"{res.label} {path} is {fmt(raw)}, expected {fmt(str(d.expected))} ({why}, from {src}); {FIX_HAND_EDIT}"
+        else:
+            yield f"{res.label} {path} is {fmt(raw)}, expected {_show(d.expected)} ({why}, from {src}); {FIX_HAND_EDIT}"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+        return "[" + ", ".join(", ".join(f"{k}={fmt(v)}" for k, v in dataclasses.asdict(s).items() if v is not None)
+                               for s in value) + "]"
+    if isinstance(value, tuple):
+        return fmt(dict(value))
+    return fmt(value)
+
+
 def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
     for s in scaled_variants(stack):
         t = s.target
@@ -280,70 +347,30 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
             yield (f"{t.label}: cannot compare scaling with a plan: {err.message}", t.urn)
             continue
         plan, src = prov.plan, f"provenance document {prov.document_object.label}"
-        checks: list[tuple[Res, str | None]] = [
-            (t, compare(t, "minCapacity", plan.fleet.min_instances, f"plan fleet floor from {src}")),
-            (t, compare(t, "maxCapacity", plan.fleet.max_instances, f"plan fleet size for peak traffic from {src}")),
-        ]
-        for p in _scale_out_policies(stack, s):
-            checks += [
-                (p, compare(p, "targetTrackingScalingPolicyConfiguration.targetValue", plan.thresholds.scaling_target_value,
-                            f"deployed C_scale_max = (1-h) x Q_max {plan.q_max} x CloudWatch ratio, from {src}")),
-                (p, compare(p, "targetTrackingScalingPolicyConfiguration.scaleOutCooldown", plan.cooldowns.scale_out_s,
-                            "plan scale-out cooldown clamp(T_total/2, 10, 30) s")),
-                (p, compare(p, "targetTrackingScalingPolicyConfiguration.predefinedMetricSpecification.predefinedMetricType",
-                            SCALE_OUT_METRIC_TYPE, "ConcurrentRequestsPerModel at 10 s, the metric Q_max was measured "
-                            "against and the period the plan's reaction bound assumes")),
-            ]
-        for p in _step_policies(stack, s, "in"):
-            checks.append((p, compare(p, "stepScalingPolicyConfiguration.cooldown", plan.cooldowns.scale_in_s,
-                                      "plan scale-in cooldown max(300, 3 x planning T_total) s")))
-        for a in _scale_in_alarms(stack, s):
-            checks += _alarm_checks(
-                a, plan, src, threshold=plan.thresholds.scale_in_threshold,
-                threshold_why=f"deployed C_scale_min = (1-2h) x Q_max {plan.q_max} x CloudWatch ratio, from {src}",
-                comparison="LessThanOrEqualToThreshold",
-                comparison_why="an instance at exactly C_scale_min is already below the scale-out band",
-                evaluation_periods=plan.alarms.scale_in_evaluation_periods,
-                periods_why=f"plan scale-in window max(3, ceil(300 s / {plan.alarms.metric_period_s} s)) periods: "
-                            "concurrency must stay low for minutes before an instance goes")
-        step = surge_adjustment(plan)
-        for p in _step_policies(stack, s, "out"):
-            sizing = (f"speech.scaling.surge_adjustment: surge_ratio {plan.inputs.surge_ratio:g} x Q_max {plan.q_max} / "
-                      f"C_scale_max {plan.thresholds.c_scale_max:g}")
-            steps = p.get("stepScalingPolicyConfiguration.stepAdjustments")
-            if isinstance(steps, list) and len(steps) != 1:
-                yield (f"{p.label} has {len(steps)} step adjustments, expected 1 (+{step.percent}% from {sizing}): "
-                       f"further steps would add capacity no plan sized; {FIX_HAND_EDIT}", p.urn)
-            checks += [
-                (p, compare(p, "stepScalingPolicyConfiguration.adjustmentType", "PercentChangeInCapacity",
-                            "the surge grows the fleet by a fraction of its size")),
-                (p, compare(p, "stepScalingPolicyConfiguration.stepAdjustments.0.scalingAdjustment", step.percent,
-                            f"percent from {sizing}")),
-                (p, compare(p, "stepScalingPolicyConfiguration.minAdjustmentMagnitude", step.min_instances_added,
-                            f"at least what the smallest safe fleet ({plan.fleet.min_safe_instances}) would add, from {sizing}")),
-                (p, compare(p, "stepScalingPolicyConfiguration.cooldown", plan.cooldowns.scale_out_s,
-                            "plan scale-out cooldown clamp(T_total/2, 10, 30) s")),
-            ]
-        for a in _surge_alarms(stack, s):
-            checks += _alarm_checks(
-                a, plan, src, threshold=plan.alarms.saturation_concurrency,
-                threshold_why=f"deployed Q_max = {plan.q_max} x CloudWatch ratio (saturation), from {src}",
-                comparison="GreaterThanOrEqualToThreshold",
-                comparison_why="an instance at Q_max already rejects (queue_max_depth), so reaching it is the emergency",
-                evaluation_periods=plan.alarms.datapoints_to_alarm,
-                periods_why=f"plan datapoints to alarm {plan.alarms.datapoints_to_alarm}, part of the reaction bound "
-                            "in the planning T_total")
+        if s.endpoint_name is None:
+            # The resource id is unknown during preview: its endpoint was found through dependencies.
+            name = s.endpoint.get("name")
+            endpoint_name = name if isinstance(name, str) else s.endpoint.name
+        else:
+            endpoint_name = s.endpoint_name
+        spec = scaling.scaling_spec(plan, endpoint_name, s.variant or scaling.VARIANT)
+        found: list[tuple[str, Res]] = [("target", t)]
+        found += [("scale_out", p) for p in _scale_out_policies(stack, s)]
+        found += [("scale_in", p) for p in _step_policies(stack, s, "in")]
+        found += [("scale_in_alarm", a) for a in _scale_in_alarms(stack, s)]
+        found += [("surge", p) for p in _step_policies(stack, s, "out")]
+        found += [("surge_alarm", a) for a in _surge_alarms(stack, s)]
+        for part, res in found:
+            for msg in plan_differences(part, res, spec, src):
+                yield msg, res.urn
         if s.endpoint is not None:
             config, variant, problem = _model_of(stack, s.endpoint, s.variant)
             model, problem2 = (None, None) if variant is None else _model(stack, config, variant)
             if problem or problem2:
                 yield (f"cannot check the container queue depth of {s.endpoint.label}: {problem or problem2}", t.urn)
             elif model is not None:
-                checks.append((model, compare(model, "primaryContainer.environment.QUEUE_MAX_DEPTH", str(plan.queue_max_depth),
-                                              f"the container must reject above Q_max {plan.q_max}, the concurrency the SLO was measured at")))
-        for res, msg in checks:
-            if msg:
-                yield msg, res.urn
+                for msg in plan_differences("queue", model, spec, src):
+                    yield msg, model.urn
 
 
 # --- scaling-plan-feasible ---------------------------------------------------------------------
@@ -485,13 +512,13 @@ def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
         if s.endpoint_name is not None and ins:
             alarms = _scale_in_alarms(stack, s)
             if len(alarms) != 1:
-                yield (f"{where} has {len(alarms)} scale-in alarms ({SCALING_METRIC} <= threshold on "
+                yield (f"{where} has {len(alarms)} scale-in alarms ({scaling.METRIC} <= threshold on "
                        f"{s.endpoint_name}/{s.variant}: {', '.join(a.label for a in alarms) or 'none'}), expected exactly "
                        f"1 to fire {ins[0].label}; {fix}", t.urn)
     # Policies on a SageMaker variant without a scalable target in this stack: orphans.
     for p in stack.of(T_SCALING_POLICY):
         rid = p.get("resourceId")
-        if p.get("serviceNamespace") not in ("sagemaker", UNKNOWN) and parse_resource_id(rid) is None:
+        if p.get("serviceNamespace") not in (scaling.SERVICE_NAMESPACE, UNKNOWN) and parse_resource_id(rid) is None:
             continue
         if rid is UNKNOWN:
             if not any(p.depends_on(s.target) for s in scaled):
@@ -510,7 +537,7 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
     budget = as_number(cfg.get("daily-budget-usd", DEFAULT_DAILY_BUDGET_USD))
     prices = dict(DEFAULT_HOURLY_PRICES_USD)
     prices.update(cfg.get("hourly-prices-usd") or {})
-    targets = {(s.endpoint.urn, s.variant or "AllTraffic"): s.target for s in scaled_variants(stack) if s.endpoint}
+    targets = {(s.endpoint.urn, s.variant or scaling.VARIANT): s.target for s in scaled_variants(stack) if s.endpoint}
     lines, total, blocked = [], 0.0, False
     for e in stack.of(T_ENDPOINT):
         configs, _ = stack.endpoint_config_of(e)
@@ -647,20 +674,17 @@ def rule_iam_no_wildcards(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
         except ValueError:
             yield f"{res.label} {where} is not valid JSON, so its actions cannot be checked; fix: emit it with json.dumps"
             continue
-        stmts = at(parsed, "Statement")
-        stmts = [stmts] if isinstance(stmts, Mapping) else stmts if isinstance(stmts, list) else []
-        for i, st in enumerate(stmts):
-            if at(st, "Effect") != "Allow":
-                continue
-            if at(st, "NotAction") is not MISSING:
-                yield (f"{res.label} {where} Statement[{i}] allows NotAction {fmt(at(st, 'NotAction'))}: everything else "
-                       "is allowed; fix: list the actions it needs")
-            actions = at(st, "Action")
-            actions = [actions] if isinstance(actions, str) else actions if isinstance(actions, list) else []
-            wild = [a for a in actions if isinstance(a, str) and "*" in a]
-            if wild:
-                yield (f"{res.label} {where} Statement[{i}] allows wildcard actions {wild}, expected explicit actions; "
-                       "fix: list the exact actions (e.g. s3:GetObject, ecr:BatchGetImage)")
+        for f in wildcard_findings(parsed):
+            if f.kind == "not_action":
+                yield (f"{res.label} {where} Statement[{f.statement}] allows NotAction {fmt(list(f.actions))}: everything "
+                       "else is allowed; fix: list the actions it needs")
+            elif f.kind == "wildcard_action":
+                yield (f"{res.label} {where} Statement[{f.statement}] allows wildcard actions {list(f.actions)}, expected "
+                       "explicit actions; fix: list the exact actions (e.g. s3:GetObject, ecr:BatchGetImage)")
+            else:
+                yield (f"{res.label} {where} Statement[{f.statement}] allows {list(f.actions)} on Resource '*', expected "
+                       "the resources they need (only actions without resource-level permissions, such as "
+                       f"{', '.join(sorted(ALLOWED_ON_STAR))}, may use '*'); fix: name the ARNs")
 
 
 def rule_ecr_hygiene(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
@@ -696,8 +720,8 @@ def rule_instance_type_allowed(res: Res, cfg: Mapping[str, Any]) -> Iterator[str
 
 
 def _is_sagemaker_target(res: Res) -> bool:
-    return (res.type == "aws:appautoscaling/target:Target" and res.get("serviceNamespace") in ("sagemaker", UNKNOWN)
-            and res.get("scalableDimension") in ("sagemaker:variant:DesiredInstanceCount", UNKNOWN))
+    return (res.type == "aws:appautoscaling/target:Target" and res.get("serviceNamespace") in (scaling.SERVICE_NAMESPACE, UNKNOWN)
+            and res.get("scalableDimension") in (scaling.SCALABLE_DIMENSION, UNKNOWN))
 
 
 def rule_target_tags(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:

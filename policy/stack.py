@@ -12,9 +12,10 @@ because names that are outputs of other resources are unknown while previewing a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
+
+from speech.scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE, number, parse_resource_id  # noqa: F401  (re-exported)
 
 # pulumi_policy.proxy's sentinels; the engine itself sends the string one for every unknown.
 UNKNOWN_SENTINELS = frozenset(
@@ -66,8 +67,6 @@ T_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 T_IAM_POLICY = "aws:iam/policy:Policy"
 T_DOCKER_IMAGE = "docker-build:index:Image"
 
-SAGEMAKER_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
-RESOURCE_ID_RE = re.compile(r"^endpoint/(?P<endpoint>[^/]+)/variant/(?P<variant>[^/]+)$")
 
 _KIND = {
     T_ENDPOINT: "endpoint",
@@ -135,16 +134,7 @@ def has_unknown(value: Any) -> bool:
 
 def as_number(value: Any) -> float | None:
     """Numbers arrive as doubles (protobuf Struct) or, from hand-written stacks, as strings."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    return number(value)
 
 
 def fmt(value: Any) -> str:
@@ -263,7 +253,7 @@ class Stack:
         out = []
         for t in self.of(T_TARGET):
             ns, dim = t.get("serviceNamespace"), t.get("scalableDimension")
-            if ns in ("sagemaker", UNKNOWN) and dim in (SAGEMAKER_DIMENSION, UNKNOWN):
+            if ns in (SERVICE_NAMESPACE, UNKNOWN) and dim in (SCALABLE_DIMENSION, UNKNOWN):
                 out.append(t)
         return out
 
@@ -282,13 +272,6 @@ class Stack:
             if isinstance(dims, Mapping) and at(dims, "EndpointName") == endpoint_name and at(dims, "VariantName") == variant:
                 out.append(a)
         return out
-
-
-def parse_resource_id(value: Any) -> tuple[str, str] | None:
-    if not isinstance(value, str):
-        return None
-    m = RESOURCE_ID_RE.match(value)
-    return (m.group("endpoint"), m.group("variant")) if m else None
 
 
 def step_direction(policy: Res) -> str:

@@ -33,6 +33,7 @@ from .artifacts import (
     ScalingCheck,
     ScalingEvent,
 )
+from .scaling import SUFFIX_SCALE_IN
 
 LATENCY_TOLERANCE = 1.25
 """Observed p95 may exceed the ladder's at the same occupancy by this factor before it drifted."""
@@ -182,7 +183,7 @@ def scaling_events(activities: Iterable[Activity]) -> list[ScalingEvent]:
         if desired is not None and prev is not None and desired != prev:
             direction = "out" if desired > prev else "in"
         else:
-            direction = "in" if "-scale-in" in a.cause else "out"
+            direction = "in" if SUFFIX_SCALE_IN in a.cause else "out"
         events.append(ScalingEvent(at=a.at, direction=direction, desired=desired, cause=a.cause[:300]))
         if desired is not None:
             prev = desired

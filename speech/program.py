@@ -20,19 +20,17 @@ from .components import (
     FoundationArgs,
     ModelCache,
     ModelCacheArgs,
-    ModelDeployment,
     Observability,
     ObservabilityArgs,
-    plan_model,
 )
-from .components.autoscaling import resource_id, surge_adjustment
 from .components.endpoint import container_environment
-from .components.gate import image_matches_measurements
 from .components.guard import ScalingGuard, ScalingGuardArgs
 from .components.image import ContainerImage, ContainerImageArgs, context_tag
 from .config import ECR_REPO_RE, StackConfig
 from .errors import SpeechError
+from .gate import ModelDeployment, image_matches_measurements, plan_model
 from .hosting import endpoint_name as checked_endpoint_name
+from .scaling import resource_id, surge_adjustment
 from .hosting import startup_health_check_timeout_s
 from .provenance import TAG_MODEL, provenance_tags
 from .stack import load_stack_config

@@ -72,18 +72,29 @@ def parse_document(text: str, where: str) -> ProvenanceDocument:
         raise ArtifactError(describe_validation_error(err, where, label="provenance field ")) from None
 
 
-def provenance_tags(model: str, plan: PlanArtifact, doc_text: str, measurements: Measurements) -> dict[str, str]:
-    """Short tags for the endpoint and the scalable target (values well under AWS's 256 chars)."""
+TAGS = (TAG_MODEL, TAG_ORIGIN, TAG_SLUG, TAG_QMAX_SHA, TAG_TTOTAL_SHA, TAG_DOC_SHA, TAG_Q_MAX, TAG_T_TOTAL, TAG_SLO,
+        TAG_SURGE, TAG_VERDICT)
+"""Every provenance tag, in the order they are written; a reader requires all of them."""
+
+
+def plan_tags(plan: PlanArtifact, measurements: Measurements) -> dict[str, str]:
+    """The tags that follow from the plan and its measurements: the one mapping from a plan to
+    tag values, used to write them (:func:`provenance_tags`) and by the pack to check them
+    against the plan it recomputes (policy/recompute.py)."""
     return {
-        TAG_MODEL: model,
         TAG_ORIGIN: plan.provenance.origin,
-        TAG_SLUG: plan.fingerprint.slug,
         TAG_QMAX_SHA: canonical_sha256(measurements.qmax),
         TAG_TTOTAL_SHA: canonical_sha256(measurements.ttotal),
-        TAG_DOC_SHA: document_sha256(doc_text),
         TAG_Q_MAX: str(plan.q_max),
         TAG_T_TOTAL: f"{plan.t_total.planning_s:g}",
         TAG_SLO: f"{plan.inputs.slo_ms:g}",
         TAG_SURGE: f"{plan.inputs.surge_ratio:g}",
         TAG_VERDICT: plan.verdict,
     }
+
+
+def provenance_tags(model: str, plan: PlanArtifact, doc_text: str, measurements: Measurements) -> dict[str, str]:
+    """Short tags for the endpoint and the scalable target (values well under AWS's 256 chars)."""
+    values = {TAG_MODEL: model, TAG_SLUG: plan.fingerprint.slug, TAG_DOC_SHA: document_sha256(doc_text),
+              **plan_tags(plan, measurements)}
+    return {k: values[k] for k in TAGS}

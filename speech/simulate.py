@@ -34,7 +34,7 @@ from pydantic import Field
 
 from .artifacts import SCHEMA_VERSION, Frozen, PlanArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
 from .plan import instances_for, to_cloudwatch
-from .scaling import surge_adjustment
+from .scaling import scaling_spec
 from .survival import service_rates, throughput_at
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
@@ -167,6 +167,8 @@ class ScalingNumbers:
     scale_in_threshold: float
     scale_in_periods: int
     scale_in_cooldown_s: int
+    scale_in_step: int
+    """Instances one scale-in changes the fleet by (negative)."""
     saturation_threshold: float
     surge_periods: int
     surge_percent: int
@@ -178,22 +180,24 @@ class ScalingNumbers:
 
 
 def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
-    """The one place the simulator reads scaling numbers: the plan artifact plus
-    ``speech.scaling.surge_adjustment``, as ``speech.components.autoscaling`` deploys them."""
-    step = surge_adjustment(plan)
+    """The one place the simulator reads scaling numbers: :func:`speech.scaling.scaling_spec`, the
+    state ``speech.components.autoscaling`` deploys (the endpoint name does not matter here)."""
+    spec = scaling_spec(plan, "simulated")
+    [surge], [scale_in] = spec.surge.steps, spec.scale_in.steps
     return ScalingNumbers(
-        min_instances=plan.fleet.min_instances,
-        max_instances=plan.fleet.max_instances,
-        metric_period_s=plan.alarms.metric_period_s,
-        target_value=plan.thresholds.scaling_target_value,
-        scale_out_cooldown_s=plan.cooldowns.scale_out_s,
-        scale_in_threshold=plan.thresholds.scale_in_threshold,
-        scale_in_periods=plan.alarms.scale_in_evaluation_periods,
-        scale_in_cooldown_s=plan.cooldowns.scale_in_s,
-        saturation_threshold=plan.alarms.saturation_concurrency,
-        surge_periods=plan.alarms.datapoints_to_alarm,
-        surge_percent=step.percent,
-        surge_min_added=step.min_instances_added,
+        min_instances=spec.target.min_capacity,
+        max_instances=spec.target.max_capacity,
+        metric_period_s=spec.scale_in_alarm.period_s,
+        target_value=spec.scale_out.target_value,
+        scale_out_cooldown_s=spec.scale_out.scale_out_cooldown_s,
+        scale_in_threshold=spec.scale_in_alarm.threshold,
+        scale_in_periods=spec.scale_in_alarm.evaluation_periods,
+        scale_in_cooldown_s=spec.scale_in.cooldown_s,
+        scale_in_step=scale_in.scaling_adjustment,
+        saturation_threshold=spec.surge_alarm.threshold,
+        surge_periods=spec.surge_alarm.evaluation_periods,
+        surge_percent=surge.scaling_adjustment,
+        surge_min_added=spec.surge.min_adjustment_magnitude,
         planning_total_s=plan.t_total.planning_s,
         x_target_rps=plan.capacity.throughput_at_target_rps,
         littles_law_instances=plan.capacity.littles_law_instances,
@@ -313,7 +317,7 @@ class AwsPolicy(Policy):
             return best, why
         if low_fire and now >= self.in_until and desired > self.s.min_instances:
             self.in_until = now + self.s.scale_in_cooldown_s
-            return desired - 1, "scale-in"
+            return max(self.s.min_instances, desired + self.s.scale_in_step), "scale-in"
         return None
 
 

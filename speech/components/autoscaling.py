@@ -1,4 +1,4 @@
-"""Autoscaling of one endpoint variant, every number from the plan (docs/design.md §5).
+"""Autoscaling of one endpoint variant: the scaling spec of the plan as resources (docs/design.md §5).
 
 Scale-out: target tracking on ConcurrentRequestsPerModel at the deployed C_scale_max, scale-in
 disabled there. Scale-in: a -1 step policy behind a sustained low-concurrency alarm with the long
@@ -13,17 +13,10 @@ import pulumi
 import pulumi_aws as aws
 
 from ..artifacts import PlanArtifact
-from ..scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
-from .endpoint import VARIANT
+from ..scaling import AlarmSpec, ScalingSpec, StepPolicySpec, resource_id, scaling_spec
 from .guard import REPLACE_ON, TAG_INSTANCE_TYPE
 
-METRIC = "ConcurrentRequestsPerModel"
-NAMESPACE = "AWS/SageMaker"
-DIMENSION = "sagemaker:variant:DesiredInstanceCount"
-
-
-def resource_id(endpoint_name: str, variant: str = VARIANT) -> str:
-    return f"endpoint/{endpoint_name}/variant/{variant}"
+__all__ = ["Autoscaling", "AutoscalingArgs", "resource_id"]
 
 
 class AutoscalingArgs:
@@ -49,44 +42,55 @@ class AutoscalingArgs:
         """The endpoint: the variant must exist before it can be registered."""
 
 
+def _bound(value: Optional[float]) -> Optional[str]:
+    # The provider takes step bounds as strings.
+    return None if value is None else f"{value:g}"
 
-def concurrency_alarm(
-    resource_name: str,
-    *,
-    alarm_name: str,
-    description: str,
-    dims: dict,
-    period_s: int,
-    periods: int,
-    threshold: float,
-    comparison: str,
-    missing_data: str,
-    action: pulumi.Input[str],
-    tags: dict,
-    opts: pulumi.ResourceOptions,
-) -> aws.cloudwatch.MetricAlarm:
-    """An alarm on ConcurrentRequestsPerModel (Maximum) that must breach every one of `periods`
-    consecutive periods before it fires its scaling action."""
+
+def step_policy_args(spec: StepPolicySpec) -> aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs:
+    return aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs(
+        adjustment_type=spec.adjustment_type,
+        min_adjustment_magnitude=spec.min_adjustment_magnitude,
+        cooldown=spec.cooldown_s,
+        metric_aggregation_type=spec.aggregation,
+        step_adjustments=[
+            aws.appautoscaling.PolicyStepScalingPolicyConfigurationStepAdjustmentArgs(
+                scaling_adjustment=s.scaling_adjustment,
+                metric_interval_lower_bound=_bound(s.lower_bound),
+                metric_interval_upper_bound=_bound(s.upper_bound),
+            )
+            for s in spec.steps
+        ],
+    )
+
+
+def concurrency_alarm(resource_name: str, spec: AlarmSpec, *, action: pulumi.Input[str], tags: dict,
+                      opts: pulumi.ResourceOptions) -> aws.cloudwatch.MetricAlarm:
+    """The alarm ``spec`` describes, firing ``action`` (a scaling policy ARN)."""
     return aws.cloudwatch.MetricAlarm(
         resource_name,
-        name=alarm_name,
-        alarm_description=description,
-        namespace=NAMESPACE,
-        metric_name=METRIC,
-        dimensions=dims,
-        statistic="Maximum",
-        period=period_s,
-        evaluation_periods=periods,
-        datapoints_to_alarm=periods,
-        threshold=threshold,
-        comparison_operator=comparison,
-        treat_missing_data=missing_data,
+        name=spec.name,
+        alarm_description=spec.description,
+        namespace=spec.namespace,
+        metric_name=spec.metric_name,
+        dimensions=dict(spec.dimensions),
+        statistic=spec.statistic,
+        period=spec.period_s,
+        evaluation_periods=spec.evaluation_periods,
+        datapoints_to_alarm=spec.datapoints_to_alarm,
+        threshold=spec.threshold,
+        comparison_operator=spec.comparison,
+        treat_missing_data=spec.treat_missing_data,
         alarm_actions=[action],
         tags=tags,
         opts=opts,
     )
 
+
 class Autoscaling(pulumi.ComponentResource):
+    """Renders :func:`speech.scaling.scaling_spec` of the plan into resources, nothing more."""
+
+    spec: ScalingSpec
     target: aws.appautoscaling.Target
     scale_out: aws.appautoscaling.Policy
     scale_in: aws.appautoscaling.Policy
@@ -98,17 +102,15 @@ class Autoscaling(pulumi.ComponentResource):
         # Fixed policy names: a replacement must delete before it creates, or the delete of the old
         # one would remove the new one (same name, same resource id).
         policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        p = args.plan
-        rid = resource_id(args.endpoint_name)
-        dims = {"EndpointName": args.endpoint_name, "VariantName": VARIANT}
+        spec = self.spec = scaling_spec(args.plan, args.endpoint_name)
 
         self.target = aws.appautoscaling.Target(
             f"{name}-target",
-            service_namespace="sagemaker",
-            scalable_dimension=DIMENSION,
-            resource_id=rid,
-            min_capacity=p.fleet.min_instances,
-            max_capacity=p.fleet.max_instances,
+            service_namespace=spec.target.service_namespace,
+            scalable_dimension=spec.target.scalable_dimension,
+            resource_id=spec.target.resource_id,
+            min_capacity=spec.target.min_capacity,
+            max_capacity=spec.target.max_capacity,
             tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type},
             opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True,
                                         replace_on_changes=REPLACE_ON),
@@ -119,17 +121,18 @@ class Autoscaling(pulumi.ComponentResource):
             service_namespace=self.target.service_namespace,
         )
 
+        out = spec.scale_out
         self.scale_out = aws.appautoscaling.Policy(
             f"{name}-scale-out",
-            name=f"{args.endpoint_name}-scale-out",
-            policy_type="TargetTrackingScaling",
+            name=out.name,
+            policy_type=out.policy_type,
             target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
-                target_value=p.thresholds.scaling_target_value,
-                disable_scale_in=True,
-                scale_out_cooldown=p.cooldowns.scale_out_s,
-                scale_in_cooldown=p.cooldowns.scale_in_s,
+                target_value=out.target_value,
+                disable_scale_in=out.disable_scale_in,
+                scale_out_cooldown=out.scale_out_cooldown_s,
+                scale_in_cooldown=out.scale_in_cooldown_s,
                 predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
-                    predefined_metric_type=SCALE_OUT_METRIC_TYPE,
+                    predefined_metric_type=out.metric_type,
                 ),
             ),
             opts=policy_opts,
@@ -138,71 +141,23 @@ class Autoscaling(pulumi.ComponentResource):
 
         self.scale_in = aws.appautoscaling.Policy(
             f"{name}-scale-in",
-            name=f"{args.endpoint_name}-scale-in",
-            policy_type="StepScaling",
-            step_scaling_policy_configuration=aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs(
-                adjustment_type="ChangeInCapacity",
-                cooldown=p.cooldowns.scale_in_s,
-                metric_aggregation_type="Maximum",
-                step_adjustments=[
-                    aws.appautoscaling.PolicyStepScalingPolicyConfigurationStepAdjustmentArgs(
-                        scaling_adjustment=-1, metric_interval_upper_bound="0"
-                    )
-                ],
-            ),
+            name=spec.scale_in.name,
+            policy_type=spec.scale_in.policy_type,
+            step_scaling_policy_configuration=step_policy_args(spec.scale_in),
             opts=policy_opts,
             **target,
         )
-        self.scale_in_alarm = concurrency_alarm(
-            f"{name}-scale-in-alarm",
-            alarm_name=f"{args.endpoint_name}-scale-in",
-            description=f"every instance at or below C_scale_min ({p.thresholds.scale_in_threshold:g}) for "
-            f"{p.alarms.scale_in_evaluation_periods} x {p.alarms.metric_period_s} s: remove one instance",
-            dims=dims,
-            period_s=p.alarms.metric_period_s,
-            periods=p.alarms.scale_in_evaluation_periods,
-            threshold=p.thresholds.scale_in_threshold,
-            comparison="LessThanOrEqualToThreshold",
-            # An idle variant publishes no datapoints; an idle fleet should shrink to its floor.
-            missing_data="breaching",
-            action=self.scale_in.arn,
-            tags=args.tags,
-            opts=child,
-        )
+        self.scale_in_alarm = concurrency_alarm(f"{name}-scale-in-alarm", spec.scale_in_alarm,
+                                                action=self.scale_in.arn, tags=args.tags, opts=child)
 
-        step = surge_adjustment(p)
-        self.surge_step = step
         self.surge = aws.appautoscaling.Policy(
             f"{name}-surge",
-            name=f"{args.endpoint_name}-surge",
-            policy_type="StepScaling",
-            step_scaling_policy_configuration=aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs(
-                adjustment_type="PercentChangeInCapacity",
-                min_adjustment_magnitude=step.min_instances_added,
-                cooldown=p.cooldowns.scale_out_s,
-                metric_aggregation_type="Maximum",
-                step_adjustments=[
-                    aws.appautoscaling.PolicyStepScalingPolicyConfigurationStepAdjustmentArgs(
-                        scaling_adjustment=step.percent, metric_interval_lower_bound="0"
-                    )
-                ],
-            ),
+            name=spec.surge.name,
+            policy_type=spec.surge.policy_type,
+            step_scaling_policy_configuration=step_policy_args(spec.surge),
             opts=policy_opts,
             **target,
         )
-        self.surge_alarm = concurrency_alarm(
-            f"{name}-surge-alarm",
-            alarm_name=f"{args.endpoint_name}-surge",
-            description=f"an instance reached Q_max ({p.alarms.saturation_concurrency:g}): add "
-            f"{step.percent}% (at least {step.min_instances_added}) at once",
-            dims=dims,
-            period_s=p.alarms.metric_period_s,
-            periods=p.alarms.datapoints_to_alarm,
-            threshold=p.alarms.saturation_concurrency,
-            comparison="GreaterThanOrEqualToThreshold",
-            missing_data="notBreaching",
-            action=self.surge.arn,
-            tags=args.tags,
-            opts=child,
-        )
+        self.surge_alarm = concurrency_alarm(f"{name}-surge-alarm", spec.surge_alarm,
+                                             action=self.surge.arn, tags=args.tags, opts=child)
         self.register_outputs({"resource_id": self.target.resource_id})

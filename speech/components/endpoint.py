@@ -12,7 +12,7 @@ from ..config import ModelConfig
 from ..hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
 from ..weights import MODEL_DIR
 
-VARIANT = "AllTraffic"
+from ..scaling import VARIANT  # noqa: F401  (re-exported: the variant is defined with the scaling names)
 CANARY_PERCENT = 10
 CANARY_WAIT_S = 600
 """Canary bake time: long enough for the TTFAB and error alarms (minutes) to see real traffic."""

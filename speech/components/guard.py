@@ -22,6 +22,7 @@ from typing import Optional
 import pulumi
 import pulumi_aws as aws
 
+from ..scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE
 from .iam import assume_role_policy, scaling_guard_policy
 
 TAG_INSTANCE_TYPE = "speech:instance-type"
@@ -35,12 +36,12 @@ import boto3
 def handler(event, context):
     aas = boto3.client("application-autoscaling")
     try:
-        aas.deregister_scalable_target(ServiceNamespace="sagemaker", ResourceId=event["resource_id"],
-                                       ScalableDimension="sagemaker:variant:DesiredInstanceCount")
+        aas.deregister_scalable_target(ServiceNamespace="@SERVICE_NAMESPACE@", ResourceId=event["resource_id"],
+                                       ScalableDimension="@SCALABLE_DIMENSION@")
     except aas.exceptions.ObjectNotFoundException:
         return {"deregistered": False, "instance_type": event["instance_type"]}
     return {"deregistered": True, "instance_type": event["instance_type"]}
-'''
+'''.replace("@SERVICE_NAMESPACE@", SERVICE_NAMESPACE).replace("@SCALABLE_DIMENSION@", SCALABLE_DIMENSION)
 
 
 class ScalingGuardArgs:

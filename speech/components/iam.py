@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..iam_check import wildcard_findings
+
 EMF_NAMESPACE = "SpeechEndpoints/Container"
 """The container's CloudWatch embedded-metric namespace."""
 
@@ -125,21 +127,8 @@ def cache_trigger_policy(*, project_arn: str, log_group_arn: str) -> Doc:
 
 
 def wildcard_violations(doc: Doc) -> list[str]:
-    """Statements that grant ``*`` or ``service:*`` actions, or any action on ``*`` except the
-    ones AWS only grants that way. Used by tests and usable by the policy pack."""
-    allowed_on_star = {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"}
-    bad = []
-    for st in doc.get("Statement", []):
-        actions = st.get("Action", [])
-        actions = [actions] if isinstance(actions, str) else list(actions)
-        resources = st.get("Resource", [])
-        resources = [resources] if isinstance(resources, str) else list(resources)
-        for a in actions:
-            if a == "*" or a.endswith(":*"):
-                bad.append(f"{st.get('Sid', '?')}: wildcard action {a}")
-            elif "*" in resources and a not in allowed_on_star:
-                bad.append(f"{st.get('Sid', '?')}: {a} on *")
-    return bad
+    """What :func:`speech.iam_check.wildcard_findings` (the pack's rule too) finds in ``doc``."""
+    return [f.describe() for f in wildcard_findings(doc)]
 
 
 def scaling_guard_policy(*, scalable_target_arn_prefix: str, endpoint_arn: str, log_group_arn: str) -> Doc:

@@ -9,10 +9,10 @@ import pulumi
 import pulumi_aws as aws
 
 from ..artifacts import PlanArtifact
-from .endpoint import VARIANT
+from ..scaling import METRIC, METRIC_NAMESPACE, VARIANT
 from .iam import EMF_NAMESPACE
 
-SM = "AWS/SageMaker"
+SM = METRIC_NAMESPACE
 
 
 def dashboard_body(
@@ -38,7 +38,7 @@ def dashboard_body(
     return {
         "widgets": [
             widget("Concurrency per instance vs thresholds",
-                   [[SM, "ConcurrentRequestsPerModel", *ep, {"stat": "Maximum"}]], thresholds, 0, 0),
+                   [[SM, METRIC, *ep, {"stat": "Maximum"}]], thresholds, 0, 0),
             widget("TTFAB p95 vs SLO (ms)",
                    [[EMF_NAMESPACE, "TTFABp95", "Model", model, {"stat": "Maximum"}]],
                    [{"label": "SLO", "value": slo_ms}], 12, 0),
@@ -127,7 +127,7 @@ class Observability(pulumi.ComponentResource):
                 name=f"{ep}-saturation",
                 alarm_description=f"an instance at Q_max ({p.alarms.saturation_concurrency:g} in flight): "
                 "requests beyond it get 503 queue_saturated",
-                namespace=SM, metric_name="ConcurrentRequestsPerModel", dimensions=dims, statistic="Maximum",
+                namespace=SM, metric_name=METRIC, dimensions=dims, statistic="Maximum",
                 period=p.alarms.metric_period_s, evaluation_periods=p.alarms.datapoints_to_alarm,
                 datapoints_to_alarm=p.alarms.datapoints_to_alarm, threshold=p.alarms.saturation_concurrency,
                 comparison_operator="GreaterThanOrEqualToThreshold", treat_missing_data="notBreaching",

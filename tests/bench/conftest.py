@@ -12,9 +12,8 @@ from speech.artifacts import Fingerprint, PlanArtifact, QmaxArtifact, TtotalArti
 from speech.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact
 from speech.plan import build_plan
-from speech.scaling import SCALE_OUT_METRIC_TYPE, surge_adjustment
+from speech.scaling import scaling_spec
 
-from bench import aws
 from bench.synthetic import SyntheticServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,45 +89,50 @@ def create_endpoint(sess, name: str = ENDPOINT, instances: int = 1) -> None:
     sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
 
 
+def _step_config(p) -> dict:
+    steps = []
+    for st in p.steps:
+        bounds = {k: v for k, v in (("MetricIntervalLowerBound", st.lower_bound), ("MetricIntervalUpperBound", st.upper_bound))
+                  if v is not None}
+        steps.append({**bounds, "ScalingAdjustment": st.scaling_adjustment})
+    cfg = {"AdjustmentType": p.adjustment_type, "Cooldown": p.cooldown_s, "MetricAggregationType": p.aggregation,
+           "StepAdjustments": steps}
+    if p.min_adjustment_magnitude is not None:
+        cfg["MinAdjustmentMagnitude"] = p.min_adjustment_magnitude
+    return cfg
+
+
 def deploy_scaling(sess, plan: PlanArtifact, endpoint: str = ENDPOINT) -> dict[str, str]:
-    """What the Pulumi program creates for a measured, feasible plan; returns policy name -> ARN."""
+    """What the Pulumi program creates for a measured, feasible plan (its scaling spec, written
+    here with the AWS API's own keys); returns policy role -> ARN."""
+    spec = scaling_spec(plan, endpoint)
     aas = sess.client("application-autoscaling")
     cw = sess.client("cloudwatch")
-    rid = aws.resource_id(endpoint)
-    common = dict(ServiceNamespace=aws.NAMESPACE, ResourceId=rid, ScalableDimension=aws.DIMENSION)
-    aas.register_scalable_target(**common, MinCapacity=plan.fleet.min_instances, MaxCapacity=plan.fleet.max_instances)
+    t = spec.target
+    common = dict(ServiceNamespace=t.service_namespace, ResourceId=t.resource_id, ScalableDimension=t.scalable_dimension)
+    aas.register_scalable_target(**common, MinCapacity=t.min_capacity, MaxCapacity=t.max_capacity)
+    out = spec.scale_out
     arns = {}
     arns["out"] = aas.put_scaling_policy(
-        PolicyName=f"{endpoint}-scale-out", PolicyType="TargetTrackingScaling", **common,
+        PolicyName=out.name, PolicyType=out.policy_type, **common,
         TargetTrackingScalingPolicyConfiguration={
-            "TargetValue": plan.thresholds.scaling_target_value,
-            "PredefinedMetricSpecification": {"PredefinedMetricType": SCALE_OUT_METRIC_TYPE},
-            "ScaleOutCooldown": plan.cooldowns.scale_out_s, "DisableScaleIn": True,
+            "TargetValue": out.target_value,
+            "PredefinedMetricSpecification": {"PredefinedMetricType": out.metric_type},
+            "ScaleOutCooldown": out.scale_out_cooldown_s, "ScaleInCooldown": out.scale_in_cooldown_s,
+            "DisableScaleIn": out.disable_scale_in,
         },
     )["PolicyARN"]
-    surge = surge_adjustment(plan)
-    for role, cooldown, step, threshold, op, periods in (
-        ("scale-in", plan.cooldowns.scale_in_s, {"AdjustmentType": "ChangeInCapacity", "ScalingAdjustment": -1},
-         plan.thresholds.scale_in_threshold, "LessThanOrEqualToThreshold", plan.alarms.scale_in_evaluation_periods),
-        ("surge", plan.cooldowns.scale_out_s, {"AdjustmentType": "PercentChangeInCapacity", "ScalingAdjustment": surge.percent,
-                                               "MinAdjustmentMagnitude": surge.min_instances_added},
-         plan.alarms.saturation_concurrency, "GreaterThanOrEqualToThreshold", plan.alarms.datapoints_to_alarm),
-    ):
-        adj = step.pop("ScalingAdjustment")
-        bound = {"MetricIntervalUpperBound": 0.0} if adj < 0 else {"MetricIntervalLowerBound": 0.0}
-        arn = aas.put_scaling_policy(
-            PolicyName=f"{endpoint}-{role}", PolicyType="StepScaling", **common,
-            StepScalingPolicyConfiguration={
-                **step, "Cooldown": cooldown, "MetricAggregationType": "Maximum",
-                "StepAdjustments": [{**bound, "ScalingAdjustment": adj}],
-            },
-        )["PolicyARN"]
+    for role, policy, alarm in (("scale-in", spec.scale_in, spec.scale_in_alarm), ("surge", spec.surge, spec.surge_alarm)):
+        arn = aas.put_scaling_policy(PolicyName=policy.name, PolicyType=policy.policy_type, **common,
+                                     StepScalingPolicyConfiguration=_step_config(policy))["PolicyARN"]
         arns[role] = arn
         cw.put_metric_alarm(
-            AlarmName=f"{endpoint}-{role}", Namespace="AWS/SageMaker", MetricName=aws.METRIC, Statistic="Maximum",
-            Dimensions=[{"Name": "EndpointName", "Value": endpoint}, {"Name": "VariantName", "Value": "AllTraffic"}],
-            Period=plan.alarms.metric_period_s, EvaluationPeriods=periods, DatapointsToAlarm=periods,
-            Threshold=threshold, ComparisonOperator=op, AlarmActions=[arn],
+            AlarmName=alarm.name, AlarmDescription=alarm.description, Namespace=alarm.namespace,
+            MetricName=alarm.metric_name, Statistic=alarm.statistic,
+            Dimensions=[{"Name": k, "Value": v} for k, v in alarm.dimensions],
+            Period=alarm.period_s, EvaluationPeriods=alarm.evaluation_periods, DatapointsToAlarm=alarm.datapoints_to_alarm,
+            Threshold=alarm.threshold, ComparisonOperator=alarm.comparison, TreatMissingData=alarm.treat_missing_data,
+            AlarmActions=[arn],
         )
     return arns
 

@@ -202,6 +202,17 @@ def test_wildcard_iam_action(pack, dev):
     assert "allows wildcard actions ['s3:*']" in d.message and "fix:" in d.message
 
 
+def test_iam_action_on_any_resource(pack, dev):
+    # The same rule the program's own documents are held to (speech.iam_check): an explicit action
+    # on Resource "*" is still a wildcard grant, unless AWS has no resource-level permission for it.
+    rp = named(dev, "kokoro-82m-execution-policy")
+    doc = json.loads(rp.props["policy"])
+    doc["Statement"].append({"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "*"})
+    rp.props["policy"] = json.dumps(doc)
+    [d] = pack.check(dev).of("iam-no-wildcard-actions")
+    assert d.level == "mandatory" and "allows ['s3:GetObject'] on Resource '*'" in d.message and "fix:" in d.message
+
+
 def test_ecr_mutable_tags_is_advisory(pack, built):
     assert pack.check(built).mandatory == []
     set_path(named(built, "kokoro-82m-images"), "imageTagMutability", "MUTABLE")

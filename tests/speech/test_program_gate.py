@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from speech.components.gate import gate, plan_model
+from speech.gate import gate, plan_model
 from speech.components.iam import (
     cache_build_policy,
     cache_trigger_policy,
@@ -145,7 +145,29 @@ def test_cache_roles_are_scoped():
 
 
 def test_wildcard_checker_catches_what_it_should():
-    bad = {"Statement": [{"Sid": "a", "Action": "*", "Resource": "*"},
-                         {"Sid": "b", "Action": ["s3:*"], "Resource": [BUCKET]},
-                         {"Sid": "c", "Action": ["s3:GetObject"], "Resource": "*"}]}
+    bad = {"Statement": [{"Sid": "a", "Effect": "Allow", "Action": "*", "Resource": "*"},
+                         {"Sid": "b", "Effect": "Allow", "Action": ["s3:*"], "Resource": [BUCKET]},
+                         {"Sid": "c", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "*"}]}
     assert len(wildcard_violations(bad)) == 3
+    worse = {"Statement": [{"Sid": "d", "Effect": "Allow", "Action": ["s3:Get*"], "Resource": [BUCKET]},
+                           {"Sid": "e", "Effect": "Allow", "NotAction": "iam:*", "Resource": [BUCKET]},
+                           {"Sid": "f", "Effect": "Deny", "Action": "*", "Resource": "*"},
+                           {"Sid": "g", "Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"}]}
+    found = wildcard_violations(worse)
+    assert len(found) == 2 and "(d) allows wildcard actions ['s3:Get*']" in found[0] and "(e) allows NotAction" in found[1], found
+
+
+def test_pure_contracts_import_neither_pulumi_nor_boto3():
+    # The gate, the scaling spec, the provenance tags and the IAM rule are read by the pack and bench,
+    # which must not pull in the Pulumi SDK or AWS clients to use them.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, speech.gate, speech.scaling, speech.provenance, speech.iam_check;"
+        "bad = [m for m in ('pulumi', 'pulumi_aws', 'boto3', 'botocore') if m in sys.modules];"
+        "assert not bad, bad"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -1,7 +1,12 @@
-"""The gate: whether a model gets scaling resources, and the per-model plan behind that answer.
+"""The gate: whether a model gets scaling resources, and the per-model plan behind that answer
+(docs/design.md §6).
 
-Pure (no pulumi): the program, the offline preview, the tests and the policy pack all call the
-same functions, so "why is there no autoscaling?" has one answer everywhere.
+Pure (imports no pulumi, no boto3): the program and the offline preview (``python -m speech
+preview``, which runs the program under mocks) call it, so "why is there no autoscaling?" has one
+answer in both. The policy pack does not call it: it judges the resources a stack would create,
+not the stack config, and re-checks the gate's conditions on them from the provenance document
+(``scaling-plan-feasible``: stop findings; ``deployment-matches-fingerprint``: the measured
+instance type and image).
 """
 
 from __future__ import annotations
@@ -9,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..artifacts import PlanArtifact
-from ..config import ModelConfig
-from ..errors import ConfigError, FingerprintMismatch, PlanInputError
-from ..plan import build_plan
-from ..provenance import ProvenanceDocument, document_key, document_text
+from .artifacts import PlanArtifact
+from .config import ModelConfig
+from .errors import ConfigError, FingerprintMismatch, PlanInputError
+from .plan import build_plan
+from .provenance import ProvenanceDocument, document_key, document_text
 
 CONFIG_KEY = "speech-endpoints:models"
 BUILT_IMAGE = "built by the stack from container/Dockerfile"

@@ -1,0 +1,117 @@
+"""One edit to the scaling spec (speech/scaling.py) and every reader follows it: the program under
+Pulumi's mocks deploys the new value, the pack's scaling-matches-plan accepts that and rejects the
+old one, bench validate/drift (scaling_check against moto) likewise, and the simulator uses it.
+No other code changes: that is the contract docs/design.md §5 describes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from pulumi_policy import PolicyResource, StackValidationArgs
+
+from bench import aws
+from bench.scaling_check import compare
+from policy import policies, rules
+from policy.check import preview_resources
+from policy.recompute import ProvenanceCache
+from speech import scaling
+from speech.simulate import scaling_numbers
+
+from .conftest import ENDPOINT, create_endpoint, deploy_scaling
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _shorter_scale_in_window(monkeypatch) -> None:
+    real = scaling.scale_in_alarm
+
+    def twelve_periods(plan, endpoint_name, variant):
+        return dataclasses.replace(real(plan, endpoint_name, variant), evaluation_periods=12, datapoints_to_alarm=12)
+
+    monkeypatch.setattr(scaling, "scale_in_alarm", twelve_periods)
+
+
+def _two_at_a_time(monkeypatch) -> None:
+    monkeypatch.setattr(scaling, "SCALE_IN_INSTANCES", 2)
+
+
+EDITS = {
+    # edit, (program resource, property path, old, new), pack messages, bench messages, simulator field
+    "scale-in window": (
+        _shorter_scale_in_window,
+        ("kokoro-82m-scale-in-alarm", ("evaluationPeriods",), 30, 12),
+        ["'kokoro-82m-scale-in-alarm' evaluationPeriods is 30, expected 12",
+         "'kokoro-82m-scale-in-alarm' datapointsToAlarm is 30, expected 12"],
+        [f"alarm {ENDPOINT}-scale-in (for {ENDPOINT}-scale-in) EvaluationPeriods is 30, plan says 12",
+         f"alarm {ENDPOINT}-scale-in (for {ENDPOINT}-scale-in) DatapointsToAlarm is 30, plan says 12"],
+        ("scale_in_periods", 30, 12),
+    ),
+    "scale-in step": (
+        _two_at_a_time,
+        ("kokoro-82m-scale-in", ("stepScalingPolicyConfiguration", "stepAdjustments", 0, "scalingAdjustment"), -1, -2),
+        ["'kokoro-82m-scale-in' stepScalingPolicyConfiguration.stepAdjustments.0.scalingAdjustment is -1, expected -2"],
+        [f"{ENDPOINT}-scale-in adds ChangeInCapacity [-1], plan says ChangeInCapacity [-2]"],
+        ("scale_in_step", -1, -2),
+    ),
+}
+
+
+def _program():
+    resources, _ = preview_resources(ROOT / "Pulumi.dev.yaml", "dev")
+    return resources
+
+
+def _value(resources, name, path):
+    [r] = [r for r in resources if r.name == name]
+    cur = r.props
+    for p in path:
+        cur = cur[p]
+    return cur
+
+
+def _pack(resources) -> list[str]:
+    """scaling-matches-plan on the resources, through the pack's own conversion of the engine's data."""
+    stack = policies._stack_from_args(StackValidationArgs([
+        PolicyResource(r.type, dict(r.props), r.urn_in("dev", "speech-endpoints"), r.name, None, None, None, [], {})
+        for r in resources
+    ]))
+    return [m for m, _ in rules.rule_matches_plan(stack, {}, ProvenanceCache(stack))]
+
+
+@pytest.fixture(scope="module")
+def before():
+    """The program's resources with the spec as committed."""
+    return _program()
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_one_spec_edit_and_program_pack_validate_follow(edit, before, monkeypatch, aws_env, ref_plan):
+    change, (res_name, path, old, new), pack_msgs, bench_msgs, (sim_field, sim_old, sim_new) = EDITS[edit]
+    # Deployed on AWS with the spec as committed.
+    create_endpoint(aws_env)
+    deploy_scaling(aws_env, ref_plan)
+    assert getattr(scaling_numbers(ref_plan), sim_field) == sim_old
+    assert _value(before, res_name, path) == old
+
+    change(monkeypatch)
+
+    # The program deploys the new value.
+    after = _program()
+    assert _value(after, res_name, path) == new
+    # The pack accepts what the program now deploys and names the old value as a difference.
+    assert _pack(after) == []
+    old_found = _pack(before)
+    assert len(old_found) == len(pack_msgs) and all(want in got for want, got in zip(pack_msgs, old_found, strict=True)), old_found
+    # bench validate/drift: the committed deployment now differs, by exactly this value...
+    issues = compare(ref_plan, aws.read_deployed(aws_env, ENDPOINT))
+    assert [i.kind for i in issues] == ["mismatch"] * len(bench_msgs), issues
+    assert all(i.message.startswith(want) for want, i in zip(bench_msgs, issues, strict=True)), issues
+    # ...and a deployment of the edited spec is clean.
+    other = f"{ENDPOINT}-b"
+    create_endpoint(aws_env, other)
+    deploy_scaling(aws_env, ref_plan, other)
+    assert compare(ref_plan, aws.read_deployed(aws_env, other)) == []
+    # The simulator's policy uses it too.
+    assert getattr(scaling_numbers(ref_plan), sim_field) == sim_new
