@@ -7,8 +7,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Optional
+from datetime import datetime, timedelta, UTC
+from typing import Any
+from collections.abc import Callable
 
 from speech.config import IMAGE_RE
 from speech.scaling import METRIC, METRIC_NAMESPACE, VARIANT, resource_id  # noqa: F401  (re-exported)
@@ -20,7 +21,7 @@ from .errors import TargetError
 SUSPEND_KEYS = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
 
 
-def session(region: Optional[str] = None):
+def session(region: str | None = None):
     import boto3
 
     return boto3.session.Session(region_name=region)
@@ -48,21 +49,21 @@ class Identity:
 
     endpoint_config: str
     model: str
-    instance_type: Optional[str]
+    instance_type: str | None
     image: str
     """The Model's image URI as configured."""
-    model_digest: Optional[str]
+    model_digest: str | None
     """The digest the Model's image pins (``...@sha256:...``); None for a tag."""
-    resolved_digest: Optional[str]
+    resolved_digest: str | None
     """The digest SageMaker resolved and deployed for this variant (DeployedImages), if reported."""
 
     @property
-    def digest(self) -> Optional[str]:
+    def digest(self) -> str | None:
         """What runs: SageMaker's resolved digest, else the one the Model pins."""
         return self.resolved_digest or self.model_digest
 
 
-def endpoint_identity(sess: Any, endpoint: str, described: Optional[dict] = None, variant: str = VARIANT) -> Identity:
+def endpoint_identity(sess: Any, endpoint: str, described: dict | None = None, variant: str = VARIANT) -> Identity:
     """The identity of the variant named ``variant`` (the one the program deploys and scaling
     addresses, ``endpoint/<name>/variant/AllTraffic``), never "the first variant": during a
     blue/green update or with a second variant the first one listed may be another Model.
@@ -95,12 +96,12 @@ def endpoint_identity(sess: Any, endpoint: str, described: Optional[dict] = None
                     _digest_of(image), next((d for d in map(_digest_of, resolved) if d), None))
 
 
-def _digest_of(image: str) -> Optional[str]:
+def _digest_of(image: str) -> str | None:
     m = IMAGE_RE.match(image)
     return m.group("digest") if m else None
 
 
-def variant_counts(ep: dict, variant: str = VARIANT) -> tuple[Optional[int], Optional[int]]:
+def variant_counts(ep: dict, variant: str = VARIANT) -> tuple[int | None, int | None]:
     """(current, desired) instance count of a variant from DescribeEndpoint."""
     for pv in ep.get("ProductionVariants", []):
         if pv.get("VariantName") == variant:
@@ -108,7 +109,7 @@ def variant_counts(ep: dict, variant: str = VARIANT) -> tuple[Optional[int], Opt
     return None, None
 
 
-def scalable_target(sess: Any, endpoint: str, variant: str = VARIANT) -> Optional[dict]:
+def scalable_target(sess: Any, endpoint: str, variant: str = VARIANT) -> dict | None:
     aas = sess.client("application-autoscaling")
     resp = aas.describe_scalable_targets(
         ServiceNamespace=NAMESPACE, ResourceIds=[resource_id(endpoint, variant)], ScalableDimension=DIMENSION
@@ -129,7 +130,7 @@ def scaling_policies(sess: Any, endpoint: str, variant: str = VARIANT) -> list[d
     return [p for page in pages for p in page.get("ScalingPolicies", [])]
 
 
-def alarms_for_policy(sess: Any, policy: dict, all_alarms: Optional[list[dict]] = None) -> list[dict]:
+def alarms_for_policy(sess: Any, policy: dict, all_alarms: list[dict] | None = None) -> list[dict]:
     """CloudWatch alarms whose actions invoke this policy. AWS lists them on the policy; an
     emulator may not, so alarms are also matched by their AlarmActions."""
     if all_alarms is None:
@@ -152,7 +153,7 @@ def period_window(start: datetime, end: datetime, period_s: int) -> tuple[dateti
     """[start, end] widened to whole periods (CloudWatch stamps a datapoint with its period's start)."""
     t0 = math.floor(start.timestamp() / period_s) * period_s
     t1 = max(math.ceil(end.timestamp() / period_s) * period_s, t0 + period_s)
-    return datetime.fromtimestamp(t0, tz=timezone.utc), datetime.fromtimestamp(t1, tz=timezone.utc)
+    return datetime.fromtimestamp(t0, tz=UTC), datetime.fromtimestamp(t1, tz=UTC)
 
 
 def metric_series(
@@ -179,7 +180,7 @@ def metric_series(
     for page in pages:
         for r in page.get("MetricDataResults", []):
             for ts, v in zip(r.get("Timestamps", []), r.get("Values", [])):
-                points[ts.astimezone(timezone.utc)] = float(v)
+                points[ts.astimezone(UTC)] = float(v)
     return sorted(points.items())
 
 
@@ -206,7 +207,7 @@ def covers(points: list[tuple[datetime, float]], start: datetime, end: datetime,
 
 @dataclass
 class CloudwatchReading:
-    maximum: Optional[float]
+    maximum: float | None
     """Maximum over the window; None when no datapoint arrived."""
     datapoints: int
     covered: bool
@@ -265,7 +266,7 @@ class DeployedScaling:
     """What is deployed for one endpoint variant, read-only."""
 
     endpoint: str
-    target: Optional[dict]
+    target: dict | None
     policies: list[dict]
     alarms: dict[str, list[dict]] = field(default_factory=dict)
     """policy name -> alarms that invoke it."""

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact
@@ -135,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     t_start = time.monotonic()
     # SIGTERM (e.g. from a CI runner) takes the same path as Ctrl-C: stop the container, write nothing half.
     previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    container: Optional[Container] = None
+    container: Container | None = None
     try:
         _say("container", "starting the inference container (real Kokoro-82M, onnx on CPU)...")
         container = Container(args.serve_cmd, out / "container.log", args.slo_ms)
@@ -215,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _png_for(artifact: Path) -> Optional[Path]:
+def _png_for(artifact: Path) -> Path | None:
     png = artifact.with_suffix(".png")
     return png if png.exists() else None
 

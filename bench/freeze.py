@@ -17,9 +17,10 @@ import signal
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 from pydantic import BaseModel, ValidationError
 
@@ -41,12 +42,12 @@ class FreezeState(BaseModel):
     resource_id: str
     service_namespace: str = aws.NAMESPACE
     scalable_dimension: str = aws.DIMENSION
-    min_capacity: Optional[int]
+    min_capacity: int | None
     """None: no scalable target was registered (only the desired count was changed)."""
-    max_capacity: Optional[int]
+    max_capacity: int | None
     suspended_state: dict[str, bool]
-    desired_instance_count: Optional[int] = None
-    pinned_instances: Optional[int] = None
+    desired_instance_count: int | None = None
+    pinned_instances: int | None = None
     """The desired count the run set (None: it did not touch it); restore sets desired_instance_count back."""
     saved_at: datetime
     tool: str
@@ -57,7 +58,7 @@ def default_state_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "speech-endpoints"
 
 
-def state_path(state_dir: Optional[Path], endpoint: str) -> Path:
+def state_path(state_dir: Path | None, endpoint: str) -> Path:
     return Path(state_dir or default_state_dir()) / f"freeze-{endpoint}.json"
 
 
@@ -82,7 +83,7 @@ def register(sess: Any, state: FreezeState, min_c: int, max_c: int, suspended: d
     )
 
 
-def describe_variant(sess: Any, endpoint: str, variant: str) -> tuple[str, Optional[int], Optional[int], str]:
+def describe_variant(sess: Any, endpoint: str, variant: str) -> tuple[str, int | None, int | None, str]:
     """(EndpointStatus, CurrentInstanceCount, DesiredInstanceCount, FailureReason)."""
     ep = aws.describe_endpoint(sess, endpoint)
     current, desired = aws.variant_counts(ep, variant)
@@ -93,7 +94,7 @@ def wait_in_service(
     sess: Any,
     endpoint: str,
     variant: str,
-    count: Optional[int],
+    count: int | None,
     *,
     timeout_s: float,
     poll_s: float,
@@ -128,7 +129,7 @@ def wait_in_service(
 def restore_state(
     sess: Any,
     state: FreezeState,
-    path: Optional[Path],
+    path: Path | None,
     *,
     timeout_s: float = 1800.0,
     poll_s: float = 10.0,
@@ -169,11 +170,11 @@ class Freeze:
         self,
         sess: Any,
         endpoint: str,
-        state_dir: Optional[Path] = None,
+        state_dir: Path | None = None,
         variant: str = aws.VARIANT,
         tool: str = "bench",
         log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
-        instances: Optional[int] = None,
+        instances: int | None = None,
         timeout_s: float = 1800.0,
         poll_s: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
@@ -188,15 +189,15 @@ class Freeze:
         self.path = state_path(state_dir, endpoint)
         self.tool = tool
         self.log = log
-        self.state: Optional[FreezeState] = None
-        self.pinned: Optional[int] = None
+        self.state: FreezeState | None = None
+        self.pinned: int | None = None
         self._old_sigterm: Any = None
 
     @property
     def active(self) -> bool:
         return self.state is not None
 
-    def __enter__(self) -> "Freeze":
+    def __enter__(self) -> Freeze:
         if self.path.exists():
             raise UsageError(
                 f"{self.path} holds the scaling state saved by an earlier run that did not finish; restore it "
@@ -220,7 +221,7 @@ class Freeze:
             suspended_state=aws.suspended(target) if target else {},
             desired_instance_count=was,
             pinned_instances=self.instances,
-            saved_at=datetime.now(timezone.utc),
+            saved_at=datetime.now(UTC),
             tool=self.tool,
         )
         # Saved before anything changes: a SIGKILL after this line still leaves a way back.
@@ -240,7 +241,7 @@ class Freeze:
         self.log(f"froze {self.endpoint}: {scaling}{count}; state in {self.path}")
         return self
 
-    def _set_instances(self, n: int, was: Optional[int]) -> None:
+    def _set_instances(self, n: int, was: int | None) -> None:
         """Desired count n, then wait until exactly n instances are InService; TargetError when the
         endpoint cannot get there (quota, capacity, a failed update), so nothing measures a fleet."""
         from botocore.exceptions import ClientError

@@ -6,9 +6,9 @@ from __future__ import annotations
 import base64
 import html
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
 from speech.files import atomic_write_text
@@ -36,7 +36,7 @@ class PolicyViolation:
     message: str
 
 
-def _img(path: Optional[Path], alt: str) -> str:
+def _img(path: Path | None, alt: str) -> str:
     if path is None or not Path(path).exists():
         return f'<p class="muted">({html.escape(alt)}: no image)</p>'
     data = base64.b64encode(Path(path).read_bytes()).decode()
@@ -64,11 +64,11 @@ def render_report(
     plan: PlanArtifact,
     qmax: QmaxArtifact,
     ttotal: TtotalArtifact,
-    ladder_png: Optional[Path] = None,
-    waterfall_png: Optional[Path] = None,
-    violations: Optional[list[PolicyViolation]] = None,
+    ladder_png: Path | None = None,
+    waterfall_png: Path | None = None,
+    violations: list[PolicyViolation] | None = None,
     policy_ran: bool = False,
-    policy_note: Optional[str] = None,
+    policy_note: str | None = None,
     next_steps: Iterable[str] = (),
     title: str = "speech-endpoints: measured autoscaling",
 ) -> str:
@@ -83,7 +83,7 @@ def render_report(
         f"T_total <b>{plan.t_total.planning_s:.1f} s</b> &middot; target <b>{plan.thresholds.scaling_target_value:g}</b>"
         f" / scale-in <b>{plan.thresholds.scale_in_threshold:g}</b> &middot; fleet "
         f"<b>{plan.fleet.min_instances}-{plan.fleet.max_instances}</b></p>",
-        f"<p class='muted'>Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}.</p>",
+        f"<p class='muted'>Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.</p>",
         "<h2>Q_max: the concurrency ladder</h2>",
         _img(ladder_png, "p95 TTFAB vs concurrency"),
         _table(

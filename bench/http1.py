@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import socket
 import time
-from typing import Optional
 from urllib.parse import urlsplit
 
 from .errors import TargetError, UsageError
@@ -38,7 +37,7 @@ class ArrivalReader(asyncio.StreamReader):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.arrivals: Optional[list[tuple[int, float, float]]] = None
+        self.arrivals: list[tuple[int, float, float]] | None = None
         """(bytes fed since ``arm`` up to the end of this piece, perf_counter, monotonic)."""
         self._fed = 0
 
@@ -52,7 +51,7 @@ class ArrivalReader(asyncio.StreamReader):
             self.arrivals.append((self._fed, time.perf_counter(), time.monotonic()))
         super().feed_data(data)
 
-    def arrival_of(self, offset: int) -> Optional[tuple[float, float]]:
+    def arrival_of(self, offset: int) -> tuple[float, float] | None:
         """(perf_counter, monotonic) when the byte at ``offset`` (counted from ``arm``) arrived;
         stops noting arrivals."""
         arrivals, self.arrivals = self.arrivals, None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 from speech.artifacts import LadderLevel, RequestMix
 
@@ -115,7 +115,7 @@ def estimate(schedule: Sequence[int], per_level_s: float, tolerance: float = 0.0
 class SearchResult:
     levels: list[LadderLevel]
     q_max: int
-    first_failing: Optional[int]
+    first_failing: int | None
     order: list[int] = field(default_factory=list)
     """Concurrency levels in the order they were measured."""
 

@@ -13,7 +13,7 @@ import gc
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -33,7 +33,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-def loop_kind(loop: Optional[asyncio.AbstractEventLoop] = None) -> str:
+def loop_kind(loop: asyncio.AbstractEventLoop | None = None) -> str:
     loop = loop or asyncio.get_running_loop()
     return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
 
@@ -53,10 +53,10 @@ class LevelResult:
     loop_lag_p99_ms: float
     cpu_fraction: float
     window: tuple[float, float] = (0.0, 0.0)
-    stall_runqueue_share: Optional[float] = None
+    stall_runqueue_share: float | None = None
     """Of the loop-lag samples of 1 ms or more, the share of their lag the loop's thread spent
     runnable but without a CPU (other processes had it); None where the kernel does not say."""
-    runqueue_wait_s: Optional[float] = None
+    runqueue_wait_s: float | None = None
     """Total time the loop's thread waited for a CPU over the level (settle + measure)."""
 
     @property
@@ -84,7 +84,7 @@ class LevelResult:
             and self.errors <= MAX_ERROR_FRACTION * done
         )
 
-    def to_level(self, slo_ms: float, cloudwatch_max: Optional[float] = None) -> LadderLevel:
+    def to_level(self, slo_ms: float, cloudwatch_max: float | None = None) -> LadderLevel:
         finite = self.ttfab_ms.size > 0
         return LadderLevel(
             concurrency=self.concurrency,
@@ -129,11 +129,11 @@ class Progress:
     phase: str
     elapsed_s: float
     total_s: float
-    live_p95_ms: Optional[float]
+    live_p95_ms: float | None
     done: int
 
 
-def runqueue_wait_s(path: str = "/proc/thread-self/schedstat") -> Optional[float]:
+def runqueue_wait_s(path: str = "/proc/thread-self/schedstat") -> float | None:
     """Seconds this thread (or the task ``path`` names) has spent runnable but waiting for a CPU
     (Linux schedstat); None where the kernel does not say."""
     try:
@@ -143,7 +143,7 @@ def runqueue_wait_s(path: str = "/proc/thread-self/schedstat") -> Optional[float
         return None
 
 
-async def _loop_lag(stop: asyncio.Event, lags: list[float], period: float = 0.01, waits: Optional[list[float]] = None) -> None:
+async def _loop_lag(stop: asyncio.Event, lags: list[float], period: float = 0.01, waits: list[float] | None = None) -> None:
     """Samples how late a ``period`` sleep wakes; with ``waits``, also how much of each sample the
     loop's thread spent waiting for a CPU (so a stall can be told apart from the loop's own work)."""
     while not stop.is_set():
@@ -162,7 +162,7 @@ async def run_level_async(
     settle_s: float,
     measure_s: float,
     texts: Sequence[str],
-    on_progress: Optional[Callable[[Progress], None]] = None,
+    on_progress: Callable[[Progress], None] | None = None,
     drain_timeout_s: float = 30.0,
 ) -> LevelResult:
     await target.open(concurrency)
@@ -177,7 +177,7 @@ async def run_level_async(
     stop_new = asyncio.Event()
     done: list[Outcome] = []
     lags: list[float] = []
-    waits: Optional[list[float]] = [] if runqueue_wait_s() is not None else None
+    waits: list[float] | None = [] if runqueue_wait_s() is not None else None
     lag_stop = asyncio.Event()
 
     async def worker() -> None:

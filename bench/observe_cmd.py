@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from speech.artifacts import (
     CalibrationArtifact,
@@ -91,7 +91,7 @@ def parse_since(text: str) -> timedelta:
     return span
 
 
-def find_by_sha(explicit: Optional[Path], root: Path, cls: type, sha: str, flag: str) -> Optional[Path]:
+def find_by_sha(explicit: Path | None, root: Path, cls: type, sha: str, flag: str) -> Path | None:
     """The artifact whose canonical sha256 is ``sha``: ``explicit`` must match it; otherwise the
     first match under ``root``, or None."""
     if explicit is not None:
@@ -121,7 +121,7 @@ def read_scaling_activities(sess: Any, endpoint: str, start: datetime) -> tuple[
         )
         for page in pages:
             for a in page.get("ScalingActivities", []):
-                at = a["StartTime"].astimezone(timezone.utc)
+                at = a["StartTime"].astimezone(UTC)
                 if at >= start:
                     out.append(Activity(at=at, status=a.get("StatusCode", ""), description=a.get("Description", ""),
                                         cause=a.get("Cause", "")))
@@ -148,7 +148,7 @@ def render(c: CalibrationArtifact) -> str:
     return "\n".join(rows)
 
 
-def run(args: argparse.Namespace, session: Any = None, now: Optional[datetime] = None) -> int:
+def run(args: argparse.Namespace, session: Any = None, now: datetime | None = None) -> int:
     span = parse_since(args.since)
     plan = load_artifact(args.plan, PlanArtifact)
     qmax_path = find_by_sha(args.qmax, args.artifacts, QmaxArtifact, plan.inputs.qmax_sha256, "--qmax")
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace, session: Any = None, now: Optional[datetime] =
 
     sess = session or aws.session(args.region)
     aws.describe_endpoint(sess, args.endpoint)
-    end = (now or datetime.now(timezone.utc)).replace(microsecond=0)
+    end = (now or datetime.now(UTC)).replace(microsecond=0)
     end = end - timedelta(seconds=end.timestamp() % PERIOD_S)
     start = end - span
     model_dim = {"Model": args.emf_model or plan.model}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Callable, Optional, TypeVar
+from typing import TypeVar
+from collections.abc import Callable
 
 from pydantic import BaseModel
 
@@ -22,7 +23,7 @@ def publish(
 ) -> Path:
     """Write ``artifact`` into ``args.out``; with ``args.plot`` a PNG beside it; print JSON or the report."""
     out = write_artifact(args.out / filename, artifact)
-    plot_path: Optional[Path] = plot(artifact, out.with_suffix(".png")) if args.plot else None
+    plot_path: Path | None = plot(artifact, out.with_suffix(".png")) if args.plot else None
     if args.json:
         print(artifact.model_dump_json(indent=2))
     else:

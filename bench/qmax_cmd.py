@@ -6,9 +6,10 @@ import argparse
 import sys
 import time
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -207,7 +208,7 @@ def cloudwatch_ratio(levels: list[LadderLevel]) -> tuple[float, str]:
     return (round(float(np.mean(ratios)), 4), "measured") if ratios else (1.0, "assumed")
 
 
-def run(args: argparse.Namespace, session: Any = None, load_target: Optional[Target] = None,
+def run(args: argparse.Namespace, session: Any = None, load_target: Target | None = None,
         sleep: Callable[[float], None] = time.sleep) -> int:
     """``load_target``: where the ladder's requests go when not to the endpoint itself (tests send
     them to a real local server while the AWS control plane is moto, which cannot stream)."""
@@ -245,7 +246,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Optional[Tar
         cw = None
         line = level_line(r, args.slo_ms)
         if sm:
-            to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=timezone.utc)  # noqa: E731
+            to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=UTC)  # noqa: E731
             reading = aws.wait_concurrency_max(
                 target.session, args.endpoint, to_dt(r.window[0]), to_dt(r.window[1]),
                 wait_s=args.cloudwatch_wait_s, poll_s=args.poll_s, sleep=sleep,
@@ -257,7 +258,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Optional[Tar
         display.level_done(per_level, line)
         return r.to_level(args.slo_ms, cw)
 
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     with ExitStack() as stack:
         if sm:
             from .freeze import Freeze

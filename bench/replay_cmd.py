@@ -8,9 +8,9 @@ import asyncio
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class ReplayRequest(Frozen):
     due_s: float
     late_ms: float
     """How long after its timestamp the request was sent (client lag)."""
-    ttfab_ms: Optional[float]
+    ttfab_ms: float | None
     status: str
     """ok, rejected, or the error code."""
 
@@ -56,15 +56,15 @@ class ReplayArtifact(Frozen):
     trace_spec: str
     seed: int
     duration_s: float
-    slo_ms: Optional[float] = None
+    slo_ms: float | None = None
     requests: int
     ok: int
     rejected: int
     errors: int
-    ttfab_p50_ms: Optional[float]
-    ttfab_p95_ms: Optional[float]
-    ttfab_p99_ms: Optional[float]
-    within_slo_share: Optional[float] = None
+    ttfab_p50_ms: float | None
+    ttfab_p95_ms: float | None
+    ttfab_p99_ms: float | None
+    within_slo_share: float | None = None
     send_late_p99_ms: float
     started_at: datetime
     per_request: list[ReplayRequest]
@@ -88,7 +88,7 @@ class Sent:
     outcome: Outcome
 
 
-def texts_for(sizes: Optional[np.ndarray], count: int, mix: str) -> list[str]:
+def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
     """One text per request: cycling the mix, or by size rank when the trace has sizes (the
     shortest texts for the smallest requests)."""
     pool = sorted(MIXES[mix], key=len)
@@ -126,7 +126,7 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
     return sorted(results, key=lambda s: s.due_s)
 
 
-def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s: float, slo_ms: Optional[float],
+def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s: float, slo_ms: float | None,
               started_at: datetime) -> ReplayArtifact:
     ttfab = np.array([s.outcome.ttfab_s * 1000 for s in sent if s.outcome.ok and s.outcome.ttfab_s is not None])
     ok = sum(1 for s in sent if s.outcome.ok)
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     target = make_target(args)
     target.check()
     texts = texts_for(sizes, times.size, args.mix)
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     duration = float(args.duration or trace.duration_s)
     print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
     loop = new_event_loop()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import Any
 
 from speech import scaling
 from speech.artifacts import PlanArtifact
@@ -143,7 +143,7 @@ def differences(part: str, where: str, described: dict, spec: scaling.ScalingSpe
     return issues
 
 
-def compare(plan: Optional[PlanArtifact], d: DeployedScaling, why_no_plan: str = "") -> list[Issue]:
+def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = "") -> list[Issue]:
     """Every difference between the plan and the deployment. ``plan`` None (or a stop verdict)
     means no scaling should exist at all."""
     issues = frozen_issues(d)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Optional
 
 from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.files import load_artifact, write_artifact
@@ -67,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the simulation artifact as JSON instead of the table")
 
 
-def load_trace(spec: str, seed: Optional[int] = None) -> Trace:
+def load_trace(spec: str, seed: int | None = None) -> Trace:
     """A trace from its spec: generators in memory, CSV files (and the shipped ones) read here."""
     kind, path, opts = parse_spec(spec)
     if kind in BUILTIN_TRACES or kind == "csv":
@@ -112,7 +111,7 @@ def resolve_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, t
     return build_plan(q, t, plan_inputs(ns, q), allow_config_mismatch=True)
 
 
-def _fmt(x: Optional[float], spec: str, none: str = "-") -> str:
+def _fmt(x: float | None, spec: str, none: str = "-") -> str:
     return none if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
 
@@ -166,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
     model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps)
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
-                              price_per_hour=args.price_per_hour, created_at=datetime.now(timezone.utc))
+                              price_per_hour=args.price_per_hour, created_at=datetime.now(UTC))
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
     path = args.out / f"simulation-{plan.model}-{safe}.json"
     written = [write_artifact(path, art)]

@@ -32,7 +32,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 from container.markers import emit_stage
 
@@ -48,7 +47,7 @@ def stamp_bytes() -> bytes:
     return STAMP_MAGIC + struct.pack(">d", time.monotonic())
 
 
-def read_stamp(chunk: bytes) -> Optional[float]:
+def read_stamp(chunk: bytes) -> float | None:
     """The server's monotonic send time from a first chunk, or None when it carries none."""
     if len(chunk) >= STAMP_LEN and chunk.startswith(STAMP_MAGIC):
         return struct.unpack(">d", chunk[len(STAMP_MAGIC) : STAMP_LEN])[0]
@@ -80,7 +79,7 @@ class SyntheticConfig:
 class _State:
     cfg: SyntheticConfig
     in_system: int = 0
-    lanes: Optional[list[float]] = None
+    lanes: list[float] | None = None
     """Heap of the monotonic times at which each of the ``concurrency`` service lanes is next free."""
     ready: bool = False
     served: int = 0
@@ -89,7 +88,7 @@ class _State:
     def __post_init__(self) -> None:
         self.lanes = [0.0] * self.cfg.concurrency if self.cfg.concurrency > 0 else None
 
-    async def first_byte(self) -> Optional[str]:
+    async def first_byte(self) -> str | None:
         """Wait for a lane and the service time; returns an error code when refused.
 
         A lane serves its requests back to back on absolute deadlines: the first byte of the next
@@ -333,7 +332,7 @@ class SyntheticServer:
         self.cfg = SyntheticConfig(**kwargs)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
 
     def argv(self) -> list[str]:
         c = self.cfg
@@ -346,7 +345,7 @@ class SyntheticServer:
             "--engine", c.engine,
         ]
 
-    def __enter__(self) -> "SyntheticServer":
+    def __enter__(self) -> SyntheticServer:
         import httpx
 
         self.proc = subprocess.Popen(self.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -14,7 +14,7 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 from speech.artifacts import Fingerprint
 
@@ -30,14 +30,14 @@ class Outcome:
     start: float
     """perf_counter() just before the request was sent."""
     end: float
-    ttfab_s: Optional[float] = None
+    ttfab_s: float | None = None
     ok: bool = False
     rejected: bool = False
-    error: Optional[str] = None
+    error: str | None = None
     nbytes: int = 0
     first_chunk: bytes = b""
     """First bytes of the body (a synthetic server's send stamp lives there)."""
-    first_at_mono: Optional[float] = None
+    first_at_mono: float | None = None
     """time.monotonic() when the first byte arrived, to compare with a server's stamp."""
 
 
@@ -55,7 +55,7 @@ class Target(Protocol):
     def check(self) -> None:
         """Raise TargetError when the target cannot be measured (unreachable, missing, not ready)."""
 
-    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint: ...
+    def fingerprint(self, instance_type: str | None = None, image_digest: str | None = None) -> Fingerprint: ...
 
 
 def payload(text: str) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def _error_code(body: bytes) -> str:
         return ""
 
 
-def _local_fingerprint(name: str, identity: dict, instance_type: Optional[str], image_digest: Optional[str]) -> Fingerprint:
+def _local_fingerprint(name: str, identity: dict, instance_type: str | None, image_digest: str | None) -> Fingerprint:
     """A local server has no image digest unless it reports one; hash what identifies it instead
     (its /ping identity), so two runs against the same server build share a fingerprint."""
     digest = image_digest or identity.get("image_digest")
@@ -101,7 +101,7 @@ class HttpTarget:
         self._clients: list = []
         self._idle: list = []
         self._identity: dict = {}
-        self._raw: Optional[RawHttpClient] = RawHttpClient(self.url) if self.url.startswith("http://") else None
+        self._raw: RawHttpClient | None = RawHttpClient(self.url) if self.url.startswith("http://") else None
 
     def check(self) -> None:
         import httpx
@@ -122,7 +122,7 @@ class HttpTarget:
         except ValueError:
             self._identity = {}
 
-    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint:
+    def fingerprint(self, instance_type: str | None = None, image_digest: str | None = None) -> Fingerprint:
         return _local_fingerprint(self.name, self._identity, instance_type, image_digest)
 
     async def open(self, concurrency: int) -> None:
@@ -157,7 +157,7 @@ class HttpTarget:
         raw = self._raw
         assert raw is not None
         data = raw.request_bytes("/invocations", json.dumps(payload(text)).encode())
-        conn: Optional[Connection] = self._idle.pop() if self._idle else None
+        conn: Connection | None = self._idle.pop() if self._idle else None
         start = time.perf_counter()
         out = Outcome(start=start, end=start)
         try:
@@ -277,7 +277,7 @@ class WebSocketTarget:
     def check(self) -> None:
         self.http.check()
 
-    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint:
+    def fingerprint(self, instance_type: str | None = None, image_digest: str | None = None) -> Fingerprint:
         return self.http.fingerprint(instance_type, image_digest)
 
     async def open(self, concurrency: int) -> None:
@@ -345,7 +345,7 @@ class SageMakerTarget:
         self.transport = transport
         self.session = session or boto3.session.Session()
         self._runtime = None
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool: ThreadPoolExecutor | None = None
         self.described: dict = {}
 
     def check(self) -> None:
@@ -362,7 +362,7 @@ class SageMakerTarget:
                     "measure with --transport stream, or against the container locally with --url"
                 )
 
-    def fingerprint(self, instance_type: Optional[str] = None, image_digest: Optional[str] = None) -> Fingerprint:
+    def fingerprint(self, instance_type: str | None = None, image_digest: str | None = None) -> Fingerprint:
         if instance_type and image_digest:
             fp_type, fp_digest = instance_type, image_digest
         else:

@@ -10,9 +10,10 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def marker_phases(markers: list[dict], t0: datetime, source: str) -> list[Phase]
         seen.add(name)
         at = parse_at(m["at"])
         if name == "container_started" or not out:
-            start = datetime.fromtimestamp(at.timestamp() - m["elapsed_s"], tz=timezone.utc)
+            start = datetime.fromtimestamp(at.timestamp() - m["elapsed_s"], tz=UTC)
             if "container_started" not in [p.name for p in out]:
                 out.append(phase("container_started", start, t0, "derived: first marker's at - elapsed_s", True))
                 seen.add("container_started")
@@ -103,7 +104,7 @@ def marker_phases(markers: list[dict], t0: datetime, source: str) -> list[Phase]
     return out
 
 
-def phase(name: str, at: Optional[datetime], t0: datetime, source: str, bounded: bool, applicable: bool = True) -> Phase:
+def phase(name: str, at: datetime | None, t0: datetime, source: str, bounded: bool, applicable: bool = True) -> Phase:
     if not applicable or at is None:
         return Phase(name=name, at=None, offset_s=None, source=source, bounded=bounded, applicable=False)
     off = (at - t0).total_seconds()
@@ -142,7 +143,7 @@ class DominantPhase:
     shortens: str
 
 
-def dominant_phase(a: TtotalArtifact) -> Optional[DominantPhase]:
+def dominant_phase(a: TtotalArtifact) -> DominantPhase | None:
     """The longest step between consecutive applicable phases (named by the phase that ends it)."""
     phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
     steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:])]  # type: ignore[operator]
@@ -169,7 +170,7 @@ def ladder_p95_at(q: QmaxArtifact, concurrency: float) -> float:
 
 def recovered_at(
     samples: list[tuple[float, float]], threshold_ms: float, window_s: float, not_before: float, until: float
-) -> Optional[float]:
+) -> float | None:
     """Start of the first window (>= not_before) of length window_s whose p95 TTFAB is within the
     threshold; samples are (wall time of first byte, TTFAB ms). None when no full window qualifies."""
     pts = sorted(s for s in samples if s[0] >= not_before)
@@ -194,7 +195,7 @@ class Probe:
     texts: list[str]
     samples: list[tuple[float, float]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: Optional[threading.Thread] = None
+    _thread: threading.Thread | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="probe", daemon=True)
@@ -253,11 +254,11 @@ def run_sagemaker(
     endpoint: str,
     qmax: QmaxArtifact,
     *,
-    probe: Optional[Probe],
+    probe: Probe | None,
     recover_window_s: float,
     poll_s: float,
     timeout_s: float,
-    state_dir: Optional[Path] = None,
+    state_dir: Path | None = None,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
@@ -282,13 +283,13 @@ def run_sagemaker(
                 EndpointName=endpoint,
                 DesiredWeightsAndCapacities=[{"VariantName": aws.VARIANT, "DesiredInstanceCount": new}],
             )
-            t0 = datetime.fromtimestamp(t0_s, tz=timezone.utc)
+            t0 = datetime.fromtimestamp(t0_s, tz=UTC)
             log(f"{endpoint}: desired instance count {base} -> {new} at {t0:%H:%M:%S}")
-            first_event: Optional[datetime] = None
+            first_event: datetime | None = None
             markers: list[dict] = []
-            new_stream: Optional[str] = None
-            in_service: Optional[datetime] = None
-            recovered: Optional[float] = None
+            new_stream: str | None = None
+            in_service: datetime | None = None
+            recovered: float | None = None
             threshold = ladder_p95_at(qmax, (probe.concurrency / new) if probe else 1) * 1.1 + 5.0
             while True:
                 now = clock()
@@ -307,13 +308,13 @@ def run_sagemaker(
                 if new_stream is not None and (first_event is None or not any(m["stage"] == "ready" for m in markers)):
                     events = _stream_events(logs, group, new_stream)
                     if events:
-                        first_event = datetime.fromtimestamp(events[0]["timestamp"] / 1000, tz=timezone.utc)
+                        first_event = datetime.fromtimestamp(events[0]["timestamp"] / 1000, tz=UTC)
                         markers = [m for e in events if (m := parse_stage_line(e.get("message", "")))]
                 if in_service is None:
                     ep = aws.describe_endpoint(sess, endpoint)
                     cur, _ = aws.variant_counts(ep)
                     if ep.get("EndpointStatus") == "InService" and (cur or 0) >= new:
-                        in_service = datetime.fromtimestamp(now, tz=timezone.utc)
+                        in_service = datetime.fromtimestamp(now, tz=UTC)
                         log(f"{endpoint}: InService with {cur} instances after {now - t0_s:.1f} s")
                 if in_service is not None and probe is not None and recovered is None:
                     # Only load served once the new instance is in service counts as recovered.
@@ -339,7 +340,7 @@ def run_sagemaker(
     phases += marker_phases(markers, t0, f"container log marker ({new_stream})")
     phases.append(phase("in_service", in_service, t0, f"DescribeEndpoint CurrentInstanceCount >= {new} (polled every {poll_s:g} s)", poll_s > 0))
     if probe is not None:
-        at = datetime.fromtimestamp(recovered, tz=timezone.utc) if recovered else None
+        at = datetime.fromtimestamp(recovered, tz=UTC) if recovered else None
         phases.append(phase("traffic_recovered", at, t0,
                             f"probe at concurrency {probe.concurrency}: p95 <= {threshold:.0f} ms (ladder p95 at "
                             f"{probe.concurrency / new:g}/instance +10%) for {recover_window_s:g} s", True))
@@ -372,7 +373,7 @@ def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[s
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     except OSError as err:
         raise UsageError(f"--serve-cmd {serve_cmd!r}: cannot start ({err.strerror})") from None
-    t0 = datetime.fromtimestamp(t0_s, tz=timezone.utc)
+    t0 = datetime.fromtimestamp(t0_s, tz=UTC)
 
     def read() -> None:
         assert proc.stdout is not None
@@ -394,7 +395,7 @@ def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[s
                 raise TargetError(f"--serve-cmd did not answer /ping within {timeout_s:g} s: " + " | ".join(tail[-3:]))
             try:
                 if httpx.get(url + "/ping", timeout=1.0).status_code == 200:
-                    ready_at = datetime.fromtimestamp(time.time(), tz=timezone.utc)
+                    ready_at = datetime.fromtimestamp(time.time(), tz=UTC)
                     break
             except httpx.HTTPError:
                 pass
@@ -413,7 +414,7 @@ def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[s
         out = asyncio.run(one())
         if not out.ok or out.ttfab_s is None:
             raise TargetError(f"the new process at {url} failed its first request ({out.error})")
-        served_at = datetime.fromtimestamp(wall0 + (out.start + out.ttfab_s - perf0), tz=timezone.utc)
+        served_at = datetime.fromtimestamp(wall0 + (out.start + out.ttfab_s - perf0), tz=UTC)
     finally:
         proc.terminate()
         try:
@@ -449,7 +450,7 @@ def render(a: TtotalArtifact) -> str:
 
 
 def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep, probe_target: Optional[Target] = None) -> int:
+        sleep: Callable[[float], None] = time.sleep, probe_target: Target | None = None) -> int:
     qmax = load_artifact(args.qmax, QmaxArtifact)
     for name in ("recover_window_s", "poll_s", "timeout_s"):
         if getattr(args, name) < 0 or (name == "timeout_s" and args.timeout_s == 0):
@@ -467,7 +468,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     if target.transport != qmax.transport:
         raise UsageError(f"{args.qmax} was measured over {qmax.transport!r} but --transport is {target.transport!r}")
     log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr))
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     if args.endpoint:
         c = args.probe_concurrency if args.probe_concurrency is not None else max(1, min(10, qmax.q_max))
         probe = Probe(probe_target or target, c, request_mix("mixed")[0]) if c > 0 else None

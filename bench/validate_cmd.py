@@ -8,9 +8,9 @@ import math
 import sys
 import time
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from speech.artifacts import PlanArtifact
 from speech.files import load_artifact
@@ -70,7 +70,7 @@ RATIO_TOLERANCE = 0.2
 """The observed CloudWatch/client ratio may differ from the plan's by this fraction."""
 
 
-def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, cloudwatch_max: float) -> Optional[Issue]:
+def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, cloudwatch_max: float) -> Issue | None:
     """The scale-out target is deployed in CloudWatch units: it acts when ConcurrentRequestsPerModel
     reaches scaling_target_value, i.e. at scaling_target_value / observed ratio client requests in
     flight per instance. An issue when that is not C_scale_max (the ratio is off by more than
@@ -91,7 +91,7 @@ def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, clo
 
 
 def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "the endpoint",
-                read_cloudwatch: Optional[Callable[[datetime, datetime], aws.CloudwatchReading]] = None,
+                read_cloudwatch: Callable[[datetime, datetime], aws.CloudwatchReading] | None = None,
                 ) -> tuple[list[Issue], list[dict]]:
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
@@ -109,7 +109,7 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
         r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
         rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
         if read_cloudwatch is not None:
-            to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=timezone.utc)  # noqa: E731
+            to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=UTC)  # noqa: E731
             reading = read_cloudwatch(to_dt(r.window[0]), to_dt(r.window[1]))
             per_instance = r.inflight_mean / instances
             rows[-1].update(cloudwatch_max=reading.maximum, client_inflight_per_instance=round(per_instance, 4))

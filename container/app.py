@@ -382,7 +382,7 @@ def build_app(settings: Settings | None = None) -> Starlette:
             while True:
                 try:
                     msg = await asyncio.wait_for(ws.receive(), settings.ws_idle_timeout_s)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     if busy or not inbox.empty():
                         continue  # quiet client, but audio is still being made for it
                     await shut(1001, f"idle for {settings.ws_idle_timeout_s:g} s (WS_IDLE_TIMEOUT_S)")

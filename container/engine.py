@@ -124,7 +124,7 @@ class Engine:
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
 
     def calibrate(self, seconds: float, tokens: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from .errors import BadRequest, InvalidJSON, PayloadTooLarge
 

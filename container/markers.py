@@ -19,7 +19,7 @@ import re
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 STAGES = ("container_started", "framework_init", "weights_ready", "warmup_done", "ready")
 _AT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
@@ -44,7 +44,7 @@ PROCESS_START = _process_start_wall()
 
 
 def format_at(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def stage_record(stage: str, now: float | None = None) -> dict:

@@ -6,7 +6,7 @@ import json
 import sys
 import threading
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 NAMESPACE = "SpeechEndpoints/Container"
 

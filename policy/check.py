@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from .harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
 

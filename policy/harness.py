@@ -17,7 +17,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import grpc
 from google.protobuf import empty_pb2, json_format, struct_pb2
@@ -228,7 +229,7 @@ class PackClient:
             if s:
                 s.close()
 
-    def __enter__(self) -> "PackClient":
+    def __enter__(self) -> PackClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -9,7 +9,8 @@ as a violation (fail closed), never as a pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from speech import provenance as pv
 from speech.artifacts import PlanArtifact

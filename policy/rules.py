@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Iterator, Mapping
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 

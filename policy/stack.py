@@ -13,7 +13,8 @@ because names that are outputs of other resources are unknown while previewing a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from speech.scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE, number, parse_resource_id  # noqa: F401  (re-exported)
 
@@ -177,7 +178,7 @@ class Res:
                 names.add(v)
         return names
 
-    def depends_on(self, other: "Res", prop: str | None = None) -> bool:
+    def depends_on(self, other: Res, prop: str | None = None) -> bool:
         if prop is not None and other.urn in self.property_dependencies.get(prop, ()):
             return True
         return other.urn in self.dependencies

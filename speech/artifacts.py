@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal, Optional
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, model_validator
 
@@ -54,14 +54,14 @@ class Fingerprint(Frozen):
     """``<family>-<first 8 hex of digest>``, e.g. ``g5xlarge-8b1b96bc``; must agree with the two above."""
 
     @model_validator(mode="after")
-    def _slug_matches(self) -> "Fingerprint":
+    def _slug_matches(self) -> Fingerprint:
         expected = make_slug(self.instance_type, self.image_digest)
         if self.slug != expected:
             raise ValueError(f"slug {self.slug!r} does not match instance type and digest (expected {expected!r})")
         return self
 
     @classmethod
-    def of(cls, instance_type: str, image_digest: str) -> "Fingerprint":
+    def of(cls, instance_type: str, image_digest: str) -> Fingerprint:
         return cls(instance_type=instance_type, image_digest=image_digest, slug=make_slug(instance_type, image_digest))
 
 
@@ -71,9 +71,9 @@ class Provenance(Frozen):
     origin: Origin
     source: str
     """Human-readable: the tool run, or the public source of reference figures."""
-    measured_at: Optional[datetime] = None
-    tool: Optional[str] = None
-    target: Optional[str] = None
+    measured_at: datetime | None = None
+    tool: str | None = None
+    target: str | None = None
     """``local:<url>`` or ``sagemaker:<endpoint>``; None for reference figures."""
 
 
@@ -96,10 +96,10 @@ class LadderLevel(Frozen):
     throughput_rps: NonNegativeFloat
     """Completed OK requests per second during the measured window."""
     client_concurrency_mean: NonNegativeFloat
-    cloudwatch_concurrency_max: Optional[NonNegativeFloat] = None
+    cloudwatch_concurrency_max: NonNegativeFloat | None = None
     """ConcurrentRequestsPerModel (Maximum, 10 s) during the window; None when not read."""
     meets_slo: bool
-    measure_s: Optional[PositiveFloat] = None
+    measure_s: PositiveFloat | None = None
     """Length of the measured window."""
 
 
@@ -124,7 +124,7 @@ class ClientOverhead(Frozen):
     """The load generator's own cost, measured so the ladder is known not to be the bottleneck."""
 
     loop_lag_p99_ms: NonNegativeFloat
-    cpu_fraction: Optional[NonNegativeFloat] = None
+    cpu_fraction: NonNegativeFloat | None = None
 
 
 CloudwatchRatioSource = Literal["measured", "assumed", "not_applicable"]
@@ -162,10 +162,10 @@ class QmaxArtifact(Frozen):
     """Highest measured concurrency whose p95 TTFAB met the SLO; 0 when none did."""
     bracketed: bool
     """True when a higher level failed, so q_max is tight, not a lower bound."""
-    first_failing_concurrency: Optional[int] = None
+    first_failing_concurrency: int | None = None
     service_time: ServiceTime
     """From concurrency 1, which every ladder measures (first, or added)."""
-    instances: Optional[Annotated[int, Field(ge=1)]]
+    instances: Annotated[int, Field(ge=1)] | None
     """Instances serving the ladder: 1 (``bench qmax`` pins a SageMaker endpoint to one instance and
     a local server is one); None when not recorded (schema 1 artifacts)."""
     cloudwatch_ratio: PositiveFloat
@@ -174,8 +174,8 @@ class QmaxArtifact(Frozen):
     cloudwatch_ratio_source: CloudwatchRatioSource
     """``measured``: read per level; ``assumed``: a SageMaker run whose metrics never arrived;
     ``not_applicable``: a local server (no CloudWatch)."""
-    request_mix: Optional[RequestMix] = None
-    client_overhead: Optional[ClientOverhead] = None
+    request_mix: RequestMix | None = None
+    client_overhead: ClientOverhead | None = None
     provenance: Provenance
 
     @model_validator(mode="before")
@@ -186,7 +186,7 @@ class QmaxArtifact(Frozen):
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> "QmaxArtifact":
+    def _consistent(self) -> QmaxArtifact:
         if self.cloudwatch_ratio_source == "measured":
             if not any(lv.cloudwatch_concurrency_max is not None for lv in self.ladder):
                 raise ValueError("cloudwatch_ratio_source is measured but no ladder level has cloudwatch_concurrency_max")
@@ -216,8 +216,8 @@ class Phase(Frozen):
     """One timestamped step of a scale-out, offset from ``desired_set``."""
 
     name: str
-    at: Optional[datetime]
-    offset_s: Optional[NonNegativeFloat]
+    at: datetime | None
+    offset_s: NonNegativeFloat | None
     source: str
     """What observed it: an API call, a log marker, a probe load."""
     bounded: bool
@@ -226,7 +226,7 @@ class Phase(Frozen):
     """False for phases that do not exist in this mode (provisioning when run locally)."""
 
     @model_validator(mode="after")
-    def _times_when_applicable(self) -> "Phase":
+    def _times_when_applicable(self) -> Phase:
         if self.applicable and (self.at is None or self.offset_s is None):
             raise ValueError(f"phase {self.name!r} is applicable but has no time")
         return self
@@ -245,7 +245,7 @@ class TtotalArtifact(Frozen):
     kind: Literal["ttotal"] = "ttotal"
     model: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
     trigger: TtotalTrigger
-    transport: Optional[Transport] = None
+    transport: Transport | None = None
     fingerprint: Fingerprint
     phases: Annotated[list[Phase], Field(min_length=1)]
     measured_total_s: PositiveFloat
@@ -263,7 +263,7 @@ class TtotalArtifact(Frozen):
         return data
 
     @model_validator(mode="after")
-    def _last_phase(self) -> "TtotalArtifact":
+    def _last_phase(self) -> TtotalArtifact:
         last = max((p.offset_s for p in self.phases if p.applicable and p.offset_s is not None), default=None)
         if last is None or abs(self.measured_total_s - last) > 0.0015:
             raise ValueError(f"measured_total_s {self.measured_total_s} is not the last applicable phase's offset {last}")
@@ -400,7 +400,7 @@ class OccupancyCheck(Frozen):
     occupancy_mean: NonNegativeFloat
     """Mean requests in flight per instance over those periods (container EMF ConcurrentRequests)."""
     periods: NonNegativeInt
-    observed_ttfab_p95_ms: Optional[NonNegativeFloat]
+    observed_ttfab_p95_ms: NonNegativeFloat | None
     """Median over the periods of the container's TTFABp95 (Maximum across instances); None when
     too few periods to judge."""
     ladder_ttfab_p95_ms: NonNegativeFloat
@@ -421,7 +421,7 @@ class RejectionCheck(Frozen):
 class ScalingEvent(Frozen):
     at: datetime
     direction: Literal["out", "in"]
-    desired: Optional[int]
+    desired: int | None
     cause: str
 
 
@@ -437,7 +437,7 @@ class ScalingCheck(Frozen):
 
 class Recommendation(Frozen):
     message: str
-    command: Optional[str] = None
+    command: str | None = None
     """The exact command to run (bench plan with new inputs); None when the fix is a measurement."""
 
 

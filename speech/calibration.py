@@ -19,7 +19,7 @@ import shlex
 import statistics
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -174,7 +174,7 @@ def scaling_events(activities: Iterable[Activity]) -> list[ScalingEvent]:
     description ("Setting desired instance count to 3.") compared with the previous one, else from
     the policy named in the cause (``*-scale-in`` removes, anything else adds)."""
     events: list[ScalingEvent] = []
-    prev: Optional[int] = None
+    prev: int | None = None
     for a in sorted(activities, key=lambda a: a.at):
         if a.status != "Successful":
             continue
@@ -228,8 +228,8 @@ def finding_scaling(s: ScalingCheck, plan: PlanArtifact, why_unread: str = "") -
 # --- verdict and recommendations ---------------------------------------------------------------
 
 
-def plan_command(plan: PlanArtifact, qmax_path: str, ttotal_path: str, *, qmax_derate: Optional[float] = None,
-                 min_instances: Optional[int] = None, stack: Optional[str] = None) -> str:
+def plan_command(plan: PlanArtifact, qmax_path: str, ttotal_path: str, *, qmax_derate: float | None = None,
+                 min_instances: int | None = None, stack: str | None = None) -> str:
     """The exact ``bench plan`` command that re-plans with the plan's own inputs, changed as given."""
     i = plan.inputs
     argv = ["python", "-m", "bench", "plan", "--qmax", qmax_path, "--ttotal", ttotal_path,
@@ -248,7 +248,7 @@ def plan_command(plan: PlanArtifact, qmax_path: str, ttotal_path: str, *, qmax_d
 
 def recommendations(
     findings: Sequence[Finding], checks: ScalingCheck, plan: PlanArtifact, qmax_path: str, ttotal_path: str,
-    endpoint: str, stack: Optional[str] = None,
+    endpoint: str, stack: str | None = None,
 ) -> list[Recommendation]:
     by = {f.name: f for f in findings}
     out: list[Recommendation] = []

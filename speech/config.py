@@ -7,7 +7,7 @@ Pure pydantic. The one module that reads ``pulumi.Config`` turns raw config into
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -55,7 +55,7 @@ class PlanInputs(Frozen):
     recommends e.g. 0.9 when the deployed endpoint is slower than its ladder); 1.0 = as measured."""
 
     @model_validator(mode="after")
-    def _trough_below_peak(self) -> "PlanInputs":
+    def _trough_below_peak(self) -> PlanInputs:
         if self.trough_rps > self.peak_rps:
             raise ValueError(f"trough_rps {self.trough_rps} exceeds peak_rps {self.peak_rps}")
         return self
@@ -83,14 +83,14 @@ class ModelConfig(Frozen):
 
     instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]
     """SageMaker instance type of the production variant, e.g. ``ml.g5.xlarge``."""
-    image: Optional[str] = None
+    image: str | None = None
     """An existing image pinned by digest, ``<account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:...``
     (teams with their own image pipeline). Absent: the program builds ``container/Dockerfile`` and
     pushes it to the stack's ECR repository; the Model then runs that push's digest."""
     plan: PlanInputs
-    measurements: Optional[Measurements] = None
+    measurements: Measurements | None = None
     """Absent until ``bench qmax`` and ``bench ttotal`` have run; then scaling stays off."""
-    max_instances: Optional[Annotated[int, Field(ge=1)]] = None
+    max_instances: Annotated[int, Field(ge=1)] | None = None
     """Optional hard cap on the fleet; when below the plan's need, the plan says so."""
     priority: Priority = "standard"
     """Reserved for cost budgets across models (lower priorities capped first)."""
@@ -102,7 +102,7 @@ class ModelConfig(Frozen):
     """Extra container environment (the plan's queue depth and SLO are added on top)."""
 
     @model_validator(mode="after")
-    def _image_pinned(self) -> "ModelConfig":
+    def _image_pinned(self) -> ModelConfig:
         if self.image is None:
             return self
         m = IMAGE_RE.match(self.image)
@@ -125,17 +125,17 @@ class ModelConfig(Frozen):
         return self.image is None
 
     @property
-    def image_digest(self) -> Optional[str]:
+    def image_digest(self) -> str | None:
         """The configured image's digest; None when the program builds it (known after the push)."""
         m = IMAGE_RE.match(self.image) if self.image else None
         return m.group("digest") if m else None
 
     @property
-    def image_repository(self) -> Optional[str]:
+    def image_repository(self) -> str | None:
         m = IMAGE_RE.match(self.image) if self.image else None
         return m.group("repo") if m else None
 
-    def fingerprint(self) -> Optional[Fingerprint]:
+    def fingerprint(self) -> Fingerprint | None:
         """The fingerprint of what this config deploys, to compare with the artifacts' (None while
         the image is built by the program: its digest exists only after the push)."""
         if self.image_digest is None:
@@ -155,7 +155,7 @@ class StackConfig(Frozen):
     """Plan even when the artifacts' fingerprint differs from the deployed one (warn finding)."""
 
     @model_validator(mode="after")
-    def _model_names(self) -> "StackConfig":
+    def _model_names(self) -> StackConfig:
         for name in self.models:
             if not re.match(r"^[a-z0-9][a-z0-9-]{0,40}$", name):
                 raise ValueError(f"model name {name!r} must be lower-case letters, digits and '-' (max 41)")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 
 class SpeechError(Exception):
@@ -33,7 +34,7 @@ def describe_validation_error(
     err: Any,
     where: str = "",
     *,
-    key: Optional[Callable[[tuple], str]] = None,
+    key: Callable[[tuple], str] | None = None,
     label: str = "",
 ) -> str:
     """One line for a pydantic ValidationError: where, the first failing field (``key`` turns its

@@ -12,7 +12,6 @@ instance type and image).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from .artifacts import PlanArtifact
 from .config import ModelConfig
@@ -31,7 +30,7 @@ class GateDecision:
     reason: str
 
 
-def gate(model: ModelConfig, plan: Optional[PlanArtifact], *, allow_config_mismatch: bool = False) -> GateDecision:
+def gate(model: ModelConfig, plan: PlanArtifact | None, *, allow_config_mismatch: bool = False) -> GateDecision:
     """Scaling exists only for a measured, feasible plan that has something to scale.
 
     Reference-origin artifacts pass (the plan carries a provenance warn finding); whether
@@ -83,8 +82,8 @@ def gate(model: ModelConfig, plan: Optional[PlanArtifact], *, allow_config_misma
     )
 
 
-def image_matches_measurements(model_name: str, dep_plan: Optional[PlanArtifact], gate_enabled: bool,
-                               built_digest: str, *, allow_config_mismatch: bool = False) -> Optional[str]:
+def image_matches_measurements(model_name: str, dep_plan: PlanArtifact | None, gate_enabled: bool,
+                               built_digest: str, *, allow_config_mismatch: bool = False) -> str | None:
     """None when a built image may run under this deployment's scaling, else the reason it may not.
 
     The image the program builds is known only after its push. Scaling was planned from
@@ -111,11 +110,11 @@ class ModelDeployment:
 
     name: str
     config: ModelConfig
-    plan: Optional[PlanArtifact]
+    plan: PlanArtifact | None
     gate: GateDecision
-    document: Optional[ProvenanceDocument]
-    document_text: Optional[str]
-    document_key: Optional[str]
+    document: ProvenanceDocument | None
+    document_text: str | None
+    document_key: str | None
 
     @property
     def min_instances(self) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Optional
 
 from .artifacts import TtotalArtifact
 from .errors import ConfigError
@@ -43,7 +42,7 @@ def endpoint_name(stack: str, model: str) -> str:
     return name
 
 
-def startup_phase_s(ttotal: TtotalArtifact) -> Optional[float]:
+def startup_phase_s(ttotal: TtotalArtifact) -> float | None:
     """Measured seconds from ``container_started`` to ``ready`` (/ping 200), or None when not measured."""
     at = {p.name: p.offset_s for p in ttotal.phases if p.applicable and p.offset_s is not None}
     if "container_started" not in at or "ready" not in at or at["ready"] < at["container_started"]:
@@ -51,7 +50,7 @@ def startup_phase_s(ttotal: TtotalArtifact) -> Optional[float]:
     return at["ready"] - at["container_started"]
 
 
-def startup_health_check_timeout_s(ttotal: Optional[TtotalArtifact]) -> int:
+def startup_health_check_timeout_s(ttotal: TtotalArtifact | None) -> int:
     """Container start-up health-check timeout, seconds: 3 x the measured start-up + 60 s, within
     SageMaker's 60..3600; 600 s when T_total has not been measured."""
     startup = startup_phase_s(ttotal) if ttotal is not None else None

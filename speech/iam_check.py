@@ -10,7 +10,8 @@ statements are not limited.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 ALLOWED_ON_STAR = frozenset({"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"})
 """Actions AWS only grants on Resource "*" (no resource-level permissions)."""

@@ -18,7 +18,7 @@ import logging
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from .errors import ConfigError
 
@@ -32,9 +32,9 @@ class RegisteredResource:
     type: str
     name: str
     inputs: dict[str, Any]
-    parent: Optional[str] = None
+    parent: str | None = None
     """URN of the parent resource (a component, or the root stack)."""
-    urn: Optional[str] = None
+    urn: str | None = None
     custom: bool = True
     """False for component resources (``speech:index:*``)."""
     dependencies: list[str] = field(default_factory=list)
@@ -81,7 +81,7 @@ def _physical(args_name: str) -> str:
     return args_name.lower()[:60]
 
 
-def autoname_key(type_: str) -> Optional[str]:
+def autoname_key(type_: str) -> str | None:
     """The input pulumi-aws fills with ``<logical name>-<random>`` when the program leaves it out
     (it does so in Check, so the name is known in a preview): ``bucket`` for buckets, else ``name``
     where the resource's Args class has one."""
@@ -219,7 +219,7 @@ def _make_monitor(mocks: Any) -> Any:
 
 
 def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGION, project: str = PROJECT,
-                  logger: Optional[logging.Logger] = None, first_preview: bool = False) -> tuple[Any, Any]:
+                  logger: logging.Logger | None = None, first_preview: bool = False) -> tuple[Any, Any]:
     """Reset Pulumi's runtime and install fresh mocks + config; returns (mocks, monitor).
 
     ``first_preview``: run as the engine runs the first preview of a new stack (dry run, nothing
@@ -266,7 +266,7 @@ def stack_config_values(stack_file: Path) -> dict[str, str]:
     return out
 
 
-def run_preview(stack_file: Path, stack: Optional[str] = None, *, first_preview: bool = False) -> PreviewResult:
+def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False) -> PreviewResult:
     """Run the program against ``stack_file`` under mocks. Raises :class:`ConfigError` (or another
     :class:`speech.errors.SpeechError`) for user mistakes.
 
@@ -395,7 +395,7 @@ def render(result: PreviewResult) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 

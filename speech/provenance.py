@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Optional
 
 from pydantic import ValidationError
 
@@ -48,7 +47,7 @@ class ProvenanceDocument(Frozen):
     inputs: PlanInputs
     measurements: Measurements
     allow_config_mismatch: bool = False
-    max_instances_cap: Optional[int] = None
+    max_instances_cap: int | None = None
 
 
 def document_key(model: str, slug: str) -> str:

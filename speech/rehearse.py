@@ -37,7 +37,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
+from collections.abc import Callable
 
 from .errors import SpeechError
 from .weights import MODEL_DIR, ROOT, SCRIPT, SCRIPT_NAME
@@ -67,14 +68,14 @@ class Rehearsal:
     stack: str
     model: str
     checks: list[Check] = field(default_factory=list)
-    model_dir: Optional[str] = None
+    model_dir: str | None = None
 
     @property
     def ok(self) -> bool:
         return bool(self.checks) and all(c.ok for c in self.checks)
 
     @property
-    def failed(self) -> Optional[Check]:
+    def failed(self) -> Check | None:
         return next((c for c in self.checks if not c.ok), None)
 
 
@@ -91,7 +92,7 @@ class Plan:
     startup_timeout_s: int
 
 
-def from_preview(stack_file: Path, stack: str, model: Optional[str] = None) -> Plan:
+def from_preview(stack_file: Path, stack: str, model: str | None = None) -> Plan:
     from .preview import run_preview
 
     result = run_preview(stack_file, stack)
@@ -269,8 +270,8 @@ def stop(proc: subprocess.Popen, drain_s: float) -> Check:
 # --- the rehearsal ---------------------------------------------------------------------------------
 
 
-def rehearse(stack_file: Path, stack: str, *, model: Optional[str] = None, weights_dir: Optional[Path] = None,
-             weights_out: Optional[Path] = None, edit_env: Optional[Callable[[dict[str, str]], None]] = None,
+def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_dir: Path | None = None,
+             weights_out: Path | None = None, edit_env: Callable[[dict[str, str]], None] | None = None,
              progress: Callable[[Check], None] = lambda c: None) -> Rehearsal:
     """Run every step; stops at the first failure. ``weights_dir`` reuses a directory an earlier
     rehearsal built (copied, so it stays untouched); ``weights_out`` keeps this build there;
@@ -355,7 +356,7 @@ def render(r: Rehearsal) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m speech rehearse", description=__doc__.split("\n\n")[0],
                                 epilog="Steps: preview, build, read-only, serve, ping, synthesize, stop, unchanged. "
                                        "Exit 0 all hold; 1 a step failed (named); 2 bad input; 130 interrupted.")

@@ -21,7 +21,7 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from .artifacts import PlanArtifact
 
@@ -61,7 +61,7 @@ def resource_id(endpoint_name: str, variant: str = VARIANT) -> str:
     return f"endpoint/{endpoint_name}/variant/{variant}"
 
 
-def parse_resource_id(value: Any) -> Optional[tuple[str, str]]:
+def parse_resource_id(value: Any) -> tuple[str, str] | None:
     """(endpoint name, variant) of ``endpoint/<name>/variant/<variant>``, else None."""
     if not isinstance(value, str):
         return None
@@ -74,7 +74,7 @@ def metric_dimensions(endpoint_name: str, variant: str = VARIANT) -> dict[str, s
     return {"EndpointName": endpoint_name, "VariantName": variant}
 
 
-def policy_role(policy_name: str) -> Optional[str]:
+def policy_role(policy_name: str) -> str | None:
     """Which planned policy a name belongs to (its suffix), or None for an unplanned one."""
     return next((s for s in POLICY_SUFFIXES if policy_name.endswith(s)), None)
 
@@ -124,8 +124,8 @@ class StepSpec:
     """One step adjustment; bounds relative to the alarm threshold (None: unbounded)."""
 
     scaling_adjustment: int
-    lower_bound: Optional[float] = None
-    upper_bound: Optional[float] = None
+    lower_bound: float | None = None
+    upper_bound: float | None = None
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ class StepPolicySpec:
     policy_type: str = field(metadata=_meta("an alarm fires a step"))
     adjustment_type: str = field(metadata=_meta("how a step changes capacity"))
     steps: tuple[StepSpec, ...] = field(metadata=_meta("the planned step"))
-    min_adjustment_magnitude: Optional[int] = field(metadata=_meta("the smallest step"))
+    min_adjustment_magnitude: int | None = field(metadata=_meta("the smallest step"))
     cooldown_s: int = field(metadata=_meta("the plan's cooldown for this direction"))
     aggregation: str = field(metadata=_meta("per-instance peak concurrency, as measured"))
 
@@ -371,7 +371,7 @@ the 1e-4 ``bench`` used before would let a 10 000-request threshold move by one 
 and no hand edit a person makes (25 -> 25.5 is 2e-2) comes near 1e-6."""
 
 
-def number(value: Any) -> Optional[float]:
+def number(value: Any) -> float | None:
     """A number from an int, a float or a numeric string (Pulumi sends some numbers as strings);
     None for anything else, booleans included."""
     if isinstance(value, bool):

@@ -27,7 +27,8 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Optional, Sequence
+from typing import Literal
+from collections.abc import Sequence
 
 import numpy as np
 from pydantic import Field
@@ -112,8 +113,8 @@ class InstanceModel:
         return np.array([np.interp(slo_ms, self.bins_ms, row) for row in self.cdf])
 
 
-def build_instance(qmax: QmaxArtifact, ttotal: Optional[TtotalArtifact], *, grid: int = OCCUPANCY_GRID,
-                   bins: int = TTFAB_BINS, slo_ms: Optional[float] = None) -> InstanceModel:
+def build_instance(qmax: QmaxArtifact, ttotal: TtotalArtifact | None, *, grid: int = OCCUPANCY_GRID,
+                   bins: int = TTFAB_BINS, slo_ms: float | None = None) -> InstanceModel:
     """The instance model from the two artifacts alone (nothing assumed beyond the chain).
     Without a ttotal artifact new instances serve at once (for fixed fleets)."""
     q = qmax.q_max
@@ -231,7 +232,7 @@ class Policy:
     def initial(self) -> int:
         raise NotImplementedError
 
-    def decide(self, t: int, desired: int, h: History) -> Optional[tuple[int, str]]:
+    def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         raise NotImplementedError
 
 
@@ -267,7 +268,7 @@ class AwsPolicy(Policy):
     """
 
     def __init__(self, numbers: ScalingNumbers, ratio: float, q_max: int, *, name: str = "plan",
-                 max_instances: Optional[int] = None) -> None:
+                 max_instances: int | None = None) -> None:
         self.name = name
         self.s = numbers
         self.ratio = ratio
@@ -285,7 +286,7 @@ class AwsPolicy(Policy):
     def initial(self) -> int:
         return self.s.min_instances
 
-    def decide(self, t: int, desired: int, h: History) -> Optional[tuple[int, str]]:
+    def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         lo = t + 1 - self.tick_s
         occ = max(h.occupancy[lo : t + 1])
         traffic = sum(h.arrivals[lo : t + 1])
@@ -341,7 +342,7 @@ class PressurePolicy(Policy):
     def initial(self) -> int:
         return self.s.min_instances
 
-    def decide(self, t: int, desired: int, h: History) -> Optional[tuple[int, str]]:
+    def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         lo = t + 1 - self.tick_s
         arr = sum(h.arrivals[lo : t + 1])
         serving = sum(h.serving[lo : t + 1]) / self.tick_s
@@ -378,7 +379,7 @@ class QpsEwmaPolicy(Policy):
 
     def __init__(self, numbers: ScalingNumbers, limit_rps: float) -> None:
         self.s, self.limit = numbers, limit_rps
-        self.ewma: Optional[float] = None
+        self.ewma: float | None = None
         self.high = self.low = 0
 
     def initial(self) -> int:
@@ -387,7 +388,7 @@ class QpsEwmaPolicy(Policy):
     def _size(self, rps: float) -> int:
         return min(self.s.max_instances, max(self.s.min_instances, math.ceil(rps / (self.HIGH * self.limit) - 1e-9)))
 
-    def decide(self, t: int, desired: int, h: History) -> Optional[tuple[int, str]]:
+    def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         rps = sum(h.arrivals[t + 1 - self.tick_s : t + 1]) / self.tick_s
         prev = self.ewma
         self.ewma = rps if prev is None else self.ALPHA * rps + (1 - self.ALPHA) * prev
@@ -426,7 +427,7 @@ class KpaPolicy(Policy):
     def initial(self) -> int:
         return self.s.min_instances
 
-    def decide(self, t: int, desired: int, h: History) -> Optional[tuple[int, str]]:
+    def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         def total(window: int) -> float:
             lo = max(0, t + 1 - window)
             return sum(o * n for o, n in zip(h.occupancy[lo : t + 1], h.serving[lo : t + 1])) / (t + 1 - lo)
@@ -457,7 +458,7 @@ class FixedPolicy(Policy):
     def initial(self) -> int:
         return self.n
 
-    def decide(self, t: int, desired: int, h: History) -> Optional[tuple[int, str]]:
+    def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         return None
 
 
@@ -475,7 +476,7 @@ class OraclePolicy(Policy):
     def initial(self) -> int:
         return self.need[0] if self.need else 1
 
-    def decide(self, t: int, desired: int, h: History) -> Optional[tuple[int, str]]:
+    def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         if t + 1 < len(self.need) and self.need[t + 1] != desired:
             return self.need[t + 1], "oracle"
         return None
@@ -674,7 +675,7 @@ class Summary:
 def count_flaps(actions: Sequence[Action], window_s: float) -> int:
     """Scale-ins followed by a scale-out within ``window_s`` (the planning T_total)."""
     flaps = 0
-    next_out: Optional[int] = None
+    next_out: int | None = None
     for a in reversed(actions):
         if a.after > a.before:
             next_out = a.t_s
@@ -740,8 +741,8 @@ def simulate(
     arrivals: np.ndarray,
     *,
     policies: Sequence[str] = POLICY_NAMES,
-    peak_rps: Optional[float] = None,
-    model: Optional[InstanceModel] = None,
+    peak_rps: float | None = None,
+    model: InstanceModel | None = None,
 ) -> tuple[InstanceModel, list[Run], list[Summary]]:
     """Run every named policy on the same arrivals; summaries in the order asked."""
     from .traces import peak_rps as trace_peak
@@ -763,25 +764,25 @@ def simulate(
 class TraceRecord(Frozen):
     spec: str
     name: str
-    seed: Optional[int] = None
+    seed: int | None = None
     duration_s: int
     requests: float
     peak_rps: float
     """Busiest minute's mean arrival rate."""
-    source_sha256: Optional[str] = None
-    attribution: Optional[str] = None
+    source_sha256: str | None = None
+    attribution: str | None = None
 
 
 class PolicyResult(Frozen):
     policy: str
     within_slo_share: float
     rejected_share: float
-    ttfab_p95_ms: Optional[float]
-    ttfab_p99_ms: Optional[float]
+    ttfab_p95_ms: float | None
+    ttfab_p99_ms: float | None
     violation_minutes: int
     instance_hours: float
-    cost_usd: Optional[float]
-    cost_vs_oracle: Optional[float]
+    cost_usd: float | None
+    cost_vs_oracle: float | None
     scale_out_actions: int
     scale_in_actions: int
     flaps: int
@@ -799,22 +800,22 @@ class SimulationArtifact(Frozen):
     ttotal_sha256: str
     plan_sha256: str
     trace: TraceRecord
-    price_per_hour_usd: Optional[float] = None
+    price_per_hour_usd: float | None = None
     startup_s: float
     """Start-up of a new instance used (the ttotal artifact's in_service phase)."""
     planning_total_s: float
     results: list[PolicyResult] = Field(min_length=1)
-    created_at: Optional[datetime] = None
+    created_at: datetime | None = None
     tool: str = "speech.simulate.simulate"
 
 
-def _finite(x: float) -> Optional[float]:
+def _finite(x: float) -> float | None:
     return round(x, 3) if x == x and math.isfinite(x) else None
 
 
 def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact, trace, model: InstanceModel,
-                        summaries: Sequence[Summary], price_per_hour: Optional[float],
-                        created_at: Optional[datetime] = None) -> SimulationArtifact:
+                        summaries: Sequence[Summary], price_per_hour: float | None,
+                        created_at: datetime | None = None) -> SimulationArtifact:
     """The artifact from a run; costs relative to the oracle when it ran."""
     oracle = next((s for s in summaries if s.policy == "oracle"), None)
     results = [

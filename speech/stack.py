@@ -8,7 +8,8 @@ config key (``speech-endpoints:models.kokoro-82m.plan.surge_ratio: ...``), never
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from pydantic import ValidationError
 

@@ -30,7 +30,6 @@ import hashlib
 import io
 import math
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -55,13 +54,13 @@ class Trace:
     spec: str
     arrivals: np.ndarray
     """Arrivals in each second (float: rate-scaled traces keep fractions)."""
-    seed: Optional[int] = None
-    source_sha256: Optional[str] = None
+    seed: int | None = None
+    source_sha256: str | None = None
     """sha256 of the CSV text a file trace came from."""
-    attribution: Optional[str] = None
-    times_s: Optional[np.ndarray] = field(default=None, repr=False)
+    attribution: str | None = None
+    times_s: np.ndarray | None = field(default=None, repr=False)
     """Request times (s from the start) of a file trace after time scaling, before rate scaling."""
-    sizes: Optional[np.ndarray] = field(default=None, repr=False)
+    sizes: np.ndarray | None = field(default=None, repr=False)
     rate_scale: float = 1.0
 
     @property
@@ -76,7 +75,7 @@ class Trace:
     def peak_rps(self) -> float:
         return peak_rps(self.arrivals)
 
-    def request_times(self, seed: int = 0, duration_s: Optional[float] = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    def request_times(self, seed: int = 0, duration_s: float | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """Request timestamps (s) for an open-loop replay, plus sizes when the trace has them.
 
         A file trace at scale k keeps each request floor(k) times plus once more with probability
@@ -151,7 +150,7 @@ def poisson_arrivals(rate: np.ndarray, seed: int) -> np.ndarray:
 # --- spec parsing ------------------------------------------------------------------------------
 
 
-def parse_spec(spec: str) -> tuple[str, Optional[str], dict[str, str]]:
+def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
     """``KIND[:k=v,...]`` -> (kind, path for csv, options). A bare ``*.csv`` is ``csv:PATH``."""
     spec = spec.strip()
     if not spec:
@@ -252,7 +251,7 @@ def _parse_times(values: list[str], where: str) -> np.ndarray:
     return (stamps - stamps.min()).astype("timedelta64[ns]").astype(np.int64) / 1e9
 
 
-def from_csv_text(text: str, *, name: str, spec: str, opts: dict[str, str], attribution: Optional[str] = None) -> Trace:
+def from_csv_text(text: str, *, name: str, spec: str, opts: dict[str, str], attribution: str | None = None) -> Trace:
     """A file trace: one row per request, first column its timestamp, optional header and size column.
 
     ``opts`` (consumed): ``speedup`` or ``duration`` (time scaling), ``peak`` (rate scaling to a

@@ -6,7 +6,7 @@ never a substitute for measuring your own. Run: ``python artifacts/reference/bui
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 from speech.artifacts import (
@@ -59,7 +59,7 @@ PHASES = [
 # computes from its own reaction policy (speech.plan.planning_t_total); the artifact keeps only
 # what was measured.
 # The figures carry no wall-clock date; a fixed one keeps the artifacts reproducible.
-T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def reference_qmax() -> QmaxArtifact:

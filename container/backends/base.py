@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Hashable
+from typing import Any
+from collections.abc import Hashable
 
 import numpy as np
 

@@ -7,7 +7,7 @@ cooldown. Surge: a step policy that grows the fleet by a fraction at once when i
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -26,7 +26,7 @@ class AutoscalingArgs:
         endpoint_name: str,
         plan: PlanArtifact,
         instance_type: str,
-        tags: Optional[dict[str, str]] = None,
+        tags: dict[str, str] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
     ) -> None:
         self.endpoint_name = endpoint_name
@@ -42,7 +42,7 @@ class AutoscalingArgs:
         """The endpoint: the variant must exist before it can be registered."""
 
 
-def _bound(value: Optional[float]) -> Optional[str]:
+def _bound(value: float | None) -> str | None:
     # The provider takes step bounds as strings.
     return None if value is None else f"{value:g}"
 
@@ -96,7 +96,7 @@ class Autoscaling(pulumi.ComponentResource):
     scale_in: aws.appautoscaling.Policy
     surge: aws.appautoscaling.Policy
 
-    def __init__(self, name: str, args: AutoscalingArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Autoscaling", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # Fixed policy names: a replacement must delete before it creates, or the delete of the old

@@ -15,7 +15,6 @@ trigger polls every POLL_S seconds until TRIGGER_TIMEOUT_S - MARGIN_S, which cov
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -99,7 +98,7 @@ class ModelCacheArgs:
         weights_root: str,
         account_id: pulumi.Input[str],
         region: pulumi.Input[str],
-        tags: Optional[dict[str, str]] = None,
+        tags: dict[str, str] | None = None,
     ) -> None:
         self.model = model
         """Model key in stack config."""
@@ -136,7 +135,7 @@ class ModelCache(pulumi.ComponentResource):
     project: aws.codebuild.Project
     invocation: aws.lambda_.Invocation
 
-    def __init__(self, name: str, args: ModelCacheArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: ModelCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:ModelCache", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         stack = pulumi.get_stack()

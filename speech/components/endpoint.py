@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -18,7 +18,7 @@ CANARY_WAIT_S = 600
 """Canary bake time: long enough for the TTFAB and error alarms (minutes) to see real traffic."""
 
 
-def container_environment(model: str, config: ModelConfig, plan: Optional[PlanArtifact], *, backend: str,
+def container_environment(model: str, config: ModelConfig, plan: PlanArtifact | None, *, backend: str,
                           image_digest: pulumi.Input[str]) -> dict[str, pulumi.Input[str]]:
     """The container's settings; user environment first so the program's values win.
 
@@ -48,7 +48,7 @@ class EndpointArgs:
         environment: dict[str, pulumi.Input[str]],
         startup_health_check_timeout_s: int,
         rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
-        tags: Optional[dict[str, str]] = None,
+        tags: dict[str, str] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         endpoint_depends_on: Sequence[pulumi.Resource] = (),
     ) -> None:
@@ -83,7 +83,7 @@ class Endpoint(pulumi.ComponentResource):
     endpoint_configuration: aws.sagemaker.EndpointConfiguration
     endpoint: aws.sagemaker.Endpoint
 
-    def __init__(self, name: str, args: EndpointArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Endpoint", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.model = aws.sagemaker.Model(

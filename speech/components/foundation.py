@@ -8,7 +8,6 @@ force_destroy / force_delete and ``pulumi destroy`` removes them with their cont
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -24,8 +23,8 @@ class FoundationArgs:
         endpoint_name: str,
         account_id: pulumi.Input[str],
         region: pulumi.Input[str],
-        image_repository_arn: Optional[str] = None,
-        tags: Optional[dict[str, str]] = None,
+        image_repository_arn: str | None = None,
+        tags: dict[str, str] | None = None,
     ) -> None:
         self.model = model
         """Model key in stack config; names the weights prefix."""
@@ -44,11 +43,11 @@ class FoundationArgs:
 
 class Foundation(pulumi.ComponentResource):
     bucket: aws.s3.Bucket
-    repository: Optional[aws.ecr.Repository]
+    repository: aws.ecr.Repository | None
     role: aws.iam.Role
     weights_prefix: str
 
-    def __init__(self, name: str, args: FoundationArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: FoundationArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Foundation", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.weights_prefix = f"weights/{args.model}"

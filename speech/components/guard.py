@@ -17,7 +17,6 @@ the order is made explicit in the resource graph:
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -46,7 +45,7 @@ def handler(event, context):
 
 class ScalingGuardArgs:
     def __init__(self, *, endpoint_name: str, resource_id: str, instance_type: str, account_id: pulumi.Input[str],
-                 region: pulumi.Input[str], tags: Optional[dict[str, str]] = None) -> None:
+                 region: pulumi.Input[str], tags: dict[str, str] | None = None) -> None:
         self.endpoint_name = endpoint_name
         """Endpoint whose variant may be scaled."""
         self.resource_id = resource_id
@@ -64,7 +63,7 @@ class ScalingGuardArgs:
 class ScalingGuard(pulumi.ComponentResource):
     invocation: aws.lambda_.Invocation
 
-    def __init__(self, name: str, args: ScalingGuardArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: ScalingGuardArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:ScalingGuard", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.role = aws.iam.Role(f"{name}", assume_role_policy=json.dumps(assume_role_policy("lambda.amazonaws.com")),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -49,7 +48,7 @@ class ContainerImage(pulumi.ComponentResource):
     """``<repository url>@sha256:...``: what the SageMaker Model pulls."""
     digest: pulumi.Output[str]
 
-    def __init__(self, name: str, args: ContainerImageArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: ContainerImageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:ContainerImage", name, None, opts)
         repo = args.repository
         auth = aws.ecr.get_authorization_token_output(registry_id=repo.registry_id)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -16,7 +16,7 @@ SM = METRIC_NAMESPACE
 
 
 def dashboard_body(
-    *, endpoint_name: str, model: str, region: str, plan: Optional[PlanArtifact], slo_ms: float
+    *, endpoint_name: str, model: str, region: str, plan: PlanArtifact | None, slo_ms: float
 ) -> dict[str, Any]:
     """Concurrency vs both thresholds, TTFAB p95 vs SLO, instances, 503s, pressure index."""
     ep = ["EndpointName", endpoint_name, "VariantName", VARIANT]
@@ -61,9 +61,9 @@ class ObservabilityArgs:
         model: str,
         endpoint_name: str,
         region: pulumi.Input[str],
-        plan: Optional[PlanArtifact],
+        plan: PlanArtifact | None,
         slo_ms: float,
-        tags: Optional[dict[str, str]] = None,
+        tags: dict[str, str] | None = None,
     ) -> None:
         self.model = model
         """Model key: the container's EMF ``Model`` dimension."""
@@ -82,7 +82,7 @@ class ObservabilityArgs:
 class Observability(pulumi.ComponentResource):
     rollback_alarm_names: list[pulumi.Output[str]]
 
-    def __init__(self, name: str, args: ObservabilityArgs, opts: Optional[pulumi.ResourceOptions] = None) -> None:
+    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Observability", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         ep = args.endpoint_name

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
@@ -41,7 +41,7 @@ def activities(monkeypatch):
 
 
 def activity(minutes_ago: float, desired: int, policy: str) -> dict:
-    at = (datetime.now(timezone.utc) - timedelta(minutes=minutes_ago)).timestamp()
+    at = (datetime.now(UTC) - timedelta(minutes=minutes_ago)).timestamp()
     return {
         "ActivityId": f"a-{minutes_ago}", "ServiceNamespace": "sagemaker", "ResourceId": aws.resource_id(ENDPOINT),
         "ScalableDimension": aws.DIMENSION, "Description": f"Setting desired instance count to {desired}.",
@@ -66,7 +66,7 @@ def setup(deployed, ref_artifacts, plan_inputs, tmp_path, activities):
 def emf_history(sess, minutes: int, occupancy: float, ttfab_p95_ms: float, admitted: int, rejected: int) -> None:
     """What the container's EMF lines become in CloudWatch: one value per minute over the last hour."""
     cw = sess.client("cloudwatch")
-    end = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    end = datetime.now(UTC).replace(second=0, microsecond=0)
     for k in range(2, minutes + 2):
         ts = end - timedelta(minutes=k)
         cw.put_metric_data(Namespace=EMF_NAMESPACE, MetricData=[

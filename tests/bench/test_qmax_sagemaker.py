@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 
@@ -105,7 +105,7 @@ class World:
         first, last = math.floor((now - 30) / 10) * 10, math.floor(now / 10) * 10
         self.cw.put_metric_data(Namespace="AWS/SageMaker", MetricData=[
             {"MetricName": aws.METRIC, "Value": self.ratio * self.level, "StorageResolution": 1,
-             "Timestamp": datetime.fromtimestamp(t, tz=timezone.utc),
+             "Timestamp": datetime.fromtimestamp(t, tz=UTC),
              "Dimensions": [{"Name": "EndpointName", "Value": ENDPOINT}, {"Name": "VariantName", "Value": "AllTraffic"}]}
             for t in range(first, last + 1, 10)
         ])

@@ -62,7 +62,7 @@ class Scripted:
         finally:
             writer.close()
 
-    async def __aenter__(self) -> "Scripted":
+    async def __aenter__(self) -> Scripted:
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
         self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
         return self

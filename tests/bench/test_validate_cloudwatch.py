@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 
@@ -34,7 +34,7 @@ class LateMetrics:
         if self.sleeps == 1:
             now = time.time()
             self.cw.put_metric_data(Namespace="AWS/SageMaker", MetricData=[
-                {"MetricName": aws.METRIC, "Value": self.value, "Timestamp": datetime.fromtimestamp(t, tz=timezone.utc),
+                {"MetricName": aws.METRIC, "Value": self.value, "Timestamp": datetime.fromtimestamp(t, tz=UTC),
                  "Dimensions": [{"Name": "EndpointName", "Value": ENDPOINT}, {"Name": "VariantName", "Value": "AllTraffic"}]}
                 for t in range(math.floor((now - 30) / 10) * 10, math.floor(now / 10) * 10 + 1, 10)
             ])

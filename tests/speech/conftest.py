@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 from ruamel.yaml import YAML
