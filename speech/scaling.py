@@ -224,6 +224,20 @@ def surge_adjustment(plan: PlanArtifact) -> SurgeStep:
     )
 
 
+def surge_cooldown_s(plan: PlanArtifact) -> int:
+    """Seconds the surge policy waits after it fired: at least the measured T_total (whole seconds).
+
+    The instances a surge adds serve only after the measured scale-out time. Until then the
+    saturated instances keep the surge alarm in ALARM, and Application Auto Scaling applies a step
+    policy again for every breach once its cooldown has ended, each time as a percentage of the
+    desired count already raised. A cooldown shorter than the start-up (the scale-out cooldown,
+    10-30 s) would so compound the surge to max_instances before the first new instance serves.
+    Within the cooldown a repeated breach adds only what a larger step would add beyond the
+    capacity already added, so one surge per start-up is what this buys; target tracking keeps
+    adding in between at its own, proportional pace."""
+    return max(plan.cooldowns.scale_out_s, math.ceil(plan.t_total.measured_s - 1e-9))
+
+
 def scale_in_alarm(plan: PlanArtifact, endpoint_name: str, variant: str) -> AlarmSpec:
     """Every instance at or below C_scale_min for the whole scale-in window (minutes): remove one.
     Missing data breaches: an idle variant publishes nothing, and an idle fleet should shrink to
@@ -273,8 +287,8 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
 
     Scale-out: target tracking at ``thresholds.scaling_target_value``, scale-in disabled there.
     Scale-in: a -1 step behind :func:`scale_in_alarm`, with the long cooldown. Surge: a
-    percentage step sized by :func:`surge_adjustment` behind :func:`surge_alarm`, with the
-    scale-out cooldown. Queue depth: the plan's ``queue_max_depth``.
+    percentage step sized by :func:`surge_adjustment` behind :func:`surge_alarm`, with
+    :func:`surge_cooldown_s`. Queue depth: the plan's ``queue_max_depth``.
     """
     t, c, a = plan.thresholds, plan.cooldowns, plan.alarms
     step = surge_adjustment(plan)
@@ -295,7 +309,8 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
         ("surge", "steps"): f"+{step.percent}% from {sizing}",
         ("surge", "min_adjustment_magnitude"): f"at least what the smallest safe fleet "
                                                f"({plan.fleet.min_safe_instances}) would add, from {sizing}",
-        ("surge", "cooldown_s"): "plan scale-out cooldown clamp(T_total/2, 10, 30) s",
+        ("surge", "cooldown_s"): f"max(scale-out cooldown, measured T_total {plan.t_total.measured_s:g} s): one surge "
+                                 "per start-up, not one per cooldown while the new instances start",
         ("scale_in_alarm", "threshold"): c_min,
         ("scale_in_alarm", "comparison"): "an instance at exactly C_scale_min is already below the scale-out band",
         ("scale_in_alarm", "evaluation_periods"): periods_in,
@@ -349,7 +364,7 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
             adjustment_type="PercentChangeInCapacity",
             steps=(StepSpec(scaling_adjustment=step.percent, lower_bound=0.0),),
             min_adjustment_magnitude=step.min_instances_added,
-            cooldown_s=c.scale_out_s,
+            cooldown_s=surge_cooldown_s(plan),
             aggregation=ALARM_STATISTIC,
         ),
         surge_alarm=surge_alarm(plan, endpoint_name, variant, step),

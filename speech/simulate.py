@@ -165,6 +165,8 @@ class ScalingNumbers:
     target_value: float
     """Target tracking on ConcurrentRequestsPerModel (CloudWatch units), scale-in disabled there."""
     scale_out_cooldown_s: int
+    surge_cooldown_s: int
+    """At least the measured T_total (speech.scaling.surge_cooldown_s): one surge per start-up."""
     scale_in_threshold: float
     scale_in_periods: int
     scale_in_cooldown_s: int
@@ -191,6 +193,7 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
         metric_period_s=spec.scale_in_alarm.period_s,
         target_value=spec.scale_out.target_value,
         scale_out_cooldown_s=spec.scale_out.scale_out_cooldown_s,
+        surge_cooldown_s=spec.surge.cooldown_s,
         scale_in_threshold=spec.scale_in_alarm.threshold,
         scale_in_periods=spec.scale_in_alarm.evaluation_periods,
         scale_in_cooldown_s=spec.scale_in.cooldown_s,
@@ -314,7 +317,7 @@ class AwsPolicy(Policy):
                     self.tt_base = desired
                 self.tt_until = now + self.s.scale_out_cooldown_s
             else:
-                self.surge_until = now + self.s.scale_out_cooldown_s
+                self.surge_until = now + self.s.surge_cooldown_s
             return best, why
         if low_fire and now >= self.in_until and desired > self.s.min_instances:
             self.in_until = now + self.s.scale_in_cooldown_s

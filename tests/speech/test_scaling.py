@@ -27,6 +27,8 @@ def test_spec_holds_the_plan_and_the_aws_names(spec):
     assert s.scale_in_alarm.dimensions == (("EndpointName", "dev-kokoro-82m"), ("VariantName", "AllTraffic"))
     assert s.surge.steps == (scaling.StepSpec(scaling_adjustment=67, lower_bound=0.0),)
     assert s.surge.min_adjustment_magnitude == 2 and s.queue.max_depth == plan.queue_max_depth
+    # one surge per start-up: the measured T_total (260.248 s), not the 30 s scale-out cooldown
+    assert (s.surge.cooldown_s, s.scale_out.scale_out_cooldown_s) == (261, 30)
     assert [p.name for p in (s.scale_out, s.scale_in, s.surge)] == [
         f"dev-kokoro-82m{suffix}" for suffix in scaling.POLICY_SUFFIXES]
     assert scaling.policy_role("dev-kokoro-82m-surge") == "-surge" and scaling.policy_role("hand-made") is None
