@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml container/requirements.txt container/requirements-nodep
 	touch $(STAMP)
 
 test: setup
+	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
 # The plan on the reference artifacts (public figures of a comparable deployment).
