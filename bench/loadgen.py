@@ -232,7 +232,7 @@ async def run_level_async(
     wall = w_hi - t0
     share = None
     if waits is not None and lags:
-        stalls = [(lag, min(w, lag)) for lag, w in zip(lags, waits) if lag >= 0.001]
+        stalls = [(lag, min(w, lag)) for lag, w in zip(lags, waits, strict=True) if lag >= 0.001]
         share = sum(w for _, w in stalls) / sum(lag for lag, _ in stalls) if stalls else 0.0
     return LevelResult(
         concurrency=concurrency,

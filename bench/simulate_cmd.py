@@ -136,7 +136,9 @@ def render(a: SimulationArtifact) -> str:
             str(r.peak_instances),
         ))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
-    fmt_row = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    fmt_row = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    )
     lines += ["", fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
     lines += [
         "",

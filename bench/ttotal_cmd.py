@@ -146,7 +146,7 @@ class DominantPhase:
 def dominant_phase(a: TtotalArtifact) -> DominantPhase | None:
     """The longest step between consecutive applicable phases (named by the phase that ends it)."""
     phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
-    steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:])]  # type: ignore[operator]
+    steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:], strict=False)]  # type: ignore[operator]
     if not steps:
         return None
     name, seconds = max(steps, key=lambda s: s[1])
