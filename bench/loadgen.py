@@ -197,7 +197,11 @@ async def run_level_async(
     try:
         while (now := time.perf_counter()) < w_hi:
             if on_progress is not None:
-                in_window = [o.ttfab_s * 1000 for o in done[-2000:] if o.ok and o.ttfab_s is not None and o.start + o.ttfab_s >= min(now, w_lo) - 5]
+                in_window = [
+                    o.ttfab_s * 1000
+                    for o in done[-2000:]
+                    if o.ok and o.ttfab_s is not None and o.start + o.ttfab_s >= min(now, w_lo) - 5
+                ]
                 on_progress(
                     Progress(
                         concurrency=concurrency,

@@ -155,7 +155,9 @@ def run(args: argparse.Namespace) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = [p for p in policies if p not in POLICY_NAMES]
     if unknown or not policies:
-        raise UsageError(f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}")
+        raise UsageError(
+            f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}"
+        )
     if args.price_per_hour is not None and not args.price_per_hour > 0:
         raise UsageError(f"--price-per-hour {args.price_per_hour:g}: must be > 0 (USD per instance-hour)")
     if q.q_max < 1:
