@@ -179,7 +179,7 @@ def metric_series(
     )
     for page in pages:
         for r in page.get("MetricDataResults", []):
-            for ts, v in zip(r.get("Timestamps", []), r.get("Values", [])):
+            for ts, v in zip(r.get("Timestamps", []), r.get("Values", []), strict=True):
                 points[ts.astimezone(UTC)] = float(v)
     return sorted(points.items())
 

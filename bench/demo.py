@@ -48,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peak-rps", type=float, default=20.0, metavar="N", help="planned peak (default 20)")
     p.add_argument("--trough-rps", type=float, default=1.0, metavar="N", help="planned trough (default 1)")
     p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="planned surge (default 1.25)")
-    p.add_argument("--instance-type", default="ml.g5.xlarge", metavar="TYPE", help="instance type of the stack entry (default ml.g5.xlarge)")
+    p.add_argument("--instance-type", default="ml.g5.xlarge", metavar="TYPE",
+                   help="instance type of the stack entry (default ml.g5.xlarge)")
     p.add_argument("--max-concurrency", type=int, default=16, metavar="N", help="top of the ladder (default 16)")
     p.add_argument("--settle-s", type=float, default=2.0, metavar="S", help="per level, discarded (default 2)")
     p.add_argument("--measure-s", type=float, default=8.0, metavar="S", help="per level, measured (default 8)")

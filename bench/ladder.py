@@ -61,7 +61,7 @@ def parse_levels(text: str) -> list[int]:
         raise UsageError(f"--levels {text!r}: use comma-separated integers, e.g. 1,2,4,8") from None
     if not levels or levels[0] < 1:
         raise UsageError(f"--levels {text!r}: levels must be integers >= 1")
-    if any(b <= a for a, b in zip(levels, levels[1:])):
+    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
         raise UsageError(f"--levels {text!r}: levels must strictly increase (e.g. 1,2,4,8)")
     return levels
 
@@ -106,7 +106,7 @@ class Estimate:
 def estimate(schedule: Sequence[int], per_level_s: float, tolerance: float = 0.0) -> Estimate:
     """Wall clock of a search: at least the first level (if it fails); at most every scheduled
     level plus a bisection of the widest gap the schedule can leave."""
-    gaps = [refinement_steps(a, b, tolerance) for a, b in zip(schedule, schedule[1:])]
+    gaps = [refinement_steps(a, b, tolerance) for a, b in zip(schedule, schedule[1:], strict=False)]
     worst = len(schedule) + (max(gaps) if gaps else 0)
     return Estimate(1, worst, per_level_s, worst * per_level_s)
 

@@ -197,7 +197,11 @@ async def run_level_async(
     try:
         while (now := time.perf_counter()) < w_hi:
             if on_progress is not None:
-                in_window = [o.ttfab_s * 1000 for o in done[-2000:] if o.ok and o.ttfab_s is not None and o.start + o.ttfab_s >= min(now, w_lo) - 5]
+                in_window = [
+                    o.ttfab_s * 1000
+                    for o in done[-2000:]
+                    if o.ok and o.ttfab_s is not None and o.start + o.ttfab_s >= min(now, w_lo) - 5
+                ]
                 on_progress(
                     Progress(
                         concurrency=concurrency,
@@ -232,7 +236,7 @@ async def run_level_async(
     wall = w_hi - t0
     share = None
     if waits is not None and lags:
-        stalls = [(lag, min(w, lag)) for lag, w in zip(lags, waits) if lag >= 0.001]
+        stalls = [(lag, min(w, lag)) for lag, w in zip(lags, waits, strict=True) if lag >= 0.001]
         share = sum(w for _, w in stalls) / sum(lag for lag, _ in stalls) if stalls else 0.0
     return LevelResult(
         concurrency=concurrency,

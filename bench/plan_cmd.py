@@ -54,9 +54,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peak-rps", required=True, type=float, metavar="N", help="busiest-hour requests/s")
     p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
-    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="growth absorbed within one scale-out, 1 <= X < 1.5 (default 1.25)")
+    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X",
+                   help="growth absorbed within one scale-out, 1 <= X < 1.5 (default 1.25)")
     p.add_argument("--min-instances", type=int, default=1, metavar="N", help="instance floor (default 1)")
-    p.add_argument("--max-instances", type=int, default=None, metavar="N", help="hard cap on the fleet (a stop finding when below the need)")
+    p.add_argument("--max-instances", type=int, default=None, metavar="N",
+                   help="hard cap on the fleet (a stop finding when below the need)")
     p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X",
                    help="plan with floor(measured Q_max x X), 0 < X <= 1, until the endpoint is re-measured "
                         "(bench observe recommends it when the deployed endpoint is slower than its ladder; default 1)")
@@ -65,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
     p.add_argument("--stack", metavar="NAME", help="write artifacts + inputs into Pulumi.NAME.yaml")
     p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
-    p.add_argument("--image", metavar="REPO@sha256:...", help="existing ECR image for the stack entry, <account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:... "
+    p.add_argument("--image", metavar="REPO@sha256:...",
+                   help="existing ECR image for the stack entry, <account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:... "
                    "(default: keep the entry's image; none: the program builds container/Dockerfile)")
     p.add_argument("--instance-type", metavar="TYPE", help="SageMaker instance type for the stack entry when the artifacts were "
                    "measured locally (the program and the policy pack then see the fingerprint differ)")

@@ -91,7 +91,11 @@ def plot_simulation(art, runs, model, plan, stem: Path) -> list[Path]:
     for run in runs:
         minutes = np.arange(int(np.ceil(run.arrivals.size / 60)))
         idx = np.arange(run.arrivals.size) // 60
-        per_min = lambda x: np.bincount(idx, x, minlength=minutes.size) / 60.0  # noqa: E731
+
+        # This run's idx and minute count bound as defaults, so the helper can never read a later run's.
+        def per_min(x, idx=idx, n_minutes=minutes.size):
+            return np.bincount(idx, x, minlength=n_minutes) / 60.0
+
         hours = minutes / 60.0
         fig, axes = plt.subplots(3, 1, figsize=(9, 7), dpi=100, sharex=True)
         axes[0].plot(hours, per_min(run.arrivals), lw=0.8, label="offered rps")

@@ -112,7 +112,7 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
 
     tasks = []
     try:
-        for due, text in zip(times_s, texts):
+        for due, text in zip(times_s, texts, strict=True):
             delay = due - (time.perf_counter() - t0)
             if delay > 0:
                 await asyncio.sleep(delay)

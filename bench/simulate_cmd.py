@@ -136,7 +136,9 @@ def render(a: SimulationArtifact) -> str:
             str(r.peak_instances),
         ))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
-    fmt_row = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    fmt_row = lambda cells: "  ".join(  # noqa: E731
+        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+    )
     lines += ["", fmt_row(head), fmt_row(["-" * w for w in widths])] + [fmt_row(r) for r in rows]
     lines += [
         "",
@@ -153,7 +155,9 @@ def run(args: argparse.Namespace) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = [p for p in policies if p not in POLICY_NAMES]
     if unknown or not policies:
-        raise UsageError(f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}")
+        raise UsageError(
+            f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}"
+        )
     if args.price_per_hour is not None and not args.price_per_hour > 0:
         raise UsageError(f"--price-per-hour {args.price_per_hour:g}: must be > 0 (USD per instance-hour)")
     if q.q_max < 1:

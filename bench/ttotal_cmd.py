@@ -146,7 +146,7 @@ class DominantPhase:
 def dominant_phase(a: TtotalArtifact) -> DominantPhase | None:
     """The longest step between consecutive applicable phases (named by the phase that ends it)."""
     phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
-    steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:])]  # type: ignore[operator]
+    steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:], strict=False)]  # type: ignore[operator]
     if not steps:
         return None
     name, seconds = max(steps, key=lambda s: s[1])
@@ -338,7 +338,9 @@ def run_sagemaker(
     phases = [phase("desired_set", t0, t0, "UpdateEndpointWeightsAndCapacities call", False)]
     phases.append(phase("instance_logging", first_event, t0, f"first event of new log stream {new_stream}", True))
     phases += marker_phases(markers, t0, f"container log marker ({new_stream})")
-    phases.append(phase("in_service", in_service, t0, f"DescribeEndpoint CurrentInstanceCount >= {new} (polled every {poll_s:g} s)", poll_s > 0))
+    phases.append(
+        phase("in_service", in_service, t0, f"DescribeEndpoint CurrentInstanceCount >= {new} (polled every {poll_s:g} s)", poll_s > 0)
+    )
     if probe is not None:
         at = datetime.fromtimestamp(recovered, tz=UTC) if recovered else None
         phases.append(phase("traffic_recovered", at, t0,
@@ -429,7 +431,9 @@ def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[s
     phases.append(phase("instance_logging", None, t0, "local process: no instance provisioning", False, applicable=False))
     phases += marker_phases(markers, t0, "stdout stage marker")
     phases.append(phase("in_service", ready_at, t0, "first GET /ping 200 (polled every 20 ms)", True))
-    phases.append(phase("traffic_recovered", served_at, t0, f"first byte of the first request served (TTFAB {out.ttfab_s * 1000:.1f} ms)", False))
+    phases.append(
+        phase("traffic_recovered", served_at, t0, f"first byte of the first request served (TTFAB {out.ttfab_s * 1000:.1f} ms)", False)
+    )
     return ordered(phases)
 
 

@@ -108,7 +108,7 @@ def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str) -> dict
     servers = {name: start_server(env) for name, env in envs.items()}
     rows: dict[str, list[dict]] = {name: [] for name in envs}
     try:
-        for name, (_, url) in servers.items():
+        for _name, (_, url) in servers.items():
             asyncio.run(run_level(url, 1, 1, text))  # warm the connection path
         for c in levels:
             for name, (_, url) in servers.items():
@@ -170,7 +170,7 @@ def table(ours: list[dict], base: list[dict]) -> str:
     lines = ["| concurrency | ours audio s/s | baseline audio s/s | ours TTFAB p50 / p95 ms | "
              "baseline TTFAB p50 / p95 ms | ours full p50 ms | baseline full p50 ms |",
              "|---:|---:|---:|---:|---:|---:|---:|"]
-    for o, b in zip(ours, base):
+    for o, b in zip(ours, base, strict=True):
         lines.append(f"| {o['concurrency']} | {o['throughput_audio_s_per_s']:.2f} | "
                      f"{b['throughput_audio_s_per_s']:.2f} | {o['ttfab_p50_ms']:.0f} / {o['ttfab_p95_ms']:.0f} | "
                      f"{b['ttfab_p50_ms']:.0f} / {b['ttfab_p95_ms']:.0f} | {o['full_p50_ms']:.0f} | "
@@ -204,7 +204,7 @@ def main(argv=None) -> int:
         print(f"  {k}: {v:.2f}")
     print(f"ceiling = {ceiling:.2f} ({best_layout})\n")
     print("| concurrency | ours / ceiling | baseline / ceiling |\n|---:|---:|---:|")
-    for o, b in zip(ours, base):
+    for o, b in zip(ours, base, strict=True):
         o["ceiling_ratio"] = o["throughput_audio_s_per_s"] / ceiling
         b["ceiling_ratio"] = b["throughput_audio_s_per_s"] / ceiling
         print(f"| {o['concurrency']} | {100 * o['ceiling_ratio']:.0f}% | {100 * b['ceiling_ratio']:.0f}% |")
@@ -216,7 +216,7 @@ def main(argv=None) -> int:
         ratio = o1["ttfab_p50_ms"] / b1["full_p50_ms"]
         print(f"\nc=1: our TTFAB p50 is {100 * ratio:.0f}% of the baseline's full-utterance latency "
               f"({100 * o1['ttfab_p50_ms'] / o1['full_p50_ms']:.0f}% of our own); target <= 40%.")
-    worse = [o["concurrency"] for o, b in zip(ours, base)
+    worse = [o["concurrency"] for o, b in zip(ours, base, strict=True)
              if o["throughput_audio_s_per_s"] < b["throughput_audio_s_per_s"]]
     print("throughput >= baseline at every level" if not worse else f"throughput below baseline at c={worse}")
     if args.json:

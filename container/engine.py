@@ -278,7 +278,7 @@ class Engine:
             if width == 1 or self._running == 1:
                 self.calibrate((time.monotonic() - t0) / len(batch),
                                int(np.mean([r.prepared.n_tokens for r in batch])))
-            for r, audio in zip(batch, audios):
+            for r, audio in zip(batch, audios, strict=True):
                 self._deliver(r.job, r.index, audio)
         except ModelUnavailable as e:
             # The backend lost its model (a torch worker process died): these requests get the

@@ -33,7 +33,7 @@ def pressure_index(request_rate: float, capacity_rps: float, queue_depth: float,
         clip(rejection_rate),
     )
     total = sum(weights)
-    return round(100.0 * sum(w * p for w, p in zip(weights, parts)) / total, 3)
+    return round(100.0 * sum(w * p for w, p in zip(weights, parts, strict=True)) / total, 3)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

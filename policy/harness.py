@@ -137,7 +137,7 @@ class PackClient:
         policies = self.policies
         result = {n: {"level": p["level"], "props": dict(p["defaults"])} for n, p in policies.items()}
         config = dict(config or {})
-        for key, given in config.items():
+        for key, _given in config.items():
             if key != "all" and key not in policies:
                 raise PolicyConfigError(f"policy config names {key!r}, which is not in this pack; policies: {', '.join(sorted(policies))}")
         if "all" in config:

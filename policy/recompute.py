@@ -131,7 +131,9 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
     except SpeechError as err:
         raise NoProvenance(f"{err}; {FIX_PROVENANCE}") from None
     if doc.model != model:
-        raise NoProvenance(f"provenance document {obj.label} is for model {doc.model!r}, but {endpoint.label} is tagged {pv.TAG_MODEL}={model!r}")
+        raise NoProvenance(
+            f"provenance document {obj.label} is for model {doc.model!r}, but {endpoint.label} is tagged {pv.TAG_MODEL}={model!r}"
+        )
     fp = doc.measurements.qmax.fingerprint
     if fp.slug != slug:
         raise NoProvenance(

@@ -197,7 +197,9 @@ def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Re
     configs, unknown = stack.endpoint_config_of(endpoint)
     if not configs:
         if unknown:
-            return None, None, f"{PREVIEW}: {endpoint.label} endpointConfigName is unknown and no dependency names its endpoint configuration"
+            return None, None, (
+                f"{PREVIEW}: {endpoint.label} endpointConfigName is unknown and no dependency names its endpoint configuration"
+            )
         return None, None, (
             f"{endpoint.label} endpointConfigName {fmt(endpoint.get('endpointConfigName'))} matches no endpoint "
             "configuration in this stack; fix: create the endpoint configuration in the same stack"
@@ -471,7 +473,10 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
 def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
     scaled = scaled_variants(stack)
     seen: dict[str, Res] = {}
-    fix = "fix: keep exactly the policies the program creates (one target tracking scale-out, one alarm-driven step scale-in, optionally one surge step)"
+    fix = (
+        "fix: keep exactly the policies the program creates "
+        "(one target tracking scale-out, one alarm-driven step scale-in, optionally one surge step)"
+    )
     for s in scaled:
         t = s.target
         if isinstance(s.resource_id, str):

@@ -196,7 +196,7 @@ class QmaxArtifact(Frozen):
                 f"{self.cloudwatch_ratio_source}"
             )
         levels = [lv.concurrency for lv in self.ladder]
-        if any(b <= a for a, b in zip(levels, levels[1:])):
+        if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
             raise ValueError(f"ladder concurrency levels must strictly increase, got {levels}")
         if self.bracketed != (self.first_failing_concurrency is not None):
             raise ValueError("bracketed must be true exactly when first_failing_concurrency is set")

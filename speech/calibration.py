@@ -196,7 +196,7 @@ def scaling_check(events: Sequence[ScalingEvent], plan: PlanArtifact, read: bool
     violation: two scale-ins closer than the scale-in cooldown, or two scale-outs closer than the
     scale-out cooldown."""
     flaps = violations = 0
-    for a, b in zip(events, events[1:]):
+    for a, b in zip(events, events[1:], strict=False):
         gap_s = (b.at - a.at).total_seconds()
         if a.direction != b.direction and gap_s < plan.cooldowns.scale_in_s:
             flaps += 1

@@ -82,7 +82,7 @@ def _ttfab_cdf(p50: np.ndarray, p95: np.ndarray, p99: np.ndarray, bins_ms: np.nd
     """Per concurrency (rows), a piecewise-linear CDF through the ladder's p50, p95 and p99, with
     the tails extended linearly at the slopes of the nearest segment (bounded below by 0)."""
     out = np.empty((p50.size, bins_ms.size))
-    for i, (a, b, c) in enumerate(zip(p50, p95, p99)):
+    for i, (a, b, c) in enumerate(zip(p50, p95, p99, strict=True)):
         b = max(b, a + 1e-6)
         c = max(c, b + 1e-6)
         lo = max(0.0, a - (b - a) * 0.5 / 0.45)
@@ -433,7 +433,7 @@ class KpaPolicy(Policy):
     def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         def total(window: int) -> float:
             lo = max(0, t + 1 - window)
-            return sum(o * n for o, n in zip(h.occupancy[lo : t + 1], h.serving[lo : t + 1])) / (t + 1 - lo)
+            return sum(o * n for o, n in zip(h.occupancy[lo : t + 1], h.serving[lo : t + 1], strict=True)) / (t + 1 - lo)
 
         stable = math.ceil(total(self.STABLE_S) / self.target - 1e-9)
         panic = math.ceil(total(self.PANIC_S) / self.target - 1e-9)

@@ -58,7 +58,7 @@ class Backend(ABC):
             out["weights_sha256"] = self.weights_sha256
         return out
 
-    def init_framework(self) -> None:
+    def init_framework(self) -> None:  # noqa: B027 - optional hook: a backend with nothing to import keeps the no-op
         """Import the ML framework (stage framework_init)."""
 
     @abstractmethod
@@ -73,7 +73,7 @@ class Backend(ABC):
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
         """float32 mono audio per item. May run in several threads at once."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook: a backend with nothing to release keeps the no-op
         """Release what load_weights started (processes, devices); called once at shutdown."""
 
     def warmup(self) -> None:

@@ -22,10 +22,16 @@ def _chunked(*parts: bytes) -> bytes:
     return b"".join(b"%x;ext=1\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\nx-trailer: 1\r\n\r\n"
 
 
-OK_CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: audio/pcm\r\nTransfer-Encoding: chunked\r\n\r\n" + _chunked(b"TS01abcdefgh" + b"\0" * 20, b"\1" * 100)
+OK_CHUNKED = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: audio/pcm\r\nTransfer-Encoding: chunked\r\n\r\n"
+    + _chunked(b"TS01abcdefgh" + b"\0" * 20, b"\1" * 100)
+)
 OK_LENGTH = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789"
 OK_EOF = b"HTTP/1.0 200 OK\r\n\r\nabcdef"
-SATURATED = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: %d\r\n\r\n%s" % (len(b'{"error":"queue_saturated"}'), b'{"error":"queue_saturated"}')
+SATURATED = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: %d\r\n\r\n%s" % (
+    len(b'{"error":"queue_saturated"}'),
+    b'{"error":"queue_saturated"}',
+)
 SERVER_ERROR = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\noops"
 MALFORMED = b"HTPP/1.1 200 OK\r\n\r\n"
 TRUNCATED = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort"

@@ -145,7 +145,8 @@ def test_endpoint_name_checked_at_preview_in_one_line(kokoro_entry, write_stack,
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     [line] = proc.stderr.strip().splitlines()
-    assert line.startswith("ConfigError: speech-endpoints:models.kokoro-82m: endpoint name ") and "72 characters, SageMaker allows 63" in line
+    assert line.startswith("ConfigError: speech-endpoints:models.kokoro-82m: endpoint name ")
+    assert "72 characters, SageMaker allows 63" in line
 
 
 def test_dockerignore_keeps_the_context_to_container():

@@ -122,7 +122,7 @@ def test_scale_in_waits_for_the_window_and_the_cooldown(ref):
     run = run_policy(model, np.full(4000, 1.0), pol)
     ins = [a for a in run.actions if a.after < a.before]
     assert ins[0].t_s == plan.alarms.scale_in_evaluation_periods * plan.alarms.metric_period_s  # 30 x 10 s
-    assert all(b.t_s - a.t_s == plan.cooldowns.scale_in_s for a, b in zip(ins, ins[1:]))
+    assert all(b.t_s - a.t_s == plan.cooldowns.scale_in_s for a, b in zip(ins, ins[1:], strict=False))
     assert all(a.before - a.after == 1 for a in ins)
 
 
