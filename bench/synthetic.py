@@ -33,7 +33,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from container.markers import emit_stage
+from container.markers import STAGES, emit_stage
 
 STAMP_MAGIC = b"TS01"
 STAMP_LEN = len(STAMP_MAGIC) + 8
@@ -126,12 +126,14 @@ class _State:
 
 
 async def _startup(st: _State) -> None:
-    steps = ["framework_init", "weights_ready", "warmup_done"]
+    # The container's own stages, spread over the configured start-up: the first is printed at
+    # process start, the last once the server is ready.
+    *steps, last = STAGES[1:]
     for s in steps:
         await asyncio.sleep(st.cfg.startup_s / len(steps))
         emit_stage(s)
     st.ready = True
-    emit_stage("ready")
+    emit_stage(last)
 
 
 def build_app(cfg: SyntheticConfig):
@@ -393,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.chunk_bytes < STAMP_LEN:
         p.error(f"--chunk-bytes must be at least {STAMP_LEN}")
-    emit_stage("container_started")
+    emit_stage(STAGES[0])
     cfg = SyntheticConfig(
         service_ms=a.service_ms, concurrency=a.concurrency, queue_max=a.queue_max,
         first_byte_delay_ms=a.first_byte_delay_ms, chunks=a.chunks, chunk_bytes=a.chunk_bytes,
