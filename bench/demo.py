@@ -2,8 +2,9 @@
 
 Starts the inference container with the real Kokoro-82M (onnx, CPU), measures Q_max with a
 short ladder, measures T_total by starting a second container process, plans with stated
-inputs, writes a stack config, previews the Pulumi program under mocks with the policy pack, and
-writes one HTML report. Every step is the same code a user runs by hand.
+inputs, writes a stack config, simulates the plan against the other scaling policies on a
+one-hour trace, previews the Pulumi program under mocks with the policy pack, and writes one
+HTML report. Every step is the same code a user runs by hand.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ from pathlib import Path
 
 from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact
+from speech.simulate import SimulationArtifact
 
 from .errors import BenchError, TargetError, UsageError
 from .synthetic import free_port
 
 DESCRIPTION = """\
-Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> offline
-preview + policy pack -> report. No AWS account, GPU or Pulumi CLI needed.
+Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> simulate
+(one hour of diurnal traffic at the planned peak, every scaling policy) -> offline preview +
+policy pack -> report. No AWS account, GPU or Pulumi CLI needed.
 
 The local measurements describe this machine, not a SageMaker instance: the stack entry is
 written for --instance-type with allow_config_mismatch, so the program plans real scaling
@@ -37,7 +40,7 @@ Exit 0 when every step ran (whatever the policy verdict), 1 when a step failed, 
 130 interrupted (the container is stopped; artifacts are written atomically or not at all).
 """
 
-STEPS = ("container", "qmax", "ttotal", "plan", "preview+policy", "report")
+STEPS = ("container", "qmax", "ttotal", "plan", "simulate", "preview+policy", "report")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -169,6 +172,9 @@ def run(args: argparse.Namespace) -> int:
             _say("container", "stopped")
         signal.signal(signal.SIGTERM, previous)
 
+    plan_path = _newest(out, "plan-*.json")
+    simulation, simulation_pngs = _simulate(args, out, qmax_path, ttotal_path, plan_path, plan)
+
     stack_file = args.stack_dir / f"Pulumi.{args.stack}.yaml"
     _say("preview+policy", f"the Pulumi program under mocks on {stack_file}, every resource sent to the policy pack")
     violations, gates = _preview_and_policy(stack_file, args.stack)
@@ -192,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         out / "report.html", plan=plan, qmax=qmax, ttotal=ttotal,
         ladder_png=_png_for(qmax_path), waterfall_png=_png_for(ttotal_path),
         violations=violations, policy_ran=True, next_steps=next_steps,
+        simulation=simulation, simulation_pngs=simulation_pngs,
         policy_note=(f"These measurements describe this machine ({plan.fingerprint.slug}), not {args.instance_type}: "
                      "the demo plans scaling from them anyway so the numbers reach real resources, and the pack "
                      "shows it would block deploying them there. On AWS, measure the endpoint itself."),
@@ -203,7 +210,9 @@ def run(args: argparse.Namespace) -> int:
           f"T_total {plan.t_total.planning_s:.1f} s (measured {plan.t_total.measured_s:.1f} s), plan verdict {plan.verdict}")
     print(f"  qmax artifact   {qmax_path}  (+ {qmax_path.with_suffix('.png').name})")
     print(f"  ttotal artifact {ttotal_path}  (+ {ttotal_path.with_suffix('.png').name})")
-    print(f"  plan            {_newest(out, 'plan-*.json')}")
+    print(f"  plan            {plan_path}")
+    if simulation is not None:
+        print(f"  simulation      {_newest(out, 'simulation-*.json')}  (+ {len(simulation_pngs)} PNGs)")
     print(f"  stack config    {stack_file}")
     print(f"  report          {report}")
     if mandatory:
@@ -213,6 +222,30 @@ def run(args: argparse.Namespace) -> int:
     for s in next_steps:
         print(f"  {s}")
     return 0
+
+
+def simulation_trace(args: argparse.Namespace) -> str:
+    """One hour of the diurnal tide between the planned trough and peak (1 s steps, seeded): long
+    enough for every policy to scale out and back in, short enough to add seconds, not minutes."""
+    return f"diurnal:peak={args.peak_rps:g},trough={min(args.trough_rps, args.peak_rps):g},hours=1,seed=1"
+
+
+def _simulate(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan_path: Path,
+              plan: PlanArtifact) -> tuple[SimulationArtifact | None, list[Path]]:
+    """``bench simulate`` on the plan just made: the comparison table in the output, the artifact and
+    the PNGs next to the others."""
+    if plan.q_max < 1:
+        _say("simulate", "skipped: Q_max is 0 (no ladder level met the SLO), there is no instance to simulate")
+        return None, []
+    spec = simulation_trace(args)
+    _say("simulate", f"the plan against every scaling policy on {spec}")
+    _step("simulate", _bench(["simulate", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--plan", str(plan_path),
+                              "--trace", spec, "--out", str(out), "--plot"]))
+    path = _newest(out, "simulation-*.json")
+    art = load_artifact(path, SimulationArtifact)
+    stem = path.with_suffix("")
+    pngs = [Path(f"{stem}-cost-vs-slo.png")] + [Path(f"{stem}-{r.policy}.png") for r in art.results]
+    return art, [p for p in pngs if p.exists()]
 
 
 def _png_for(artifact: Path) -> Path | None:

@@ -1,5 +1,6 @@
-"""One self-contained HTML page: ladder plot, phase waterfall, plan numbers with formulas, findings
-and policy verdicts. Images are embedded (base64) so the page can be mailed or attached to CI."""
+"""One self-contained HTML page: ladder plot, phase waterfall, plan numbers with formulas, the
+simulated comparison of scaling policies, findings and policy verdicts. Images are embedded
+(base64) so the page can be mailed or attached to CI."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import html
 from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
 from speech.files import atomic_write_text
+from speech.simulate import SimulationArtifact
 
 from .report import plan_rows
 
@@ -70,6 +72,8 @@ def render_report(
     policy_ran: bool = False,
     policy_note: str | None = None,
     next_steps: Iterable[str] = (),
+    simulation: SimulationArtifact | None = None,
+    simulation_pngs: Sequence[Path] = (),
     title: str = "speech-endpoints: measured autoscaling",
 ) -> str:
     v = plan.verdict
@@ -116,6 +120,7 @@ def render_report(
         f"{plan.t_total.planning_s:.1f} s.{_dominant(ttotal)}</p>",
         "<h2>The plan</h2>",
         _table(["name", "value", "formula"], plan_rows(plan), num_cols={1}),
+        *_simulation_section(simulation, simulation_pngs),
         "<h2>Findings</h2>",
         _table(
             ["level", "finding", "why"],
@@ -143,6 +148,44 @@ def render_report(
         parts.append("<h2>Next</h2><ol>" + "".join(f"<li><code>{html.escape(s)}</code></li>" for s in steps) + "</ol>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> list[str]:
+    """The policy comparison table (the same columns as ``bench simulate``), the cost-vs-SLO scatter
+    and one timeline per policy."""
+    if a is None:
+        return []
+    tr = a.trace
+    pct = lambda x: f"{100 * x:.2f}%"  # noqa: E731
+    num = lambda x, spec: "-" if x is None else format(x, spec)  # noqa: E731
+    rows = [
+        (Markup(f"<b>{html.escape(r.policy)}</b>") if r.policy == "plan" else r.policy, pct(r.within_slo_share),
+         pct(r.rejected_share), num(r.ttfab_p95_ms, ".0f"), num(r.ttfab_p99_ms, ".0f"), r.violation_minutes,
+         f"{r.instance_hours:,.2f}", num(r.cost_vs_oracle, ".2f"), r.scale_out_actions, r.scale_in_actions, r.flaps,
+         r.peak_instances)
+        for r in a.results
+    ]
+    paths = [Path(p) for p in pngs]
+    scatter = [p for p in paths if p.stem.endswith("-cost-vs-slo")]
+    parts = [
+        "<h2>Simulation: the plan against other scaling policies</h2>",
+        f"<p>Trace <code>{html.escape(tr.spec)}</code>: {tr.duration_s / 3600:.2f} h at 1 s, {tr.requests:,.0f} requests, "
+        f"busiest minute {tr.peak_rps:,.1f} rps. The simulated instance is the measured one (ladder above, gate at "
+        f"Q_max, new instances serving after {a.startup_s:.1f} s); SLO {a.slo_ms:g} ms p95 TTFAB.</p>",
+        _table(["policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "x oracle", "out", "in",
+                "flaps", "peak"], rows, num_cols=set(range(1, 12))),
+        "<p class='muted'>in SLO: answered within the SLO (a rejected request never is); p95/p99: answered requests; "
+        "viol min: minutes with under 95% in SLO; x oracle: instance-hours over the oracle's (exactly the instances "
+        "needed each second, no start-up); flaps: a scale-in followed by a scale-out within the planning T_total "
+        f"({a.planning_total_s:.1f} s). <code>python -m bench simulate --help</code> runs longer traces.</p>",
+    ]
+    parts += [_img(p, "cost vs SLO, every policy") for p in scatter]
+    for r in a.results:
+        timeline = next((p for p in paths if p.stem.endswith(f"-{r.policy}")), None)
+        if timeline is not None:
+            parts += [f"<h3>{html.escape(r.policy)}</h3>",
+                      _img(timeline, f"{r.policy}: offered load, instances, p95 TTFAB vs SLO")]
+    return parts
 
 
 def write_report(path: Path, **kwargs) -> Path:

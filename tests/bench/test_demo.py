@@ -15,9 +15,10 @@ import httpx
 import pytest
 from ruamel.yaml import YAML
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.config import ModelConfig
 from speech.files import load_artifact
+from speech.simulate import POLICY_NAMES, SimulationArtifact
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,8 +58,25 @@ def test_quick_demo_runs_the_whole_chain(tmp_path):
     # The preview planned scaling from these numbers and the pack said what it thinks of them.
     assert re.search(r"gate: kokoro-82m: scaling", out)
     assert "deployment-matches-fingerprint" in out
+    # The plan simulated against every policy on an hour of diurnal traffic at the planned peak.
+    [sp] = d.glob("simulation-kokoro-82m-diurnal.json")
+    sim = load_artifact(sp, SimulationArtifact)
+    assert sim.plan_sha256 == canonical_sha256(plan) and sim.qmax_sha256 == canonical_sha256(q)
+    assert sim.trace.spec == "diurnal:peak=20,trough=1,hours=1,seed=1" and sim.trace.duration_s == 3600
+    assert sim.trace.peak_rps == pytest.approx(20, rel=0.25)
+    by = {r.policy: r for r in sim.results}
+    assert list(by) == list(POLICY_NAMES) and by["oracle"].cost_vs_oracle == 1.0
+    assert by["fixed-peak"].instance_hours > by["oracle"].instance_hours
+    assert re.search(r"\npolicy +in SLO +rejected", out) and re.search(r"\nplan +\d+\.\d\d% ", out)
+    assert len(list(d.glob("simulation-kokoro-82m-diurnal-*.png"))) == len(POLICY_NAMES) + 1
     report = (d / "report.html").read_text()
     assert "data:image/png;base64," in report and "deployment-matches-fingerprint" in report
+    section = report[report.index("<h2>Simulation"):report.index("<h2>Findings")]
+    assert sim.trace.spec in section
+    for r in sim.results:  # every policy's row with its numbers, and its timeline
+        assert f"{100 * r.within_slo_share:.2f}%" in section and f"<h3>{r.policy}</h3>" in section
+    # ladder, waterfall, the cost-vs-SLO scatter and one timeline per policy, all embedded
+    assert report.count("data:image/png;base64,") == 2 + 1 + len(POLICY_NAMES)
     assert list(d.glob("*.tmp")) == [] and list(d.glob(".*.tmp")) == []
 
 
