@@ -15,7 +15,7 @@ import numpy as np
 
 from speech.artifacts import ClientOverhead, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
 
-from . import aws
+from . import aws, target_region, tool_version
 from .errors import BenchError, UsageError
 from .ladder import estimate, geometric_levels, parse_levels, request_mix, search
 from .loadgen import LevelResult, Session
@@ -315,6 +315,9 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
             measured_at=started,
             tool="bench qmax",
             target=target.name,
+            tool_version=tool_version(),
+            region=target_region(target),
+            ended_at=datetime.now(UTC),
         ),
     )
     from .plots import plot_qmax

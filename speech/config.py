@@ -78,6 +78,23 @@ class Measurements(Frozen):
     ttotal: TtotalArtifact
 
 
+class MeasuredOn(Frozen):
+    """Another endpoint whose measurements this model may deploy, and why (e.g. a staging endpoint
+    running the same instance type and image)."""
+
+    endpoint: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")]
+    """SageMaker endpoint name the artifacts' ``provenance.target`` names."""
+    why: Annotated[str, Field(min_length=1)]
+    """The justification, kept in stack config and in the provenance document for review."""
+
+    @field_validator("why")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("why must say why this endpoint's measurements hold for this one")
+        return v
+
+
 class ModelConfig(Frozen):
     """One model served by its own endpoint."""
 
@@ -100,6 +117,9 @@ class ModelConfig(Frozen):
     """Where the one-time cache job takes the weights from (never a hub at run time)."""
     environment: dict[str, str] = {}
     """Extra container environment (the plan's queue depth and SLO are added on top)."""
+    measured_on: MeasuredOn | None = None
+    """Absent: measured artifacts must name this stack's endpoint as their target. Set: they may
+    name this endpoint instead (same fingerprint, checked by the plan), with a justification."""
 
     @model_validator(mode="after")
     def _image_pinned(self) -> ModelConfig:
@@ -165,6 +185,7 @@ class StackConfig(Frozen):
 __all__ = [
     "DIGEST_RE",
     "MAX_SURGE_RATIO",
+    "MeasuredOn",
     "Measurements",
     "ModelConfig",
     "PlanInputs",
