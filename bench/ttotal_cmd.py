@@ -501,4 +501,6 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     from .publish import publish
 
     publish(args, artifact, ttotal_filename(artifact), render, plot_ttotal)
-    return 0
+    from .qmax_cmd import leave_receipt
+
+    return leave_receipt(args, target, artifact)

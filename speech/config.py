@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .artifacts import DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, make_slug
+from .artifacts import DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 
 MAX_SURGE_RATIO = 1.5
 """At h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""
@@ -76,6 +76,31 @@ class Measurements(Frozen):
 
     qmax: QmaxArtifact
     ttotal: TtotalArtifact
+    qmax_receipt: str | None = None
+    """Key of the qmax run's receipt in the stack's provenance bucket (``bench plan --stack`` sets it
+    for a SageMaker measurement); None for reference, assumption and local figures."""
+    ttotal_receipt: str | None = None
+    """Same, for the ttotal run."""
+
+    @model_validator(mode="after")
+    def _receipts_match(self) -> Measurements:
+        from .receipts import needs_receipt, receipt_key
+
+        for kind, art, key in (("qmax", self.qmax, self.qmax_receipt), ("ttotal", self.ttotal, self.ttotal_receipt)):
+            if key is None:
+                continue
+            if not needs_receipt(art):
+                raise ValueError(
+                    f"{kind}_receipt {key!r}: a {art.provenance.origin} artifact from {art.provenance.target!r} cannot "
+                    "claim a receipt (only measurements of a SageMaker endpoint leave one); remove it"
+                )
+            expected = receipt_key(art.model, kind, canonical_sha256(art))
+            if key != expected:
+                raise ValueError(
+                    f"{kind}_receipt {key!r} is not this artifact's receipt ({expected!r}): the artifact or the key "
+                    "was edited; re-run bench plan --stack with the artifact bench wrote"
+                )
+        return self
 
 
 class MeasuredOn(Frozen):
