@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from speech.artifacts import canonical_sha256
+from speech.receipts import needs_receipt, receipt_key
+
 import argparse
 import sys
 from pathlib import Path
@@ -115,9 +118,15 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
             instance_type=instance_type,
             image=image,
             plan=inputs,
-            measurements=Measurements(qmax=q, ttotal=t),
+            # Each SageMaker measurement's receipt key (the bucket holds it once bench wrote it; the
+            # preview reads it and the pack compares its sha256 with the artifact's).
+            measurements=Measurements(
+                qmax=q, ttotal=t,
+                qmax_receipt=receipt_key(q.model, "qmax", canonical_sha256(q)) if needs_receipt(q) else None,
+                ttotal_receipt=receipt_key(t.model, "ttotal", canonical_sha256(t)) if needs_receipt(t) else None,
+            ),
             max_instances=args.max_instances,
-            **{k: old[k] for k in ("priority", "hosting", "weights_source", "environment") if k in old},
+            **{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on") if k in old},
         )
     except ValidationError as err:
         raise UsageError(describe_validation_error(err, f"stack entry for {q.model}")) from None

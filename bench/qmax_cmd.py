@@ -15,7 +15,7 @@ import numpy as np
 
 from speech.artifacts import ClientOverhead, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
 
-from . import aws
+from . import aws, target_region, tool_version
 from .errors import BenchError, UsageError
 from .ladder import estimate, geometric_levels, parse_levels, request_mix, search
 from .loadgen import LevelResult, Session
@@ -61,6 +61,10 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
                         "WebSocket / InvokeEndpointWithBidirectionalStream (default stream)")
     p.add_argument("--model", default="kokoro-82m", metavar="NAME", help="model name in the artifact (default kokoro-82m)")
     p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
+    p.add_argument("--receipt-bucket", metavar="BUCKET",
+                   help="SageMaker runs: the stack's provenance bucket (the bucket of `weights_s3_uri` in the "
+                        "stack outputs); a receipt of the artifact's sha256 is written there when the run ends, and "
+                        "the preview requires it before measured figures may scale")
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                    help="where the pre-freeze scaling state is saved (default ~/.cache/speech-endpoints)")
 
@@ -236,6 +240,8 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     results: dict[int, LevelResult] = {}
     display = _Display(not args.json, est.seconds_max, args.slo_ms)
     sm = isinstance(target, SageMakerTarget)
+    if args.receipt_bucket and not sm:
+        raise UsageError("--receipt-bucket: a local run takes no receipt (only SageMaker measurements deploy)")
 
     log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr))
 
@@ -315,11 +321,32 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
             measured_at=started,
             tool="bench qmax",
             target=target.name,
+            tool_version=tool_version(),
+            region=target_region(target),
+            ended_at=datetime.now(UTC),
         ),
     )
     from .plots import plot_qmax
     from .publish import publish
 
     publish(args, artifact, qmax_filename(artifact), render, plot_qmax)
+    return leave_receipt(args, target, artifact)
+
+
+def leave_receipt(args: argparse.Namespace, target: Target, artifact: Any) -> int:
+    """After a SageMaker run: write its receipt when --receipt-bucket names the bucket, else say
+    that the preview will ask for one. Local runs take no receipt."""
+    if not isinstance(target, SageMakerTarget):
+        if getattr(args, "receipt_bucket", None):
+            raise UsageError("--receipt-bucket: a local run takes no receipt (only SageMaker measurements deploy)")
+        return 0
+    if not args.receipt_bucket:
+        print(f"no receipt written (no --receipt-bucket): measured {artifact.kind} figures scale only with a receipt; "
+              "re-run with --receipt-bucket <the stack's provenance bucket>", file=sys.stderr)
+        return 0
+    from .receipts import write_receipt
+
+    key, _ = write_receipt(target.session, args.receipt_bucket, artifact)
+    print(f"receipt s3://{args.receipt_bucket}/{key}", file=sys.stderr)
     return 0
 

@@ -24,7 +24,7 @@ from speech.plan import planning_t_total
 
 from container.markers import STAGES, parse_at, parse_stage_line
 
-from . import aws
+from . import aws, target_region, tool_version
 from .errors import BenchError, TargetError, UsageError
 from .ladder import request_mix
 from .targets import HttpTarget, Outcome, Target, WebSocketTarget, make_target
@@ -494,10 +494,13 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
         phases=phases,
         measured_total_s=round(measured, 3),
         provenance=Provenance(origin="measured", source=f"bench ttotal ({trigger})", measured_at=started,
-                              tool="bench ttotal", target=target.name),
+                              tool="bench ttotal", target=target.name, tool_version=tool_version(),
+                              region=target_region(target), ended_at=datetime.now(UTC)),
     )
     from .plots import plot_ttotal
     from .publish import publish
 
     publish(args, artifact, ttotal_filename(artifact), render, plot_ttotal)
-    return 0
+    from .qmax_cmd import leave_receipt
+
+    return leave_receipt(args, target, artifact)

@@ -140,6 +140,11 @@ def rule_measured_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Proven
                 "fix: run bench qmax and bench ttotal against this endpoint and re-plan (bench plan --stack)",
                 t.urn,
             )
+        endpoint = s.endpoint_name or s.endpoint.get("name")
+        bound = pv.target_binding_problem(prov.model, prov.document.measurements, endpoint, prov.document.measured_on) \
+            if isinstance(endpoint, str) else None
+        if bound:
+            yield f"{t.label} scales {s.endpoint.label}, but {bound}", t.urn
         try:
             ttags = provenance_tags_of(t)
         except NoProvenance as err:

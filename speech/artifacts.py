@@ -72,9 +72,69 @@ class Provenance(Frozen):
     source: str
     """Human-readable: the tool run, or the public source of reference figures."""
     measured_at: datetime | None = None
+    """When the run started (UTC)."""
     tool: str | None = None
     target: str | None = None
     """``local:<url>`` or ``sagemaker:<endpoint>``; None for reference figures."""
+    tool_version: str | None = None
+    """Version of the tool that measured (``bench`` = the speech-endpoints package version)."""
+    region: str | None = None
+    """AWS region of a ``sagemaker:`` target; None for a local one."""
+    ended_at: datetime | None = None
+    """When the run ended (UTC)."""
+
+    @property
+    def target_endpoint(self) -> str | None:
+        """The SageMaker endpoint name of a ``sagemaker:`` target, else None."""
+        return self.target.removeprefix(SAGEMAKER_TARGET) if self.target and self.target.startswith(SAGEMAKER_TARGET) else None
+
+
+SAGEMAKER_TARGET = "sagemaker:"
+LOCAL_TARGET = "local:"
+MEASURING_TOOLS = {"qmax": "bench qmax", "ttotal": "bench ttotal"}
+"""The only tools whose output may say ``origin: measured``, per artifact kind."""
+
+
+def missing_evidence(kind: str, prov: Provenance, fingerprint: Fingerprint) -> list[str]:
+    """What a ``measured`` artifact lacks of the evidence only a real run writes; [] when complete.
+
+    A measured claim names the tool and its version, the target (a SageMaker endpoint and its
+    region, or a local URL), and when the run started and ended. Relabelling someone else's
+    figures as ``measured`` leaves these empty, so the claim fails here, at load.
+    """
+    missing: list[str] = []
+    tool = MEASURING_TOOLS[kind]
+    if prov.tool != tool:
+        missing.append(f"provenance.tool ({prov.tool!r}, expected {tool!r})")
+    if not prov.tool_version:
+        missing.append("provenance.tool_version")
+    target = prov.target or ""
+    if not (target.startswith(SAGEMAKER_TARGET) or target.startswith(LOCAL_TARGET)) or target in (
+        SAGEMAKER_TARGET, LOCAL_TARGET
+    ):
+        missing.append(f"provenance.target ({prov.target!r}, expected sagemaker:<endpoint> or local:<url>)")
+    elif target.startswith(SAGEMAKER_TARGET):
+        if not prov.region:
+            missing.append("provenance.region (of the sagemaker target)")
+        if fingerprint.instance_type.startswith("local"):
+            missing.append(f"a SageMaker instance type in the fingerprint (target {target} but {fingerprint.instance_type})")
+    elif not fingerprint.instance_type.startswith("local"):
+        missing.append(f"a sagemaker:<endpoint> target for fingerprint {fingerprint.instance_type} (got {target})")
+    if prov.measured_at is None:
+        missing.append("provenance.measured_at (start)")
+    if prov.ended_at is None:
+        missing.append("provenance.ended_at")
+    elif prov.measured_at is not None and prov.ended_at < prov.measured_at:
+        missing.append(f"provenance.ended_at after measured_at (ended {prov.ended_at} < started {prov.measured_at})")
+    return missing
+
+
+def evidence_error(kind: str, missing: list[str]) -> ValueError:
+    return ValueError(
+        f"origin is 'measured' but the {kind} artifact lacks the evidence a real run writes: missing "
+        f"{'; '.join(missing)}. Only bench {kind} writes a measured {kind} artifact: run it against your endpoint, "
+        "or keep origin 'reference' (public figures) or 'assumption'"
+    )
 
 
 class Slo(Frozen):
@@ -206,6 +266,15 @@ class QmaxArtifact(Frozen):
             )
         if self.q_max and self.q_max not in levels:
             raise ValueError(f"q_max {self.q_max} is not one of the measured levels {levels}")
+        if self.provenance.origin == "measured":
+            missing = missing_evidence("qmax", self.provenance, self.fingerprint)
+            if self.client_overhead is None:
+                missing.append("client_overhead")
+            windowless = [lv.concurrency for lv in self.ladder if lv.measure_s is None]
+            if windowless:
+                missing.append(f"ladder measure_s (the measured window behind the raw counts) at levels {windowless}")
+            if missing:
+                raise evidence_error("qmax", missing)
         return self
 
 
@@ -267,6 +336,10 @@ class TtotalArtifact(Frozen):
         last = max((p.offset_s for p in self.phases if p.applicable and p.offset_s is not None), default=None)
         if last is None or abs(self.measured_total_s - last) > 0.0015:
             raise ValueError(f"measured_total_s {self.measured_total_s} is not the last applicable phase's offset {last}")
+        if self.provenance.origin == "measured":
+            missing = missing_evidence("ttotal", self.provenance, self.fingerprint)
+            if missing:
+                raise evidence_error("ttotal", missing)
         return self
 
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .artifacts import DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, make_slug
+from .artifacts import DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 
 MAX_SURGE_RATIO = 1.5
 """At h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""
@@ -76,6 +76,48 @@ class Measurements(Frozen):
 
     qmax: QmaxArtifact
     ttotal: TtotalArtifact
+    qmax_receipt: str | None = None
+    """Key of the qmax run's receipt in the stack's provenance bucket (``bench plan --stack`` sets it
+    for a SageMaker measurement); None for reference, assumption and local figures."""
+    ttotal_receipt: str | None = None
+    """Same, for the ttotal run."""
+
+    @model_validator(mode="after")
+    def _receipts_match(self) -> Measurements:
+        from .receipts import needs_receipt, receipt_key
+
+        for kind, art, key in (("qmax", self.qmax, self.qmax_receipt), ("ttotal", self.ttotal, self.ttotal_receipt)):
+            if key is None:
+                continue
+            if not needs_receipt(art):
+                raise ValueError(
+                    f"{kind}_receipt {key!r}: a {art.provenance.origin} artifact from {art.provenance.target!r} cannot "
+                    "claim a receipt (only measurements of a SageMaker endpoint leave one); remove it"
+                )
+            expected = receipt_key(art.model, kind, canonical_sha256(art))
+            if key != expected:
+                raise ValueError(
+                    f"{kind}_receipt {key!r} is not this artifact's receipt ({expected!r}): the artifact or the key "
+                    "was edited; re-run bench plan --stack with the artifact bench wrote"
+                )
+        return self
+
+
+class MeasuredOn(Frozen):
+    """Another endpoint whose measurements this model may deploy, and why (e.g. a staging endpoint
+    running the same instance type and image)."""
+
+    endpoint: Annotated[str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")]
+    """SageMaker endpoint name the artifacts' ``provenance.target`` names."""
+    why: Annotated[str, Field(min_length=1)]
+    """The justification, kept in stack config and in the provenance document for review."""
+
+    @field_validator("why")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("why must say why this endpoint's measurements hold for this one")
+        return v
 
 
 class ModelConfig(Frozen):
@@ -100,6 +142,9 @@ class ModelConfig(Frozen):
     """Where the one-time cache job takes the weights from (never a hub at run time)."""
     environment: dict[str, str] = {}
     """Extra container environment (the plan's queue depth and SLO are added on top)."""
+    measured_on: MeasuredOn | None = None
+    """Absent: measured artifacts must name this stack's endpoint as their target. Set: they may
+    name this endpoint instead (same fingerprint, checked by the plan), with a justification."""
 
     @model_validator(mode="after")
     def _image_pinned(self) -> ModelConfig:
@@ -165,6 +210,7 @@ class StackConfig(Frozen):
 __all__ = [
     "DIGEST_RE",
     "MAX_SURGE_RATIO",
+    "MeasuredOn",
     "Measurements",
     "ModelConfig",
     "PlanInputs",

@@ -17,7 +17,7 @@ from .artifacts import PlanArtifact
 from .config import ModelConfig
 from .errors import ConfigError, FingerprintMismatch, PlanInputError
 from .plan import build_plan
-from .provenance import ProvenanceDocument, document_key, document_text
+from .provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
 
 CONFIG_KEY = "speech-endpoints:models"
 BUILT_IMAGE = "built by the stack from container/Dockerfile"
@@ -30,7 +30,8 @@ class GateDecision:
     reason: str
 
 
-def gate(model: ModelConfig, plan: PlanArtifact | None, *, allow_config_mismatch: bool = False) -> GateDecision:
+def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: str,
+         allow_config_mismatch: bool = False) -> GateDecision:
     """Scaling exists only for a measured, feasible plan that has something to scale.
 
     Reference-origin artifacts pass (the plan carries a provenance warn finding); whether
@@ -42,6 +43,9 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, allow_config_mismatch
             "no measurements in stack config: run bench qmax and bench ttotal on this endpoint, then "
             "bench plan --stack <stack> to add them",
         )
+    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
+    if bound:
+        return GateDecision(False, bound)
     deployed = model.fingerprint()
     if deployed is None:
         # The program builds the image: its digest exists after the push. The instance type is
@@ -74,9 +78,11 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, allow_config_mismatch
         "it is pushed, before the Model is created)"
         if deployed is None and not allow_config_mismatch else ""
     )
+    label = ("measured plan" if plan.provenance.origin == "measured"
+             else f"plan from {plan.provenance.origin} figures, not measurements of this endpoint")
     return GateDecision(
         True,
-        f"measured plan ({plan.provenance.origin}, verdict {plan.verdict}): scale "
+        f"{label} (origin {plan.provenance.origin}, verdict {plan.verdict}): scale "
         f"{plan.fleet.min_instances}..{plan.fleet.max_instances} at target {plan.thresholds.scaling_target_value:g}"
         + built,
     )
@@ -121,14 +127,14 @@ class ModelDeployment:
         return self.plan.fleet.min_instances if self.plan else self.config.plan.min_instances
 
 
-def plan_model(name: str, model: ModelConfig, *, allow_config_mismatch: bool = False) -> ModelDeployment:
+def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mismatch: bool = False) -> ModelDeployment:
     """Plan one model with :func:`speech.plan.build_plan` (the one plan function) and gate it.
 
     Inputs build_plan refuses outright become a :class:`ConfigError` naming the config key.
     """
     key = f"{CONFIG_KEY}.{name}"
     if model.measurements is None:
-        return ModelDeployment(name, model, None, gate(model, None), None, None, None)
+        return ModelDeployment(name, model, None, gate(model, None, name=name, endpoint=endpoint), None, None, None)
     m = model.measurements
     if m.qmax.model != name:
         raise ConfigError(
@@ -155,12 +161,13 @@ def plan_model(name: str, model: ModelConfig, *, allow_config_mismatch: bool = F
         measurements=m,
         allow_config_mismatch=allow_config_mismatch,
         max_instances_cap=model.max_instances,
+        measured_on=model.measured_on,
     )
     return ModelDeployment(
         name=name,
         config=model,
         plan=plan,
-        gate=gate(model, plan, allow_config_mismatch=allow_config_mismatch),
+        gate=gate(model, plan, name=name, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch),
         document=doc,
         document_text=document_text(doc),
         document_key=document_key(name, plan.fingerprint.slug),

@@ -44,7 +44,7 @@ def endpoint_name(model: str) -> str:
 def plan_stack(config: StackConfig) -> dict[str, ModelDeployment]:
     """Plan and gate every model before creating anything: a bad model stops the whole preview."""
     deployments = {
-        name: plan_model(name, model, allow_config_mismatch=config.allow_config_mismatch)
+        name: plan_model(name, model, endpoint=endpoint_name(name), allow_config_mismatch=config.allow_config_mismatch)
         for name, model in config.models.items()
     }
     for name, dep in deployments.items():

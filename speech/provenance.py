@@ -16,7 +16,7 @@ import json
 from pydantic import ValidationError
 
 from .artifacts import Frozen, PlanArtifact, canonical_sha256
-from .config import Measurements, PlanInputs
+from .config import MeasuredOn, Measurements, PlanInputs
 from .errors import ArtifactError, describe_validation_error
 
 TAG_PREFIX = "speech:"
@@ -48,6 +48,33 @@ class ProvenanceDocument(Frozen):
     measurements: Measurements
     allow_config_mismatch: bool = False
     max_instances_cap: int | None = None
+    measured_on: MeasuredOn | None = None
+    """The stack config's other endpoint whose measurements this model may deploy."""
+
+
+def target_binding_problem(model: str, measurements: Measurements, endpoint: str,
+                           measured_on: MeasuredOn | None) -> str | None:
+    """None when every measured artifact with a SageMaker fingerprint was measured on ``endpoint``
+    (this stack's) or on the endpoint ``measured_on`` names; else the one message the gate and the
+    policy pack both report. Reference and assumption figures name no target (their origin is
+    judged separately); local measurements cannot describe a SageMaker fingerprint (the schema)."""
+    allowed = [endpoint] + ([measured_on.endpoint] if measured_on is not None else [])
+    for kind, art in (("qmax", measurements.qmax), ("ttotal", measurements.ttotal)):
+        prov = art.provenance
+        if prov.origin != "measured" or not art.fingerprint.instance_type.startswith("ml."):
+            continue
+        measured = prov.target_endpoint
+        if measured in allowed:
+            continue
+        also = f" or the measured_on endpoint {measured_on.endpoint!r}" if measured_on is not None else ""
+        return (
+            f"models.{model}.measurements.{kind} was measured on {prov.target!r}, not on this stack's endpoint "
+            f"{endpoint!r}{also}: another endpoint's figures say nothing about this one. Fix: measure this endpoint "
+            f"(bench {kind} --endpoint {endpoint}, then bench plan --stack), or, when {measured!r} runs the same "
+            f"instance type and image, name it in the model's stack config: measured_on: {{endpoint: {measured}, "
+            "why: <the reason>}}"
+        )
+    return None
 
 
 def document_key(model: str, slug: str) -> str:

@@ -249,3 +249,56 @@ def test_thaw_after_a_killed_run_gives_back_the_instances(fleet, capsys):
     assert "desired instance count 3" in capsys.readouterr().out
     assert _scaling(fleet.sess) == (3, 7, ORIGINAL) and _counts(fleet.sess)[1] == 3
     assert not state_path(None, ENDPOINT).exists()
+
+
+# --- receipts (issue 19) -----------------------------------------------------------------------
+
+
+def test_a_sagemaker_run_leaves_a_receipt_that_bench_plan_records(fleet, synthetic_40ms, tmp_path, capsys):
+    import json as _json
+
+    from speech.artifacts import canonical_sha256
+    from speech.receipts import Receipt, receipt_key
+
+    s3 = fleet.sess.client("s3")
+    s3.create_bucket(Bucket="stack-provenance")
+    rc = _run(fleet.sess, fleet, synthetic_40ms, tmp_path / "out", "--levels", "1", "--no-refine",
+              "--cloudwatch-wait-s", "0", "--receipt-bucket", "stack-provenance")
+    assert rc == 0, capsys.readouterr().err
+    a = load_artifact(next((tmp_path / "out").glob("qmax-*.json")), QmaxArtifact)
+    assert a.provenance.target == f"sagemaker:{ENDPOINT}" and a.provenance.region == "us-east-1"
+    assert a.provenance.tool_version and a.provenance.ended_at >= a.provenance.measured_at
+    key = receipt_key(a.model, "qmax", canonical_sha256(a))
+    assert f"receipt s3://stack-provenance/{key}" in capsys.readouterr().err
+    receipt = Receipt.model_validate_json(s3.get_object(Bucket="stack-provenance", Key=key)["Body"].read())
+    assert receipt.artifact_sha256 == canonical_sha256(a) and receipt.endpoint == ENDPOINT
+    assert receipt.caller_account == fleet.sess.client("sts").get_caller_identity()["Account"]
+    assert receipt.started_at == a.provenance.measured_at and receipt.ended_at == a.provenance.ended_at
+
+    # A second receipt for the same artifact is refused, never overwritten.
+    from bench.errors import BenchError
+    from bench.receipts import write_receipt
+
+    with pytest.raises(BenchError, match="already exists"):
+        write_receipt(fleet.sess, "stack-provenance", a)
+    # The artifact as it would sit in stack config records exactly that key; edits to either are refused.
+    from speech.config import Measurements
+
+    ttotal = _json.loads((REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json").read_text())
+    ttotal["fingerprint"] = _json.loads(a.fingerprint.model_dump_json())
+    m = Measurements.model_validate({"qmax": _json.loads(a.model_dump_json()), "ttotal": ttotal, "qmax_receipt": key})
+    assert m.qmax_receipt == key
+    with pytest.raises(ValueError, match="is not this artifact's receipt"):
+        Measurements.model_validate({"qmax": {**_json.loads(a.model_dump_json()), "q_max": a.q_max}, "ttotal": ttotal,
+                                     "qmax_receipt": key.replace(key[-12:-5], "0000000")})
+    with pytest.raises(ValueError, match="a reference artifact .* cannot claim a receipt"):
+        Measurements.model_validate({"qmax": _json.loads(a.model_dump_json()), "ttotal": ttotal, "ttotal_receipt": key})
+    # The same run against a local server: no bucket, so no receipt to claim.
+    local = _json.loads(a.model_dump_json())
+    local["fingerprint"] = _json.loads(Fingerprint.of("local", DIGEST).model_dump_json())
+    local["provenance"].update(target="local:http://127.0.0.1:8080", region=None)
+    local["cloudwatch_ratio_source"], local["cloudwatch_ratio"] = "not_applicable", 1.0
+    for lv in local["ladder"]:
+        lv["cloudwatch_concurrency_max"] = None
+    with pytest.raises(ValueError, match="'local:http://127.0.0.1:8080' cannot claim a receipt"):
+        Measurements.model_validate({"qmax": local, "ttotal": ttotal, "qmax_receipt": key})

@@ -45,7 +45,7 @@ def _plan(service_ms: float, q_max: int, tmp_path) -> str:
                      q_max=q_max, bracketed=True, first_failing_concurrency=q_max + 1,
                      service_time=ServiceTime(mean_ms=service_ms, p95_ms=service_ms * 1.05), instances=1,
                      cloudwatch_ratio=1.0, cloudwatch_ratio_source="not_applicable",
-                     provenance=Provenance(origin="measured", source="test: known-capacity ladder"))
+                     provenance=Provenance(origin="assumption", source="test: known-capacity ladder"))
     t = load_artifact(REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json", TtotalArtifact)
     plan = build_plan(q, t.model_copy(update={"fingerprint": FP}),
                       PlanInputs(slo_ms=SLO_MS, surge_ratio=1.25, peak_rps=50, trough_rps=5, min_instances=1))

@@ -125,3 +125,16 @@ def test_cli_bad_input_exits_2(tmp_path):
     shutil.copy(ROOT / "Pulumi.dev.yaml", tmp_path / "Pulumi.dev.yaml")
     res = _cli("--stack", "dev", "--stack-dir", str(tmp_path), "--config", str(bad))
     assert res.returncode == 2 and "not valid JSON" in res.stderr
+
+
+def test_cli_refuses_reference_figures_relabelled_as_measured(tmp_path):
+    """The one-word relabelling (origin: reference -> measured) names what only a real run has."""
+    text = (ROOT / "Pulumi.dev.yaml").read_text()
+    assert text.count("origin: reference") == 2
+    (tmp_path / "Pulumi.relabelled.yaml").write_text(text.replace("origin: reference", "origin: measured"))
+    res = _cli("--stack", "relabelled", "--stack-dir", str(tmp_path))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "ConfigError" in res.stderr and "origin is 'measured'" in res.stderr
+    for evidence in ("provenance.tool", "provenance.tool_version", "provenance.target", "provenance.ended_at"):
+        assert evidence in res.stderr
+    assert "Traceback" not in res.stderr

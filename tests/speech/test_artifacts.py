@@ -101,7 +101,7 @@ def test_schema_1_qmax_is_read_with_the_source_it_implies(tmp_path, qmax_ref):
     assert q.schema_version == 2 and q.cloudwatch_ratio_source == "measured" and q.instances is None
     assert q.ladder == qmax_ref.ladder and q.q_max == qmax_ref.q_max
     # No CloudWatch reading on a SageMaker run: the 1.0 was assumed.
-    data = _as_schema_1_qmax(qmax_ref, provenance={"origin": "measured", "source": "x", "target": "sagemaker:e"})
+    data = _as_schema_1_qmax(qmax_ref, provenance={"origin": "assumption", "source": "x", "target": "sagemaker:e"})
     for lv in data["ladder"]:
         lv["cloudwatch_concurrency_max"] = None
     assert QmaxArtifact.model_validate(data).cloudwatch_ratio_source == "assumed"
@@ -165,3 +165,62 @@ def test_one_validation_formatter_names_key_reason_value_and_count():
         Inputs(slo_ms=1, surge_ratio=2.0)
     # pydantic's "Value error, " prefix is noise to a user; the value and reason stay.
     assert describe_validation_error(info.value) == "surge_ratio: surge_ratio 2.0 leaves no scale-in band (got 2.0)"
+
+
+# --- a measured claim needs evidence -------------------------------------------------------------
+
+EVIDENCE = {"tool_version": "0.1.0", "region": "us-east-1", "measured_at": "2026-01-01T10:00:00Z",
+            "ended_at": "2026-01-01T10:20:00Z"}
+
+
+def _measured(artifact, kind: str, **provenance) -> dict:
+    data = json.loads(artifact.model_dump_json())
+    data["provenance"] = {"origin": "measured", "source": f"bench {kind}", "tool": f"bench {kind}",
+                          "target": "sagemaker:dev-kokoro-82m", **EVIDENCE, **provenance}
+    if kind == "qmax":
+        data["client_overhead"] = {"loop_lag_p99_ms": 1.5, "cpu_fraction": 0.1}
+    return data
+
+
+def test_relabelled_reference_figures_are_refused_naming_the_missing_evidence(qmax_ref, ttotal_ref):
+    for artifact in (qmax_ref, ttotal_ref):
+        data = json.loads(artifact.model_dump_json())
+        data["provenance"]["origin"] = "measured"
+        with pytest.raises(ValidationError) as err:
+            type(artifact).model_validate(data)
+        text = str(err.value)
+        for field in ("provenance.tool", "provenance.tool_version", "provenance.target", "provenance.ended_at"):
+            assert field in text
+    # The qmax claim also needs the load generator's overhead.
+    bare = json.loads(qmax_ref.model_dump_json())
+    bare["provenance"]["origin"] = "measured"
+    with pytest.raises(ValidationError, match="client_overhead"):
+        QmaxArtifact.model_validate(bare)
+
+
+def test_a_measured_artifact_with_its_evidence_loads(qmax_ref, ttotal_ref):
+    assert QmaxArtifact.model_validate(_measured(qmax_ref, "qmax")).provenance.target_endpoint == "dev-kokoro-82m"
+    assert TtotalArtifact.model_validate(_measured(ttotal_ref, "ttotal")).provenance.region == "us-east-1"
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"region": None}, "provenance.region"),
+        ({"tool": "bench plan"}, "provenance.tool ('bench plan'"),
+        ({"target": "sagemaker:"}, "provenance.target"),
+        ({"target": "local:http://127.0.0.1:8080", "region": None}, "a sagemaker:<endpoint> target for fingerprint"),
+        ({"ended_at": "2026-01-01T09:00:00Z"}, "ended_at after measured_at"),
+    ],
+)
+def test_incomplete_or_inconsistent_evidence_is_named(qmax_ref, change, named):
+    with pytest.raises(ValidationError) as err:
+        QmaxArtifact.model_validate(_measured(qmax_ref, "qmax", **change))
+    assert named in str(err.value)
+
+
+def test_a_measured_ladder_needs_its_windows(qmax_ref):
+    data = _measured(qmax_ref, "qmax")
+    data["ladder"][0]["measure_s"] = None
+    with pytest.raises(ValidationError, match=r"ladder measure_s .* at levels \[1\]"):
+        QmaxArtifact.model_validate(data)

@@ -87,7 +87,7 @@ def _ladder_artifact(levels: list[tuple[int, float, float]], *, slo_ms: float = 
         instances=1,
         cloudwatch_ratio=1.0,
         cloudwatch_ratio_source="assumed",
-        provenance=Provenance(origin="measured", source="test"),
+        provenance=Provenance(origin="assumption", source="test: hand-built ladder"),
     )
 
 

@@ -18,9 +18,11 @@ from speech.components.iam import (
 from speech.config import ModelConfig
 from speech.errors import ConfigError
 from speech.stack import parse_stack_config
+from tests.policy.policy_edits import with_evidence
 
 BUCKET = "arn:aws:s3:::weights-bucket"
 REPO = "arn:aws:ecr:eu-west-1:123456789012:repository/kokoro-images"
+EP = "dev-kokoro-82m"
 LOGS = endpoint_log_group_arn("eu-west-1", "123456789012", "dev-kokoro-82m")
 
 
@@ -32,7 +34,7 @@ def _model(entry: dict) -> ModelConfig:
 
 
 def test_gate_measured_and_feasible_enables_scaling(kokoro_entry):
-    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    dep = plan_model("kokoro-82m", _model(kokoro_entry), endpoint=EP)
     assert dep.gate.enabled, dep.gate.reason
     assert dep.plan is not None and dep.plan.provenance.origin == "reference"
     # Reference numbers pass the gate but the plan says they are not the user's measurements.
@@ -41,14 +43,14 @@ def test_gate_measured_and_feasible_enables_scaling(kokoro_entry):
 
 def test_gate_without_measurements_is_off(kokoro_entry):
     del kokoro_entry["measurements"]
-    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    dep = plan_model("kokoro-82m", _model(kokoro_entry), endpoint=EP)
     assert not dep.gate.enabled and dep.plan is None
     assert "no measurements" in dep.gate.reason
 
 
 def test_gate_stop_plan_is_off(kokoro_entry):
     kokoro_entry["plan"]["slo_ms"] = 50.0  # below the uncontended p95 of 66.1 ms
-    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    dep = plan_model("kokoro-82m", _model(kokoro_entry), endpoint=EP)
     assert dep.plan is not None and dep.plan.verdict == "stop"
     assert not dep.gate.enabled
     assert "slo_feasible" in dep.gate.reason
@@ -57,7 +59,7 @@ def test_gate_stop_plan_is_off(kokoro_entry):
 @pytest.mark.parametrize("peak, floor", [(10.0, 1), (10.0, 3)])
 def test_gate_min_equal_max_is_off(kokoro_entry, peak, floor):
     kokoro_entry["plan"].update(peak_rps=peak, trough_rps=peak, min_instances=floor)
-    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    dep = plan_model("kokoro-82m", _model(kokoro_entry), endpoint=EP)
     assert dep.plan is not None and dep.plan.fleet.min_instances == dep.plan.fleet.max_instances == floor
     assert dep.plan.verdict != "stop"
     assert not dep.gate.enabled and "nothing to scale" in dep.gate.reason
@@ -65,14 +67,14 @@ def test_gate_min_equal_max_is_off(kokoro_entry, peak, floor):
 
 def test_gate_off_when_deployed_image_was_not_measured(kokoro_entry):
     kokoro_entry["image"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com/kokoro-82m@sha256:" + "a" * 64
-    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    dep = plan_model("kokoro-82m", _model(kokoro_entry), endpoint=EP)
     assert not dep.gate.enabled and "re-measure" in dep.gate.reason
-    assert gate(dep.config, dep.plan, allow_config_mismatch=True).enabled
+    assert gate(dep.config, dep.plan, name="kokoro-82m", endpoint=EP, allow_config_mismatch=True).enabled
 
 
 def test_cap_below_need_is_a_stop_not_a_silent_cap(kokoro_entry):
     kokoro_entry["max_instances"] = 1
-    dep = plan_model("kokoro-82m", _model(kokoro_entry))
+    dep = plan_model("kokoro-82m", _model(kokoro_entry), endpoint=EP)
     assert not dep.gate.enabled and "fleet_capacity" in dep.gate.reason
 
 
@@ -110,7 +112,7 @@ def test_unknown_and_missing_top_level_keys(kokoro_entry):
 
 def test_artifact_of_another_model_under_this_key_is_a_config_error(kokoro_entry):
     with pytest.raises(ConfigError, match=r"^speech-endpoints:models.other-model.measurements.qmax.model: "):
-        plan_model("other-model", _model(copy.deepcopy(kokoro_entry)))
+        plan_model("other-model", _model(copy.deepcopy(kokoro_entry)), endpoint="dev-other-model")
 
 
 # --- IAM ------------------------------------------------------------------------------------------
@@ -171,3 +173,43 @@ def test_pure_contracts_import_neither_pulumi_nor_boto3():
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# --- target binding: measured on this stack's endpoint, or a named one with a reason ----------------
+
+
+def test_measured_on_this_stacks_endpoint_enables_scaling(kokoro_entry):
+    dep = plan_model("kokoro-82m", _model(with_evidence(kokoro_entry, EP)), endpoint=EP)
+    assert dep.gate.enabled, dep.gate.reason
+    assert dep.gate.reason.startswith("measured plan (origin measured")
+    assert dep.plan.finding("provenance").level == "ok"
+
+
+def test_reference_figures_are_labelled_in_the_gate_reason(kokoro_entry):
+    dep = plan_model("kokoro-82m", _model(kokoro_entry), endpoint=EP)
+    assert dep.gate.reason.startswith("plan from reference figures, not measurements of this endpoint")
+
+
+def test_measured_on_another_endpoint_is_blocked(kokoro_entry):
+    dep = plan_model("kokoro-82m", _model(with_evidence(kokoro_entry, "prod-kokoro-82m")), endpoint=EP)
+    assert not dep.gate.enabled
+    assert "measured on 'sagemaker:prod-kokoro-82m', not on this stack's endpoint 'dev-kokoro-82m'" in dep.gate.reason
+    assert f"bench qmax --endpoint {EP}" in dep.gate.reason and "measured_on: {endpoint: prod-kokoro-82m" in dep.gate.reason
+
+
+def test_a_named_staging_endpoint_with_a_reason_is_allowed(kokoro_entry):
+    entry = with_evidence(kokoro_entry, "staging-kokoro-82m")
+    entry["measured_on"] = {"endpoint": "staging-kokoro-82m", "why": "staging runs the release image on g5.xlarge"}
+    dep = plan_model("kokoro-82m", _model(entry), endpoint=EP)
+    assert dep.gate.enabled, dep.gate.reason
+    assert dep.document is not None and dep.document.measured_on.endpoint == "staging-kokoro-82m"
+    # Naming staging does not let a third endpoint's figures in.
+    other = with_evidence(copy.deepcopy(entry), "prod-kokoro-82m")
+    dep = plan_model("kokoro-82m", _model(other), endpoint=EP)
+    assert not dep.gate.enabled and "or the measured_on endpoint 'staging-kokoro-82m'" in dep.gate.reason
+
+
+def test_measured_on_needs_a_reason(kokoro_entry):
+    kokoro_entry["measured_on"] = {"endpoint": "staging-kokoro-82m", "why": "  "}
+    with pytest.raises(ConfigError, match="measured_on.why"):
+        _model(kokoro_entry)
