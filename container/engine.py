@@ -49,6 +49,8 @@ class Job:
     finished: bool = False
     cancelled: bool = False
     first_byte_at: float | None = None
+    service_started_at: float | None = None
+    """When the first of this job's segments began inference (monotonic s): service time starts."""
     audio_samples: int = 0
     _results: dict = field(default_factory=dict)
     _next: int = 0
@@ -262,8 +264,11 @@ class Engine:
             if width > total - self._used:
                 break
             batch = self._pop_batch()
+            now = time.monotonic()
             for r in batch:
                 r.job.started = True
+                if r.job.service_started_at is None:
+                    r.job.service_started_at = now
             self._used += width
             self._running += 1
             self._update_gauges()
@@ -321,6 +326,8 @@ class Engine:
     def _mark_first_byte(self, job: Job) -> None:
         job.first_byte_at = time.monotonic()
         self.metrics.record_ttfab(job.ttfab_ms)
+        if job.service_started_at is not None:
+            self.metrics.record_service((job.first_byte_at - job.service_started_at) * 1000)
 
     def _finish(self, job: Job, error: ContainerError | None) -> None:
         if job.finished:
