@@ -38,10 +38,11 @@ SHED = "Shed"
 TTFAB_P95 = "TTFABp95"
 """p95 time to first audio byte over the flush interval, queueing included (ms)."""
 SERVICE_P95 = "ServiceTimep95"
-"""p95 per-request service time over the flush interval: from the moment the request's first
-segment starts inference to its first audio byte, queueing excluded (ms). What the slowdown alarm
-watches: it stays near the measured uncontended p95 at any occupancy the plan allows, and grows
-only when the instance itself is slower."""
+"""p95 uncontended service time over the flush interval (ms): from the moment a request's first
+segment starts inference to its first audio byte, queueing excluded, counted only for requests
+whose first audio came from a run with no other inference in flight (so it compares with the
+measured c=1 p95 at any occupancy; absent in an interval without such a request). What the
+slowdown alarm watches: it moves only when the instance itself is slower."""
 PRESSURE = "PressureIndex"
 
 UNITS = {CONCURRENT: "Count", QUEUE_DEPTH: "Count", ADMITTED: "Count", REJECTED: "Count", SHED: "Count",
