@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
+from container import telemetry
 from speech.artifacts import (
     CalibrationArtifact,
     PlanArtifact,
@@ -57,8 +58,8 @@ Writes calibration-<model>-<endpoint>-<time>.json into --out.
 Exit 0 holds, 1 drifted, 2 bad input or no data in the window (nothing written).
 """
 
-EMF_NAMESPACE = "SpeechEndpoints/Container"
-"""The container's embedded-metric namespace (container/metrics.py), dimension Model."""
+EMF_NAMESPACE = telemetry.NAMESPACE
+"""The container's embedded-metric namespace, dimensions EndpointName, VariantName, Model."""
 PERIOD_S = 60
 """EMF metrics are standard resolution: one-minute periods (kept 15 days by CloudWatch)."""
 MAX_WINDOW = timedelta(days=15)
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
     end = (now or datetime.now(UTC)).replace(microsecond=0)
     end = end - timedelta(seconds=end.timestamp() % PERIOD_S)
     start = end - span
-    model_dim = {"Model": args.emf_model or plan.model}
+    model_dim = telemetry.dimensions(args.endpoint, telemetry.DEFAULT_VARIANT, args.emf_model or plan.model)
 
     def series(metric: str, stat: str):
         return aws.metric_series(sess, EMF_NAMESPACE, metric, model_dim, stat, PERIOD_S, start, end)

@@ -79,7 +79,8 @@ class State:
         self.metrics = MetricsRecorder(
             settings.model_name, capacity_rps=settings.pressure_capacity_rps,
             queue_max_depth=settings.queue_max_depth, weights=settings.pressure_weights,
-            window_s=settings.pressure_window_s)
+            window_s=settings.pressure_window_s, endpoint_name=settings.endpoint_name,
+            variant_name=settings.variant_name)
         self._aliases: dict[str, str] | None = None
 
     @property

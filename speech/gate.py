@@ -12,6 +12,7 @@ instance type and image).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .artifacts import PlanArtifact
 from .config import ModelConfig
@@ -24,10 +25,17 @@ BUILT_IMAGE = "built by the stack from container/Dockerfile"
 """What the provenance document says about the image when the program builds it."""
 
 
+GateCode = Literal["measured_plan", "unmeasured", "instance_type_mismatch", "fingerprint_mismatch", "plan_stop",
+                   "nothing_to_scale"]
+"""Stable keys of the gate's decisions: what the stack outputs carry (``scaling.<model>.reason_code``),
+while the prose stays in ``reason`` (logs, preview) and the plan artifact."""
+
+
 @dataclass(frozen=True)
 class GateDecision:
     enabled: bool
     reason: str
+    code: GateCode
 
 
 def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: str,
@@ -42,6 +50,7 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
             False,
             "no measurements in stack config: run bench qmax and bench ttotal on this endpoint, then "
             "bench plan --stack <stack> to add them",
+            "unmeasured",
         )
     bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
     if bound:
@@ -55,6 +64,7 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
                 False,
                 f"measurements describe {plan.fingerprint.slug} ({plan.fingerprint.instance_type}) but the stack "
                 f"deploys {model.instance_type}: re-measure this instance type",
+                "instance_type_mismatch",
             )
     elif plan.fingerprint != deployed and not allow_config_mismatch:
         # A new image or instance type has new latency: measurements of the old one say nothing.
@@ -62,16 +72,18 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
             False,
             f"measurements describe {plan.fingerprint.slug} but the stack deploys {deployed.slug} "
             f"({model.instance_type}, {model.image_digest[:19]}): re-measure this image/instance",
+            "fingerprint_mismatch",
         )
     stops = [f for f in plan.findings if f.level == "stop"]
     if stops:
         names = ", ".join(f.name for f in stops)
-        return GateDecision(False, f"plan has stop findings ({names}): {stops[0].message}")
+        return GateDecision(False, f"plan has stop findings ({names}): {stops[0].message}", "plan_stop")
     if plan.fleet.max_instances <= plan.fleet.min_instances:
         return GateDecision(
             False,
             f"plan fleet min {plan.fleet.min_instances} == max {plan.fleet.max_instances}: nothing to scale "
             "(raise max_instances or peak_rps to get autoscaling)",
+            "nothing_to_scale",
         )
     built = (
         f"; the image built by the stack must have digest {plan.fingerprint.image_digest[:19]}... (checked once "
@@ -85,6 +97,7 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
         f"{label} (origin {plan.provenance.origin}, verdict {plan.verdict}): scale "
         f"{plan.fleet.min_instances}..{plan.fleet.max_instances} at target {plan.thresholds.scaling_target_value:g}"
         + built,
+        "measured_plan",
     )
 
 

@@ -303,8 +303,8 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
         decided.update(plan_stack(stack_config))
         outputs = define_stack(stack_config)
         # In a first preview most outputs are unknown: each known one is collected on its own.
-        for model, out in outputs.items():
-            out.apply(lambda o, m=model: resolved.__setitem__(m, o))
+        for key, out in outputs.items():
+            out.apply(lambda o, k=key: resolved.__setitem__(k, o))
         return pulumi.Output.all(*outputs.values()) if outputs else None
 
     program()
@@ -376,19 +376,20 @@ def render(result: PreviewResult) -> str:
     lines.append("autoscaling gate:")
     for g in result.gates:
         lines.append(f"  {g.model}: {'scaling' if g.enabled else 'NO scaling'}: {g.reason}")
-    for model, out in result.outputs.items():
+    endpoints = result.outputs.get("endpoints") or {}
+    for model, sc in (result.outputs.get("scaling") or {}).items():
+        ep = endpoints.get(model) or {}
         lines.append("")
-        lines.append(f"{model}: endpoint {out['endpoint_name']}, verdict {out.get('verdict')}")
-        if "thresholds" in out:
-            t, c, f = out["thresholds"], out["cooldowns"], out["fleet"]
+        lines.append(f"{model}: endpoint {ep.get('name')}, verdict {sc['verdict'] or 'unmeasured'}, "
+                     f"scaling {'on' if sc['enabled'] else 'off'} ({sc['reason_code']})")
+        if sc["enabled"]:
+            c = sc["cooldowns"]
             lines.append(
-                f"  Q_max {out['q_max']}, target {t['scaling_target_value']:g}, scale-in {t['scale_in_threshold']:g}, "
-                f"cooldowns {c['scale_out_s']}/{c['scale_in_s']} s, fleet {f['min_instances']}..{f['max_instances']}, "
-                f"T_total {out['t_total_planning_s']:g} s, SLO {out['slo_ms']:g} ms"
+                f"  Q_max {sc['q_max']}, target {sc['target']:g}, scale-in {sc['scale_in_threshold']:g}, "
+                f"cooldowns {c['scale_out_s']}/{c['scale_in_s']} s, fleet {sc['min']}..{sc['max']}"
             )
-        for fd in out.get("findings", []):
-            if fd["level"] != "ok":
-                lines.append(f"  [{fd['level']}] {fd['name']}")
+        if ep:
+            lines.append(f"  clients: {ep['runtime_call']} with role {ep['invoke_role_arn']}")
     if result.warnings:
         lines.append("")
         lines.extend(f"warning: {w}" for w in result.warnings)

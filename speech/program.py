@@ -6,7 +6,8 @@ under Pulumi's mocks, so all three run exactly this code.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
@@ -24,14 +25,17 @@ from .components import (
     ObservabilityArgs,
 )
 from .components.endpoint import container_environment
+from .components.iam import account_trust_policy, invoke_endpoint_policy
+from .components.observability import AlarmTopic, AlarmTopicArgs
 from .components.guard import ScalingGuard, ScalingGuardArgs
 from .components.image import ContainerImage, ContainerImageArgs, context_tag
 from .config import ECR_REPO_RE, StackConfig
 from .errors import SpeechError
 from .gate import ModelDeployment, image_matches_measurements, plan_model
 from .hosting import endpoint_name as checked_endpoint_name
-from .scaling import resource_id, surge_adjustment
+from .scaling import resource_id
 from .hosting import startup_health_check_timeout_s
+from .outputs import OUTPUTS_VERSION, endpoint_output, observability_output, scaling_output
 from .provenance import TAG_MODEL, provenance_tags
 from .stack import load_stack_config
 from .weights import cache_inputs, cache_key, weights_layout
@@ -61,9 +65,19 @@ def repository_arn(repository: str) -> str:
     return f"arn:{partition}:ecr:{m.group('region')}:{m.group('account')}:repository/{m.group('name')}"
 
 
+@dataclass
+class ModelOutputs:
+    """One model's parts of the stack outputs (speech.outputs)."""
+
+    endpoint: pulumi.Output[dict]
+    scaling: dict
+    dashboard: pulumi.Output[dict]
+    alarms: pulumi.Output[dict]
+
+
 def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pulumi.Input[str],
-                 allow_config_mismatch: bool = False) -> pulumi.Output[dict]:
-    """All resources of one model; returns its stack output (a dict)."""
+                 topic_arn: pulumi.Input[str], allow_config_mismatch: bool = False) -> ModelOutputs:
+    """All resources of one model; returns its parts of the stack outputs."""
     name, cfg, plan = dep.name, dep.config, dep.plan
     ep_name = endpoint_name(name)
     layout = weights_layout(cfg.weights_source, f"speech-endpoints:models.{name}.weights_source")
@@ -127,7 +141,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
 
     observability = Observability(
         f"{name}-obs",
-        ObservabilityArgs(model=name, endpoint_name=ep_name, region=region, plan=plan, slo_ms=cfg.plan.slo_ms, tags=base_tags),
+        ObservabilityArgs(model=name, endpoint_name=ep_name, region=region, plan=plan, slo_ms=cfg.plan.slo_ms,
+                          topic_arn=topic_arn, tags=base_tags),
     )
     guard = ScalingGuard(
         f"{name}-scaling-guard",
@@ -143,7 +158,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             model_data_s3_uri=weights_s3_uri,
             instance_type=cfg.instance_type,
             initial_instance_count=dep.min_instances,
-            environment=container_environment(name, cfg, plan, backend=layout.backend, image_digest=image_digest),
+            environment=container_environment(name, cfg, plan, backend=layout.backend, image_digest=image_digest,
+                                              endpoint_name=ep_name),
             startup_health_check_timeout_s=startup_health_check_timeout_s(
                 cfg.measurements.ttotal if cfg.measurements is not None else None
             ),
@@ -160,51 +176,54 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     else:
         pulumi.log.warn(f"{name}: no autoscaling: {dep.gate.reason}")
 
-    out: dict[str, Any] = {
-        "endpoint_name": endpoint.endpoint.name,
-        "endpoint_arn": endpoint.endpoint.arn,
-        "image": image,
-        "image_repository_url": foundation.repository.repository_url if foundation.repository else cfg.image_repository,
-        "weights_s3_uri": weights_s3_uri,
-        "backend": layout.backend,
-        "instance_type": cfg.instance_type,
-        "slo_ms": cfg.plan.slo_ms,
-        "gate": {"enabled": dep.gate.enabled, "reason": dep.gate.reason},
-    }
-    if plan is not None:
-        # Q_max 0 (nothing met the SLO) is a stop plan without a surge step to show.
-        step = surge_adjustment(plan) if plan.thresholds.c_scale_max > 0 else None
-        out.update(
-            {
-                "q_max": plan.q_max,
-                "t_total_planning_s": plan.t_total.planning_s,
-                "t_total_measured_s": plan.t_total.measured_s,
-                "thresholds": plan.thresholds.model_dump(),
-                "cooldowns": plan.cooldowns.model_dump(),
-                "fleet": plan.fleet.model_dump(),
-                "queue_max_depth": plan.queue_max_depth,
-                "alarms": plan.alarms.model_dump(),
-                "surge_step": {"percent": step.percent, "min_instances_added": step.min_instances_added} if step else None,
-                "origin": plan.provenance.origin,
-                "verdict": plan.verdict,
-                "findings": [f.model_dump() for f in plan.findings],
-                "provenance_key": dep.document_key,
-            }
-        )
-    else:
-        out.update({"verdict": "unmeasured", "findings": []})
-    return pulumi.Output.from_input(out)
+    # Clients assume this role (or attach the policy to their own): the two invoke calls on this
+    # endpoint's ARN, nothing else.
+    invoke_policy = aws.iam.Policy(
+        f"{name}-invoke-policy",
+        description=f"Invoke {ep_name} (InvokeEndpoint, InvokeEndpointWithResponseStream) and nothing else",
+        policy=endpoint.endpoint.arn.apply(lambda arn: json.dumps(invoke_endpoint_policy(arn))),
+        tags=base_tags,
+    )
+    invoke_role = aws.iam.Role(
+        f"{name}-invoke",
+        assume_role_policy=pulumi.Output.from_input(account_id).apply(lambda a: json.dumps(account_trust_policy(a))),
+        description=f"Clients of {ep_name}: invoke it, nothing else",
+        tags=base_tags,
+    )
+    aws.iam.RolePolicyAttachment(f"{name}-invoke-attachment", role=invoke_role.name, policy_arn=invoke_policy.arn)
+
+    endpoint_out = pulumi.Output.all(endpoint.endpoint.name, endpoint.endpoint.arn, region, invoke_role.arn,
+                                     invoke_policy.arn, image).apply(
+        lambda v: endpoint_output(name=v[0], arn=v[1], region=v[2], invoke_role_arn=v[3], invoke_policy_arn=v[4],
+                                  instance_type=cfg.instance_type, image=v[5]))
+    alarms = pulumi.Output.all(**{k: a.name for k, a in observability.alarms.items()})
+    dashboard = pulumi.Output.all(name=observability.dashboard.dashboard_name, url=observability.dashboard_url)
+    return ModelOutputs(endpoint=endpoint_out, scaling=scaling_output(dep.gate, plan, dep.document_key),
+                        dashboard=dashboard, alarms=alarms)
 
 
-def define_stack(config: StackConfig) -> dict[str, pulumi.Output[dict]]:
-    """Create every model's resources and export one dict output per model."""
+def define_stack(config: StackConfig) -> dict[str, pulumi.Output]:
+    """Create every model's resources and export the outputs contract (speech.outputs, README)."""
     deployments = plan_stack(config)
     account_id = aws.get_caller_identity_output().account_id
     region = aws.get_region_output().region
-    outputs = {}
-    for name, dep in deployments.items():
-        outputs[name] = deploy_model(dep, account_id, region, allow_config_mismatch=config.allow_config_mismatch)
-        pulumi.export(name, outputs[name])
+    topic = AlarmTopic("alarms", AlarmTopicArgs(alerts=config.alerts, tags={"speech:stack": pulumi.get_stack()}))
+    parts = {
+        name: deploy_model(dep, account_id, region, topic.topic.arn, allow_config_mismatch=config.allow_config_mismatch)
+        for name, dep in deployments.items()
+    }
+    outputs: dict[str, pulumi.Output] = {
+        "outputs_version": pulumi.Output.from_input(OUTPUTS_VERSION),
+        "endpoints": pulumi.Output.all(**{m: p.endpoint for m, p in parts.items()}),
+        "scaling": pulumi.Output.from_input({m: p.scaling for m, p in parts.items()}),
+        "observability": pulumi.Output.all(
+            topic.topic.arn,
+            pulumi.Output.all(**{m: p.dashboard for m, p in parts.items()}),
+            pulumi.Output.all(**{m: p.alarms for m, p in parts.items()}),
+        ).apply(lambda v: observability_output(topic_arn=v[0], dashboards=v[1], alarms=v[2])),
+    }
+    for key, value in outputs.items():
+        pulumi.export(key, value)
     return outputs
 
 

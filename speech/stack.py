@@ -17,7 +17,7 @@ from .config import StackConfig
 from .errors import ConfigError, describe_validation_error
 
 PROJECT = "speech-endpoints"
-KNOWN_KEYS = ("models", "allow_config_mismatch")
+KNOWN_KEYS = ("models", "allow_config_mismatch", "alerts")
 
 
 def _key_of(loc: tuple[Any, ...]) -> str:

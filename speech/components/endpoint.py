@@ -11,6 +11,7 @@ from ..artifacts import PlanArtifact
 from ..config import ModelConfig
 from ..hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
 from ..weights import MODEL_DIR
+from .observability import model_environment
 
 from ..scaling import VARIANT  # noqa: F401  (re-exported: the variant is defined with the scaling names)
 CANARY_PERCENT = 10
@@ -19,14 +20,17 @@ CANARY_WAIT_S = 600
 
 
 def container_environment(model: str, config: ModelConfig, plan: PlanArtifact | None, *, backend: str,
-                          image_digest: pulumi.Input[str]) -> dict[str, pulumi.Input[str]]:
+                          image_digest: pulumi.Input[str], endpoint_name: str) -> dict[str, pulumi.Input[str]]:
     """The container's settings; user environment first so the program's values win.
 
+    ENDPOINT_NAME and VARIANT_NAME make the container's EMF dimensions those of this endpoint
+    (:func:`speech.components.observability.container_dimensions`).
     BACKEND and MODEL_DIR are always explicit: the weights layout decides the backend, never the
     image's default. Without a plan the queue depth stays the container's own default: there is
     no measured Q_max.
     """
     env: dict[str, pulumi.Input[str]] = dict(config.environment)
+    env.update(model_environment(endpoint_name))
     env.update({"MODEL_NAME": model, "BACKEND": backend, "MODEL_DIR": MODEL_DIR, "SLO_MS": f"{config.plan.slo_ms:g}",
                 "IMAGE_DIGEST": image_digest})
     if plan is not None:

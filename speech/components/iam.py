@@ -9,12 +9,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from container.telemetry import NAMESPACE as EMF_NAMESPACE
+
 from ..iam_check import wildcard_findings
 
-EMF_NAMESPACE = "SpeechEndpoints/Container"
-"""The container's CloudWatch embedded-metric namespace."""
+INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")
+"""The runtime calls a client of one endpoint needs: a whole answer, or the audio as it streams."""
 
 Doc = dict[str, Any]
+
+
+def account_trust_policy(account_id: str) -> Doc:
+    """Trust policy letting principals of one account assume the role (their own IAM policy must
+    still allow sts:AssumeRole on it): the client teams of this account, nobody outside it."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+                       "Action": "sts:AssumeRole"}],
+    }
+
+
+def invoke_endpoint_policy(endpoint_arn: str) -> Doc:
+    """A client of one endpoint: the two runtime invoke calls on that endpoint's ARN, nothing else."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Sid": "InvokeOneEndpoint", "Effect": "Allow", "Action": list(INVOKE_ACTIONS),
+                       "Resource": [endpoint_arn]}],
+    }
 
 
 def assume_role_policy(service: str) -> Doc:

@@ -20,6 +20,7 @@ from speech.plan import build_plan
 from bench import aws
 from bench.cli import main
 from bench.observe_cmd import EMF_NAMESPACE
+from container import telemetry
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE, MODEL
 
@@ -70,7 +71,8 @@ def emf_history(sess, minutes: int, occupancy: float, ttfab_p95_ms: float, admit
     for k in range(2, minutes + 2):
         ts = end - timedelta(minutes=k)
         cw.put_metric_data(Namespace=EMF_NAMESPACE, MetricData=[
-            {"MetricName": name, "Value": value, "Timestamp": ts, "Dimensions": [{"Name": "Model", "Value": MODEL}]}
+            {"MetricName": name, "Value": value, "Timestamp": ts, "Dimensions": [
+                {"Name": k, "Value": v} for k, v in telemetry.dimensions(ENDPOINT, "AllTraffic", MODEL).items()]}
             for name, value in (("ConcurrentRequests", occupancy), ("TTFABp95", ttfab_p95_ms),
                                 ("Admitted", admitted), ("Rejected", rejected))
         ])

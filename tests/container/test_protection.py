@@ -99,16 +99,22 @@ def test_missing_model_is_a_clear_503_not_a_crash(server_factory, tmp_path):
 
 def test_emf_metrics_on_stdout(server_factory):
     srv = server_factory({"BACKEND": "sine", "METRICS_INTERVAL_S": 0.3, "QUEUE_MAX_DEPTH": 1,
-                          "SINE_DELAY_MS": 300, "INFER_CORES": 1})
+                          "SINE_DELAY_MS": 300, "INFER_CORES": 1, "ENDPOINT_NAME": "prod-kokoro-82m",
+                          "VARIANT_NAME": "AllTraffic"})
     results = asyncio.run(_post_many(srv.url, 3, {"text": TEXT}))
     assert sorted(r.status_code for r, _ in results) == [200, 503, 503]
     time.sleep(0.8)
     recs = [json.loads(l) for l in list(srv.stdout) if '"_aws"' in l]
     assert recs
     cw = recs[-1]["_aws"]["CloudWatchMetrics"][0]
-    assert cw["Namespace"] == "SpeechEndpoints/Container" and cw["Dimensions"] == [["Model"]]
+    assert cw["Namespace"] == "SpeechEndpoints/Container"
+    assert cw["Dimensions"] == [["EndpointName", "VariantName", "Model"]]
+    assert all(r["EndpointName"] == "prod-kokoro-82m" and r["VariantName"] == "AllTraffic" for r in recs)
     assert sum(r["Admitted"] for r in recs) == 1 and sum(r["Rejected"] for r in recs) == 2
     assert any("TTFABp95" in r for r in recs)
+    # The one admitted request ran alone: its service time is recorded, at least the sine delay.
+    service = [r["ServiceTimep95"] for r in recs if "ServiceTimep95" in r]
+    assert len(service) == 1 and service[0] >= 300
     assert max(r["PressureIndex"] for r in recs) > 0
 
 

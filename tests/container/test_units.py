@@ -112,7 +112,36 @@ def test_deadline_orders_first_segments_before_tails():
 def test_percentile_and_emf_shape():
     assert percentile([], 95) is None
     assert percentile(list(range(1, 101)), 95) == 95
-    rec = emf_record("m", {"QueueDepth": 3, "TTFABp95": 12.5}, {"TTFABp95": "Milliseconds"}, ts=1.0)
+    dims = {"EndpointName": "dev-m", "VariantName": "AllTraffic", "Model": "m"}
+    rec = emf_record(dims, {"QueueDepth": 3, "TTFABp95": 12.5}, {"TTFABp95": "Milliseconds"}, ts=1.0)
     cw = rec["_aws"]["CloudWatchMetrics"][0]
-    assert cw["Namespace"] == "SpeechEndpoints/Container" and cw["Dimensions"] == [["Model"]]
-    assert rec["Model"] == "m" and rec["QueueDepth"] == 3 and rec["_aws"]["Timestamp"] == 1000
+    assert cw["Namespace"] == "SpeechEndpoints/Container"
+    assert cw["Dimensions"] == [["EndpointName", "VariantName", "Model"]]
+    assert rec["Model"] == "m" and rec["EndpointName"] == "dev-m" and rec["VariantName"] == "AllTraffic"
+    assert rec["QueueDepth"] == 3 and rec["_aws"]["Timestamp"] == 1000
+
+
+def test_emf_lines_carry_the_endpoint_and_variant_from_the_environment(monkeypatch):
+    """The program sets ENDPOINT_NAME / VARIANT_NAME on the Model; every EMF line carries them."""
+    import io
+    import json
+
+    from container import telemetry
+    from container.app import State
+    from container.settings import Settings
+
+    monkeypatch.setenv(telemetry.ENV_ENDPOINT, "prod-kokoro-82m")
+    monkeypatch.setenv(telemetry.ENV_VARIANT, "Canary")
+    settings = Settings(model_name="kokoro-82m")
+    state = State(settings)
+    state.metrics.stream = io.StringIO()
+    state.metrics.record_ttfab(80.0)
+    state.metrics.record_service(40.0)
+    rec = json.loads(state.metrics.flush() and state.metrics.stream.getvalue())
+    cw = rec["_aws"]["CloudWatchMetrics"][0]
+    assert cw["Dimensions"] == [list(telemetry.DIMENSIONS)]
+    assert {k: rec[k] for k in telemetry.DIMENSIONS} == {
+        "EndpointName": "prod-kokoro-82m", "VariantName": "Canary", "Model": "kokoro-82m"}
+    assert rec[telemetry.SERVICE_P95] == 40.0 and rec[telemetry.TTFAB_P95] == 80.0
+    monkeypatch.delenv(telemetry.ENV_ENDPOINT)
+    assert Settings().endpoint_name == telemetry.LOCAL_ENDPOINT

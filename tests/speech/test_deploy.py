@@ -41,7 +41,7 @@ def test_image_is_built_pushed_and_run_by_digest(fresh):
     assert re.fullmatch(re.escape(REPO_URL) + r":ctx-[0-9a-f]{12}", tag)
     assert i["registries"][0]["address"] == "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
     model = fresh.named("kokoro-82m-model").inputs["primaryContainer"]
-    digest = fresh.outputs["kokoro-82m"]["image"].split("@")[1]
+    digest = fresh.outputs["endpoints"]["kokoro-82m"]["image"].split("@")[1]
     assert model["image"] == f"{REPO_URL}@{digest}" and digest.startswith("sha256:")
     # /ping reports the pushed digest, so bench measures the image that is deployed.
     assert model["environment"]["IMAGE_DIGEST"] == digest

@@ -76,7 +76,8 @@ def test_four_gate_cases_in_one_stack_and_one_process(kokoro_entry, write_stack,
     unmeasured_model = result.named("unmeasured-model").inputs["primaryContainer"]["environment"]
     assert "QUEUE_MAX_DEPTH" not in unmeasured_model
     assert result.named("tiny-model").inputs["primaryContainer"]["environment"]["QUEUE_MAX_DEPTH"] == "50"
-    assert result.outputs["stopped"]["verdict"] == "stop"
+    assert result.outputs["scaling"]["stopped"]["verdict"] == "stop"
+    assert result.outputs["scaling"]["stopped"]["reason_code"] == "plan_stop"
 
     # Second run in the same process: nothing from the first one leaks in.
     again = run_preview(write_stack({"unmeasured": unmeasured}, stack="second"))
@@ -138,10 +139,12 @@ def test_bench_plan_stack_file_round_trips(tmp_path):
     assert rc == 0
     plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
     result = run_preview(tmp_path / "Pulumi.rt.yaml")
-    out = result.outputs["kokoro-82m"]
-    assert out["thresholds"] == plan.thresholds.model_dump()
-    assert out["fleet"] == plan.fleet.model_dump() and out["cooldowns"] == plan.cooldowns.model_dump()
-    assert out["gate"]["enabled"] is True
+    out = result.outputs["scaling"]["kokoro-82m"]
+    assert (out["target"], out["scale_in_threshold"]) == (plan.thresholds.scaling_target_value,
+                                                          plan.thresholds.scale_in_threshold)
+    assert (out["min"], out["max"]) == (plan.fleet.min_instances, plan.fleet.max_instances)
+    assert out["cooldowns"] == {"scale_out_s": plan.cooldowns.scale_out_s, "scale_in_s": plan.cooldowns.scale_in_s}
+    assert out["enabled"] is True
     target = result.of_type("aws:appautoscaling/target:Target")[0].inputs
     assert (target["minCapacity"], target["maxCapacity"]) == (plan.fleet.min_instances, plan.fleet.max_instances)
     assert plan.fleet.min_instances == 3 and plan.fleet.max_instances == 112

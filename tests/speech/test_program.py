@@ -11,7 +11,7 @@ import pulumi
 import pytest
 
 from bench.cli import main as bench_main
-from speech.artifacts import PlanArtifact
+from speech.artifacts import PlanArtifact, canonical_sha256
 from speech.files import load_artifact
 from speech.preview import install_mocks, stack_config_values
 from speech.program import define_stack, main
@@ -48,10 +48,10 @@ def dev_run():
         # Checked inside apply: this only runs because the Output is returned.
         def check(out):
             seen.update(out)
-            k = out["kokoro-82m"]
-            assert k["endpoint_name"] == "dev-kokoro-82m"
-            assert k["endpoint_arn"].endswith("dev-kokoro-82m")
-            assert k["gate"]["enabled"] is True
+            k = out["endpoints"]["kokoro-82m"]
+            assert k["name"] == "dev-kokoro-82m"
+            assert k["arn"].endswith("dev-kokoro-82m")
+            assert out["scaling"]["kokoro-82m"]["enabled"] is True
         return pulumi.Output.all(**outputs).apply(check)
 
     program()
@@ -113,19 +113,21 @@ def test_reference_numbers_reach_the_resources(dev_run):
     assert bg["type"] == "CANARY"
     assert len(endpoint["deploymentConfig"]["autoRollbackConfiguration"]["alarms"]) == 2
 
-    fc = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-obs-first-chunk")
-    assert fc["threshold"] == 65.4
+    # The slowdown alarm: service time above the measured uncontended p95 65.4 ms + 50 %.
+    slow = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-obs-slowdown")
+    assert slow["threshold"] == 98.1 and slow["metricName"] == "ServiceTimep95"
 
 
 def test_program_numbers_equal_bench_plan(dev_run, bench_plan):
     mocks, outputs = dev_run
-    k = outputs["kokoro-82m"]
-    assert k["thresholds"] == bench_plan.thresholds.model_dump()
-    assert k["cooldowns"] == bench_plan.cooldowns.model_dump()
-    assert k["fleet"] == bench_plan.fleet.model_dump()
-    assert k["q_max"] == bench_plan.q_max and k["t_total_planning_s"] == bench_plan.t_total.planning_s
+    k = outputs["scaling"]["kokoro-82m"]
+    assert (k["target"], k["scale_in_threshold"]) == (bench_plan.thresholds.scaling_target_value,
+                                                      bench_plan.thresholds.scale_in_threshold)
+    assert k["cooldowns"] == bench_plan.cooldowns.model_dump(include={"scale_out_s", "scale_in_s"})
+    assert (k["min"], k["max"]) == (bench_plan.fleet.min_instances, bench_plan.fleet.max_instances)
+    assert k["q_max"] == bench_plan.q_max
     assert k["verdict"] == bench_plan.verdict == "warn"
-    assert [f["name"] for f in k["findings"]] == [f.name for f in bench_plan.findings]
+    assert k["plan_sha256"] == canonical_sha256(bench_plan)
     target = _one(mocks, "aws:appautoscaling/target:Target")
     assert target["maxCapacity"] == bench_plan.fleet.max_instances
     tt = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-scale-out")["targetTrackingScalingPolicyConfiguration"]
@@ -202,9 +204,10 @@ def test_dashboard_shows_thresholds_slo_and_pressure(dev_run):
     mocks, _ = dev_run
     body = json.loads(_one(mocks, "aws:cloudwatch/dashboard:Dashboard")["dashboardBody"])
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"]}
-    lines = {a["value"] for a in widgets["Concurrency per instance vs thresholds"]["annotations"]["horizontal"]}
+    lines = {a["value"] for a in widgets["ConcurrentRequestsPerModel vs target and scale-in threshold"]["annotations"]["horizontal"]}
     assert {37.5, 25.0, 50.0} <= lines
     assert widgets["TTFAB p95 vs SLO (ms)"]["annotations"]["horizontal"][0]["value"] == 3000.0
     metrics = json.dumps([w["metrics"] for w in widgets.values()])
     assert "SpeechEndpoints/Container" in metrics and "PressureIndex" in metrics and "Invocation5XXErrors" in metrics
+    assert "GPUUtilization" in metrics and "GPUMemoryUtilization" in metrics and "ServiceTimep95" in metrics
     assert all(w["region"] == "us-east-1" for w in widgets.values())

@@ -1,0 +1,83 @@
+"""The stack's outputs contract (README "Stack outputs"): what other teams read with
+``pulumi stack output`` or a ``pulumi.StackReference``.
+
+Pure: plain values in, plain dicts out (the program passes resolved values through
+``Output.apply``). Rules: every key is always present, whether or not a model is measured or its
+scaling gate is on (null when there is no value); values are identifiers, numbers and stable keys,
+never prose (the gate's reason is ``reason_code``; the plan's findings stay in the plan artifact
+and the provenance document, referenced by ``provenance_key``). A change that removes or renames
+a key, or changes a value's meaning, raises :data:`OUTPUTS_VERSION`; adding a key does not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .artifacts import PlanArtifact, canonical_sha256
+from .components.iam import INVOKE_ACTIONS
+from .gate import GateDecision
+from .scaling import VARIANT
+
+OUTPUTS_VERSION = 1
+"""Version of the outputs' shape (``outputs_version``)."""
+
+STREAMING_CALL = "InvokeEndpointWithResponseStream"
+"""The runtime call for audio as it is produced (the container streams by default)."""
+BUFFERED_CALL = "InvokeEndpoint"
+
+ENDPOINT_KEYS = ("name", "arn", "region", "variant", "runtime_call", "runtime_actions", "streaming",
+                 "invoke_role_arn", "invoke_policy_arn", "instance_type", "image")
+SCALING_KEYS = ("enabled", "reason_code", "verdict", "origin", "target", "scale_in_threshold", "min", "max",
+                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key")
+OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
+
+
+def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, invoke_policy_arn: str,
+                    instance_type: str, image: str) -> dict[str, Any]:
+    """``endpoints.<model>``: how a client calls the endpoint and with which role."""
+    return {
+        "name": name,
+        "arn": arn,
+        "region": region,
+        "variant": VARIANT,
+        "runtime_call": STREAMING_CALL,
+        "runtime_actions": [f"sagemaker:{BUFFERED_CALL}", f"sagemaker:{STREAMING_CALL}"],
+        "streaming": True,
+        "invoke_role_arn": invoke_role_arn,
+        "invoke_policy_arn": invoke_policy_arn,
+        "instance_type": instance_type,
+        "image": image,
+    }
+
+
+def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key: str | None) -> dict[str, Any]:
+    """``scaling.<model>``: what autoscaling is deployed (numbers null when the gate is off) and
+    which plan it came from (``plan_sha256``, ``verdict``: present whenever there is a plan)."""
+    on = gate.enabled and plan is not None
+    return {
+        "enabled": on,
+        "reason_code": gate.code,
+        "verdict": plan.verdict if plan is not None else None,
+        "origin": plan.provenance.origin if plan is not None else None,
+        "target": plan.thresholds.scaling_target_value if on else None,
+        "scale_in_threshold": plan.thresholds.scale_in_threshold if on else None,
+        "min": plan.fleet.min_instances if on else None,
+        "max": plan.fleet.max_instances if on else None,
+        "cooldowns": {"scale_out_s": plan.cooldowns.scale_out_s, "scale_in_s": plan.cooldowns.scale_in_s} if on
+        else {"scale_out_s": None, "scale_in_s": None},
+        "q_max": plan.q_max if on else None,
+        "queue_max_depth": plan.queue_max_depth if plan is not None else None,
+        "plan_sha256": canonical_sha256(plan) if plan is not None else None,
+        "provenance_key": provenance_key,
+    }
+
+
+def observability_output(*, topic_arn: str, dashboards: dict[str, dict[str, str]],
+                         alarms: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """``observability``: the stack's alarm topic, per model its dashboard {name, url} and its
+    alarms {key: name} (keys: :attr:`speech.components.observability.OpsAlarm.key`)."""
+    return {"alarm_topic_arn": topic_arn, "dashboards": dashboards, "alarms": alarms}
+
+
+__all__ = ["ENDPOINT_KEYS", "INVOKE_ACTIONS", "OBSERVABILITY_KEYS", "OUTPUTS_VERSION", "SCALING_KEYS",
+           "endpoint_output", "observability_output", "scaling_output"]
