@@ -25,8 +25,8 @@ BUILT_IMAGE = "built by the stack from container/Dockerfile"
 """What the provenance document says about the image when the program builds it."""
 
 
-GateCode = Literal["measured_plan", "unmeasured", "instance_type_mismatch", "fingerprint_mismatch", "plan_stop",
-                   "nothing_to_scale"]
+GateCode = Literal["measured_plan", "unmeasured", "target_binding", "instance_type_mismatch", "fingerprint_mismatch",
+                   "plan_stop", "nothing_to_scale"]
 """Stable keys of the gate's decisions: what the stack outputs carry (``scaling.<model>.reason_code``),
 while the prose stays in ``reason`` (logs, preview) and the plan artifact."""
 
@@ -54,7 +54,7 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
         )
     bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
     if bound:
-        return GateDecision(False, bound)
+        return GateDecision(False, bound, "target_binding")
     deployed = model.fingerprint()
     if deployed is None:
         # The program builds the image: its digest exists after the push. The instance type is

@@ -143,7 +143,7 @@ def plan(request):
     from tests.speech.conftest import dev_config, MODELS
 
     dep = plan_model("kokoro-82m", parse_stack_config({"models": {"kokoro-82m": dev_config()[MODELS]["kokoro-82m"]}})
-                     .models["kokoro-82m"])
+                     .models["kokoro-82m"], endpoint="dev-kokoro-82m")
     assert dep.plan is not None
     return dep.plan
 

@@ -192,7 +192,7 @@ def test_reference_figures_are_labelled_in_the_gate_reason(kokoro_entry):
 
 def test_measured_on_another_endpoint_is_blocked(kokoro_entry):
     dep = plan_model("kokoro-82m", _model(with_evidence(kokoro_entry, "prod-kokoro-82m")), endpoint=EP)
-    assert not dep.gate.enabled
+    assert not dep.gate.enabled and dep.gate.code == "target_binding"
     assert "measured on 'sagemaker:prod-kokoro-82m', not on this stack's endpoint 'dev-kokoro-82m'" in dep.gate.reason
     assert f"bench qmax --endpoint {EP}" in dep.gate.reason and "measured_on: {endpoint: prod-kokoro-82m" in dep.gate.reason
 
