@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--slo-ms", type=float, default=2500.0, help="SLO of the ladder (default 2500, as the demo)")
     ap.add_argument("--levels", default="1,2,3,4,6", help="ladder levels (default 1,2,3,4,6)")
     ap.add_argument("--settle-s", type=float, default=2.0)
-    ap.add_argument("--measure-s", type=float, default=10.0)
+    ap.add_argument("--measure-s", type=float, default=30.0, help="seconds per ladder level (default 30: 10 s gave a p95 of ~10 samples)")
     ap.add_argument("--qmax", type=Path, default=None, help="reuse this qmax artifact instead of measuring a ladder")
     ap.add_argument("--mix", default="short", help="request texts for ladder and replay (default short, as the demo)")
     ap.add_argument("--base-x", type=float, default=0.5, help="rate before the step, x throughput at Q_max (default 0.5)")
