@@ -139,25 +139,19 @@ class Autoscaling(pulumi.ComponentResource):
             **target,
         )
 
-        self.scale_in = aws.appautoscaling.Policy(
-            f"{name}-scale-in",
-            name=spec.scale_in.name,
-            policy_type=spec.scale_in.policy_type,
-            step_scaling_policy_configuration=step_policy_args(spec.scale_in),
-            opts=policy_opts,
-            **target,
-        )
-        self.scale_in_alarm = concurrency_alarm(f"{name}-scale-in-alarm", spec.scale_in_alarm,
-                                                action=self.scale_in.arn, tags=args.tags, opts=child)
+        def step_policy(role: str, policy, alarm):
+            """A step policy and the alarm that invokes it, both from the spec."""
+            created = aws.appautoscaling.Policy(
+                f"{name}-{role}",
+                name=policy.name,
+                policy_type=policy.policy_type,
+                step_scaling_policy_configuration=step_policy_args(policy),
+                opts=policy_opts,
+                **target,
+            )
+            return created, concurrency_alarm(f"{name}-{role}-alarm", alarm, action=created.arn, tags=args.tags,
+                                              opts=child)
 
-        self.surge = aws.appautoscaling.Policy(
-            f"{name}-surge",
-            name=spec.surge.name,
-            policy_type=spec.surge.policy_type,
-            step_scaling_policy_configuration=step_policy_args(spec.surge),
-            opts=policy_opts,
-            **target,
-        )
-        self.surge_alarm = concurrency_alarm(f"{name}-surge-alarm", spec.surge_alarm,
-                                             action=self.surge.arn, tags=args.tags, opts=child)
+        self.scale_in, self.scale_in_alarm = step_policy("scale-in", spec.scale_in, spec.scale_in_alarm)
+        self.surge, self.surge_alarm = step_policy("surge", spec.surge, spec.surge_alarm)
         self.register_outputs({"resource_id": self.target.resource_id})
