@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from speech.capacity import CapacityEvaluation, FleetState, evaluate_capacity
 from speech.errors import describe_validation_error
-from speech.files import atomic_write_text
+from speech.copies import CopyPlan
+from speech.files import atomic_write_text, load_artifact
 
 from .errors import UsageError
 
@@ -42,6 +43,8 @@ placement is inferred):
 
   python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \\
       --t-copy-s 48 --t-total-s 320 [--concurrency-per-copy 37.5] [--region eu-west-1]
+  python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \
+      --copy-plan artifacts/copy-plan-kokoro-82m.json
 
 Exit 0 all placed (or warn: instances needed, fragmentation), 1 copies that fit no instance at
 all, 2 bad input (nothing written).
@@ -64,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--t-total-s", type=float, metavar="S", help="planning T_total, seconds (the plan's t_total.planning_s)")
     g.add_argument("--concurrency-per-copy", type=float, metavar="N",
                    help="requests in flight per copy at the scale-out target (default: each component's copy-scaling target)")
+    g.add_argument("--copy-plan", type=Path, metavar="FILE",
+                   help="copy plan (bench copies --ttotal ...): supplies --t-copy-s, --t-total-s and --concurrency-per-copy "
+                   "(flags given explicitly win)")
     g.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
 
 
@@ -89,20 +95,37 @@ def load_fleet(path: Path) -> FleetState:
         ) from None
 
 
+def _times_from_copy_plan(args: argparse.Namespace) -> None:
+    """Fill --t-copy-s, --t-total-s and --concurrency-per-copy from --copy-plan where not given."""
+    if args.copy_plan is None:
+        return
+    plan = load_artifact(args.copy_plan, CopyPlan)
+    if plan.t_total is None and args.t_total_s is None:
+        raise UsageError(f"{args.copy_plan}: planned without a ttotal artifact, so it has no T_total; re-run bench copies "
+                         "with --ttotal, or pass --t-total-s")
+    if args.t_copy_s is None:
+        args.t_copy_s = plan.t_copy.planning_s
+    if args.t_total_s is None and plan.t_total is not None:
+        args.t_total_s = plan.t_total.planning_s
+    if args.concurrency_per_copy is None:
+        args.concurrency_per_copy = plan.thresholds.c_scale_max
+
+
 def _check_args(args: argparse.Namespace) -> None:
     evaluating = args.model is not None or args.delta_concurrency is not None
     if args.from_endpoint is None:
         if args.fleet is None:
             raise UsageError("pass --fleet FILE (or --from-endpoint NAME to read one from an endpoint)")
-        if args.write_fleet is not None:
-            raise UsageError("--write-fleet needs --from-endpoint (a fleet file passed with --fleet is already written)")
+        if args.write_fleet is not None or args.copy_plan is not None:
+            raise UsageError("--write-fleet and --copy-plan need --from-endpoint (a fleet file passed with --fleet is already written)")
     else:
         if args.fleet is not None:
             raise UsageError("pass either --fleet or --from-endpoint, not both")
+        _times_from_copy_plan(args)
         missing = [f for f, v in (("--t-copy-s", args.t_copy_s), ("--t-total-s", args.t_total_s)) if v is None]
         if missing:
-            raise UsageError(f"--from-endpoint needs {' and '.join(missing)} (AWS does not know them: take the copy plan's "
-                             "planning T_copy and the plan's planning T_total)")
+            raise UsageError(f"--from-endpoint needs {' and '.join(missing)} (AWS does not know them): pass --copy-plan "
+                             "of a copy plan made with --ttotal, or the copy plan's planning T_copy and the plan's T_total")
         for flag, v in (("--t-copy-s", args.t_copy_s), ("--t-total-s", args.t_total_s),
                         ("--concurrency-per-copy", args.concurrency_per_copy)):
             if v is not None and not v > 0:

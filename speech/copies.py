@@ -322,6 +322,10 @@ class CopyPlan(Frozen):
         raise KeyError(name)
 
 
+def copy_plan_filename(p: CopyPlan) -> str:
+    return f"copy-plan-{p.model}.json"
+
+
 # --- steps ------------------------------------------------------------------------------------
 
 

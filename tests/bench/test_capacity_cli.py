@@ -84,7 +84,7 @@ def test_copies_that_fit_nowhere_exit_1(tmp_path, capsys):
         (FLEET, ["--model", "nope", "--delta-concurrency", "1"], "--model 'nope' is not in the fleet's models (kokoro-82m)"),
         (FLEET, ["--model", "kokoro-82m", "--delta-concurrency", "0"], "--delta-concurrency: must be > 0"),
         (FLEET, ["--model", "kokoro-82m"], "pass both --model NAME and --delta-concurrency N"),
-        (FLEET, ["--write-fleet", "x.json"], "--write-fleet needs --from-endpoint"),
+        (FLEET, ["--write-fleet", "x.json"], "--write-fleet and --copy-plan need --from-endpoint"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, content, argv_extra, message):
