@@ -178,7 +178,8 @@ def render(ev: CapacityEvaluation, fleet: FleetState) -> None:
 
     console = Console()
     console.print(
-        f"[bold]{ev.model}[/]: +{ev.delta_concurrency:g} in flight = {ev.copies_needed} copies of "
+        f"[bold]{escape(ev.model)}[/]: +{ev.delta_concurrency:g} in flight = {ev.copies_needed} "
+        f"cop{'y' if ev.copies_needed == 1 else 'ies'} of "
         f"{ev.copy_memory_mib:g} MiB at {ev.concurrency_per_copy:g} in flight each"
     )
     placed = {p.instance: p for p in ev.placements}
