@@ -111,6 +111,10 @@ class MeasuredOn(Frozen):
     """SageMaker endpoint name the artifacts' ``provenance.target`` names."""
     why: Annotated[str, Field(min_length=1)]
     """The justification, kept in stack config and in the provenance document for review."""
+    receipt_bucket: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")] | None = None
+    """The bucket holding the receipts of runs on that endpoint (the bucket passed to ``bench qmax|ttotal
+    --receipt-bucket`` there, e.g. the staging stack's provenance bucket). Absent: they are read from
+    this stack's own provenance bucket."""
 
     @field_validator("why")
     @classmethod
