@@ -60,6 +60,8 @@ class PreviewResult:
     outputs: dict[str, Any]
     gates: list[GateView]
     warnings: list[str] = field(default_factory=list)
+    invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The data-source calls the program made (token, arguments)."""
 
     def of_type(self, type_: str) -> list[RegisteredResource]:
         return [r for r in self.resources if r.type == type_]
@@ -153,6 +155,8 @@ class SpeechMocks:
         self.account_id = account_id
         self.first_preview = first_preview
         self.receipts = dict(receipts or {})
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
+        """Every data-source call the program made: (token, arguments)."""
         self.autonames: dict[tuple[str, str], dict[str, str]] = {}
         self.registered: dict[tuple[str, str], dict[str, Any]] = {}
         self.order: list[tuple[str, str]] = []
@@ -203,6 +207,8 @@ class SpeechMocks:
         return f"{args.name}-id", state
 
     def call(self, args: Any) -> tuple[dict[str, Any], None] | dict[str, Any]:
+        with self._lock:
+            self.invokes.append((args.token, dict(args.args)))
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": self.account_id, "arn": f"arn:aws:iam::{self.account_id}:user/preview",
                     "userId": "PREVIEW", "id": self.account_id}
@@ -399,7 +405,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             model=m, enabled=False, reason="decided at pulumi up: the receipts are read once the bucket exists "
                                            f"(until then: {d.gate.reason})"))
     return PreviewResult(stack=stack, project=PROJECT, resources=resources, outputs=resolved, gates=gates,
-                         warnings=warnings)
+                         warnings=warnings, invokes=list(mocks.invokes))
 
 
 # --- rendering ------------------------------------------------------------------------------------

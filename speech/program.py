@@ -214,7 +214,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         def decide(values: dict[str, tuple]) -> GateDecision:
             problems = [p for c in claims if (p := receipt_problem(
                 name, c, values[c.kind][0], bucket=values[c.kind][2], stack=pulumi.get_stack(),
-                peak_rps=cfg.plan.peak_rps, why=values[c.kind][1]))]
+                inputs=cfg.plan, max_instances=cfg.max_instances, why=values[c.kind][1]))]
             plain = {**{k: v for k, v in tags.items() if k not in RECEIPT_TAGS.values()},
                      **{RECEIPT_TAGS[k]: v[0] for k, v in values.items()}}
             return scale(with_receipts(dep.gate, problems), plain)

@@ -23,7 +23,7 @@ RECEIPT_PREFIX = "receipts"
 """Key prefix of receipts inside the stack's (versioned) weights and provenance bucket."""
 
 if TYPE_CHECKING:
-    from .config import MeasuredOn, Measurements
+    from .config import MeasuredOn, Measurements, PlanInputs
 
 ArtifactKind = Literal["qmax", "ttotal"]
 RECEIPT_TAGS: dict[str, str] = {"qmax": "speech:qmax-receipt-sha256", "ttotal": "speech:ttotal-receipt-sha256"}
@@ -143,26 +143,33 @@ class ReceiptProblem:
     message: str
 
 
-def fix_command(claim: ReceiptClaim, *, bucket: str, stack: str, peak_rps: float) -> str:
-    """The commands that produce a measurement with its receipt and record both in stack config."""
+def fix_command(claim: ReceiptClaim, *, bucket: str, stack: str, inputs: PlanInputs,
+                max_instances: int | None = None) -> str:
+    """The commands that produce a measurement with its receipt and record both in stack config
+    (``bench plan`` with the stack's own planning inputs, so only the artifact changes)."""
     art = claim.artifact
     region = f" --region {art.provenance.region}" if art.provenance.region else ""
     extra = (f" --slo-ms {art.slo.ttfab_p95_ms:g}" if isinstance(art, QmaxArtifact)
              else " --qmax <qmax-*.json>")
+    plan = (f"--peak-rps {inputs.peak_rps:g} --trough-rps {inputs.trough_rps:g} --slo-ms {inputs.slo_ms:g} "
+            f"--surge-ratio {inputs.surge_ratio:g} --min-instances {inputs.min_instances}"
+            + (f" --qmax-derate {inputs.qmax_derate:g}" if inputs.qmax_derate != 1.0 else "")
+            + (f" --max-instances {max_instances}" if max_instances is not None else ""))
     return (f"`python -m bench {claim.kind} --endpoint {art.provenance.target_endpoint}{region}{extra} "
             f"--receipt-bucket {bucket}`, then `python -m bench plan --qmax <qmax-*.json> --ttotal <ttotal-*.json> "
-            f"--peak-rps {peak_rps:g} --stack {stack}` with the artifact it writes")
+            f"{plan} --stack {stack}` with the artifact it writes")
 
 
-def receipt_problem(model: str, claim: ReceiptClaim, read: str, *, bucket: str, stack: str, peak_rps: float,
-                    why: str | None = None) -> ReceiptProblem | None:
+def receipt_problem(model: str, claim: ReceiptClaim, read: str, *, bucket: str, stack: str, inputs: PlanInputs,
+                    max_instances: int | None = None, why: str | None = None) -> ReceiptProblem | None:
     """None when the receipt read at the claim's key (``read``: a tag value, see
     :func:`read_receipt`) is for exactly this artifact; else what is wrong and the fix.
 
-    ``bucket``: the bucket name to show (the pack may know it only as a label)."""
+    ``bucket``: the bucket name to show (the pack may know it only as a label); ``inputs`` and
+    ``max_instances``: the model's planning inputs, repeated in the ``bench plan`` of the fix."""
     where = f"models.{model}.measurements.{claim.kind}"
-    fix = ("Fix: re-measure so bench leaves the receipt: " + fix_command(claim, bucket=bucket, stack=stack,
-                                                                         peak_rps=peak_rps))
+    fix = ("Fix: re-measure so bench leaves the receipt: "
+           + fix_command(claim, bucket=bucket, stack=stack, inputs=inputs, max_instances=max_instances))
     sha = claim.artifact_sha256
     if claim.key is None:
         return ReceiptProblem("receipt_missing", (
