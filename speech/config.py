@@ -77,8 +77,9 @@ class Measurements(Frozen):
     qmax: QmaxArtifact
     ttotal: TtotalArtifact
     qmax_receipt: str | None = None
-    """Key of the qmax run's receipt in the stack's provenance bucket (``bench plan --stack`` sets it
-    for a SageMaker measurement); None for reference, assumption and local figures."""
+    """Key of the qmax run's receipt in the stack's provenance bucket, or in ``measured_on.receipt_bucket``
+    for a run on that endpoint (``bench plan --stack`` sets it for a SageMaker measurement; the program
+    reads it at preview); None for reference, assumption and local figures."""
     ttotal_receipt: str | None = None
     """Same, for the ttotal run."""
 
