@@ -20,14 +20,16 @@ from .harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
 LEVEL_ORDER = ("mandatory", "advisory")
 
 
-def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = False) -> tuple[list[Resource], Any]:
+def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = False,
+                      receipts: dict[str, str] | None = None) -> tuple[list[Resource], Any]:
     """The program's resources as the engine sends them to the pack: inputs, parent, dependencies.
 
     ``first_preview``: as in the first preview of a new stack, where provider-computed values
-    (ids, ARNs, URLs, digests of images not yet built) are unknown."""
+    (ids, ARNs, URLs, digests of images not yet built) are unknown. ``receipts``: what the S3 data
+    sources find (:func:`speech.preview.load_receipts`); none by default."""
     from speech.preview import run_preview
 
-    result = run_preview(stack_file, stack, first_preview=first_preview)
+    result = run_preview(stack_file, stack, first_preview=first_preview, receipts=receipts)
     resources = [
         Resource(type=r.type, name=r.name, props=r.inputs, parent=r.parent, urn=r.urn,
                  dependencies=list(r.dependencies), property_dependencies=dict(r.property_dependencies))
@@ -52,7 +54,12 @@ def load_config(path: Path | None) -> dict[str, Any] | None:
     return data
 
 
-def render(report: Report, stack: str, first_preview: bool = False) -> str:
+RECEIPTS_POLICY = "measured-artifacts-match-receipts"
+NO_RECEIPTS_OFFLINE = ("note: this offline check read no receipts (no --receipts): pass a copy of the provenance "
+                       "bucket's receipts/ (--receipts DIR) or --receipts s3://BUCKET to read them")
+
+
+def render(report: Report, stack: str, first_preview: bool = False, receipts_given: bool = True) -> str:
     lines = [f"policy pack check of stack {stack!r}{' (first preview)' if first_preview else ''}: "
              f"{len(report.mandatory)} mandatory, {len(report.advisory)} advisory violation(s)"]
     for level in LEVEL_ORDER:
@@ -63,6 +70,8 @@ def render(report: Report, stack: str, first_preview: bool = False) -> str:
         for d in sorted(diags, key=lambda d: (d.policy, d.resource or "")):
             lines.append(f"  [{d.policy}] {d.resource or '(stack)'}: {d.message}")
     lines.append("")
+    if not receipts_given and report.of(RECEIPTS_POLICY):
+        lines += [NO_RECEIPTS_OFFLINE, ""]
     lines.append("BLOCKED: mandatory violations" if report.mandatory else "OK: no mandatory violation")
     return "\n".join(lines)
 
@@ -92,17 +101,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--first-preview", action="store_true",
                    help="run the program as the engine runs the first preview of a new stack (ids, ARNs, URLs and "
                         "image digests unknown; dependencies sent): what a fresh account's `pulumi preview` sees")
+    p.add_argument("--receipts", metavar="DIR|s3://BUCKET",
+                   help="where the program's S3 data sources find measurement receipts offline: a copy of the "
+                        "provenance bucket's receipts/ (aws s3 sync s3://BUCKET/receipts/ DIR/receipts/), or "
+                        "s3://BUCKET to read it with your AWS credentials; default none, so measured SageMaker "
+                        "figures have no receipt and block")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
         return 2 if e.code else 0
     try:
+        from speech.preview import load_receipts
+
         config = load_config(args.config)
+        receipts = load_receipts(args.receipts) if args.receipts else None
         resources, _ = preview_resources(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack,
-                                         first_preview=args.first_preview)
+                                         first_preview=args.first_preview, receipts=receipts)
         report = run_check(resources, config, args.stack)
     except (PolicyConfigError, SpeechError) as err:
         print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
         return 2
-    print(as_json(report, args.stack) if args.json else render(report, args.stack, args.first_preview))
+    print(as_json(report, args.stack) if args.json
+          else render(report, args.stack, args.first_preview, receipts_given=bool(args.receipts)))
     return 1 if report.mandatory else 0

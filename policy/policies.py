@@ -1,6 +1,6 @@
 """The pack's policies: pulumi_policy wrappers around the validators in :mod:`policy.rules`.
 
-Blocking rules (provenance, plan match, feasibility, fingerprint, one path, cost, public
+Blocking rules (provenance, plan match, feasibility, fingerprint, receipts, one path, cost, public
 buckets, wildcard IAM, instance types, target tags) are mandatory; hygiene (encryption, ECR,
 reference-figures notice) is advisory. Any of them can be re-levelled or disabled through policy
 config (``pulumi preview --policy-pack-config``, or ``python -m policy check --config``).
@@ -147,6 +147,10 @@ POLICIES = [
     stack_policy("deployment-matches-fingerprint",
                  "The deployed instance type and image digest are the ones the artifacts were measured on.",
                  rules.rule_fingerprint, MANDATORY),
+    stack_policy("measured-artifacts-match-receipts",
+                 "Every measured SageMaker artifact in a provenance document has the receipt bench wrote to the "
+                 "provenance bucket for exactly that artifact (sha256), as the program read it at preview.",
+                 rules.rule_receipts, MANDATORY),
     stack_policy("one-scaling-path-per-variant",
                  "Each scaled variant has exactly one scale-out and one scale-in path (plus at most one surge step); "
                  "no orphan or competing scaling policies.",

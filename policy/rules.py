@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from speech import provenance as pv
+from speech import receipts as rc
 from speech import scaling
 from speech.iam_check import ALLOWED_ON_STAR, wildcard_findings
 
@@ -470,6 +471,51 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
             yield (f"{model.label} deploys image digest {image.rsplit('@', 1)[1][:19]}..., but the artifacts in "
                    f"provenance document {prov.document_object.label} were measured on {fp.image_digest[:19]}... "
                    f"({fp.slug}); {fix}", model.urn)
+
+
+# --- measured-artifacts-match-receipts ----------------------------------------------------------
+
+
+def rule_receipts(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    """Every measured SageMaker artifact in an endpoint's provenance document has the receipt the
+    program read from the bucket (tags :data:`speech.receipts.RECEIPT_TAGS`), for exactly that
+    artifact; judged with :func:`speech.receipts.receipt_problem`, the gate's own comparison."""
+    for e in stack.of(T_ENDPOINT):
+        try:
+            tags = tags_of(e)
+        except NoProvenance:
+            continue  # unknown tags: deployment-matches-fingerprint reports them
+        if pv.TAG_DOC_SHA not in tags:
+            continue  # claims no plan, so no measurements
+        try:
+            prov = cache.get(e)
+        except NoProvenance:
+            continue  # deployment-matches-fingerprint and the scaling rules report it
+        doc = prov.document
+        stack_name = at(tags, "speech:stack")
+        stack_name = stack_name if isinstance(stack_name, str) else "<stack>"
+        own = prov.document_object.get("bucket")
+        for claim in rc.receipt_claims(doc.measurements, doc.measured_on):
+            bucket = claim.bucket or (own if isinstance(own, str) and not has_unknown(own)
+                                      else f"<the bucket of {prov.document_object.label}>")
+            tag = rc.RECEIPT_TAGS[claim.kind]
+            read = at(tags, tag) if claim.key is not None else rc.NO_RECEIPT
+            if read is UNKNOWN:
+                # The bucket is created in this update: the program reads the receipt at `pulumi up`
+                # and keeps scaling off unless it matches; this rule then checks the known value.
+                yield Deferred(f"{e.label}: the {claim.kind} receipt {claim.key!r} is read from the bucket once it "
+                               f"exists (pulumi up); it must be for artifact {claim.artifact_sha256}"), e.urn
+                continue
+            if read is MISSING or not isinstance(read, str):
+                yield (f"{e.label} has no {tag} tag although models.{prov.model}.measurements.{claim.kind} is a "
+                       f"measurement of SageMaker endpoint {claim.artifact.provenance.target_endpoint!r}: nothing read "
+                       f"its receipt {claim.key!r}; fix: deploy with this program, which reads the receipt and tags "
+                       "the endpoint (never hand-write provenance tags)", e.urn)
+                continue
+            problem = rc.receipt_problem(prov.model, claim, read, bucket=bucket, stack=stack_name,
+                                         inputs=doc.inputs, max_instances=doc.max_instances_cap)
+            if problem is not None:
+                yield f"{e.label}: {problem.message}", e.urn
 
 
 # --- one-scaling-path-per-variant --------------------------------------------------------------

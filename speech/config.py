@@ -77,8 +77,9 @@ class Measurements(Frozen):
     qmax: QmaxArtifact
     ttotal: TtotalArtifact
     qmax_receipt: str | None = None
-    """Key of the qmax run's receipt in the stack's provenance bucket (``bench plan --stack`` sets it
-    for a SageMaker measurement); None for reference, assumption and local figures."""
+    """Key of the qmax run's receipt in the stack's provenance bucket, or in ``measured_on.receipt_bucket``
+    for a run on that endpoint (``bench plan --stack`` sets it for a SageMaker measurement; the program
+    reads it at preview); None for reference, assumption and local figures."""
     ttotal_receipt: str | None = None
     """Same, for the ttotal run."""
 
@@ -111,6 +112,10 @@ class MeasuredOn(Frozen):
     """SageMaker endpoint name the artifacts' ``provenance.target`` names."""
     why: Annotated[str, Field(min_length=1)]
     """The justification, kept in stack config and in the provenance document for review."""
+    receipt_bucket: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")] | None = None
+    """The bucket holding the receipts of runs on that endpoint (the bucket passed to ``bench qmax|ttotal
+    --receipt-bucket`` there, e.g. the staging stack's provenance bucket). Absent: they are read from
+    this stack's own provenance bucket."""
 
     @field_validator("why")
     @classmethod

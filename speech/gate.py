@@ -19,6 +19,7 @@ from .config import ModelConfig
 from .errors import ConfigError, FingerprintMismatch, PlanInputError
 from .plan import build_plan
 from .provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
+from .receipts import ReceiptProblem
 
 CONFIG_KEY = "speech-endpoints:models"
 BUILT_IMAGE = "built by the stack from container/Dockerfile"
@@ -26,7 +27,7 @@ BUILT_IMAGE = "built by the stack from container/Dockerfile"
 
 
 GateCode = Literal["measured_plan", "unmeasured", "target_binding", "instance_type_mismatch", "fingerprint_mismatch",
-                   "plan_stop", "nothing_to_scale"]
+                   "plan_stop", "nothing_to_scale", "receipt_missing", "receipt_mismatch"]
 """Stable keys of the gate's decisions: what the stack outputs carry (``scaling.<model>.reason_code``),
 while the prose stays in ``reason`` (logs, preview) and the plan artifact."""
 
@@ -99,6 +100,17 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
         + built,
         "measured_plan",
     )
+
+
+def with_receipts(decision: GateDecision, problems: list[ReceiptProblem]) -> GateDecision:
+    """The gate once the program has read the receipts (:func:`speech.receipts.receipt_problem`
+    per measured SageMaker artifact): a missing or mismatched receipt keeps scaling off. A gate
+    already off keeps its own reason (the first thing to fix)."""
+    if not decision.enabled or not problems:
+        return decision
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more receipt problem(s))" if len(problems) > 1 else ""
+    return GateDecision(False, first.message + more, first.code)
 
 
 def image_matches_measurements(model_name: str, dep_plan: PlanArtifact | None, gate_enabled: bool,

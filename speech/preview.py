@@ -60,6 +60,8 @@ class PreviewResult:
     outputs: dict[str, Any]
     gates: list[GateView]
     warnings: list[str] = field(default_factory=list)
+    invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """The data-source calls the program made (token, arguments)."""
 
     def of_type(self, type_: str) -> list[RegisteredResource]:
         return [r for r in self.resources if r.type == type_]
@@ -103,18 +105,58 @@ def autoname_key(type_: str) -> str | None:
     return "name" if "name" in inspect.signature(args_cls.__init__).parameters else None
 
 
+def load_receipts(source: str | Path) -> dict[str, str]:
+    """The receipts an offline preview may read, by S3 key (``receipts/<model>/<kind>-<sha>.json``).
+
+    ``source``: ``s3://BUCKET`` reads that bucket's ``receipts/`` with boto3 (the environment's
+    credentials; the only AWS call of an offline preview); otherwise a directory holding a copy of
+    it, made with ``aws s3 sync s3://BUCKET/receipts/ DIR/receipts/``. Every data-source read of a
+    receipt under the mocks is answered from here, whatever bucket the program names."""
+    from .receipts import RECEIPT_PREFIX
+
+    text = str(source)
+    if text.startswith("s3://"):
+        bucket = text.removeprefix("s3://").strip("/")
+        try:
+            import boto3
+            from botocore.exceptions import BotoCoreError, ClientError
+
+            s3 = boto3.client("s3")
+            out = {}
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{RECEIPT_PREFIX}/"):
+                for obj in page.get("Contents", []):
+                    out[obj["Key"]] = s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read().decode("utf-8", "replace")
+            return out
+        except (BotoCoreError, ClientError) as err:
+            raise ConfigError(f"--receipts {text}: cannot read the receipts ({err}); check the bucket name and your "
+                              "AWS credentials (s3:ListBucket, s3:GetObject), or pass a directory copy") from None
+    root = Path(source)
+    if not root.is_dir():
+        raise ConfigError(f"--receipts {text}: no such directory; copy the receipts with "
+                          f"`aws s3 sync s3://<bucket>/{RECEIPT_PREFIX}/ {text}/{RECEIPT_PREFIX}/`, or pass s3://<bucket>")
+    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted((root / RECEIPT_PREFIX).rglob("*.json")) if p.is_file()}
+
+
 class SpeechMocks:
     """Pulumi mocks that record each registration and answer like AWS would (ARNs, names, URLs).
 
     ``first_preview``: answer like the engine does in the first preview of a new stack instead:
     a create returns its inputs, pulumi-aws's autonames, and nothing else, so every
     provider-computed output (ids, ARNs, URLs, digests, invocation results) is unknown.
+
+    ``receipts``: the objects the S3 data sources find (by key, in any bucket); none by default,
+    so a measured artifact's receipt is missing offline unless they are given.
     """
 
-    def __init__(self, region: str = DEFAULT_REGION, account_id: str = ACCOUNT_ID, first_preview: bool = False) -> None:
+    def __init__(self, region: str = DEFAULT_REGION, account_id: str = ACCOUNT_ID, first_preview: bool = False,
+                 receipts: dict[str, str] | None = None) -> None:
         self.region = region
         self.account_id = account_id
         self.first_preview = first_preview
+        self.receipts = dict(receipts or {})
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
+        """Every data-source call the program made: (token, arguments)."""
         self.autonames: dict[tuple[str, str], dict[str, str]] = {}
         self.registered: dict[tuple[str, str], dict[str, Any]] = {}
         self.order: list[tuple[str, str]] = []
@@ -165,6 +207,8 @@ class SpeechMocks:
         return f"{args.name}-id", state
 
     def call(self, args: Any) -> tuple[dict[str, Any], None] | dict[str, Any]:
+        with self._lock:
+            self.invokes.append((args.token, dict(args.args)))
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": self.account_id, "arn": f"arn:aws:iam::{self.account_id}:user/preview",
                     "userId": "PREVIEW", "id": self.account_id}
@@ -176,16 +220,28 @@ class SpeechMocks:
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region, "id": self.region,
                     "endpoint": f"ec2.{self.region}.amazonaws.com", "description": self.region}
+        if args.token == "aws:s3/getObjects:getObjects":
+            bucket, prefix = args.args.get("bucket"), args.args.get("prefix") or ""
+            return {"bucket": bucket, "id": bucket, "keys": sorted(k for k in self.receipts if k.startswith(prefix)),
+                    "commonPrefixes": [], "owners": [], "requestCharged": ""}
+        if args.token == "aws:s3/getObject:getObject":
+            bucket, key = args.args.get("bucket"), args.args.get("key")
+            if key not in self.receipts:
+                # What the provider does for a missing key: the invoke fails.
+                return {}, [("key", f"reading S3 Object (s3://{bucket}/{key}): couldn't find resource")]
+            body = self.receipts[key]
+            return {"bucket": bucket, "key": key, "id": key, "body": body, "contentType": "application/json",
+                    "contentLength": len(body.encode()), "arn": f"arn:aws:s3:::{bucket}/{key}"}
         return {}
 
 
-def make_mocks(region: str = DEFAULT_REGION, first_preview: bool = False) -> Any:
+def make_mocks(region: str = DEFAULT_REGION, first_preview: bool = False, receipts: dict[str, str] | None = None) -> Any:
     import pulumi
 
     class _Mocks(SpeechMocks, pulumi.runtime.Mocks):
         pass
 
-    return _Mocks(region=region, first_preview=first_preview)
+    return _Mocks(region=region, first_preview=first_preview, receipts=receipts)
 
 
 def _make_monitor(mocks: Any) -> Any:
@@ -215,11 +271,21 @@ def _make_monitor(mocks: Any) -> Any:
             }
             return resp
 
+        def Invoke(self, request: Any) -> Any:
+            # The engine declines an invoke whose dependencies are pending creation (all of them, in
+            # a first preview) and answers unknown.
+            if getattr(self.mocks, "first_preview", False) and list(request.dependsOn):
+                from pulumi.runtime.proto import resource_pb2
+
+                return resource_pb2.ResourceInvokeResponse(unknown=True)
+            return super().Invoke(request)
+
     return _Monitor(mocks)
 
 
 def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGION, project: str = PROJECT,
-                  logger: logging.Logger | None = None, first_preview: bool = False) -> tuple[Any, Any]:
+                  logger: logging.Logger | None = None, first_preview: bool = False,
+                  receipts: dict[str, str] | None = None) -> tuple[Any, Any]:
     """Reset Pulumi's runtime and install fresh mocks + config; returns (mocks, monitor).
 
     ``first_preview``: run as the engine runs the first preview of a new stack (dry run, nothing
@@ -232,7 +298,7 @@ def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGI
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)  # set_mocks only makes a new root stack when none exists
     pulumi.runtime.set_all_config(dict(config), [])
-    mocks = make_mocks(region, first_preview=first_preview)
+    mocks = make_mocks(region, first_preview=first_preview, receipts=receipts)
     monitor = _make_monitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=first_preview, logger=logger, monitor=monitor)
     return mocks, monitor
@@ -266,12 +332,14 @@ def stack_config_values(stack_file: Path) -> dict[str, str]:
     return out
 
 
-def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False) -> PreviewResult:
+def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False,
+                receipts: dict[str, str] | None = None) -> PreviewResult:
     """Run the program against ``stack_file`` under mocks. Raises :class:`ConfigError` (or another
     :class:`speech.errors.SpeechError`) for user mistakes.
 
     ``first_preview``: the first preview of a new stack; resource inputs are then reported as the
-    engine sends them (unknowns as its sentinel string, numbers as doubles)."""
+    engine sends them (unknowns as its sentinel string, numbers as doubles).
+    ``receipts``: what the S3 data sources find (:func:`load_receipts`); none by default."""
     import pulumi
 
     from .program import define_stack, plan_stack
@@ -293,15 +361,23 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
     logger.addHandler(_Collect())
     logger.propagate = False
 
-    mocks, monitor = install_mocks(stack, config, region=region, logger=logger, first_preview=first_preview)
+    mocks, monitor = install_mocks(stack, config, region=region, logger=logger, first_preview=first_preview,
+                                   receipts=receipts)
     resolved: dict[str, Any] = {}
     decided: dict[str, Any] = {}
+    final: dict[str, Any] = {}
 
     @pulumi.runtime.test
     def program() -> Any:
         stack_config = load_stack_config()
         decided.update(plan_stack(stack_config))
-        outputs = define_stack(stack_config)
+        gates: dict[str, Any] = {}
+        outputs = define_stack(stack_config, gates)
+        for model, g in gates.items():
+            if isinstance(g, pulumi.Output):
+                g.apply(lambda d, m=model: final.__setitem__(m, d))
+            elif g is not None:
+                final[model] = g
         # In a first preview most outputs are unknown: each known one is collected on its own.
         for key, out in outputs.items():
             out.apply(lambda o, k=key: resolved.__setitem__(k, o))
@@ -322,9 +398,14 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             delete_before_replace=req.get("delete_before_replace", False),
             replace_on_changes=req.get("replace_on_changes", []),
         ))
-    gates = [GateView(model=m, enabled=d.gate.enabled, reason=d.gate.reason) for m, d in decided.items()]
+    gates = []
+    for m, d in decided.items():
+        g = final.get(m)
+        gates.append(GateView(model=m, enabled=g.enabled, reason=g.reason) if g is not None else GateView(
+            model=m, enabled=False, reason="decided at pulumi up: the receipts are read once the bucket exists "
+                                           f"(until then: {d.gate.reason})"))
     return PreviewResult(stack=stack, project=PROJECT, resources=resources, outputs=resolved, gates=gates,
-                         warnings=warnings)
+                         warnings=warnings, invokes=list(mocks.invokes))
 
 
 # --- rendering ------------------------------------------------------------------------------------
@@ -409,9 +490,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print resources, outputs and gates as JSON")
     parser.add_argument("--first-preview", action="store_true",
                         help="run as the first preview of a new stack: ids, ARNs, URLs and image digests unknown")
+    parser.add_argument("--receipts", metavar="DIR|s3://BUCKET",
+                        help="where the measurement receipts are read from offline: a copy of the provenance "
+                             "bucket's receipts/ (aws s3 sync s3://BUCKET/receipts/ DIR/receipts/), or s3://BUCKET "
+                             "to read it with your AWS credentials; default none (measured figures then have none)")
     args = parser.parse_args(argv)
     try:
-        result = run_preview(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack, first_preview=args.first_preview)
+        receipts = load_receipts(args.receipts) if args.receipts else None
+        result = run_preview(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack, first_preview=args.first_preview,
+                             receipts=receipts)
     except SpeechError as err:
         print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
         return 2

@@ -31,12 +31,13 @@ from .components.guard import ScalingGuard, ScalingGuardArgs
 from .components.image import ContainerImage, ContainerImageArgs, context_tag
 from .config import ECR_REPO_RE, StackConfig
 from .errors import SpeechError
-from .gate import ModelDeployment, image_matches_measurements, plan_model
+from .gate import GateDecision, ModelDeployment, image_matches_measurements, plan_model, with_receipts
 from .hosting import endpoint_name as checked_endpoint_name
 from .scaling import resource_id
 from .hosting import startup_health_check_timeout_s
 from .outputs import OUTPUTS_VERSION, endpoint_output, observability_output, scaling_output
 from .provenance import TAG_MODEL, provenance_tags
+from .receipts import NO_RECEIPT, RECEIPT_TAGS, ReceiptClaim, read_receipt, receipt_claims, receipt_problem
 from .stack import load_stack_config
 from .weights import cache_inputs, cache_key, weights_layout
 
@@ -70,9 +71,33 @@ class ModelOutputs:
     """One model's parts of the stack outputs (speech.outputs)."""
 
     endpoint: pulumi.Output[dict]
-    scaling: dict
+    scaling: dict | pulumi.Output[dict]
     dashboard: pulumi.Output[dict]
     alarms: pulumi.Output[dict]
+    gate: GateDecision | pulumi.Output[GateDecision] | None = None
+    """The final gate: the config gate, then the receipts once read (an Output while they are)."""
+
+
+def read_receipts(claims: list[ReceiptClaim], own_bucket: pulumi.Input[str]) -> dict[str, pulumi.Output[tuple]]:
+    """Per artifact kind: (what was read, why it is not a receipt, bucket name), read with the S3
+    data sources at preview. The object is listed first: ``getObject`` on a missing key fails the
+    whole preview, while a missing receipt must only keep scaling off with its fix. While the bucket
+    is still to be created (a new stack's first preview) the engine answers unknown, and so is this."""
+    reads: dict[str, pulumi.Output[tuple]] = {}
+    for claim in claims:
+        bucket = claim.bucket or own_bucket
+        if claim.key is None:
+            reads[claim.kind] = pulumi.Output.from_input(bucket).apply(lambda b: (NO_RECEIPT, None, b))
+            continue
+
+        def fetch(listing: aws.s3.GetObjectsResult, c: ReceiptClaim = claim) -> pulumi.Output[tuple] | tuple:
+            if c.key not in (listing.keys or []):
+                return (NO_RECEIPT, None, listing.bucket)
+            obj = aws.s3.get_object_output(bucket=listing.bucket, key=c.key)
+            return obj.apply(lambda o: (*read_receipt(o.body, c), listing.bucket))
+
+        reads[claim.kind] = aws.s3.get_objects_output(bucket=bucket, prefix=claim.key).apply(fetch)
+    return reads
 
 
 def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pulumi.Input[str],
@@ -106,6 +131,11 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             tags={TAG_MODEL: name},
             opts=pulumi.ResourceOptions(parent=foundation),
         )
+    # Measured SageMaker artifacts: their receipts, read from the bucket, tag the endpoint (the pack
+    # compares them) and decide the gate (below).
+    claims = receipt_claims(cfg.measurements, cfg.measured_on) if plan is not None and cfg.measurements else []
+    reads = read_receipts(claims, foundation.bucket.bucket)
+    tags = {**tags, **{RECEIPT_TAGS[kind]: r.apply(lambda v: v[0]) for kind, r in reads.items()}}
     cache_args = ModelCacheArgs(
         model=name,
         layout=layout,
@@ -170,11 +200,28 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         ),
     )
 
-    if dep.gate.enabled and plan is not None:
-        Autoscaling(name, AutoscalingArgs(endpoint_name=ep_name, plan=plan, instance_type=cfg.instance_type, tags=tags,
-                                          depends_on=[endpoint.endpoint]))
+    def scale(decision: GateDecision, scaling_tags: dict) -> GateDecision:
+        if decision.enabled and plan is not None:
+            Autoscaling(name, AutoscalingArgs(endpoint_name=ep_name, plan=plan, instance_type=cfg.instance_type,
+                                              tags=scaling_tags, depends_on=[endpoint.endpoint]))
+        else:
+            pulumi.log.warn(f"{name}: no autoscaling: {decision.reason}")
+        return decision
+
+    if dep.gate.enabled and reads:
+        # Scaling exists only once every receipt matches: created when they have been read (at
+        # preview for an existing bucket; at up for one created in the same update).
+        def decide(values: dict[str, tuple]) -> GateDecision:
+            problems = [p for c in claims if (p := receipt_problem(
+                name, c, values[c.kind][0], bucket=values[c.kind][2], stack=pulumi.get_stack(),
+                inputs=cfg.plan, max_instances=cfg.max_instances, why=values[c.kind][1]))]
+            plain = {**{k: v for k, v in tags.items() if k not in RECEIPT_TAGS.values()},
+                     **{RECEIPT_TAGS[k]: v[0] for k, v in values.items()}}
+            return scale(with_receipts(dep.gate, problems), plain)
+
+        final: GateDecision | pulumi.Output[GateDecision] = pulumi.Output.all(**reads).apply(decide)
     else:
-        pulumi.log.warn(f"{name}: no autoscaling: {dep.gate.reason}")
+        final = scale(dep.gate, tags)
 
     # Clients assume this role (or attach the policy to their own): the two invoke calls on this
     # endpoint's ARN, nothing else.
@@ -198,12 +245,15 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
                                   instance_type=cfg.instance_type, image=v[5]))
     alarms = pulumi.Output.all(**{k: a.name for k, a in observability.alarms.items()})
     dashboard = pulumi.Output.all(name=observability.dashboard.dashboard_name, url=observability.dashboard_url)
-    return ModelOutputs(endpoint=endpoint_out, scaling=scaling_output(dep.gate, plan, dep.document_key),
-                        dashboard=dashboard, alarms=alarms)
+    scaling = (final.apply(lambda g: scaling_output(g, plan, dep.document_key)) if isinstance(final, pulumi.Output)
+               else scaling_output(final, plan, dep.document_key))
+    return ModelOutputs(endpoint=endpoint_out, scaling=scaling, dashboard=dashboard, alarms=alarms, gate=final)
 
 
-def define_stack(config: StackConfig) -> dict[str, pulumi.Output]:
-    """Create every model's resources and export the outputs contract (speech.outputs, README)."""
+def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pulumi.Output]:
+    """Create every model's resources and export the outputs contract (speech.outputs, README).
+
+    ``gates``: filled with each model's final gate decision (an Output while receipts are read)."""
     deployments = plan_stack(config)
     account_id = aws.get_caller_identity_output().account_id
     region = aws.get_region_output().region
@@ -212,6 +262,8 @@ def define_stack(config: StackConfig) -> dict[str, pulumi.Output]:
         name: deploy_model(dep, account_id, region, topic.topic.arn, allow_config_mismatch=config.allow_config_mismatch)
         for name, dep in deployments.items()
     }
+    if gates is not None:
+        gates.update({m: p.gate for m, p in parts.items()})
     outputs: dict[str, pulumi.Output] = {
         "outputs_version": pulumi.Output.from_input(OUTPUTS_VERSION),
         "endpoints": pulumi.Output.all(**{m: p.endpoint for m, p in parts.items()}),

@@ -302,3 +302,37 @@ def test_a_sagemaker_run_leaves_a_receipt_that_bench_plan_records(fleet, synthet
         lv["cloudwatch_concurrency_max"] = None
     with pytest.raises(ValueError, match="'local:http://127.0.0.1:8080' cannot claim a receipt"):
         Measurements.model_validate({"qmax": local, "ttotal": ttotal, "qmax_receipt": key})
+
+
+def test_the_receipt_bench_leaves_is_what_the_program_reads_back(fleet, synthetic_40ms, tmp_path, capsys):
+    """The chain of issue 19 on moto: bench qmax --receipt-bucket writes the receipt, bench plan
+    --stack records its key, and the program (under Pulumi's mocks) reads that very object back
+    from the bucket and tags the endpoint with its sha256."""
+    from speech.artifacts import canonical_sha256
+    from speech.preview import load_receipts, run_preview
+    from speech.receipts import RECEIPT_TAGS
+
+    from .conftest import IMAGE, MODEL, STACK
+
+    fleet.sess.client("s3").create_bucket(Bucket="stack-provenance")
+    rc = _run(fleet.sess, fleet, synthetic_40ms, tmp_path / "out", "--levels", "1,2", "--no-refine",
+              "--cloudwatch-wait-s", "0", "--receipt-bucket", "stack-provenance")
+    assert rc == 0, capsys.readouterr().err
+    qf = next((tmp_path / "out").glob("qmax-*.json"))
+    q = load_artifact(qf, QmaxArtifact)
+    # A ttotal of the same fingerprint (reference figures: they take no receipt).
+    t = load_artifact(REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json", TtotalArtifact)
+    tf = write_artifact(tmp_path / "t.json", t.model_copy(update={"fingerprint": q.fingerprint}))
+    assert main(["plan", "--qmax", str(qf), "--ttotal", str(tf), "--peak-rps", "20", "--stack", STACK,
+                 "--stack-dir", str(tmp_path), "--image", IMAGE, "--out", str(tmp_path / "plan")]) in (0, 1)
+    capsys.readouterr()
+
+    result = run_preview(tmp_path / f"Pulumi.{STACK}.yaml", STACK, receipts=load_receipts("s3://stack-provenance"))
+    [listed] = [a for tok, a in result.invokes if tok == "aws:s3/getObjects:getObjects"]
+    assert listed["prefix"] == f"receipts/{MODEL}/qmax-{canonical_sha256(q).removeprefix('sha256:')}.json"
+    tags = result.named(f"{MODEL}-endpoint").inputs["tags"]
+    assert tags[RECEIPT_TAGS["qmax"]] == canonical_sha256(q)
+    assert RECEIPT_TAGS["ttotal"] not in tags
+    # The same stack with nothing in the bucket: the read finds no receipt.
+    tags = run_preview(tmp_path / f"Pulumi.{STACK}.yaml", STACK).named(f"{MODEL}-endpoint").inputs["tags"]
+    assert tags[RECEIPT_TAGS["qmax"]] == "none"

@@ -42,3 +42,26 @@ def with_evidence(entry: dict[str, Any], endpoint: str, region: str = "us-east-1
         }
     m["qmax"]["client_overhead"] = {"loop_lag_p99_ms": 1.2, "cpu_fraction": 0.08}
     return entry
+
+
+def with_receipt_keys(entry: dict[str, Any]) -> dict[str, Any]:
+    """Record each measured SageMaker artifact's receipt key, as ``bench plan --stack`` does."""
+    from speech.config import Measurements
+    from speech.receipts import receipt_claims
+
+    m = entry["measurements"]
+    for claim in receipt_claims(Measurements.model_validate({"qmax": m["qmax"], "ttotal": m["ttotal"]})):
+        m[f"{claim.kind}_receipt"] = claim.expected_key
+    return entry
+
+
+def receipts_of(entry: dict[str, Any]) -> dict[str, str]:
+    """The receipts bench would have written for the entry's measured SageMaker artifacts, by key
+    (what the offline preview's S3 data sources then find)."""
+    from speech.config import Measurements
+    from speech.receipts import receipt_claims, receipt_for
+
+    m = entry["measurements"]
+    claims = receipt_claims(Measurements.model_validate({"qmax": m["qmax"], "ttotal": m["ttotal"]}))
+    return {c.expected_key: receipt_for(c.artifact, caller_arn="arn:aws:iam::123456789012:user/bench",
+                                        caller_account="123456789012").model_dump_json() for c in claims}

@@ -7,7 +7,7 @@ import json
 
 from ruamel.yaml import YAML
 from tests.policy.conftest import ROOT
-from tests.policy.policy_edits import messages, named, set_path, with_evidence
+from tests.policy.policy_edits import messages, named, receipts_of, set_path, with_evidence, with_receipt_keys
 
 from policy.check import preview_resources
 from speech import provenance as pv
@@ -20,7 +20,8 @@ def _preview(tmp_path, entry: dict, stack: str = "dev"):
     config[MODELS]["kokoro-82m"] = entry
     path = tmp_path / f"Pulumi.{stack}.yaml"
     path.write_text(json.dumps({"config": config}))
-    resources, _ = preview_resources(path, stack)
+    # With the receipts bench would have left for the measured artifacts (tests/policy/test_receipts.py).
+    resources, _ = preview_resources(path, stack, receipts=receipts_of(entry))
     return resources
 
 
@@ -29,14 +30,14 @@ def _entry() -> dict:
 
 
 def test_measured_on_this_endpoint_passes_the_pack(tmp_path, pack):
-    resources = _preview(tmp_path, with_evidence(_entry(), "dev-kokoro-82m"))
+    resources = _preview(tmp_path, with_receipt_keys(with_evidence(_entry(), "dev-kokoro-82m")))
     report = pack.check(resources)
     assert not report.mandatory, [d.message for d in report.mandatory]
     assert not messages(report, "scaling-requires-measured-provenance")
 
 
 def test_pack_blocks_a_document_whose_measurements_name_another_endpoint(tmp_path, pack):
-    entry = with_evidence(_entry(), "staging-kokoro-82m")
+    entry = with_receipt_keys(with_evidence(_entry(), "staging-kokoro-82m"))
     entry["measured_on"] = {"endpoint": "staging-kokoro-82m", "why": "staging runs the same image"}
     resources = _preview(tmp_path, entry)
     assert not pack.check(resources).mandatory
