@@ -149,3 +149,13 @@ def test_daily_cost_counts_managed_instance_scaling(pack, comp):
     set_path(named(comp, "kokoro-82m-config"), "productionVariants.0.managedInstanceScaling.maxInstanceCount", 400.0)
     [msg] = messages(pack.check(comp), "daily-cost-ceiling", "mandatory")
     assert "400 x ml.g5.xlarge" in msg and "$13,517/day" in msg
+
+
+def test_production_config_blocks_the_example_and_first_preview_passes(capsys):
+    # config.production.json: reference Q_max/T_total and the assumed footprint may not scale copies.
+    args = ["--stack-dir", str(EXAMPLE_DIR), "--stack", "components"]
+    assert check_main([*args, "--config", str(ROOT / "policy" / "config.production.json")]) == 1
+    out = capsys.readouterr().out
+    assert "[copy-scaling-requires-measured-provenance]" in out and "allow-unmeasured-copy-artifacts is false" in out
+    # A fresh account's first preview (ids, ARNs unknown) passes the pack as it is.
+    assert check_main([*args, "--first-preview"]) == 0
