@@ -267,6 +267,10 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
         components=model.components_inputs if model.hosting == "components" else None,
     )
     copy_plan = copy_plan_of(name, model, allow_config_mismatch=allow_config_mismatch)
+    fits = next((f for f in copy_plan.findings if f.name == "copy_fits"), None) if copy_plan is not None else None
+    if fits is not None and fits.level == "stop":
+        # Not a scaling question: SageMaker could not place even the first copy.
+        raise ConfigError(f"{key}.instance_type: {fits.message} (hosting: components); nothing can deploy")
     decision = (
         gate_components(model, copy_plan, name=name, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch)
         if model.hosting == "components"

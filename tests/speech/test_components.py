@@ -179,6 +179,9 @@ def test_provenance_document_carries_the_copy_inputs(example):
     (lambda e: e["components"].update(min_copies=-1), "speech-endpoints:models.kokoro-82m.components.min_copies",
      "greater than or equal to 0"),
     (lambda e: e.update(instance_type="ml.g5.9xlarge"), "speech-endpoints:models.kokoro-82m", "not in the instance table"),
+    # A GPU copy on a CPU instance: not even the first copy could be placed.
+    (lambda e: e.update(instance_type="ml.c6i.xlarge"), "speech-endpoints:models.kokoro-82m.instance_type",
+     "has no accelerator"),
 ])
 def test_config_mistakes_are_one_error_naming_the_key(mutate, key, words):
     entry = example_entry()
