@@ -22,7 +22,7 @@ import pulumi_aws as aws
 import pulumi_aws_native as aws_native
 
 from ..hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
-from ..scaling import INSTANCE_SCALING_ENABLED, VARIANT, ComponentScalingSpec
+from ..scaling import ComponentScalingSpec
 from .autoscaling import concurrency_alarm, step_policy_args
 from .guard import TAG_INSTANCE_TYPE
 
@@ -192,6 +192,9 @@ class ComponentEndpoint(pulumi.ComponentResource):
                 # After creation the copy count belongs to Application Auto Scaling: a later
                 # `pulumi up` must not reset it to the starting copies.
                 ignore_changes=["runtimeConfig"],
+                # Its name is fixed (the scaling resource id and alarms use it): a replacement
+                # must delete the old component before it creates the new one.
+                delete_before_replace=True,
             ),
         )
         self.register_outputs({
@@ -271,4 +274,4 @@ class CopyAutoscaling(pulumi.ComponentResource):
 
 
 __all__ = ["ComponentEndpoint", "ComponentEndpointArgs", "CopyAutoscaling", "CopyAutoscalingArgs", "native_provider",
-           "native_tags", "VARIANT", "INSTANCE_SCALING_ENABLED"]
+           "native_tags"]

@@ -79,6 +79,7 @@ def test_example_inference_component_is_sized_by_the_copy_plan(example):
                                                    "minMemoryRequiredInMb": 3380, "numberOfCpuCoresRequired": 1.25}
     assert spec["computeResourceRequirements"]["minMemoryRequiredInMb"] == plan.compute.min_memory_required_in_mb
     assert ic.inputs["runtimeConfig"] == {"copyCount": 1}
+    assert ic.delete_before_replace  # a fixed name: the old component goes before the new one comes
     assert spec["startupParameters"]["modelDataDownloadTimeoutInSeconds"] == 600
     rollout = ic.inputs["deploymentConfig"]
     assert rollout["rollingUpdatePolicy"]["maximumBatchSize"] == {"type": "CAPACITY_PERCENT", "value": 50}
