@@ -202,7 +202,7 @@ class ModelConfig(Frozen):
             raise ValueError(
                 "hosting components needs measurements (qmax against ONE copy, ttotal, and tcopy: the copy's "
                 "footprint sizes what each copy reserves); run bench qmax, bench ttotal and bench tcopy, then "
-                "bench plan --stack, or deploy with hosting: realtime first"
+                "bench plan --stack <stack> --tcopy <copy artifact>, or deploy with hosting: realtime first"
             )
         if self.measurements.tcopy.model != self.measurements.qmax.model:
             raise ValueError(

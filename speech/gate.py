@@ -117,7 +117,7 @@ def gate_components(model: ModelConfig, copy_plan: CopyPlan | None, *, name: str
         return GateDecision(
             False,
             "no copy measurements in stack config: run bench qmax against one copy, bench ttotal and bench tcopy, "
-            "then bench plan --stack <stack> to add them",
+            "then bench plan --stack <stack> --tcopy <copy artifact> to add them",
             "unmeasured",
         )
     bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
