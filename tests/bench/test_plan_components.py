@@ -62,3 +62,12 @@ def test_tcopy_without_stack_is_bad_input(tmp_path, capsys):
     assert main(argv) == 2
     assert "--tcopy only goes into a stack entry" in capsys.readouterr().err
     assert not list(tmp_path.glob("plan-*.json"))
+
+
+def test_drift_refuses_copy_scaling_it_cannot_read(tmp_path, capsys):
+    # Before any AWS call: a components model's scaling is not on the variant drift reads.
+    assert _plan(tmp_path, "--tcopy", str(_tcopy(tmp_path))) == 0
+    capsys.readouterr()
+    assert main(["drift", "--stack", "c", "--stack-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "kokoro-82m: hosting: components" in err and "python -m policy check" in err
