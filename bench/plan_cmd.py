@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, plan_filename
+from speech.artifacts import CopyArtifact, PlanArtifact, QmaxArtifact, TtotalArtifact, plan_filename
 from speech.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact, write_artifact
 from speech.plan import build_plan
@@ -73,6 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", metavar="REPO@sha256:...",
                    help="existing ECR image for the stack entry, <account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:... "
                    "(default: keep the entry's image; none: the program builds container/Dockerfile)")
+    p.add_argument("--tcopy", type=Path, metavar="FILE",
+                   help="with --stack: the copy artifact (bench tcopy); the entry becomes hosting: components, --qmax "
+                        "being the ladder against one copy (bench copies shows the copy plan)")
     p.add_argument("--instance-type", metavar="TYPE", help="SageMaker instance type for the stack entry when the artifacts were "
                    "measured locally (the program and the policy pack then see the fingerprint differ)")
 
@@ -96,11 +99,16 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
         raise UsageError(f"{describe_validation_error(err, key=lambda _: flag)}; {fix}") from None
 
 
-def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs, q: QmaxArtifact, t: TtotalArtifact) -> ModelConfig:
+def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs, q: QmaxArtifact, t: TtotalArtifact,
+                tcopy: CopyArtifact | None = None) -> ModelConfig:
     from .stackfile import existing_model_entry
 
     path = args.stack_dir / f"Pulumi.{args.stack}.yaml"
     old = existing_model_entry(path, q.model) or {}
+    # hosting: components keeps its copy artifact and inputs across a re-plan of Q_max and T_total.
+    components = tcopy is not None or old.get("hosting") == "components"
+    if tcopy is None and components:
+        tcopy = (old.get("measurements") or {}).get("tcopy")
     # No image: the program builds and pushes container/Dockerfile, and checks its digest against
     # the measurements' when the push is done.
     image = args.image or old.get("image")
@@ -124,9 +132,12 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
                 qmax=q, ttotal=t,
                 qmax_receipt=receipt_key(q.model, "qmax", canonical_sha256(q)) if needs_receipt(q) else None,
                 ttotal_receipt=receipt_key(t.model, "ttotal", canonical_sha256(t)) if needs_receipt(t) else None,
+                tcopy=tcopy,
             ),
             max_instances=args.max_instances,
-            **{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on") if k in old},
+            **{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on") if k in old
+               and not (components and k == "hosting")},
+            **({"hosting": "components", "components": old.get("components")} if components else {}),
         )
     except ValidationError as err:
         raise UsageError(describe_validation_error(err, f"stack entry for {q.model}")) from None
@@ -137,12 +148,15 @@ def run(args: argparse.Namespace) -> int:
     t = load_artifact(args.ttotal, TtotalArtifact)
     if args.max_instances is not None and args.max_instances < 1:
         raise UsageError(f"--max-instances: must be >= 1 (got {args.max_instances})")
+    tcopy = load_artifact(args.tcopy, CopyArtifact) if args.tcopy is not None else None
+    if tcopy is not None and not args.stack:
+        raise UsageError("--tcopy only goes into a stack entry (--stack NAME); to see the copy plan run bench copies")
     inputs = plan_inputs(args, q)
     plan = build_plan(
         q, t, inputs, allow_config_mismatch=args.allow_config_mismatch, max_instances_cap=args.max_instances
     )
     # Build everything that can fail before writing anything.
-    entry = stack_entry(args, plan, inputs, q, t) if args.stack else None
+    entry = stack_entry(args, plan, inputs, q, t, tcopy) if args.stack else None
     out = write_artifact(args.out / plan_filename(plan), plan)
     if entry is not None:
         from .stackfile import write_model_entry

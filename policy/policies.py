@@ -131,6 +131,22 @@ INSTANCE_SCHEMA = PolicyConfigSchema(properties={
                                "description": "SageMaker instance types endpoint variants may use."},
 })
 
+COMPONENT_PROVENANCE_SCHEMA = PolicyConfigSchema(properties={
+    **PROVENANCE_SCHEMA.properties,
+    "allow-unmeasured-copy-artifacts": {
+        "type": "boolean", "default": True,
+        "description": "Let copies be sized and scaled from a copy artifact (footprint, T_copy) that is not a "
+                       "measurement of this endpoint's copies (origin reference or assumption). Default true: the "
+                       "components example runs on an assumed footprint; set false for production stacks.",
+    },
+})
+COMPUTE_SCHEMA = PolicyConfigSchema(properties={
+    "footprint-margin-min": {"type": "number", "minimum": 0, "default": 0.05,
+                             "description": "Smallest margin a copy may reserve over its measured footprint."},
+    "footprint-margin-max": {"type": "number", "minimum": 0, "default": 0.5,
+                             "description": "Largest margin a copy may reserve over its measured footprint."},
+})
+
 POLICIES = [
     stack_policy("scaling-requires-measured-provenance",
                  "Every SageMaker scalable target belongs to an endpoint in the stack whose provenance document "
@@ -164,6 +180,24 @@ POLICIES = [
     stack_policy("s3-encrypted",
                  "Every bucket has server-side encryption configured.",
                  rules.rule_bucket_encrypted, ADVISORY),
+    stack_policy("copy-scaling-matches-plan",
+                 "Inference-component copy scaling (copies min/max, target tracking on ConcurrentRequestsPerCopy, "
+                 "cooldowns, the scale-in step and alarm, the scale-from-zero step and alarm exactly when the copy "
+                 "floor is 0), managed instance scaling's range and the copies' queue depth equal the copy plan "
+                 "recomputed from the provenance document (speech.copies.build_copy_plan, speech.scaling).",
+                 rules.rule_copy_scaling_matches_plan, MANDATORY),
+    stack_policy("component-compute-matches-footprint",
+                 "Each inference component reserves the measured footprint with the stated margin (accelerator "
+                 "devices, host memory, CPU cores), and the margin is within the configured bounds.",
+                 rules.rule_component_compute, MANDATORY, COMPUTE_SCHEMA),
+    stack_policy("no-variant-scaling-with-components",
+                 "An endpoint hosting inference components has no variant scalable target, no model on its variant, "
+                 "and managed instance scaling enabled while its copies scale.",
+                 rules.rule_no_competing_variant_scaling, MANDATORY),
+    stack_policy("copy-scaling-requires-measured-provenance",
+                 "Copy scaling belongs to an endpoint whose provenance document holds artifacts of allowed origins, "
+                 "measured on this endpoint, with the same provenance tags on the target and the component.",
+                 rules.rule_component_provenance, MANDATORY, COMPONENT_PROVENANCE_SCHEMA),
     resource_policy("iam-no-wildcard-actions",
                     "IAM policies allow explicit actions only (no '*' or 'service:*', no Allow + NotAction).",
                     rules.rule_iam_no_wildcards, MANDATORY),

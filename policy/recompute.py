@@ -177,3 +177,26 @@ class ProvenanceCache:
         if isinstance(got, NoProvenance):
             raise got
         return got
+
+
+def copy_plan_of(prov: Provenance) -> Any:
+    """The copy plan of a ``hosting: components`` provenance document, recomputed with the program's
+    function (:func:`speech.copies.build_copy_plan`) and the document's inputs; :class:`NoProvenance`
+    when the document is not a components one or the plan cannot be recomputed."""
+    from speech.copies import build_copy_plan
+
+    doc = prov.document
+    if doc.hosting != "components" or doc.components is None or doc.measurements.tcopy is None:
+        raise NoProvenance(
+            f"provenance document {prov.document_object.label} is for hosting {doc.hosting!r} without the copy "
+            "measurements (measurements.tcopy) and inputs (components) a component's plan is recomputed from; "
+            f"{FIX_PROVENANCE}"
+        )
+    m = doc.measurements
+    try:
+        return build_copy_plan(m.qmax, m.tcopy, doc.inputs, instance=doc.instance_type, ttotal=m.ttotal,
+                               min_copies=doc.components.min_copies, max_instances_cap=doc.max_instances_cap,
+                               margin=doc.components.footprint_margin)
+    except SpeechError as err:
+        raise NoProvenance(f"the copy plan cannot be recomputed from provenance document {prov.document_object.label}: "
+                           f"{err}") from None

@@ -27,15 +27,19 @@ from speech import receipts as rc
 from speech import scaling
 from speech.iam_check import ALLOWED_ON_STAR, wildcard_findings
 
-from .recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
+from .recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, copy_plan_of, provenance_tags_of, tags_of
 from .stack import (
     MISSING,
+    T_ALARM,
     T_BUCKET,
     T_BUCKET_ACL,
     T_BUCKET_ACL_V2,
     T_BUCKET_V2,
     T_ENDPOINT,
+    T_INFERENCE_COMPONENT,
+    T_MODEL,
     T_PUBLIC_ACCESS_BLOCK,
+    T_TARGET,
     T_SCALING_POLICY,
     T_SSE,
     T_SSE_V2,
@@ -46,6 +50,7 @@ from .stack import (
     at,
     fmt,
     has_unknown,
+    native_tags,
     parse_resource_id,
     step_direction,
 )
@@ -267,6 +272,13 @@ PULUMI_PATHS: dict[tuple[str, str], str] = {
     ("alarm", "comparison"): "comparisonOperator",
     ("alarm", "treat_missing_data"): "treatMissingData",
     ("queue", "max_depth"): "primaryContainer.environment.QUEUE_MAX_DEPTH",
+    # hosting: components: the variant's managed instance scaling, the component's compute.
+    ("instances", "status"): "managedInstanceScaling.status",
+    ("instances", "min_instance_count"): "managedInstanceScaling.minInstanceCount",
+    ("instances", "max_instance_count"): "managedInstanceScaling.maxInstanceCount",
+    ("compute", "min_memory_required_mb"): "specification.computeResourceRequirements.minMemoryRequiredInMb",
+    ("compute", "accelerator_devices"): "specification.computeResourceRequirements.numberOfAcceleratorDevicesRequired",
+    ("compute", "cpu_cores"): "specification.computeResourceRequirements.numberOfCpuCoresRequired",
 }
 STEP_PATHS = {"scaling_adjustment": "scalingAdjustment", "lower_bound": "metricIntervalLowerBound",
               "upper_bound": "metricIntervalUpperBound"}
@@ -280,8 +292,8 @@ cannot identify), and one-scaling-path-per-variant owns disableScaleIn; a second
 same edit would only repeat it."""
 
 
-def _path(part: str, name: str) -> str:
-    kind = KIND[part]
+def _path(part: str, name: str, kind: str | None = None) -> str:
+    kind = kind or KIND[part]
     if name.startswith("steps.") and name.count(".") == 2:
         _, i, sub = name.split(".")
         return f"{PULUMI_PATHS[(kind, 'steps')]}.{i}.{STEP_PATHS[sub]}"
@@ -297,9 +309,9 @@ def _steps(value: Any) -> Any:
                                   upper_bound=bound(at(s, "metricIntervalUpperBound"))) for s in value)
 
 
-def observed(part: str, res: Res, expected: Any) -> Any:
+def observed(part: str, res: Res, expected: Any, kind: str | None = None) -> Any:
     """The spec part ``expected`` as ``res`` has it (Pulumi properties normalized into the spec shape)."""
-    kind, values = KIND[part], {}
+    kind, values = kind or KIND[part], {}
     for f in dataclasses.fields(expected):
         if not f.compare:
             values[f.name] = getattr(expected, f.name)
@@ -317,13 +329,14 @@ def observed(part: str, res: Res, expected: Any) -> Any:
     return type(expected)(**values)
 
 
-def plan_differences(part: str, res: Res, spec: scaling.ScalingSpec, src: str) -> Iterator[str]:
-    """:func:`speech.scaling.diff` of ``res`` against ``spec.<part>``, as the pack's messages."""
+def plan_differences(part: str, res: Res, spec: Any, src: str, kind: str | None = None) -> Iterator[str]:
+    """:func:`speech.scaling.diff` of ``res`` against ``spec.<part>``, as the pack's messages
+    (``spec`` a ScalingSpec, or a ComponentScalingSpec with ``kind`` from its part kinds)."""
     want = getattr(spec, part)
-    for d in scaling.diff(part, want, observed(part, res, want)):
+    for d in scaling.diff(part, want, observed(part, res, want, kind)):
         if (part, d.field) in REPORTED_ELSEWHERE:
             continue
-        path, why = _path(part, d.field), spec.rule_of(part, d.field)
+        path, why = _path(part, d.field, kind), spec.rule_of(part, d.field)
         raw = res.get(path)
         if raw is UNKNOWN or has_unknown(raw):
             yield (f"{PREVIEW}: {res.label} {path} is unknown, expected {_show(d.expected)} ({why}); "
@@ -449,7 +462,8 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
         elif itype != fp.instance_type:
             yield (f"{config.label} deploys instance type {fmt(itype)}, but the artifacts in provenance document "
                    f"{prov.document_object.label} were measured on {fp.instance_type!r} ({fp.slug}); {fix}", config.urn)
-        model, problem = _model(stack, config, variant)
+        model, problem = _model(stack, config, variant) if at(variant, "modelName") is not MISSING or not \
+            components_on(stack, e) else _component_model(stack, e)
         if problem:
             yield (f"cannot compare the image of {e.label} with the artifacts' fingerprint: {problem}", e.urn)
             continue
@@ -577,6 +591,8 @@ def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
         rid = p.get("resourceId")
         if p.get("serviceNamespace") not in (scaling.SERVICE_NAMESPACE, UNKNOWN) and parse_resource_id(rid) is None:
             continue
+        if scaling.parse_component_resource_id(rid) or p.get("scalableDimension") == scaling.COMPONENT_SCALABLE_DIMENSION:
+            continue  # copy scaling: copy-scaling-matches-plan owns it
         if rid is UNKNOWN:
             if not any(p.depends_on(s.target) for s in scaled):
                 yield (f"{PREVIEW}: {p.label} resourceId is unknown and it depends on no scalable target; {fix}", p.urn)
@@ -608,8 +624,14 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
             vname = at(v, "variantName")
             itype = at(v, "instanceType")
             target = targets.get((e.urn, vname))
-            count = target.get("maxCapacity") if target is not None else at(v, "initialInstanceCount")
-            source = f"{target.label} maxCapacity" if target is not None else f"{configs[0].label} initialInstanceCount"
+            managed_max = at(v, "managedInstanceScaling.maxInstanceCount")
+            if target is not None:
+                count, source = target.get("maxCapacity"), f"{target.label} maxCapacity"
+            elif managed_max is not MISSING:
+                # hosting: components: SageMaker may run up to this many instances for the copies.
+                count, source = managed_max, f"{configs[0].label} managedInstanceScaling.maxInstanceCount"
+            else:
+                count, source = at(v, "initialInstanceCount"), f"{configs[0].label} initialInstanceCount"
             n = as_number(count)
             if count is UNKNOWN or itype is UNKNOWN:
                 yield (f"{PREVIEW}: {e.label} variant {fmt(vname)}: instance type or {source} is unknown, so the daily "
@@ -795,10 +817,292 @@ def rule_target_tags(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
 
 
 def rule_unmeasured_notice(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
-    if not _is_sagemaker_target(res):
+    copies = res.type == "aws:appautoscaling/target:Target" and \
+        res.get("scalableDimension") == scaling.COMPONENT_SCALABLE_DIMENSION
+    if not (_is_sagemaker_target(res) or copies):
         return
     tags = res.get("tags")
     origin = at(tags, pv.TAG_ORIGIN) if isinstance(tags, Mapping) else MISSING
     if isinstance(origin, str) and origin != "measured":
         yield (f"{res.label} scales from {origin!r} figures, not measurements of this endpoint; before production "
                "traffic run bench qmax and bench ttotal against it and re-plan (bench plan --stack)")
+
+
+# --- inference components (hosting: components) -------------------------------------------------
+
+FIX_COMPONENT = ("fix: let the program create the component and its copy scaling from the copy plan (bench qmax "
+                 "against one copy, bench ttotal, bench tcopy, bench plan --stack with hosting: components)")
+
+
+class Component:
+    """An inference component and the endpoint that hosts it (when resolvable)."""
+
+    def __init__(self, ic: Res, name: Any, endpoint: Res | None, problem: str | None) -> None:
+        self.ic, self.name, self.endpoint, self.problem = ic, name, endpoint, problem
+
+    @property
+    def endpoint_name(self) -> str:
+        name = self.endpoint.get("name") if self.endpoint is not None else MISSING
+        return name if isinstance(name, str) else (self.name if isinstance(self.name, str) else self.ic.name)
+
+
+def components(stack: Stack) -> list[Component]:
+    out = []
+    for ic in stack.of(T_INFERENCE_COMPONENT):
+        eps, unknown = stack.refers(ic, "endpointName", stack.of(T_ENDPOINT))
+        problem = None
+        if len(eps) != 1:
+            problem = (f"{PREVIEW}: {ic.label} endpointName is unknown and no dependency names its endpoint" if unknown
+                       else f"{ic.label} endpointName {fmt(ic.get('endpointName'))} matches "
+                       f"{'no endpoint' if not eps else f'{len(eps)} endpoints'} in this stack; {FIX_COMPONENT}")
+        out.append(Component(ic, ic.get("inferenceComponentName"), eps[0] if len(eps) == 1 else None, problem))
+    return out
+
+
+def components_on(stack: Stack, endpoint: Res) -> list[Component]:
+    return [c for c in components(stack) if c.endpoint is not None and c.endpoint.urn == endpoint.urn]
+
+
+def _component_model(stack: Stack, endpoint: Res) -> tuple[Res | None, str | None]:
+    """The SageMaker model an inference-component endpoint serves: its component's ``specification.modelName``."""
+    comps = components_on(stack, endpoint)
+    if len(comps) != 1:
+        return None, (f"{endpoint.label} hosts {len(comps)} inference components in this stack, expected exactly 1 "
+                      f"(one model per endpoint); {FIX_COMPONENT}")
+    found, unknown = stack.refers(comps[0].ic, "specification.modelName", stack.of(T_MODEL))
+    if found:
+        return found[0], None
+    if unknown:
+        return None, f"{PREVIEW}: {comps[0].ic.label} specification.modelName is unknown and no dependency names the model"
+    return None, (f"{comps[0].ic.label} specification.modelName {fmt(comps[0].ic.get('specification.modelName'))} "
+                  "matches no SageMaker model in this stack; fix: create the model in the same stack")
+
+
+def component_targets(stack: Stack) -> list[Res]:
+    return [t for t in stack.of(T_TARGET)
+            if t.get("scalableDimension") == scaling.COMPONENT_SCALABLE_DIMENSION
+            or scaling.parse_component_resource_id(t.get("resourceId")) is not None]
+
+
+def _component_of_target(stack: Stack, target: Res) -> Component | None:
+    cname = scaling.parse_component_resource_id(target.get("resourceId"))
+    for c in components(stack):
+        if (cname is not None and c.name == cname) or (cname is None and target.depends_on(c.ic, "resourceId")):
+            return c
+    return None
+
+
+def _copy_plan(c: Component, cache: ProvenanceCache) -> tuple[Any, Any]:
+    """(provenance, recomputed copy plan) of a component, or :class:`NoProvenance`."""
+    if c.endpoint is None:
+        raise NoProvenance(c.problem or f"{c.ic.label}: no endpoint")
+    prov = cache.get(c.endpoint)
+    return prov, copy_plan_of(prov)
+
+
+def _variant_view(config: Res, variant: Mapping[str, Any]) -> Res:
+    """The endpoint configuration's variant as a resource of its own (its properties at the top)."""
+    return dataclasses.replace(config, props=dict(variant))
+
+
+def _copy_alarms(stack: Stack, component_name: str, metrics: tuple[str, ...]) -> list[Res]:
+    out = []
+    for a in stack.of(T_ALARM):
+        dims = a.get("dimensions")
+        if isinstance(dims, Mapping) and at(dims, "InferenceComponentName") == component_name \
+                and a.get("metricName") in (*metrics, UNKNOWN):
+            out.append(a)
+    return out
+
+
+# --- copy-scaling-matches-plan ------------------------------------------------------------------
+
+
+def rule_copy_scaling_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    """Copy scaling equals the copy plan recomputed from the provenance document: the scalable target
+    (copies min/max), target tracking on ConcurrentRequestsPerCopy (target, cooldowns), the scale-in
+    step and its alarm, the scale-from-zero step and alarm exactly when the copy floor is 0, managed
+    instance scaling's range, and each copy's queue depth; exactly one of each path."""
+    kinds = scaling.COMPONENT_PART_KIND
+    for t in component_targets(stack):
+        c = _component_of_target(stack, t)
+        if c is None:
+            yield (f"{t.label} scales {fmt(t.get('resourceId'))}, which is no inference component in this stack, so no "
+                   f"copy plan says how it scales; {FIX_COMPONENT}", t.urn)
+            continue
+        try:
+            prov, plan = _copy_plan(c, cache)
+        except NoProvenance as err:
+            yield (f"{t.label}: cannot compare copy scaling with a copy plan: {err.message}", t.urn)
+            continue
+        name = c.name if isinstance(c.name, str) else c.endpoint_name
+        spec = scaling.component_scaling_spec(plan, c.endpoint_name, name)
+        src = f"copy plan recomputed from provenance document {prov.document_object.label}"
+        rid = t.get("resourceId") if isinstance(t.get("resourceId"), str) else ""
+        policies = stack.policies_on(rid, t)
+        outs = [p for p in policies if p.get("policyType") == "TargetTrackingScaling"]
+        ins = [p for p in policies if p.get("policyType") == "StepScaling" and step_direction(p) == "in"]
+        wakes = [p for p in policies if p.get("policyType") == "StepScaling" and step_direction(p) == "out"]
+        low = [a for a in _copy_alarms(stack, name, (scaling.COMPONENT_METRIC,))
+               if a.get("comparisonOperator") in ("LessThanOrEqualToThreshold", "LessThanThreshold", UNKNOWN)]
+        wake_alarms = _copy_alarms(stack, name, (scaling.NO_CAPACITY_METRIC,))
+        where = f"{t.label} ({fmt(t.get('resourceId'))})"
+        want_wake = 1 if spec.wake is not None else 0
+        for what, got, want, why in (
+            ("target-tracking scale-out policies", outs, 1, "one scale-out path on ConcurrentRequestsPerCopy"),
+            ("step scale-in policies", ins, 1, "one alarm-driven scale-in path"),
+            (f"{scaling.COMPONENT_METRIC} scale-in alarms", low, 1, "one alarm fires the scale-in step"),
+            ("scale-from-zero step policies", wakes, want_wake,
+             f"copy floor {plan.copies.min_copies}: " + ("scaling to zero needs the step that leaves zero" if want_wake
+                                                         else "no scale-from-zero without a floor of 0")),
+            (f"{scaling.NO_CAPACITY_METRIC} alarms", wake_alarms, want_wake, "one alarm fires the scale-from-zero step"),
+        ):
+            if len(got) != want:
+                yield (f"{where} has {len(got)} {what} ({', '.join(r.label for r in got) or 'none'}), expected {want} "
+                       f"({why}, from {src}); {FIX_HAND_EDIT}", t.urn)
+        found: list[tuple[str, Res]] = [("target", t)]
+        found += [("scale_out", p) for p in outs] + [("scale_in", p) for p in ins] + [("scale_in_alarm", a) for a in low]
+        if spec.wake is not None:
+            found += [("wake", p) for p in wakes] + [("wake_alarm", a) for a in wake_alarms]
+        for part, res in found:
+            for msg in plan_differences(part, res, spec, src, kinds[part]):
+                yield msg, res.urn
+        for p in outs:
+            if p.get("targetTrackingScalingPolicyConfiguration.disableScaleIn") is not True:
+                yield (f"{p.label} disableScaleIn is {fmt(p.get('targetTrackingScalingPolicyConfiguration.disableScaleIn'))}"
+                       ", expected true: copies scale in by the alarm-driven step at the per-copy C_scale_min; "
+                       f"{FIX_HAND_EDIT}", p.urn)
+        config, variant, problem = _model_of(stack, c.endpoint, spec.variant)
+        if problem:
+            yield f"cannot check managed instance scaling of {c.endpoint.label}: {problem}", t.urn
+        else:
+            for msg in plan_differences("instances", _variant_view(config, variant), spec, src, kinds["instances"]):
+                yield msg, config.urn
+        model, problem = _component_model(stack, c.endpoint)
+        if problem:
+            yield f"cannot check the copies' queue depth: {problem}", t.urn
+        else:
+            for msg in plan_differences("queue", model, spec, src, kinds["queue"]):
+                yield msg, model.urn
+
+
+# --- component-compute-matches-footprint --------------------------------------------------------
+
+
+def rule_component_compute(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    """Each copy reserves what the copy plan says: the measured footprint with the stated margin, and
+    that margin within the configured bounds."""
+    low = as_number(cfg.get("footprint-margin-min", 0.05))
+    high = as_number(cfg.get("footprint-margin-max", 0.5))
+    for c in components(stack):
+        try:
+            prov, plan = _copy_plan(c, cache)
+        except NoProvenance as err:
+            yield (f"{c.ic.label}: cannot compare its compute requirements with the measured footprint: {err.message}",
+                   c.ic.urn)
+            continue
+        margin = plan.inputs.footprint_margin
+        if (low is not None and margin < low - 1e-12) or (high is not None and margin > high + 1e-12):
+            yield (f"{c.ic.label} reserves the measured footprint with a margin of {margin:g} (provenance document "
+                   f"{prov.document_object.label}), outside the allowed {low:g}..{high:g} (policy config "
+                   "footprint-margin-min/-max): too little lets a copy outgrow its reservation, too much strands memory; "
+                   "fix: set components.footprint_margin in stack config within the bounds", c.ic.urn)
+        spec = scaling.component_scaling_spec(plan, c.endpoint_name, c.name if isinstance(c.name, str) else None)
+        fp = plan.packing
+        src = (f"measured footprint in provenance document {prov.document_object.label} x (1 + {margin:g}) "
+               f"= {fp.reserved_host_memory_mib} MiB host memory"
+               + (f", {fp.reserved_accelerator_memory_mib:.0f} MiB accelerator memory" if fp.reserved_accelerator_memory_mib
+                  else ""))
+        for msg in plan_differences("compute", c.ic, spec, src, "compute"):
+            yield msg, c.ic.urn
+
+
+# --- no-variant-scaling-with-components ---------------------------------------------------------
+
+
+def rule_no_competing_variant_scaling(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    """An endpoint that hosts inference components scales instances one way only: managed instance
+    scaling following the copies. A variant scalable target (sagemaker:variant:DesiredInstanceCount)
+    would compete with it, and a model on the variant would serve beside the components."""
+    variant_targets = scaled_variants(stack)
+    for e in stack.of(T_ENDPOINT):
+        comps = components_on(stack, e)
+        if not comps:
+            continue
+        names = ", ".join(c.ic.label for c in comps)
+        for s in variant_targets:
+            if s.endpoint is not None and s.endpoint.urn == e.urn:
+                yield (f"{s.target.label} scales {e.label}'s variant by instances ({fmt(s.resource_id)}), but the "
+                       f"endpoint hosts {names}, whose instances follow the copies (managed instance scaling): two "
+                       f"scaling paths for one set of instances; fix: remove the variant target and its policies, "
+                       "scale the copies (copy-scaling-matches-plan)", s.target.urn)
+        configs, _ = stack.endpoint_config_of(e)
+        for config in configs[:1]:
+            variants = config.get("productionVariants")
+            for v in variants if isinstance(variants, list) else []:
+                if at(v, "modelName") is not MISSING:
+                    yield (f"{config.label} variant {fmt(at(v, 'variantName'))} names model {fmt(at(v, 'modelName'))}, "
+                           f"but {e.label} hosts {names}: a model on the variant would serve beside them and its "
+                           "instances would not follow the copies; fix: leave modelName unset (hosting: components)",
+                           config.urn)
+                status = at(v, "managedInstanceScaling.status")
+                if status is UNKNOWN:
+                    yield (f"{PREVIEW}: {config.label} managedInstanceScaling.status is unknown", config.urn)
+                elif status != scaling.INSTANCE_SCALING_ENABLED and any(
+                        (owner := _component_of_target(stack, t)) is not None and owner.ic.urn in {c.ic.urn for c in comps}
+                        for t in component_targets(stack)):
+                    yield (f"{config.label} variant {fmt(at(v, 'variantName'))} managedInstanceScaling.status is "
+                           f"{fmt(status)}, expected {scaling.INSTANCE_SCALING_ENABLED!r}: the copies of {names} scale, "
+                           "but no instance would be added for them; fix: let the program set managed instance scaling "
+                           "from the copy plan", config.urn)
+
+
+# --- copy-scaling-requires-measured-provenance --------------------------------------------------
+
+
+def rule_component_provenance(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    """Copy scaling comes from an endpoint's provenance document of allowed origins: Q_max per copy and
+    T_total under the same config as instance scaling, the copy artifact (footprint, T_copy) under
+    allow-unmeasured-copy-artifacts; the measurements name this endpoint; the target carries the
+    endpoint's provenance tags."""
+    allow = {"reference": bool(cfg.get("allow-reference-artifacts", True)),
+             "assumption": bool(cfg.get("allow-assumption-artifacts", False)), "measured": True}
+    allow_copy = bool(cfg.get("allow-unmeasured-copy-artifacts", True))
+    for t in component_targets(stack):
+        c = _component_of_target(stack, t)
+        if c is None:
+            continue  # copy-scaling-matches-plan reports a target on no component
+        try:
+            prov, _ = _copy_plan(c, cache)
+        except NoProvenance as err:
+            yield (f"{t.label} scales {c.ic.label}, but {err.message}", t.urn)
+            continue
+        m = prov.document.measurements
+        for kind, art in (("qmax", m.qmax), ("ttotal", m.ttotal)):
+            origin = art.provenance.origin
+            if not allow.get(origin, False):
+                key = "allow-reference-artifacts" if origin == "reference" else "allow-assumption-artifacts"
+                yield (f"{t.label} scales copies from a {kind} artifact of origin {origin!r} (provenance document "
+                       f"{prov.document_object.label}); policy config {key} is false; fix: run bench {kind} against "
+                       "this endpoint and re-plan (bench plan --stack)", t.urn)
+        origin = m.tcopy.provenance.origin if m.tcopy is not None else "missing"
+        if origin != "measured" and not allow_copy:
+            yield (f"{t.label} sizes and scales copies from a copy artifact of origin {origin!r} (footprint, T_copy not "
+                   "measured on this endpoint's copies); policy config allow-unmeasured-copy-artifacts is false; fix: "
+                   "run bench tcopy against one copy and re-plan (bench plan --stack)", t.urn)
+        bound = pv.target_binding_problem(prov.model, m, c.endpoint_name, prov.document.measured_on)
+        if bound:
+            yield f"{t.label} scales {c.ic.label}, but {bound}", t.urn
+        try:
+            ttags = provenance_tags_of(t)
+        except NoProvenance as err:
+            yield f"{err.message} (its endpoint {c.endpoint.label} has them)", t.urn
+            continue
+        diff = [f"{k}={ttags[k]!r} (endpoint: {prov.tags[k]!r})" for k in ttags if ttags[k] != prov.tags[k]]
+        if diff:
+            yield (f"{t.label} carries provenance different from {c.endpoint.label}: {'; '.join(diff)}; fix: tag both "
+                   "from the same plan (speech.provenance.provenance_tags)", t.urn)
+        ic_tags = native_tags(c.ic.get("tags"))
+        if isinstance(ic_tags, Mapping) and any(at(ic_tags, k) != prov.tags[k] for k in REQUIRED_TAGS):
+            yield (f"{c.ic.label} does not carry {c.endpoint.label}'s provenance tags; fix: tag both from the same plan",
+                   c.ic.urn)

@@ -67,6 +67,7 @@ T_ROLE = "aws:iam/role:Role"
 T_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 T_IAM_POLICY = "aws:iam/policy:Policy"
 T_DOCKER_IMAGE = "docker-build:index:Image"
+T_INFERENCE_COMPONENT = "aws-native:sagemaker:InferenceComponent"
 
 
 _KIND = {
@@ -90,6 +91,7 @@ _KIND = {
     T_ROLE_POLICY: "IAM role policy",
     T_IAM_POLICY: "IAM policy",
     T_DOCKER_IMAGE: "container image",
+    T_INFERENCE_COMPONENT: "inference component",
 }
 
 
@@ -273,6 +275,18 @@ class Stack:
             if isinstance(dims, Mapping) and at(dims, "EndpointName") == endpoint_name and at(dims, "VariantName") == variant:
                 out.append(a)
         return out
+
+
+def native_tags(value: Any) -> Any:
+    """pulumi-aws-native's tag list ``[{key, value}]`` as a mapping (unknown and missing pass through)."""
+    if not isinstance(value, list):
+        return value
+    out: dict[str, Any] = {}
+    for tag in value:
+        key = at(tag, "key")
+        if isinstance(key, str):
+            out[key] = at(tag, "value")
+    return out
 
 
 def step_direction(policy: Res) -> str:

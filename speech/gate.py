@@ -12,7 +12,7 @@ instance type and image).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .artifacts import PlanArtifact
 from .config import ModelConfig
@@ -21,13 +21,16 @@ from .plan import build_plan
 from .provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
 from .receipts import ReceiptProblem
 
+if TYPE_CHECKING:
+    from .copies import CopyPlan
+
 CONFIG_KEY = "speech-endpoints:models"
 BUILT_IMAGE = "built by the stack from container/Dockerfile"
 """What the provenance document says about the image when the program builds it."""
 
 
 GateCode = Literal["measured_plan", "unmeasured", "target_binding", "instance_type_mismatch", "fingerprint_mismatch",
-                   "plan_stop", "nothing_to_scale", "receipt_missing", "receipt_mismatch"]
+                   "plan_stop", "nothing_to_scale", "receipt_missing", "receipt_mismatch", "copy_fingerprint_mismatch"]
 """Stable keys of the gate's decisions: what the stack outputs carry (``scaling.<model>.reason_code``),
 while the prose stays in ``reason`` (logs, preview) and the plan artifact."""
 
@@ -113,6 +116,89 @@ def with_receipts(decision: GateDecision, problems: list[ReceiptProblem]) -> Gat
     return GateDecision(False, first.message + more, first.code)
 
 
+def gate_components(model: ModelConfig, copy_plan: CopyPlan | None, *, name: str, endpoint: str,
+                    allow_config_mismatch: bool = False) -> GateDecision:
+    """Copy scaling (``hosting: components``) exists only for a measured, feasible copy plan.
+
+    The same checks as :func:`gate`, on the copy plan: measurements bound to this endpoint; the
+    deployed fingerprint equal to what Q_max per copy was measured on, and the copy (footprint,
+    T_copy) measured on that same fingerprint; no stop finding (a copy that fits no instance, an
+    infeasible SLO, a capped fleet); a copy range to scale in.
+    """
+    if model.measurements is None or model.measurements.tcopy is None or copy_plan is None:
+        return GateDecision(
+            False,
+            "no copy measurements in stack config: run bench qmax against one copy, bench ttotal and bench tcopy, "
+            "then bench plan --stack <stack> --tcopy <copy artifact> to add them",
+            "unmeasured",
+        )
+    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
+    if bound:
+        return GateDecision(False, bound, "target_binding")
+    deployed = model.fingerprint()
+    fp = copy_plan.fingerprint
+    if deployed is None:
+        if fp.instance_type != model.instance_type and not allow_config_mismatch:
+            return GateDecision(
+                False,
+                f"Q_max per copy was measured on {fp.slug} ({fp.instance_type}) but the stack deploys "
+                f"{model.instance_type}: re-measure this instance type",
+                "instance_type_mismatch",
+            )
+    elif fp != deployed and not allow_config_mismatch:
+        return GateDecision(
+            False,
+            f"Q_max per copy was measured on {fp.slug} but the stack deploys {deployed.slug}: re-measure this image/instance",
+            "fingerprint_mismatch",
+        )
+    tcopy = model.measurements.tcopy
+    if tcopy.fingerprint != fp and not allow_config_mismatch:
+        return GateDecision(
+            False,
+            f"the copy's footprint and T_copy were measured on {tcopy.fingerprint.slug}, Q_max per copy on {fp.slug}: "
+            "a footprint says nothing about another image or instance; run bench tcopy on the deployed one",
+            "copy_fingerprint_mismatch",
+        )
+    stops = [f for f in copy_plan.findings if f.level == "stop"]
+    if stops:
+        names = ", ".join(f.name for f in stops)
+        return GateDecision(False, f"copy plan has stop findings ({names}): {stops[0].message}", "plan_stop")
+    c = copy_plan.copies
+    if c.max_copies <= c.min_copies:
+        return GateDecision(
+            False,
+            f"copy plan copies min {c.min_copies} == max {c.max_copies}: nothing to scale (raise max_instances or "
+            "peak_rps to get copy scaling)",
+            "nothing_to_scale",
+        )
+    origin = copy_plan.provenance.origin
+    label = "measured copy plan" if origin == "measured" else f"copy plan from {origin} figures, not measurements of this endpoint"
+    inst = copy_plan.instances
+    return GateDecision(
+        True,
+        f"{label} (origin {origin}, verdict {copy_plan.verdict}): copies {c.min_copies}..{c.max_copies} at target "
+        f"{copy_plan.scaling.target_value:g} per copy, instances {inst.min_instances}..{inst.max_instances} "
+        f"({copy_plan.packing.copies_per_instance} per {copy_plan.packing.instance.instance_type})",
+        "measured_plan",
+    )
+
+
+def copy_plan_of(name: str, model: ModelConfig, *, allow_config_mismatch: bool = False) -> CopyPlan | None:
+    """The copy plan of a ``hosting: components`` model (speech.copies.build_copy_plan), or None
+    for other hosting; inputs it refuses become a :class:`ConfigError` naming the config key."""
+    if model.hosting != "components" or model.measurements is None or model.measurements.tcopy is None:
+        return None
+    from .copies import build_copy_plan
+
+    m, inputs = model.measurements, model.components_inputs
+    try:
+        return build_copy_plan(m.qmax, m.tcopy, model.plan, instance=model.instance_type, ttotal=m.ttotal,
+                               min_copies=inputs.min_copies, max_instances_cap=model.max_instances,
+                               margin=inputs.footprint_margin)
+    except PlanInputError as err:
+        raise ConfigError(f"{CONFIG_KEY}.{name}: {err}") from None
+
+
 def image_matches_measurements(model_name: str, dep_plan: PlanArtifact | None, gate_enabled: bool,
                                built_digest: str, *, allow_config_mismatch: bool = False) -> str | None:
     """None when a built image may run under this deployment's scaling, else the reason it may not.
@@ -146,6 +232,8 @@ class ModelDeployment:
     document: ProvenanceDocument | None
     document_text: str | None
     document_key: str | None
+    copy_plan: CopyPlan | None = None
+    """``hosting: components``: the copy plan the component and its scaling come from."""
 
     @property
     def min_instances(self) -> int:
@@ -187,13 +275,26 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
         allow_config_mismatch=allow_config_mismatch,
         max_instances_cap=model.max_instances,
         measured_on=model.measured_on,
+        hosting=model.hosting,
+        components=model.components_inputs if model.hosting == "components" else None,
+    )
+    copy_plan = copy_plan_of(name, model, allow_config_mismatch=allow_config_mismatch)
+    fits = next((f for f in copy_plan.findings if f.name == "copy_fits"), None) if copy_plan is not None else None
+    if fits is not None and fits.level == "stop":
+        # Not a scaling question: SageMaker could not place even the first copy.
+        raise ConfigError(f"{key}.instance_type: {fits.message} (hosting: components); nothing can deploy")
+    decision = (
+        gate_components(model, copy_plan, name=name, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch)
+        if model.hosting == "components"
+        else gate(model, plan, name=name, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch)
     )
     return ModelDeployment(
         name=name,
         config=model,
         plan=plan,
-        gate=gate(model, plan, name=name, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch),
+        gate=decision,
         document=doc,
         document_text=document_text(doc),
         document_key=document_key(name, plan.fingerprint.slug),
+        copy_plan=copy_plan,
     )

@@ -11,12 +11,15 @@ a key, or changes a value's meaning, raises :data:`OUTPUTS_VERSION`; adding a ke
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .artifacts import PlanArtifact, canonical_sha256
 from .components.iam import INVOKE_ACTIONS
 from .gate import GateDecision
-from .scaling import VARIANT
+from .scaling import COMPONENT_SCALABLE_DIMENSION, SCALABLE_DIMENSION, VARIANT
+
+if TYPE_CHECKING:
+    from .copies import CopyPlan
 
 OUTPUTS_VERSION = 1
 """Version of the outputs' shape (``outputs_version``)."""
@@ -26,15 +29,17 @@ STREAMING_CALL = "InvokeEndpointWithResponseStream"
 BUFFERED_CALL = "InvokeEndpoint"
 
 ENDPOINT_KEYS = ("name", "arn", "region", "variant", "runtime_call", "runtime_actions", "streaming",
-                 "invoke_role_arn", "invoke_policy_arn", "instance_type", "image")
+                 "invoke_role_arn", "invoke_policy_arn", "instance_type", "image", "hosting", "inference_component")
 SCALING_KEYS = ("enabled", "reason_code", "verdict", "origin", "target", "scale_in_threshold", "min", "max",
-                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key")
+                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key", "dimension", "instances")
 OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
 
 
 def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, invoke_policy_arn: str,
-                    instance_type: str, image: str) -> dict[str, Any]:
-    """``endpoints.<model>``: how a client calls the endpoint and with which role."""
+                    instance_type: str, image: str, hosting: str = "realtime",
+                    inference_component: str | None = None) -> dict[str, Any]:
+    """``endpoints.<model>``: how a client calls the endpoint and with which role. With ``hosting``
+    ``components`` a client also names ``inference_component`` (InvokeEndpoint's InferenceComponentName)."""
     return {
         "name": name,
         "arn": arn,
@@ -47,12 +52,21 @@ def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, i
         "invoke_policy_arn": invoke_policy_arn,
         "instance_type": instance_type,
         "image": image,
+        "hosting": hosting,
+        "inference_component": inference_component,
     }
 
 
-def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key: str | None) -> dict[str, Any]:
+def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key: str | None,
+                   copy_plan: CopyPlan | None = None) -> dict[str, Any]:
     """``scaling.<model>``: what autoscaling is deployed (numbers null when the gate is off) and
-    which plan it came from (``plan_sha256``, ``verdict``: present whenever there is a plan)."""
+    which plan it came from (``plan_sha256``, ``verdict``: present whenever there is a plan).
+
+    ``dimension`` says what ``min``/``max``/``target`` count: instances of the variant, or copies of
+    the inference component (``hosting: components``, numbers from the copy plan; ``instances`` is
+    then managed instance scaling's range)."""
+    if copy_plan is not None:
+        return copies_scaling_output(gate, copy_plan, provenance_key)
     on = gate.enabled and plan is not None
     return {
         "enabled": on,
@@ -69,6 +83,31 @@ def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key
         "queue_max_depth": plan.queue_max_depth if plan is not None else None,
         "plan_sha256": canonical_sha256(plan) if plan is not None else None,
         "provenance_key": provenance_key,
+        "dimension": SCALABLE_DIMENSION if on else None,
+        "instances": None,
+    }
+
+
+def copies_scaling_output(gate: GateDecision, cp: CopyPlan, provenance_key: str | None) -> dict[str, Any]:
+    """``scaling.<model>`` of a component-hosted model: the same keys, per copy."""
+    on = gate.enabled
+    return {
+        "enabled": on,
+        "reason_code": gate.code,
+        "verdict": cp.verdict,
+        "origin": cp.provenance.origin,
+        "target": cp.scaling.target_value if on else None,
+        "scale_in_threshold": cp.scaling.scale_in_threshold if on else None,
+        "min": cp.copies.min_copies if on else None,
+        "max": cp.copies.max_copies if on else None,
+        "cooldowns": {"scale_out_s": cp.scaling.scale_out_cooldown_s, "scale_in_s": cp.scaling.scale_in_cooldown_s} if on
+        else {"scale_out_s": None, "scale_in_s": None},
+        "q_max": cp.q_max_per_copy if on else None,
+        "queue_max_depth": cp.queue_max_depth,
+        "plan_sha256": canonical_sha256(cp),
+        "provenance_key": provenance_key,
+        "dimension": COMPONENT_SCALABLE_DIMENSION if on else None,
+        "instances": {"min": cp.instances.min_instances, "max": cp.instances.max_instances} if on else None,
     }
 
 

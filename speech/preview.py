@@ -198,6 +198,12 @@ class SpeechMocks:
         if args.typ == "aws:lambda/invocation:Invocation":
             state["result"] = json.dumps({"status": "SUCCEEDED"})
             return f"{args.name}-id", state
+        if args.typ == "aws-native:sagemaker:InferenceComponent":
+            # Cloud Control's outputs: the ARN and status (the name is an input the program sets).
+            ic = state.get("inferenceComponentName") or _physical(args.name)
+            state["inferenceComponentArn"] = f"arn:aws:sagemaker:{r}:{a}:inference-component/{ic}"
+            state["inferenceComponentStatus"] = "InService"
+            return state["inferenceComponentArn"], state
         if args.typ == "aws:cloudwatch/dashboard:Dashboard":
             state["dashboardArn"] = f"arn:aws:cloudwatch::{a}:dashboard/{state.get('dashboardName')}"
             return str(state.get("dashboardName")), state
@@ -421,6 +427,15 @@ SHORT = {
         **{k: (i.get("productionVariants") or [{}])[0].get(k)
            for k in ("variantName", "instanceType", "initialInstanceCount", "containerStartupHealthCheckTimeoutInSeconds")},
         "routing": [r.get("routingStrategy") for r in (i.get("productionVariants") or [{}])[0].get("routingConfigs") or []],
+        "managedInstanceScaling": (i.get("productionVariants") or [{}])[0].get("managedInstanceScaling"),
+        "modelName": (i.get("productionVariants") or [{}])[0].get("modelName"),
+    },
+    "aws-native:sagemaker:InferenceComponent": lambda i: {
+        "name": i.get("inferenceComponentName"),
+        "endpoint": i.get("endpointName"),
+        "copies": (i.get("runtimeConfig") or {}).get("copyCount"),
+        "compute": (i.get("specification") or {}).get("computeResourceRequirements"),
+        "model": (i.get("specification") or {}).get("modelName"),
     },
     "docker-build:index:Image": lambda i: {k: i.get(k) for k in ("tags", "platforms", "push")},
     "aws:s3/bucket:Bucket": lambda i: {"forceDestroy": i.get("forceDestroy")},
@@ -463,7 +478,15 @@ def render(result: PreviewResult) -> str:
         lines.append("")
         lines.append(f"{model}: endpoint {ep.get('name')}, verdict {sc['verdict'] or 'unmeasured'}, "
                      f"scaling {'on' if sc['enabled'] else 'off'} ({sc['reason_code']})")
-        if sc["enabled"]:
+        if sc["enabled"] and sc.get("instances") is not None:
+            c, inst = sc["cooldowns"], sc["instances"]
+            lines.append(
+                f"  inference component {ep.get('inference_component')}: Q_max {sc['q_max']} per copy, target "
+                f"{sc['target']:g} per copy, scale-in {sc['scale_in_threshold']:g}, cooldowns {c['scale_out_s']}/"
+                f"{c['scale_in_s']} s, copies {sc['min']}..{sc['max']}, instances {inst['min']}..{inst['max']} "
+                "(managed instance scaling)"
+            )
+        elif sc["enabled"]:
             c = sc["cooldowns"]
             lines.append(
                 f"  Q_max {sc['q_max']}, target {sc['target']:g}, scale-in {sc['scale_in_threshold']:g}, "

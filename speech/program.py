@@ -6,6 +6,7 @@ under Pulumi's mocks, so all three run exactly this code.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from .components import (
 )
 from .components.endpoint import container_environment
 from .components.iam import account_trust_policy, invoke_endpoint_policy
+from .components.inference import ComponentEndpoint, ComponentEndpointArgs, CopyAutoscaling, CopyAutoscalingArgs, native_provider
 from .components.observability import AlarmTopic, AlarmTopicArgs
 from .components.guard import ScalingGuard, ScalingGuardArgs
 from .components.image import ContainerImage, ContainerImageArgs, context_tag
@@ -33,7 +35,7 @@ from .config import ECR_REPO_RE, StackConfig
 from .errors import SpeechError
 from .gate import GateDecision, ModelDeployment, image_matches_measurements, plan_model, with_receipts
 from .hosting import endpoint_name as checked_endpoint_name
-from .scaling import resource_id
+from .scaling import InstanceScalingSpec, component_scaling_spec, resource_id
 from .hosting import startup_health_check_timeout_s
 from .outputs import OUTPUTS_VERSION, endpoint_output, observability_output, scaling_output
 from .provenance import TAG_MODEL, provenance_tags
@@ -101,7 +103,8 @@ def read_receipts(claims: list[ReceiptClaim], own_bucket: pulumi.Input[str]) -> 
 
 
 def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pulumi.Input[str],
-                 topic_arn: pulumi.Input[str], allow_config_mismatch: bool = False) -> ModelOutputs:
+                 topic_arn: pulumi.Input[str], allow_config_mismatch: bool = False,
+                 native: pulumi.ProviderResource | None = None) -> ModelOutputs:
     """All resources of one model; returns its parts of the stack outputs."""
     name, cfg, plan = dep.name, dep.config, dep.plan
     ep_name = endpoint_name(name)
@@ -174,6 +177,11 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         ObservabilityArgs(model=name, endpoint_name=ep_name, region=region, plan=plan, slo_ms=cfg.plan.slo_ms,
                           topic_arn=topic_arn, tags=base_tags),
     )
+    if cfg.hosting == "components":
+        return _deploy_components(dep, ep_name=ep_name, image=image, image_digest=image_digest, role_arn=foundation.role.arn,
+                                  weights_s3_uri=weights_s3_uri, backend=layout.backend, tags=tags, base_tags=base_tags,
+                                  observability=observability, depends_on=[cache.invocation, foundation.role_policy],
+                                  region=region, account_id=account_id, native=native, claims=claims, reads=reads)
     guard = ScalingGuard(
         f"{name}-scaling-guard",
         ScalingGuardArgs(endpoint_name=ep_name, resource_id=resource_id(ep_name), instance_type=cfg.instance_type,
@@ -208,27 +216,26 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             pulumi.log.warn(f"{name}: no autoscaling: {decision.reason}")
         return decision
 
-    if dep.gate.enabled and reads:
-        # Scaling exists only once every receipt matches: created when they have been read (at
-        # preview for an existing bucket; at up for one created in the same update).
-        def decide(values: dict[str, tuple]) -> GateDecision:
-            problems = [p for c in claims if (p := receipt_problem(
-                name, c, values[c.kind][0], bucket=values[c.kind][2], stack=pulumi.get_stack(),
-                inputs=cfg.plan, max_instances=cfg.max_instances, why=values[c.kind][1]))]
-            plain = {**{k: v for k, v in tags.items() if k not in RECEIPT_TAGS.values()},
-                     **{RECEIPT_TAGS[k]: v[0] for k, v in values.items()}}
-            return scale(with_receipts(dep.gate, problems), plain)
+    final = gate_after_receipts(dep, claims, reads, tags, scale)
+    return _client_access_and_outputs(dep, endpoint.endpoint, account_id=account_id, region=region, image=image,
+                                      base_tags=base_tags, observability=observability, gate=final,
+                                      scaling=_scaling_of(final, lambda g: scaling_output(g, plan, dep.document_key)))
 
-        final: GateDecision | pulumi.Output[GateDecision] = pulumi.Output.all(**reads).apply(decide)
-    else:
-        final = scale(dep.gate, tags)
 
+def _client_access_and_outputs(dep: ModelDeployment, endpoint: aws.sagemaker.Endpoint, *, account_id: pulumi.Input[str],
+                               region: pulumi.Input[str], image: pulumi.Input[str], base_tags: dict[str, str],
+                               observability: Observability, scaling: dict | pulumi.Output[dict],
+                               gate: GateDecision | pulumi.Output[GateDecision],
+                               inference_component: pulumi.Input[str] | None = None) -> ModelOutputs:
+    """The clients' invoke role and policy, and the model's parts of the stack outputs."""
+    name, cfg = dep.name, dep.config
+    ep_name = endpoint_name(name)
     # Clients assume this role (or attach the policy to their own): the two invoke calls on this
     # endpoint's ARN, nothing else.
     invoke_policy = aws.iam.Policy(
         f"{name}-invoke-policy",
         description=f"Invoke {ep_name} (InvokeEndpoint, InvokeEndpointWithResponseStream) and nothing else",
-        policy=endpoint.endpoint.arn.apply(lambda arn: json.dumps(invoke_endpoint_policy(arn))),
+        policy=endpoint.arn.apply(lambda arn: json.dumps(invoke_endpoint_policy(arn))),
         tags=base_tags,
     )
     invoke_role = aws.iam.Role(
@@ -239,15 +246,93 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     )
     aws.iam.RolePolicyAttachment(f"{name}-invoke-attachment", role=invoke_role.name, policy_arn=invoke_policy.arn)
 
-    endpoint_out = pulumi.Output.all(endpoint.endpoint.name, endpoint.endpoint.arn, region, invoke_role.arn,
-                                     invoke_policy.arn, image).apply(
+    endpoint_out = pulumi.Output.all(endpoint.name, endpoint.arn, region, invoke_role.arn,
+                                     invoke_policy.arn, image, inference_component).apply(
         lambda v: endpoint_output(name=v[0], arn=v[1], region=v[2], invoke_role_arn=v[3], invoke_policy_arn=v[4],
-                                  instance_type=cfg.instance_type, image=v[5]))
+                                  instance_type=cfg.instance_type, image=v[5], hosting=cfg.hosting,
+                                  inference_component=v[6]))
     alarms = pulumi.Output.all(**{k: a.name for k, a in observability.alarms.items()})
     dashboard = pulumi.Output.all(name=observability.dashboard.dashboard_name, url=observability.dashboard_url)
-    scaling = (final.apply(lambda g: scaling_output(g, plan, dep.document_key)) if isinstance(final, pulumi.Output)
-               else scaling_output(final, plan, dep.document_key))
-    return ModelOutputs(endpoint=endpoint_out, scaling=scaling, dashboard=dashboard, alarms=alarms, gate=final)
+    return ModelOutputs(endpoint=endpoint_out, scaling=scaling, dashboard=dashboard, alarms=alarms, gate=gate)
+
+
+def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Input[str], image_digest: pulumi.Input[str],
+                       role_arn: pulumi.Input[str], weights_s3_uri: pulumi.Input[str], backend: str,
+                       tags: dict[str, str], base_tags: dict[str, str], observability: Observability,
+                       depends_on: list[pulumi.Resource], region: pulumi.Input[str], account_id: pulumi.Input[str],
+                       native: pulumi.ProviderResource | None, claims: list[ReceiptClaim],
+                       reads: dict[str, pulumi.Output[tuple]]) -> ModelOutputs:
+    """``hosting: components``: the endpoint with managed instance scaling, the model as an inference
+    component sized by the copy plan, and copy scaling when the gate is open (docs/design.md §5.8)."""
+    name, cfg, plan, cp = dep.name, dep.config, dep.plan, dep.copy_plan
+    assert cp is not None and native is not None  # ModelConfig requires tcopy; define_stack made the provider
+    spec = component_scaling_spec(cp, ep_name)
+    if not dep.gate.enabled:
+        # No scaling from a plan the gate refused: the instances stay at the floor, the copies at their start.
+        floor = max(1, spec.instances.min_instance_count)
+        spec = dataclasses.replace(spec, instances=InstanceScalingSpec(status=spec.instances.status,
+                                                                       min_instance_count=floor, max_instance_count=floor))
+    component = ComponentEndpoint(
+        name,
+        ComponentEndpointArgs(
+            endpoint_name=ep_name,
+            spec=spec,
+            image=image,
+            role_arn=role_arn,
+            model_data_s3_uri=weights_s3_uri,
+            instance_type=cfg.instance_type,
+            environment=container_environment(name, cfg, plan, backend=backend, image_digest=image_digest,
+                                              endpoint_name=ep_name),
+            startup_health_check_timeout_s=startup_health_check_timeout_s(
+                cfg.measurements.ttotal if cfg.measurements is not None else None
+            ),
+            provider=native,
+            rollback_alarm_names=observability.rollback_alarm_names,
+            tags=tags,
+            depends_on=depends_on,
+        ),
+    )
+
+    def scale(decision: GateDecision, scaling_tags: dict) -> GateDecision:
+        if decision.enabled:
+            CopyAutoscaling(f"{name}-copies", CopyAutoscalingArgs(spec=spec, tags=scaling_tags,
+                                                                  depends_on=[component.inference_component]))
+        else:
+            pulumi.log.warn(f"{name}: no copy scaling: {decision.reason}")
+        return decision
+
+    final = gate_after_receipts(dep, claims, reads, tags, scale)
+    return _client_access_and_outputs(dep, component.endpoint, account_id=account_id, region=region, image=image,
+                                      base_tags=base_tags, observability=observability, gate=final,
+                                      scaling=_scaling_of(final, lambda g: scaling_output(g, plan, dep.document_key,
+                                                                                          copy_plan=cp)),
+                                      inference_component=component.inference_component.inference_component_name)
+
+
+def gate_after_receipts(dep: ModelDeployment, claims: list[ReceiptClaim], reads: dict[str, pulumi.Output[tuple]],
+                        tags: dict, scale) -> GateDecision | pulumi.Output[GateDecision]:
+    """Call ``scale`` with the final gate: the config gate, then every receipt (read from the
+    bucket) matching its artifact. With receipts to read, scaling is created once they have been
+    read (at preview for an existing bucket; at up for one created in the same update), tagged with
+    what was read for the pack; without, at once."""
+    if not (dep.gate.enabled and reads):
+        return scale(dep.gate, tags)
+    cfg = dep.config
+
+    def decide(values: dict[str, tuple]) -> GateDecision:
+        problems = [p for c in claims if (p := receipt_problem(
+            dep.name, c, values[c.kind][0], bucket=values[c.kind][2], stack=pulumi.get_stack(),
+            inputs=cfg.plan, max_instances=cfg.max_instances, why=values[c.kind][1]))]
+        plain = {**{k: v for k, v in tags.items() if k not in RECEIPT_TAGS.values()},
+                 **{RECEIPT_TAGS[k]: v[0] for k, v in values.items()}}
+        return scale(with_receipts(dep.gate, problems), plain)
+
+    return pulumi.Output.all(**reads).apply(decide)
+
+
+def _scaling_of(gate: GateDecision | pulumi.Output[GateDecision], output) -> dict | pulumi.Output[dict]:
+    """``scaling.<model>`` from the final gate, resolved or still to be read."""
+    return gate.apply(output) if isinstance(gate, pulumi.Output) else output(gate)
 
 
 def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pulumi.Output]:
@@ -258,8 +343,12 @@ def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pu
     account_id = aws.get_caller_identity_output().account_id
     region = aws.get_region_output().region
     topic = AlarmTopic("alarms", AlarmTopicArgs(alerts=config.alerts, tags={"speech:stack": pulumi.get_stack()}))
+    # pulumi-aws-native only for the inference components, in pulumi-aws's region.
+    native = (native_provider("aws-native", region)
+              if any(dep.config.hosting == "components" for dep in deployments.values()) else None)
     parts = {
-        name: deploy_model(dep, account_id, region, topic.topic.arn, allow_config_mismatch=config.allow_config_mismatch)
+        name: deploy_model(dep, account_id, region, topic.topic.arn, allow_config_mismatch=config.allow_config_mismatch,
+                           native=native)
         for name, dep in deployments.items()
     }
     if gates is not None:

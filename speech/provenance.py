@@ -16,7 +16,7 @@ import json
 from pydantic import ValidationError
 
 from .artifacts import Frozen, PlanArtifact, canonical_sha256
-from .config import MeasuredOn, Measurements, PlanInputs
+from .config import ComponentsConfig, Hosting, MeasuredOn, Measurements, PlanInputs
 from .errors import ArtifactError, describe_validation_error
 
 TAG_PREFIX = "speech:"
@@ -50,6 +50,10 @@ class ProvenanceDocument(Frozen):
     max_instances_cap: int | None = None
     measured_on: MeasuredOn | None = None
     """The stack config's other endpoint whose measurements this model may deploy."""
+    hosting: Hosting = "realtime"
+    """How the model is hosted; ``components``: the copy plan is recomputed too (speech.copies)."""
+    components: ComponentsConfig | None = None
+    """The components inputs in force (``hosting: components`` only)."""
 
 
 def target_binding_problem(model: str, measurements: Measurements, endpoint: str,

@@ -5,9 +5,11 @@ from .autoscaling import Autoscaling, AutoscalingArgs
 from .cache import ModelCache, ModelCacheArgs
 from .endpoint import Endpoint, EndpointArgs
 from .foundation import Foundation, FoundationArgs
+from .inference import ComponentEndpoint, ComponentEndpointArgs, CopyAutoscaling, CopyAutoscalingArgs
 from .observability import Observability, ObservabilityArgs
 
 __all__ = [
-    "Autoscaling", "AutoscalingArgs", "Endpoint", "EndpointArgs", "Foundation", "FoundationArgs",
+    "Autoscaling", "AutoscalingArgs", "ComponentEndpoint", "ComponentEndpointArgs", "CopyAutoscaling",
+    "CopyAutoscalingArgs", "Endpoint", "EndpointArgs", "Foundation", "FoundationArgs",
     "ModelCache", "ModelCacheArgs", "Observability", "ObservabilityArgs",
 ]
