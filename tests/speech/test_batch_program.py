@@ -136,3 +136,15 @@ def test_batch_config_errors_name_the_key(kokoro_entry, write_stack):
     bad["priority"] = "standard"
     with pytest.raises(ConfigError, match=r"models\.narration: hosting 'async' is for batch routes"):
         run_preview(write_stack({"narration": bad}, stack="t"))
+
+
+def test_preview_report_shows_the_batch_route(two_routes):
+    from speech.preview import render
+
+    text = render(two_routes)
+    assert "narration: endpoint t-narration" in text
+    assert "asynchronous (batch): Q_max 50 per instance, backlog target 9287 per instance" in text
+    assert "fleet 0..3 (woken from 0 by HasBacklogWithoutCapacity)" in text
+    assert "clients: InvokeEndpointAsync with role" in text and "/async/narration/input/" in text
+    # The real-time model's line is unchanged.
+    assert "Q_max 50, target 37.5, scale-in 25" in text
