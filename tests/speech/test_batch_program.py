@@ -148,3 +148,15 @@ def test_preview_report_shows_the_batch_route(two_routes):
     assert "clients: InvokeEndpointAsync with role" in text and "/async/narration/input/" in text
     # The real-time model's line is unchanged.
     assert "Q_max 50, target 37.5, scale-in 25" in text
+
+
+def test_delay_alarm_notifies_when_the_route_is_late(two_routes):
+    r = two_routes
+    a = r.named("narration-async-delay").inputs
+    assert (a["metricName"], a["namespace"], a["statistic"]) == ("ApproximateAgeOfOldestRequest", "AWS/SageMaker",
+                                                                 "Maximum")
+    assert a["dimensions"] == {"EndpointName": "t-narration"}
+    assert (a["threshold"], a["comparisonOperator"]) == (900, "GreaterThanThreshold")
+    assert a["alarmActions"] == a["okActions"] == [r.outputs["observability"]["alarm_topic_arn"]]
+    assert r.outputs["observability"]["alarms"]["narration"]["batch_delay"] == "t-narration-delay"
+    assert "batch_delay" not in r.outputs["observability"]["alarms"]["kokoro-82m"]
