@@ -190,7 +190,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             ),
             rollback_alarm_names=observability.rollback_alarm_names,
             tags=tags,
-            depends_on=[cache.invocation, foundation.role_policy],
+            # A batch route's model needs its async permissions (output prefix, topics) before it serves.
+            depends_on=[cache.invocation, foundation.role_policy] + ([batch_io.role_policy] if batch_io else []),
             endpoint_depends_on=[guard.invocation],
             async_inference=None if batch_io is None else AsyncInference(
                 s3_output_path=batch_io.s3_output_path, s3_failure_path=batch_io.s3_failure_path,

@@ -160,3 +160,10 @@ def test_delay_alarm_notifies_when_the_route_is_late(two_routes):
     assert a["alarmActions"] == a["okActions"] == [r.outputs["observability"]["alarm_topic_arn"]]
     assert r.outputs["observability"]["alarms"]["narration"]["batch_delay"] == "t-narration-delay"
     assert "batch_delay" not in r.outputs["observability"]["alarms"]["kokoro-82m"]
+
+
+def test_model_waits_for_its_async_permissions(two_routes):
+    r = two_routes
+    policy = r.named("narration-async-execution-async")
+    assert policy.urn in r.named("narration-model").dependencies
+    assert policy.urn not in r.named("kokoro-82m-model").dependencies
