@@ -167,3 +167,18 @@ def test_model_waits_for_its_async_permissions(two_routes):
     policy = r.named("narration-async-execution-async")
     assert policy.urn in r.named("narration-model").dependencies
     assert policy.urn not in r.named("kokoro-82m-model").dependencies
+
+
+def test_unmeasured_batch_route_is_async_without_scaling(kokoro_entry, write_stack):
+    e = batch_entry(kokoro_entry)
+    del e["measurements"]
+    r = run_preview(write_stack({"narration": e}, stack="t"))
+    assert not r.of_type(TARGET) and not r.of_type(POLICY)
+    a = r.named("narration-config").inputs["asyncInferenceConfig"]
+    # No measured Q_max yet: SageMaker chooses the concurrency, and the container keeps its own queue depth.
+    assert "maxConcurrentInvocationsPerInstance" not in (a.get("clientConfig") or {})
+    env = r.named("narration-model").inputs["primaryContainer"]["environment"]
+    assert env["ASYNC_INFERENCE"] == "true" and "QUEUE_MAX_DEPTH" not in env
+    out = r.outputs
+    assert out["scaling"]["narration"]["reason_code"] == "unmeasured" and out["scaling"]["narration"]["min"] is None
+    assert out["endpoints"]["narration"]["async"]["max_concurrent_invocations_per_instance"] is None
