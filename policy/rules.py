@@ -508,8 +508,8 @@ def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
                        "targets; fix: keep one", t.urn)
                 continue
             seen[s.resource_id] = t
-        if _is_async(stack, s.endpoint):
-            continue  # an asynchronous endpoint's two paths (backlog, wake): batch-scaling-matches-plan
+        if _batch_route(stack, s, cache):
+            continue  # a batch route's two paths (backlog, wake): batch-scaling-matches-plan
         policies = _policies(stack, s)
         outs = [p for p in policies if p.get("policyType") == "TargetTrackingScaling"]
         ins = _step_policies(stack, s, "in")
@@ -568,6 +568,16 @@ def _is_async(stack: Stack, endpoint: Res | None) -> bool:
         return False
     configs, _ = stack.endpoint_config_of(endpoint)
     return any(c.get("asyncInferenceConfig") not in (MISSING, None) for c in configs)
+
+
+def _batch_route(stack: Stack, s: Scaled, cache: ProvenanceCache) -> bool:
+    """An asynchronous endpoint, or one whose provenance is a batch plan: batch-scaling-matches-plan judges it."""
+    if _is_async(stack, s.endpoint):
+        return True
+    try:
+        return s.endpoint is not None and cache.get(s.endpoint).batch is not None
+    except NoProvenance:
+        return False
 
 
 def _metric_of_policy(p: Res) -> Any:

@@ -93,3 +93,15 @@ def test_missing_wake_is_blocked(pack, routes):
     routes.remove(named(routes, "narration-wake-alarm"))
     [msg] = messages(pack.check(routes), RULE, "mandatory")
     assert "0 HasBacklogWithoutCapacity alarms" in msg and "stays at zero" in msg
+
+
+def test_batch_model_on_a_realtime_endpoint_is_blocked_once(pack, routes):
+    # The endpoint configuration lost its asyncInferenceConfig: a batch plan on a real-time endpoint.
+    del named(routes, "narration-config").props["asyncInferenceConfig"]
+    report = pack.check(routes)
+    [msg] = messages(report, RULE, "mandatory")
+    assert "'narration-endpoint' is a batch model" in msg and "no asyncInferenceConfig" in msg
+    assert "hosting: async" in msg
+    # One finding, from the batch rule: the real-time rules do not judge a batch plan's scaling.
+    for rule in REALTIME_RULES:
+        assert messages(report, rule, "mandatory") == [], (rule, messages(report, rule))
