@@ -11,6 +11,7 @@ import pytest
 
 from speech.errors import ConfigError
 from speech.preview import run_preview
+from tests.speech.conftest import MODELS, dev_config
 
 TARGET = "aws:appautoscaling/target:Target"
 POLICY = "aws:appautoscaling/policy:Policy"
@@ -26,9 +27,13 @@ def batch_entry(kokoro_entry: dict, name: str = "narration", **plan) -> dict:
     return e
 
 
-@pytest.fixture
-def two_routes(kokoro_entry, write_stack):
-    path = write_stack({"kokoro-82m": kokoro_entry, "narration": batch_entry(kokoro_entry)}, stack="t")
+@pytest.fixture(scope="module")
+def two_routes(tmp_path_factory):
+    """One preview of a stack with a real-time and a batch route, shared by the read-only tests."""
+    kokoro = copy.deepcopy(dev_config()[MODELS]["kokoro-82m"])
+    config = {"aws:region": "eu-west-1", MODELS: {"kokoro-82m": kokoro, "narration": batch_entry(kokoro)}}
+    path = tmp_path_factory.mktemp("batch") / "Pulumi.t.yaml"
+    path.write_text(json.dumps({"config": config}))
     return run_preview(path)
 
 
