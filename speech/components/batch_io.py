@@ -40,6 +40,7 @@ class BatchIOArgs:
         self.bucket_name = bucket_name
         """The model's bucket (the weights bucket): requests and answers stay with the stack."""
         self.bucket_arn = bucket_arn
+        """ARN of that bucket: the execution role's and clients' S3 grants name prefixes under it."""
         self.role_id = role_id
         """The SageMaker execution role that gets the async permissions."""
         self.max_delay_s = max_delay_s
@@ -47,9 +48,13 @@ class BatchIOArgs:
         self.topic_arn = topic_arn
         """The stack's alarm topic: the delay alarm notifies it on ALARM and OK."""
         self.tags = tags or {}
+        """Tags for the topics and the delay alarm."""
 
 
 class BatchIO(pulumi.ComponentResource):
+    """The batch route's S3 prefixes (``async/<model>/input|output|failure``), its two SNS topics,
+    the execution role's async permissions and the delay alarm."""
+
     success_topic: aws.sns.Topic
     error_topic: aws.sns.Topic
     input_prefix: str
