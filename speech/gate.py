@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from .artifacts import PlanArtifact
+from .batch import BatchPlan, build_batch_plan
 from .config import ModelConfig
 from .errors import ConfigError, FingerprintMismatch, PlanInputError
 from .plan import build_plan
@@ -234,6 +235,8 @@ class ModelDeployment:
     document_key: str | None
     copy_plan: CopyPlan | None = None
     """``hosting: components``: the copy plan the component and its scaling come from."""
+    batch: BatchPlan | None = None
+    """The batch plan of a ``hosting: async`` model (``plan`` is then None: no real-time scaling)."""
 
     @property
     def min_instances(self) -> int:
@@ -255,6 +258,8 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
             f"put it under {CONFIG_KEY}.{m.qmax.model} or re-run bench plan --stack"
         )
     try:
+        if model.hosting == "async":
+            return _plan_batch_model(name, model, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch)
         plan = build_plan(
             m.qmax,
             m.ttotal,
@@ -297,4 +302,62 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
         document_text=document_text(doc),
         document_key=document_key(name, plan.fingerprint.slug),
         copy_plan=copy_plan,
+    )
+
+
+def gate_batch(model: ModelConfig, plan: BatchPlan, *, name: str, endpoint: str,
+               allow_config_mismatch: bool = False) -> GateDecision:
+    """:func:`gate` for a batch plan: the same measurement, binding and fingerprint conditions
+    (checked by :func:`gate` on the plan's fingerprint), then the batch plan's stop findings.
+    A batch plan always has something to scale (0..max_instances >= 1)."""
+    assert model.measurements is not None
+    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
+    if bound:
+        return GateDecision(False, bound, "target_binding")
+    deployed = model.fingerprint()
+    if deployed is None and plan.fingerprint.instance_type != model.instance_type and not allow_config_mismatch:
+        return GateDecision(False, f"measurements describe {plan.fingerprint.slug} ({plan.fingerprint.instance_type}) "
+                            f"but the stack deploys {model.instance_type}: re-measure this instance type",
+                            "instance_type_mismatch")
+    if deployed is not None and plan.fingerprint != deployed and not allow_config_mismatch:
+        return GateDecision(False, f"measurements describe {plan.fingerprint.slug} but the stack deploys {deployed.slug}: "
+                            "re-measure this image/instance", "fingerprint_mismatch")
+    stops = [f for f in plan.findings if f.level == "stop"]
+    if stops:
+        names = ", ".join(f.name for f in stops)
+        return GateDecision(False, f"batch plan has stop findings ({names}): {stops[0].message}", "plan_stop")
+    return GateDecision(
+        True,
+        f"batch plan (origin {plan.provenance.origin}, verdict {plan.verdict}): scale 0..{plan.max_instances} on "
+        f"backlog per instance {plan.backlog_target_per_instance}, wake from zero on a backlog",
+        "measured_plan",
+    )
+
+
+def _plan_batch_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mismatch: bool) -> ModelDeployment:
+    """A ``hosting: async`` model: the batch plan (speech.batch) instead of the real-time one."""
+    m = model.measurements
+    assert m is not None
+    batch = build_batch_plan(m.qmax, m.ttotal, model.plan, allow_config_mismatch=allow_config_mismatch,
+                             max_instances_cap=model.max_instances)
+    doc = ProvenanceDocument(
+        model=name,
+        instance_type=model.instance_type,
+        image=model.image or BUILT_IMAGE,
+        inputs=model.plan,
+        measurements=m,
+        allow_config_mismatch=allow_config_mismatch,
+        max_instances_cap=model.max_instances,
+        measured_on=model.measured_on,
+        hosting=model.hosting,
+    )
+    return ModelDeployment(
+        name=name,
+        config=model,
+        plan=None,
+        gate=gate_batch(model, batch, name=name, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch),
+        document=doc,
+        document_text=document_text(doc),
+        document_key=document_key(name, batch.fingerprint.slug),
+        batch=batch,
     )

@@ -478,7 +478,14 @@ def render(result: PreviewResult) -> str:
         lines.append("")
         lines.append(f"{model}: endpoint {ep.get('name')}, verdict {sc['verdict'] or 'unmeasured'}, "
                      f"scaling {'on' if sc['enabled'] else 'off'} ({sc['reason_code']})")
-        if sc["enabled"] and sc.get("instances") is not None:
+        if sc["enabled"] and ep.get("async"):
+            c = sc["cooldowns"]
+            lines.append(
+                f"  asynchronous (batch): Q_max {sc['q_max']} per instance, backlog target {sc['target']:g} per "
+                f"instance, cooldowns {c['scale_out_s']}/{c['scale_in_s']} s, fleet {sc['min']}..{sc['max']} "
+                "(woken from 0 by HasBacklogWithoutCapacity)"
+            )
+        elif sc["enabled"] and sc.get("instances") is not None:
             c, inst = sc["cooldowns"], sc["instances"]
             lines.append(
                 f"  inference component {ep.get('inference_component')}: Q_max {sc['q_max']} per copy, target "
@@ -494,6 +501,9 @@ def render(result: PreviewResult) -> str:
             )
         if ep:
             lines.append(f"  clients: {ep['runtime_call']} with role {ep['invoke_role_arn']}")
+        if ep.get("async"):
+            a = ep["async"]
+            lines.append(f"  requests under {a['input_location']}, answers under {a['output_location']}")
     if result.warnings:
         lines.append("")
         lines.extend(f"warning: {w}" for w in result.warnings)
