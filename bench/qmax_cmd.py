@@ -62,8 +62,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="kokoro-82m", metavar="NAME", help="model name in the artifact (default kokoro-82m)")
     p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
     p.add_argument("--receipt-bucket", metavar="BUCKET",
-                   help="SageMaker runs: the stack's provenance bucket (the bucket of `weights_s3_uri` in the "
-                        "stack outputs); a receipt of the artifact's sha256 is written there when the run ends, and "
+                   help="SageMaker runs: the model's provenance bucket (stack output "
+                        "endpoints.<model>.provenance_bucket); a receipt of the artifact's sha256 is written there when the run ends, and "
                         "the preview requires it before measured figures may scale")
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                    help="where the pre-freeze scaling state is saved (default ~/.cache/speech-endpoints)")

@@ -31,7 +31,7 @@ BUFFERED_CALL = "InvokeEndpoint"
 
 ENDPOINT_KEYS = ("name", "arn", "region", "variant", "runtime_call", "runtime_actions", "streaming",
                  "invoke_role_arn", "invoke_policy_arn", "instance_type", "image", "hosting", "inference_component",
-                 "async")
+                 "async", "provenance_bucket")
 ASYNC_CALL = "InvokeEndpointAsync"
 """The runtime call of a batch (asynchronous) endpoint: the request payload is an S3 object."""
 ASYNC_KEYS = ("input_location", "output_location", "failure_location", "success_topic_arn", "error_topic_arn",
@@ -43,17 +43,20 @@ OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
 
 def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, invoke_policy_arn: str,
                     instance_type: str, image: str, hosting: str = "realtime",
-                    inference_component: str | None = None, async_io: dict[str, Any] | None = None) -> dict[str, Any]:
+                    inference_component: str | None = None, async_io: dict[str, Any] | None = None,
+                    provenance_bucket: str | None = None) -> dict[str, Any]:
     """``endpoints.<model>``: how a client calls the endpoint and with which role. With ``hosting``
     ``components`` a client also names ``inference_component`` (InvokeEndpoint's InferenceComponentName).
     ``async`` is null except for a batch endpoint, where it holds where requests go and answers land
-    (:func:`async_output`), and the runtime call is InvokeEndpointAsync."""
+    (:func:`async_output`), and the runtime call is InvokeEndpointAsync. ``provenance_bucket``: the
+    model's bucket of provenance documents and measurement receipts (``bench qmax|ttotal
+    --receipt-bucket``)."""
     if async_io is not None:
         return {
             "name": name, "arn": arn, "region": region, "variant": VARIANT, "runtime_call": ASYNC_CALL,
             "runtime_actions": [f"sagemaker:{ASYNC_CALL}"], "streaming": False, "invoke_role_arn": invoke_role_arn,
             "invoke_policy_arn": invoke_policy_arn, "instance_type": instance_type, "image": image, "hosting": "async",
-            "inference_component": None, "async": async_io,
+            "inference_component": None, "async": async_io, "provenance_bucket": provenance_bucket,
         }
     return {
         "name": name,
@@ -70,6 +73,7 @@ def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, i
         "hosting": hosting,
         "inference_component": inference_component,
         "async": None,
+        "provenance_bucket": provenance_bucket,
     }
 
 

@@ -192,7 +192,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         return _deploy_components(dep, ep_name=ep_name, image=image, image_digest=image_digest, role_arn=foundation.role.arn,
                                   weights_s3_uri=weights_s3_uri, backend=layout.backend, tags=tags, base_tags=base_tags,
                                   observability=observability, depends_on=[cache.invocation, foundation.role_policy],
-                                  region=region, account_id=account_id, native=native, claims=claims, reads=reads)
+                                  region=region, account_id=account_id, native=native, claims=claims, reads=reads,
+                                  bucket=foundation.bucket)
     guard = ScalingGuard(
         f"{name}-scaling-guard",
         ScalingGuardArgs(endpoint_name=ep_name, resource_id=resource_id(ep_name), instance_type=cfg.instance_type,
@@ -266,8 +267,8 @@ def _client_access_and_outputs(dep: ModelDeployment, endpoint: aws.sagemaker.End
                                region: pulumi.Input[str], image: pulumi.Input[str], base_tags: dict[str, str],
                                observability: Observability, scaling: dict | pulumi.Output[dict],
                                gate: GateDecision | pulumi.Output[GateDecision],
-                               inference_component: pulumi.Input[str] | None = None, batch_io: BatchIO | None = None,
-                               bucket: aws.s3.Bucket | None = None, max_concurrent: int | None = None) -> ModelOutputs:
+                               bucket: aws.s3.Bucket, inference_component: pulumi.Input[str] | None = None,
+                               batch_io: BatchIO | None = None, max_concurrent: int | None = None) -> ModelOutputs:
     """The clients' invoke role and policy, and the model's parts of the stack outputs."""
     name, cfg = dep.name, dep.config
     ep_name = endpoint_name(name)
@@ -279,7 +280,6 @@ def _client_access_and_outputs(dep: ModelDeployment, endpoint: aws.sagemaker.End
     else:
         prefixes = dict(input_prefix=batch_io.input_prefix, output_prefix=batch_io.output_prefix,
                         failure_prefix=batch_io.failure_prefix)
-        assert bucket is not None
         invoke_doc = pulumi.Output.all(endpoint.arn, bucket.arn).apply(
             lambda a: json.dumps(async_invoke_policy(endpoint_arn=a[0], bucket_arn=a[1], **prefixes)))
         what = "InvokeEndpointAsync with its S3 request and response prefixes"
@@ -304,10 +304,10 @@ def _client_access_and_outputs(dep: ModelDeployment, endpoint: aws.sagemaker.End
                                    failure_prefix=batch_io.failure_prefix, success_topic_arn=v[1], error_topic_arn=v[2],
                                    max_concurrent_invocations_per_instance=max_concurrent))
     endpoint_out = pulumi.Output.all(endpoint.name, endpoint.arn, region, invoke_role.arn,
-                                     invoke_policy.arn, image, inference_component, async_io).apply(
+                                     invoke_policy.arn, image, inference_component, async_io, bucket.bucket).apply(
         lambda v: endpoint_output(name=v[0], arn=v[1], region=v[2], invoke_role_arn=v[3], invoke_policy_arn=v[4],
                                   instance_type=cfg.instance_type, image=v[5], hosting=cfg.hosting,
-                                  inference_component=v[6], async_io=v[7]))
+                                  inference_component=v[6], async_io=v[7], provenance_bucket=v[8]))
     alarm_names = {k: a.name for k, a in observability.alarms.items()}
     if batch_io is not None and batch_io.delay_alarm is not None:
         alarm_names["batch_delay"] = batch_io.delay_alarm.name
@@ -321,7 +321,7 @@ def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Inpu
                        tags: dict[str, str], base_tags: dict[str, str], observability: Observability,
                        depends_on: list[pulumi.Resource], region: pulumi.Input[str], account_id: pulumi.Input[str],
                        native: pulumi.ProviderResource | None, claims: list[ReceiptClaim],
-                       reads: dict[str, pulumi.Output[tuple]]) -> ModelOutputs:
+                       reads: dict[str, pulumi.Output[tuple]], bucket: aws.s3.Bucket) -> ModelOutputs:
     """``hosting: components``: the endpoint with managed instance scaling, the model as an inference
     component sized by the copy plan, and copy scaling when the gate is open (docs/design.md §5.8)."""
     name, cfg, plan, cp = dep.name, dep.config, dep.plan, dep.copy_plan
@@ -363,6 +363,7 @@ def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Inpu
 
     final = gate_after_receipts(dep, claims, reads, tags, scale)
     return _client_access_and_outputs(dep, component.endpoint, account_id=account_id, region=region, image=image,
+                                      bucket=bucket,
                                       base_tags=base_tags, observability=observability, gate=final,
                                       scaling=_scaling_of(final, lambda g: scaling_output(g, plan, dep.document_key,
                                                                                           copy_plan=cp)),
