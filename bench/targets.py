@@ -75,7 +75,8 @@ def _local_fingerprint(name: str, identity: dict, instance_type: str | None, ima
     (its /ping identity), so two runs against the same server build share a fingerprint."""
     digest = image_digest or identity.get("image_digest")
     if not digest:
-        ident = {k: v for k, v in identity.items() if k not in ("status",)}
+        # The footprint changes from ping to ping; it describes the copy, not the build.
+        ident = {k: v for k, v in identity.items() if k not in ("status", "footprint")}
         digest = "sha256:" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
     try:
         return Fingerprint.of(instance_type or "local", digest)
