@@ -1,7 +1,19 @@
 """bench tcopy: a second model copy's start time and footprint, on the real local container."""
 from __future__ import annotations
 
-from bench.targets import _local_fingerprint
+import json
+import os
+import sys
+
+import pytest
+
+from speech.artifacts import CopyArtifact
+from speech.files import load_artifact
+
+from bench.cli import main
+from bench.targets import HttpTarget, _local_fingerprint
+
+from tests.container.conftest import ServerProc
 
 
 def test_local_fingerprint_ignores_the_footprint():
@@ -11,3 +23,108 @@ def test_local_fingerprint_ignores_the_footprint():
     b = _local_fingerprint("local:x", {**base, "footprint": {"rss_bytes": 2}}, None, None)
     c = _local_fingerprint("local:x", {**base, "backend": "torch"}, None, None)
     assert a == b != c
+
+
+# --- the command on real local containers -----------------------------------------------------
+
+SERVE = f"env BACKEND={{backend}} WARMUP=1 {sys.executable} -m container serve"
+
+
+@pytest.fixture(scope="module")
+def sine_first():
+    srv = ServerProc({"BACKEND": "sine"})
+    try:
+        srv.wait_ready(timeout=60)
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _children() -> set[int]:
+    from container.footprint import process_tree
+
+    return set(process_tree()) - {os.getpid()}
+
+
+def test_tcopy_times_real_copies_and_reads_their_footprint(sine_first, tmp_path, capsys):
+    before = _children()
+    rc = main(["tcopy", "--url", sine_first.url, "--serve-cmd", SERVE.format(backend="sine"), "--starts", "2",
+               "--load-concurrency", "1", "--out", str(tmp_path), "--json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    [path] = tmp_path.glob("copy-kokoro-82m-local-*.json")
+    a = load_artifact(path, CopyArtifact)
+    assert json.loads(out)["t_copy_s"] == a.t_copy_s
+    assert len(a.starts) == 2 and a.t_copy_s == a.t_copy_max_s == max(s.ready_s for s in a.starts)
+    for s in a.starts:
+        # The markers were seen (the source says so) and precede the first /ping 200.
+        assert s.framework_init_s is not None and "stage markers" in s.source
+        assert 0 < s.framework_init_s <= s.weights_ready_s <= s.ready_s < 60
+    assert a.footprint.device == "cpu" and a.footprint.accelerator_memory_mib is None
+    assert 20 < a.footprint.host_memory_mib < 4096  # a Python server's resident set, MiB
+    p = a.provenance
+    assert p.origin == "measured" and p.tool == "bench tcopy" and p.target == f"local:{sine_first.url}"
+    assert p.measured_at <= p.ended_at and "served on the first copy" in p.source
+    assert a.fingerprint == load_fingerprint(sine_first.url)
+    assert _children() <= before  # every copy process was stopped
+
+
+def load_fingerprint(url: str):
+    t = HttpTarget(url)
+    t.check()
+    return t.fingerprint()
+
+
+def test_tcopy_refuses_a_copy_of_another_model(sine_first, tmp_path, capsys):
+    """The first copy serves sine; a --serve-cmd starting onnx is not a copy of it (exit 2, nothing written)."""
+    rc = main(["tcopy", "--url", sine_first.url, "--serve-cmd", SERVE.format(backend="onnx"), "--starts", "1",
+               "--load-concurrency", "0", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "another model" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_tcopy_copy_that_dies_is_exit_1(sine_first, tmp_path, capsys):
+    rc = main(["tcopy", "--url", sine_first.url, "--serve-cmd", f"{sys.executable} -c 'import sys; sys.exit(3)' {{port}}",
+               "--starts", "1", "--load-concurrency", "0", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "exited with 3" in err and "nothing written" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--starts", "0"], "--starts 0"),
+    (["--load-concurrency", "-1"], "--load-concurrency -1"),
+    (["--timeout-s", "0"], "--timeout-s 0"),
+])
+def test_tcopy_bad_flags_are_exit_2(sine_first, tmp_path, capsys, argv, needle):
+    rc = main(["tcopy", "--url", sine_first.url, "--out", str(tmp_path / "out"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_tcopy_unreachable_first_copy_is_exit_2(tmp_path, capsys):
+    from bench.synthetic import free_port
+
+    rc = main(["tcopy", "--url", f"http://127.0.0.1:{free_port()}", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot connect" in err
+
+
+def test_tcopy_on_the_real_onnx_model(tmp_path, capsys):
+    """One start of the int8 ONNX Kokoro-82M beside a running one: markers, /ping 200, footprint."""
+    first = ServerProc({"BACKEND": "onnx"})
+    try:
+        first.wait_ready(timeout=120)
+        rc = main(["tcopy", "--url", first.url, "--serve-cmd", SERVE.format(backend="onnx"), "--starts", "1",
+                   "--load-concurrency", "0", "--out", str(tmp_path), "--json"])
+    finally:
+        first.stop()
+    assert rc == 0, capsys.readouterr().err
+    [path] = tmp_path.glob("copy-*.json")
+    a = load_artifact(path, CopyArtifact)
+    [s] = a.starts
+    # Loading the model and warming it up takes real time after the framework is imported.
+    assert s.framework_init_s < s.weights_ready_s < s.ready_s
+    assert a.footprint.host_memory_mib > 80  # the int8 model, onnxruntime and espeak

@@ -1,0 +1,356 @@
+"""``bench tcopy``: how long a new model copy takes to serve on a running instance, and what it holds.
+
+Local only: a copy is a second server process of the same model on another port, started N
+times while the first (--url) serves. No instance provisioning is in it; that is the point of a
+copy (docs/design.md §10, hot loading).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, UTC
+from pathlib import Path
+from typing import Any
+
+from speech.artifacts import CopyArtifact, CopyFootprint, CopyStart, Provenance, copy_filename
+
+from container.markers import parse_at, parse_footprint_line, parse_stage_line
+
+from . import tool_version
+from .errors import BenchError, TargetError, UsageError
+from .ladder import request_mix
+from .targets import HttpTarget, Outcome
+
+DESCRIPTION = """\
+Measure T_copy: how long a new copy of the model takes to serve on an instance that is already
+running (framework import, weights, warm-up; no instance provisioning, no image pull), and the
+copy's memory footprint, which is what copies are packed into an instance by.
+
+Local (--url of a running container, the first copy): starts a second server process of the same
+model on a free port with --serve-cmd (default `python -m container serve`, --host/--port
+appended unless the command contains {port}), --starts times, one after the other, while
+--load-concurrency requests keep the first copy busy. Each start is timed from the spawn to the
+first GET /ping 200 (polled every 20 ms), with the container's framework_init and weights_ready
+stage markers; the footprint is what the new copy's /ping reports (peak RSS of the server and its
+worker processes, accelerator memory on CUDA). The second process must report the same model as
+the first (same /ping identity), else exit 2.
+
+SageMaker inference components (a copy-count increase timed to InService) are not measured by
+this command yet: measure locally on the same image and instance type, or time an
+UpdateInferenceComponentRuntimeConfig by hand.
+
+t_copy_s, the figure plans use, is the slowest start (--statistic max, default) or the
+nearest-rank p95 (equal to the slowest below 20 starts).
+
+  python -m bench tcopy --url http://127.0.0.1:8080 --starts 5
+  python -m bench tcopy --url http://127.0.0.1:8080 --serve-cmd "python -m container serve --port {port}" --json
+
+Writes copy-<model>-<slug>.json into --out. Exit 0 written, 1 a copy did not become ready
+(nothing written), 2 bad input, 130 interrupted (the copy process is stopped either way).
+"""
+
+MIB = 2**20
+
+
+class CopyNotReady(TargetError):
+    """A started copy exited or never answered /ping 200 (exit 1: the measurement failed, not the input)."""
+
+    exit_code = 1
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", required=True, metavar="URL", help="the running first copy, e.g. http://127.0.0.1:8080")
+    p.add_argument("--serve-cmd", default=f"{sys.executable} -m container serve", metavar="CMD",
+                   help="command starting a copy (default: python -m container serve; {port} or --host/--port appended)")
+    p.add_argument("--starts", type=int, default=5, metavar="N", help="copies started one after the other (default 5)")
+    p.add_argument("--load-concurrency", type=int, default=1, metavar="N",
+                   help="closed-loop requests on the first copy while the copies start (default 1; 0 = idle)")
+    p.add_argument("--statistic", choices=["max", "p95"], default="max", help="which statistic is t_copy_s (default max)")
+    p.add_argument("--timeout-s", type=float, default=300.0, metavar="S", help="give up on one start after (default 300)")
+    p.add_argument("--model", default="kokoro-82m", metavar="NAME", help="model name in the artifact (default kokoro-82m)")
+    p.add_argument("--instance-type", metavar="TYPE", help="override the fingerprint's instance type")
+    p.add_argument("--image-digest", metavar="sha256:...", help="override the fingerprint's image digest")
+    p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="artifact directory (default artifacts/)")
+    p.add_argument("--json", action="store_true", help="print the artifact as JSON (no progress bar)")
+    p.set_defaults(plot=False)
+
+
+# --- one start ---------------------------------------------------------------------------------
+
+
+@dataclass
+class StartResult:
+    start: CopyStart
+    footprint: dict
+    """The new copy's /ping footprint at its first 200."""
+    marker_footprint: dict | None
+    warmup_done_s: float | None
+    identity: dict
+
+
+@dataclass
+class _Reader:
+    proc: subprocess.Popen
+    stages: dict[str, dict] = field(default_factory=dict)
+    footprint: dict | None = None
+    tail: list[str] = field(default_factory=list)
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if (m := parse_stage_line(line)) is not None:
+                self.stages.setdefault(m["stage"], m)
+            elif (f := parse_footprint_line(line)) is not None:
+                self.footprint = f
+            self.tail.append(line.rstrip())
+            del self.tail[:-20]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (the container drains, nothing in flight here), then SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def start_copy(serve_cmd: str, timeout_s: float, poll_s: float = 0.02) -> StartResult:
+    """Spawn one copy, wait for its first /ping 200, read its markers and footprint, stop it."""
+    import httpx
+
+    from .synthetic import free_port
+    from .ttotal_cmd import serve_argv
+
+    port = free_port()
+    argv = serve_argv(serve_cmd, port)
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    started_at = datetime.now(UTC)
+    t0 = time.time()
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env)
+    except OSError as err:
+        raise UsageError(f"--serve-cmd {serve_cmd!r}: cannot start ({err.strerror})") from None
+    reader = _Reader(proc)
+    thread = threading.Thread(target=reader.run, daemon=True)
+    thread.start()
+    try:
+        body: dict | None = None
+        with httpx.Client(timeout=1.0) as client:
+            while body is None:
+                if proc.poll() is not None:
+                    raise CopyNotReady(f"the copy ({' '.join(argv)}) exited with {proc.returncode} before /ping 200: "
+                                      + " | ".join(reader.tail[-3:]) + "; nothing written")
+                if time.time() - t0 > timeout_s:
+                    raise CopyNotReady(f"the copy did not answer /ping 200 within --timeout-s {timeout_s:g}: "
+                                      + " | ".join(reader.tail[-3:]) + "; nothing written")
+                try:
+                    r = client.get(url + "/ping")
+                    if r.status_code == 200:
+                        ready = time.time()
+                        body = r.json() if isinstance(r.json(), dict) else {}
+                        break
+                except (httpx.HTTPError, ValueError):
+                    pass
+                time.sleep(poll_s)
+    finally:
+        _stop(proc)
+        thread.join(timeout=5)
+    if "footprint" not in body:
+        raise TargetError(f"the copy's /ping 200 has no 'footprint' ({sorted(body)}): the container predates the "
+                          "footprint report (container/footprint.py); rebuild it; nothing written")
+
+    def offset(stage: str) -> float | None:
+        m = reader.stages.get(stage)
+        return None if m is None else round(max(0.0, parse_at(m["at"]).timestamp() - t0), 3)
+
+    ready_s = round(ready - t0, 3)
+    weights = offset("weights_ready")
+    framework = offset("framework_init")
+    source = "GET /ping 200 (polled every 20 ms); framework_init, weights_ready: stdout stage markers"
+    if weights is None or weights > ready_s:
+        # Without the marker, the load and the warm-up cannot be told apart: all of it is weights.
+        weights, source = ready_s, "GET /ping 200 (polled every 20 ms); no weights_ready marker seen"
+    if framework is not None and framework > weights:
+        framework = None
+    identity = {k: v for k, v in body.items() if k not in ("status", "footprint")}
+    return StartResult(
+        start=CopyStart(started_at=started_at, framework_init_s=framework, weights_ready_s=weights, ready_s=ready_s,
+                        source=source),
+        footprint=body["footprint"], marker_footprint=reader.footprint, warmup_done_s=offset("warmup_done"),
+        identity=identity,
+    )
+
+
+# --- load on the first copy --------------------------------------------------------------------
+
+
+class Load:
+    """Closed-loop requests on the first copy in a background thread (it keeps serving while a
+    copy starts beside it, as on a real instance); counts what it got."""
+
+    def __init__(self, url: str, concurrency: int) -> None:
+        self.url, self.concurrency = url, concurrency
+        self.ok = self.failed = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Load:
+        if self.concurrency > 0:
+            self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="tcopy-load", daemon=True)
+            self._thread.start()
+        return self
+
+    async def _main(self) -> None:
+        target = HttpTarget(self.url)
+        texts, _ = request_mix("mixed")
+        await target.open(self.concurrency)
+
+        async def worker(i: int) -> None:
+            n = i
+            while not self._stop.is_set():
+                out: Outcome = await target.invoke(texts[n % len(texts)])
+                n += 1
+                if out.ok:
+                    self.ok += 1
+                else:
+                    self.failed += 1
+                    await asyncio.sleep(0.05)
+
+        try:
+            await asyncio.gather(*(worker(i) for i in range(self.concurrency)))
+        finally:
+            await target.close()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=70)
+
+
+# --- pure helpers ------------------------------------------------------------------------------
+
+
+def copy_footprint(footprints: list[dict]) -> CopyFootprint:
+    """The largest of the starts' footprints (peak RSS; accelerator memory on CUDA), in MiB: the
+    safe figure to pack by."""
+    devices = {f["device"] for f in footprints}
+    if len(devices) != 1:
+        raise BenchError(f"the copies ran on different devices ({', '.join(sorted(devices))}); nothing written")
+    device = devices.pop()
+    host = max(max(f["rss_peak_bytes"], f["rss_bytes"]) for f in footprints) / MIB
+    accel = [f for f in footprints if f.get("accelerator_bytes")]
+    if device == "cuda" and not accel:
+        raise BenchError("the copies ran on CUDA but none reported accelerator memory (install pynvml in the image, or "
+                         "use the torch backend, which reports torch.cuda.max_memory_reserved); nothing written")
+    top = max(accel, key=lambda f: f["accelerator_bytes"]) if device == "cuda" else None
+    return CopyFootprint(
+        device=device,
+        accelerator_memory_mib=round(top["accelerator_bytes"] / MIB, 1) if top else None,
+        accelerator_memory_source=top["accelerator_source"] if top else None,
+        host_memory_mib=round(host, 1),
+    )
+
+
+def render(a: CopyArtifact) -> str:
+    rows = [f"T_copy for {a.model} on {a.fingerprint.slug} ({len(a.starts)} starts)",
+            "start  framework_init s  weights_ready s  ready (/ping 200) s  warm-up s"]
+    for i, s in enumerate(a.starts, 1):
+        fw = f"{s.framework_init_s:16.3f}" if s.framework_init_s is not None else "             n/a"
+        rows.append(f"{i:>5}  {fw}  {s.weights_ready_s:15.3f}  {s.ready_s:18.3f}  {s.warmup_s:9.3f}")
+    rows.append(f"T_copy p50 {a.t_copy_p50_s:.3f} s, p95 {a.t_copy_p95_s:.3f} s, max {a.t_copy_max_s:.3f} s; "
+                f"planning T_copy = {a.planning_statistic} = {a.t_copy_s:.3f} s")
+    fp = a.footprint
+    line = f"footprint: {fp.device}, peak host memory {fp.host_memory_mib:.0f} MiB"
+    if fp.accelerator_memory_mib is not None:
+        line += f", accelerator memory {fp.accelerator_memory_mib:.0f} MiB ({fp.accelerator_memory_source})"
+    rows.append(line + f"; copies are packed by {fp.packing_memory_mib:.0f} MiB each")
+    return "\n".join(rows)
+
+
+# --- command -----------------------------------------------------------------------------------
+
+
+class _Progress:
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.progress = None
+        if enabled and sys.stderr is not None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=Console(stderr=True))
+            self.task = self.progress.add_task("starting copy 1", total=total)
+            self.progress.start()
+
+    def done(self, i: int, total: int, line: str) -> None:
+        if self.progress:
+            self.progress.console.print(line)
+            self.progress.update(self.task, advance=1, description=f"starting copy {min(i + 1, total)}")
+
+    def stop(self) -> None:
+        if self.progress:
+            self.progress.stop()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.starts < 1:
+        raise UsageError(f"--starts {args.starts}: must be at least 1")
+    if args.load_concurrency < 0:
+        raise UsageError(f"--load-concurrency {args.load_concurrency}: must be >= 0")
+    if not args.timeout_s > 0:
+        raise UsageError(f"--timeout-s {args.timeout_s:g}: must be > 0 seconds")
+    first = HttpTarget(args.url)
+    first.check()
+    fingerprint = first.fingerprint(args.instance_type, args.image_digest)
+    first_identity = {k: v for k, v in first._identity.items() if k not in ("status", "footprint")}
+    started = datetime.now(UTC)
+    results: list[StartResult] = []
+    progress = _Progress(not args.json, args.starts)
+    try:
+        with Load(args.url, args.load_concurrency) as load:
+            for i in range(args.starts):
+                r = start_copy(args.serve_cmd, args.timeout_s)
+                if r.identity != first_identity:
+                    raise UsageError(
+                        f"--serve-cmd starts another model than {args.url} serves (its /ping says {r.identity}, the first "
+                        f"copy's {first_identity}); a copy must be the same model: fix --serve-cmd or --url"
+                    )
+                results.append(r)
+                progress.done(i + 1, args.starts, f"  copy {i + 1}: /ping 200 after {r.start.ready_s:.3f} s "
+                                                  f"(weights_ready {r.start.weights_ready_s:.3f} s), peak RSS "
+                                                  f"{r.footprint['rss_peak_bytes'] / MIB:.0f} MiB")
+    finally:
+        progress.stop()
+    starts = [r.start for r in results]
+    served = f"{load.ok} requests served on the first copy meanwhile ({load.failed} failed)" if args.load_concurrency else "first copy idle"
+    artifact = CopyArtifact(
+        model=args.model,
+        fingerprint=fingerprint,
+        footprint=copy_footprint([r.footprint for r in results]),
+        starts=starts,
+        planning_statistic=args.statistic,
+        **CopyArtifact.summarize(starts, args.statistic),
+        provenance=Provenance(
+            origin="measured",
+            source=f"bench tcopy (local-process): {args.starts} copies started by {args.serve_cmd!r} beside {args.url}, "
+                   f"load concurrency {args.load_concurrency}; {served}",
+            measured_at=started, tool="bench tcopy", target=first.name, tool_version=tool_version(),
+            ended_at=datetime.now(UTC),
+        ),
+    )
+    from .publish import publish
+
+    publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
+    return 0
