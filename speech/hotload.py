@@ -5,9 +5,9 @@ model of :mod:`speech.simulate` is a copy's). A scaling policy decides the numbe
 copy scaling on ``ConcurrentRequestsPerCopy`` does on SageMaker inference components. Where the
 added copies go is the difference between the two fleets compared here:
 
-- ``instance-only``: every instance hosts ``copies_per_instance`` copies, fixed (a plain variant:
+- ``instance-only``: every new instance brings ``copies_per_instance`` copies (1: a plain variant,
   one model server per instance). Adding copies means adding instances, which serve after the
-  instance start-up (T_total's in_service phase).
+  instance start-up (T_total's in_service phase); scaling in removes copies as below.
 - ``hot-load``: added copies go into spare memory of instances already running or starting,
   placed by :func:`speech.capacity.evaluate_capacity` (best-fit decreasing); a copy on a running
   instance serves after T_copy, one on a starting instance when that instance serves (or after
@@ -59,7 +59,11 @@ class CopyFleet:
     min_instances: int = 1
     """Instances never released below this many (managed instance scaling's minimum)."""
     copies_per_instance: int = 1
-    """``instance-only``: copies every instance hosts."""
+    """``instance-only``: copies every new instance brings."""
+    headroom_copies: int = 0
+    """``hot-load``: copies' worth of spare memory kept free on running or starting instances.
+    After a scale-out leaves less, empty instances are started for the next one; a scale-in does
+    not release an empty instance the headroom needs. 0: instances only when copies do not fit."""
     instance_type: str = "instance"
 
     def __post_init__(self) -> None:
@@ -72,6 +76,8 @@ class CopyFleet:
                              f"{self.copies_per_instance * self.copy_memory_mib:g} MiB; an instance has {self.instance_memory_mib:g}")
         if self.initial_instances < 1 or self.min_instances < 1 or self.copies_per_instance < 1 or self.t_copy_s < 0:
             raise ValueError("initial_instances, min_instances and copies_per_instance must be >= 1, t_copy_s >= 0")
+        if self.headroom_copies < 0:
+            raise ValueError(f"headroom_copies {self.headroom_copies} must be >= 0")
 
     @property
     def copies_fit(self) -> int:
@@ -132,8 +138,6 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
     names = (f"i{k}" for k in range(10**9))
     instances: list[_Instance] = []
     start_copies = max(1, policy.initial())
-    if mode == "instance-only":
-        start_copies = math.ceil(start_copies / per) * per
     n_start = max(fleet.initial_instances, math.ceil(start_copies / per))
     for _ in range(n_start):
         instances.append(_Instance(next(names), 0.0))
@@ -175,8 +179,8 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
         new, why = max(1, decision[0]), decision[1]
         now = t + 1
         if new > desired:
-            if mode == "instance-only":
-                new = math.ceil(new / per) * per
+            if mode == "instance-only":  # whole instances of `per` copies each
+                new = desired + math.ceil((new - desired) / per) * per
             add = new - desired
             if first_out is None:
                 first_out = now
@@ -201,9 +205,12 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
                 left -= len(inst.copies)
                 instances.append(inst)
             added_instances += fresh
+            if mode == "hot-load" and fleet.headroom_copies:
+                spare = sum(per - len(i.copies) for i in instances)
+                extra = math.ceil(max(0, fleet.headroom_copies - spare) / per)
+                instances.extend(_Instance(next(names), now + startup) for _ in range(extra))
+                added_instances += extra
         else:
-            if mode == "instance-only":
-                new = max(per, math.ceil(new / per) * per)
             remove = desired - new
             while remove > 0:
                 # A copy still starting first (the one that would serve last), else a serving copy on
@@ -224,9 +231,12 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
                     break
                 remove -= 1
             keep = []
+            spare = 0
             for inst in sorted(instances, key=lambda i: -len(i.copies)):
-                if inst.copies or len(keep) < fleet.min_instances:
+                needed = mode == "hot-load" and spare < fleet.headroom_copies
+                if inst.copies or len(keep) < fleet.min_instances or needed:
                     keep.append(inst)
+                    spare += per - len(inst.copies)
                 elif inst.drained_at > now:
                     draining.append(inst.drained_at)  # released, billed until its last copy drained
             instances = keep
@@ -252,13 +262,22 @@ class HotLoadSummary:
 
 def compare(model: InstanceModel, arrivals: np.ndarray, make_policy, fleet: CopyFleet, *, slo_ms: float,
             planning_total_s: float) -> list[HotLoadSummary]:
-    """Both fleets on the same trace; ``make_policy()`` returns a fresh policy for each run."""
+    """The fleets on the same trace; ``make_policy()`` returns a fresh policy for each run.
+
+    Rows: ``instance-only`` (one copy per instance: a plain variant), ``instance-only xN`` (N =
+    the copies that fit, every new instance brings N: the packing without hot loading, so the
+    two effects can be told apart; only when N > 1), ``hot-load``."""
+    runs: list[tuple[str, CopyFleet, Literal["instance-only", "hot-load"]]] = [
+        ("instance-only", replace(fleet, copies_per_instance=1), "instance-only")]
+    if fleet.copies_fit > 1:
+        runs.append((f"instance-only x{fleet.copies_fit}", replace(fleet, copies_per_instance=fleet.copies_fit), "instance-only"))
+    runs.append(("hot-load", fleet, "hot-load"))
     out = []
-    for mode in HOT_LOAD_POLICIES:
-        r = run_copies(model, arrivals, make_policy(), fleet, mode)
+    for label, f, mode in runs:
+        r = run_copies(model, arrivals, make_policy(), f, mode)
         s = summarize(r.run, model, slo_ms, planning_total_s)
         out.append(HotLoadSummary(
-            summary=replace(s, policy=mode, peak_instances=int(r.instances.max()) if r.instances.size else 0),
+            summary=replace(s, policy=label, peak_instances=int(r.instances.max()) if r.instances.size else 0),
             peak_copies=int(r.copies_serving.max()) if r.copies_serving.size else 0,
             first_added_serving_s=r.first_added_serving_s, hot_loaded=r.hot_loaded, new_instances=r.new_instances,
         ))

@@ -40,20 +40,24 @@ def fleet(s, copies_fit: int) -> CopyFleet:
 
 def test_spare_memory_serves_the_spike_sooner(setup):
     plan, model, arrivals, make, s = setup
-    only, hot = compare(model, arrivals, make, fleet(s, copies_fit=4), slo_ms=3000, planning_total_s=plan.t_total.planning_s)
-    assert only.summary.policy == "instance-only" and hot.summary.policy == "hot-load"
-    # The first added copy serves T_copy after the scale-out with spare memory, the start-up without.
+    only, packed, hot = compare(model, arrivals, make, fleet(s, copies_fit=4), slo_ms=3000,
+                                planning_total_s=plan.t_total.planning_s)
+    assert [r.summary.policy for r in (only, packed, hot)] == ["instance-only", "instance-only x4", "hot-load"]
+    # The first added copy serves T_copy after the scale-out with spare memory, the start-up without
+    # (whether an instance brings one copy or four).
     assert hot.first_added_serving_s == pytest.approx(T_COPY_S, abs=1.0)
     assert only.first_added_serving_s == pytest.approx(model.startup_s, abs=1.0)
-    assert hot.hot_loaded > 0 and only.hot_loaded == 0
-    assert hot.summary.rejected_share < 0.5 * only.summary.rejected_share
-    assert hot.summary.within_slo_share > only.summary.within_slo_share
-    assert hot.summary.violation_minutes < only.summary.violation_minutes
-    # Copies packed into running instances: fewer instances and instance-hours for the same spike.
+    assert packed.first_added_serving_s == pytest.approx(model.startup_s, abs=1.0)
+    assert hot.hot_loaded > 0 and only.hot_loaded == packed.hot_loaded == 0
+    for slower in (only, packed):
+        assert hot.summary.rejected_share < 0.5 * slower.summary.rejected_share
+        assert hot.summary.within_slo_share > slower.summary.within_slo_share
+        assert hot.summary.violation_minutes < slower.summary.violation_minutes
+    # Copies packed into running instances: fewer instances and instance-hours than one copy each.
     assert hot.summary.peak_instances < only.summary.peak_instances
     assert hot.summary.instance_hours < only.summary.instance_hours
-    table = render_table([only, hot])
-    assert "hot-load" in table and "instance-only" in table and "rejected" in table
+    table = render_table([only, packed, hot])
+    assert "hot-load" in table and "instance-only x4" in table and "rejected" in table
 
 
 def test_no_gain_when_memory_is_full(setup):
@@ -93,3 +97,25 @@ def test_bad_fleet_is_refused():
         CopyFleet(instance_memory_mib=1000, copy_memory_mib=2000, t_copy_s=5)
     with pytest.raises(ValueError, match="3 copies per instance"):
         CopyFleet(instance_memory_mib=1000, copy_memory_mib=400, t_copy_s=5, copies_per_instance=3)
+
+
+def test_headroom_keeps_spare_memory_for_the_next_spike():
+    """Tracking a slow rise copy by copy packs the fleet full, so the surge on top of it finds no
+    spare memory and waits for new instances; headroom starts them in advance, for instance-hours."""
+    q, t = load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
+    trace = generate("diurnal:peak=500,trough=50,hours=1,spikes=2,spike_factor=2,spike_s=300")
+    plan = build_plan(q, t, PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=trace.peak_rps, trough_rps=50))
+    model = build_instance(q, t, slo_ms=3000)
+    s = scaling_numbers(plan)
+    runs = {}
+    for h in (0, 4):
+        f = CopyFleet(instance_memory_mib=4.0, copy_memory_mib=1.0, t_copy_s=T_COPY_S, initial_instances=s.min_instances,
+                      min_instances=s.min_instances, headroom_copies=h)
+        r = run_copies(model, trace.arrivals, AwsPolicy(s, model.cloudwatch_ratio, model.q_max), f, "hot-load")
+        runs[h] = (r, summarize(r.run, model, 3000, plan.t_total.planning_s))
+    (bare, bare_s), (kept, kept_s) = runs[0], runs[4]
+    assert kept_s.rejected_share < 0.5 * bare_s.rejected_share
+    assert kept_s.instance_hours > bare_s.instance_hours
+    # Just before the surge (minute 28) the bare fleet is full, the other has its headroom free.
+    before = int(np.argmax(trace.arrivals > 400)) - 30
+    assert bare.instances[before] * 4 - bare.copies_serving[before] < 4 <= kept.instances[before] * 4 - kept.copies_serving[before]
