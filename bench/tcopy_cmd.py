@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
+from collections.abc import Callable
 
-from speech.artifacts import CopyArtifact, CopyFootprint, CopyStart, Provenance, copy_filename
+from speech.artifacts import CopyArtifact, CopyFootprint, CopyStart, Fingerprint, Provenance, copy_filename
 
 from container.markers import parse_at, parse_footprint_line, parse_stage_line
 
-from . import tool_version
+from . import aws, tool_version
 from .errors import BenchError, TargetError, UsageError
 from .ladder import request_mix
 from .targets import HttpTarget, Outcome
@@ -43,15 +44,21 @@ stage markers; the footprint is what the new copy's /ping reports (peak RSS of t
 worker processes, accelerator memory on CUDA). The second process must report the same model as
 the first (same /ping identity), else exit 2.
 
-SageMaker inference components (a copy-count increase timed to InService) are not measured by
-this command yet: measure locally on the same image and instance type, or time an
-UpdateInferenceComponentRuntimeConfig by hand.
+SageMaker (--inference-component NAME): raises the component's copy count by one
+(UpdateInferenceComponentRuntimeConfig), polls DescribeInferenceComponent every --poll-s until
+the component is InService with that many current copies, then puts the count back and waits
+for it before the next start. T_copy there is the request to InService (a bound: up to one poll
+late), on an instance that already runs, with no stage markers. SageMaker does not report a
+copy's memory, so the footprint comes from a copy artifact measured on the same image with
+--footprint-from FILE (named in the provenance). Copy scaling on the component must be
+suspended (or absent) for the run, else exit 2: it would undo the added copy.
 
 t_copy_s, the figure plans use, is the slowest start (--statistic max, default) or the
 nearest-rank p95 (equal to the slowest below 20 starts).
 
   python -m bench tcopy --url http://127.0.0.1:8080 --starts 5
   python -m bench tcopy --url http://127.0.0.1:8080 --serve-cmd "python -m container serve --port {port}" --json
+  python -m bench tcopy --inference-component prod-kokoro-82m-ic --footprint-from artifacts/copy-....json --starts 3
 
 Writes copy-<model>-<slug>.json into --out. Exit 0 written, 1 a copy did not become ready
 (nothing written), 2 bad input, 130 interrupted (the copy process is stopped either way).
@@ -67,7 +74,13 @@ class CopyNotReady(TargetError):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--url", required=True, metavar="URL", help="the running first copy, e.g. http://127.0.0.1:8080")
+    g = p.add_argument_group("target (one of)")
+    g.add_argument("--url", metavar="URL", help="the running first copy, e.g. http://127.0.0.1:8080")
+    g.add_argument("--inference-component", metavar="NAME", help="SageMaker inference component whose copy count is raised")
+    p.add_argument("--footprint-from", type=Path, metavar="FILE",
+                   help="SageMaker: copy artifact (bench tcopy --url on the same image) whose footprint this one records")
+    p.add_argument("--poll-s", type=float, default=5.0, metavar="S", help="SageMaker polling interval (default 5)")
+    p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
     p.add_argument("--serve-cmd", default=f"{sys.executable} -m container serve", metavar="CMD",
                    help="command starting a copy (default: python -m container serve; {port} or --host/--port appended)")
     p.add_argument("--starts", type=int, default=5, metavar="N", help="copies started one after the other (default 5)")
@@ -304,7 +317,103 @@ class _Progress:
             self.progress.stop()
 
 
-def run(args: argparse.Namespace) -> int:
+# --- SageMaker ---------------------------------------------------------------------------------
+
+
+def _component_state(sess: Any, name: str) -> tuple[str, int | None, int | None, dict]:
+    ic = aws.describe_inference_component(sess, name)
+    current, desired = aws.copy_counts(ic)
+    return str(ic.get("InferenceComponentStatus")), current, desired, ic
+
+
+def check_copy_scaling_suspended(sess: Any, name: str) -> None:
+    """Copy scaling that may act during the run would undo (or add to) the measured copy: refuse."""
+    from speech.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
+
+    resp = sess.client("application-autoscaling").describe_scalable_targets(
+        ServiceNamespace=aws.NAMESPACE, ResourceIds=[copy_resource_id(name)], ScalableDimension=COPY_SCALABLE_DIMENSION)
+    for target in resp.get("ScalableTargets", []):
+        state = aws.suspended(target)
+        if not (state["DynamicScalingInSuspended"] and state["DynamicScalingOutSuspended"]):
+            raise UsageError(
+                f"copy scaling of inference component {name!r} is active (min {target.get('MinCapacity')}, max "
+                f"{target.get('MaxCapacity')}): it would undo the copy this run adds. Suspend it for the run "
+                f"(RegisterScalableTarget {copy_resource_id(name)} with SuspendedState DynamicScalingInSuspended and "
+                "DynamicScalingOutSuspended true) and resume it after; nothing changed"
+            )
+
+
+def run_sagemaker(
+    sess: Any, name: str, starts: int, *, poll_s: float, timeout_s: float,
+    clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+    done: Callable[[int, CopyStart], None] = lambda i, s: None,
+) -> tuple[list[CopyStart], dict]:
+    """``starts`` copy-count increases of one, each timed to InService and given back before the
+    next; the count is put back on every way out (error, Ctrl-C)."""
+    status, base, desired, ic = _component_state(sess, name)
+    if status != "InService" or base is None or base != desired:
+        raise TargetError(f"inference component {name!r} is {status} with {base} of {desired} copies; wait until it is "
+                          "InService with its copies all current")
+    check_copy_scaling_suspended(sess, name)
+    sm = sess.client("sagemaker")
+
+    def set_count(n: int) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            sm.update_inference_component_runtime_config(InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": n})
+        except ClientError as err:
+            raise TargetError(f"inference component {name!r}: cannot set {n} copies ({aws.client_error_message(err)})") from None
+
+    def wait_for(n: int, t0: float, what: str) -> float:
+        while True:
+            status, current, _, info = _component_state(sess, name)
+            if status == "Failed":
+                raise CopyNotReady(f"inference component {name!r} failed while {what}: {info.get('FailureReason', 'no reason given')}")
+            if status == "InService" and current == n:
+                return clock() - t0
+            if clock() - t0 > timeout_s:
+                raise CopyNotReady(f"inference component {name!r}: not InService with {n} copies after --timeout-s "
+                                   f"{timeout_s:g} while {what} (now {status}, {current} copies)")
+            sleep(poll_s)
+
+    out: list[CopyStart] = []
+    raised = False
+    try:
+        for i in range(starts):
+            started_at = datetime.fromtimestamp(clock(), tz=UTC)
+            t0 = clock()
+            set_count(base + 1)
+            raised = True
+            ready = round(wait_for(base + 1, t0, f"adding copy {base + 1}"), 3)
+            start = CopyStart(started_at=started_at, weights_ready_s=ready, ready_s=ready,
+                              source=f"UpdateInferenceComponentRuntimeConfig CopyCount {base} -> {base + 1}, then "
+                                     f"DescribeInferenceComponent InService with CurrentCopyCount {base + 1} (polled every "
+                                     f"{poll_s:g} s: up to one poll late); no stage markers, so weights_ready_s = ready_s")
+            out.append(start)
+            set_count(base)
+            wait_for(base, clock(), f"giving copy {base + 1} back")
+            raised = False
+            done(i, start)
+    finally:
+        if raised:
+            try:
+                set_count(base)
+                log(f"{name}: copy count set back to {base}")
+            except Exception as err:  # noqa: BLE001 - the original error matters more; say what to do
+                log(f"warning: could not set {name} back to {base} copies ({err}); set it by hand")
+    return out, ic
+
+
+def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep) -> int:
+    if bool(args.url) == bool(args.inference_component):
+        raise UsageError("pass exactly one of --url (a local copy) or --inference-component (SageMaker)")
+    if args.inference_component:
+        return run_component(args, session, clock, sleep)
+    if args.footprint_from:
+        raise UsageError("--footprint-from: only with --inference-component (a local copy reports its own footprint)")
     if args.starts < 1:
         raise UsageError(f"--starts {args.starts}: must be at least 1")
     if args.load_concurrency < 0:
@@ -348,6 +457,58 @@ def run(args: argparse.Namespace) -> int:
                    f"load concurrency {args.load_concurrency}; {served}",
             measured_at=started, tool="bench tcopy", target=first.name, tool_version=tool_version(),
             ended_at=datetime.now(UTC),
+        ),
+    )
+    from .publish import publish
+
+    publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
+    return 0
+
+
+def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], float], sleep: Callable[[float], None]) -> int:
+    from speech.files import load_artifact
+
+    if args.starts < 1:
+        raise UsageError(f"--starts {args.starts}: must be at least 1")
+    if not args.timeout_s > 0 or not args.poll_s > 0:
+        raise UsageError(f"--timeout-s {args.timeout_s:g} / --poll-s {args.poll_s:g}: must be > 0 seconds")
+    if args.footprint_from is None:
+        raise UsageError("--inference-component needs --footprint-from FILE: SageMaker does not report a copy's memory; "
+                         "measure it with bench tcopy --url on the same image and pass that artifact")
+    source = load_artifact(args.footprint_from, CopyArtifact)
+    sess = session or aws.session(args.region)
+    started = datetime.now(UTC)
+    progress = _Progress(not args.json, args.starts)
+    try:
+        starts, ic = run_sagemaker(
+            sess, args.inference_component, args.starts, poll_s=args.poll_s, timeout_s=args.timeout_s, clock=clock,
+            sleep=sleep, log=(lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr)),
+            done=lambda i, st: progress.done(i + 1, args.starts, f"  copy {i + 1}: InService after {st.ready_s:.1f} s"))
+    finally:
+        progress.stop()
+    endpoint = ic.get("EndpointName", "")
+    if args.instance_type and args.image_digest:
+        itype, digest = args.instance_type, args.image_digest
+    else:
+        itype, digest = aws.component_identity(sess, ic)
+        itype, digest = args.instance_type or itype, args.image_digest or digest
+    if not itype or not digest:
+        raise TargetError(f"inference component {args.inference_component!r}: cannot tell its instance type and image digest "
+                          f"(got {itype!r}, {digest or 'no digest'}); pass --instance-type and --image-digest; nothing written")
+    try:
+        fingerprint = Fingerprint.of(itype, digest)
+    except ValueError as err:
+        raise UsageError(f"fingerprint of {args.inference_component}: {str(err).splitlines()[0]}") from None
+    artifact = CopyArtifact(
+        model=args.model, fingerprint=fingerprint, footprint=source.footprint, starts=starts,
+        planning_statistic=args.statistic, **CopyArtifact.summarize(starts, args.statistic),
+        provenance=Provenance(
+            origin="measured",
+            source=f"bench tcopy (inference component {args.inference_component}): {args.starts} copy-count increases "
+                   f"of one; footprint from {args.footprint_from.name} ({source.fingerprint.slug}, "
+                   f"{source.provenance.target})",
+            measured_at=started, tool="bench tcopy", target=f"sagemaker:{endpoint}", tool_version=tool_version(),
+            region=getattr(sess, "region_name", None), ended_at=datetime.now(UTC),
         ),
     )
     from .publish import publish

@@ -40,7 +40,7 @@ class StubbedSession:
 
     def __init__(self) -> None:
         s = _session()
-        self.clients = {"sagemaker": s.client("sagemaker")}
+        self.clients = {"sagemaker": s.client("sagemaker"), "application-autoscaling": s.client("application-autoscaling")}
         self.stubs = {k: Stubber(c) for k, c in self.clients.items()}
         self.runtime = s.client("sagemaker-runtime")
 

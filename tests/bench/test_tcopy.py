@@ -8,12 +8,17 @@ import sys
 import pytest
 
 from speech.artifacts import CopyArtifact
+from speech.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
 from speech.files import load_artifact
 
-from bench.cli import main
+from bench import tcopy_cmd
+from bench.cli import build_parser, main
 from bench.targets import HttpTarget, _local_fingerprint
 
 from tests.container.conftest import ServerProc
+
+from .conftest import DIGEST, ENDPOINT, INSTANCE, ROOT
+from .test_qmax_component import COMPONENT, StubbedSession, component_response, config_response, endpoint_response
 
 
 def test_local_fingerprint_ignores_the_footprint():
@@ -128,3 +133,116 @@ def test_tcopy_on_the_real_onnx_model(tmp_path, capsys):
     # Loading the model and warming it up takes real time after the framework is imported.
     assert s.framework_init_s < s.weights_ready_s < s.ready_s
     assert a.footprint.host_memory_mib > 80  # the int8 model, onnxruntime and espeak
+
+
+# --- SageMaker: a copy-count increase timed to InService (botocore's Stubber, real service models) ---
+
+
+
+
+LOCAL_COPY = ROOT / "artifacts" / "local" / "copy-kokoro-82m-local-4ed3d00a.json"
+
+
+class Clock:
+    """Time for the run: each sleep moves it on by the poll interval."""
+
+    def __init__(self) -> None:
+        self.t = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def sleep(self, s: float) -> None:
+        self.t += s
+
+
+def _ic(status: str, current: int, desired: int) -> dict:
+    return component_response(current=current, desired=desired, status=status)
+
+
+def _stub_run(sess: StubbedSession, polls_to_ready: list[int], base: int = 2, fail_at: int | None = None,
+              scaling: dict | None = None) -> None:
+    """The calls one run makes, in order, with what AWS would answer."""
+    sm, aas = sess.stubs["sagemaker"], sess.stubs["application-autoscaling"]
+    name = {"InferenceComponentName": COMPONENT}
+    sm.add_response("describe_inference_component", _ic("InService", base, base), name)
+    aas.add_response("describe_scalable_targets", {"ScalableTargets": [scaling] if scaling else []},
+                     {"ServiceNamespace": "sagemaker", "ResourceIds": [copy_resource_id(COMPONENT)],
+                      "ScalableDimension": COPY_SCALABLE_DIMENSION})
+    if scaling and not all(scaling["SuspendedState"].values()):
+        return
+    for i, polls in enumerate(polls_to_ready):
+        sm.add_response("update_inference_component_runtime_config", {"InferenceComponentArn": "arn:aws:sagemaker:us-east-1:1:ic/x"},
+                        {**name, "DesiredRuntimeConfig": {"CopyCount": base + 1}})
+        for _ in range(polls):
+            sm.add_response("describe_inference_component", _ic("Updating", base, base + 1), name)
+        if fail_at == i:
+            failed = {**_ic("Failed", base, base + 1), "FailureReason": "out of accelerator memory"}
+            sm.add_response("describe_inference_component", failed, name)
+            sm.add_response("update_inference_component_runtime_config", {"InferenceComponentArn": "arn:aws:sagemaker:us-east-1:1:ic/x"},
+                            {**name, "DesiredRuntimeConfig": {"CopyCount": base}})
+            return
+        sm.add_response("describe_inference_component", _ic("InService", base + 1, base + 1), name)
+        sm.add_response("update_inference_component_runtime_config", {"InferenceComponentArn": "arn:aws:sagemaker:us-east-1:1:ic/x"},
+                        {**name, "DesiredRuntimeConfig": {"CopyCount": base}})
+        sm.add_response("describe_inference_component", _ic("Updating", base + 1, base), name)
+        sm.add_response("describe_inference_component", _ic("InService", base, base), name)
+    sm.add_response("describe_endpoint", endpoint_response(), {"EndpointName": ENDPOINT})
+    sm.add_response("describe_endpoint_config", config_response(), {"EndpointConfigName": ENDPOINT})
+
+
+def _args(tmp_path, *extra):
+    return build_parser().parse_args(["tcopy", "--inference-component", COMPONENT, "--footprint-from", str(LOCAL_COPY),
+                                      "--poll-s", "5", "--out", str(tmp_path), "--json", *extra])
+
+
+def test_sagemaker_copy_count_increase_timed_to_in_service(tmp_path, capsys):
+    sess, clock = StubbedSession(), Clock()
+    _stub_run(sess, polls_to_ready=[3, 5])
+    with sess.stubs["sagemaker"], sess.stubs["application-autoscaling"]:
+        rc = tcopy_cmd.run(_args(tmp_path, "--starts", "2"), session=sess, clock=clock, sleep=clock.sleep)
+        sess.stubs["sagemaker"].assert_no_pending_responses()
+    assert rc == 0, capsys.readouterr().err
+    [path] = tmp_path.glob("copy-*.json")
+    a = load_artifact(path, CopyArtifact)
+    # InService seen on the 4th and 6th poll, 5 s apart.
+    assert [s.ready_s for s in a.starts] == [15.0, 25.0] and a.t_copy_s == 25.0
+    assert all("CopyCount 2 -> 3" in s.source for s in a.starts)
+    assert a.fingerprint.instance_type == INSTANCE and a.fingerprint.image_digest == DIGEST
+    local = load_artifact(LOCAL_COPY, CopyArtifact)
+    assert a.footprint == local.footprint and LOCAL_COPY.name in a.provenance.source
+    assert a.provenance.target == f"sagemaker:{ENDPOINT}" and a.provenance.region == "us-east-1"
+
+
+def test_sagemaker_failed_copy_is_exit_1_and_the_count_goes_back(tmp_path, capsys):
+    sess, clock = StubbedSession(), Clock()
+    _stub_run(sess, polls_to_ready=[2], fail_at=0)
+    with sess.stubs["sagemaker"], sess.stubs["application-autoscaling"]:
+        with pytest.raises(tcopy_cmd.CopyNotReady, match="out of accelerator memory") as exc:
+            tcopy_cmd.run(_args(tmp_path, "--starts", "1"), session=sess, clock=clock, sleep=clock.sleep)
+        sess.stubs["sagemaker"].assert_no_pending_responses()  # the give-back call was made
+    assert exc.value.exit_code == 1
+    assert not list(tmp_path.glob("copy-*.json"))
+
+
+def test_sagemaker_active_copy_scaling_is_refused(tmp_path):
+    sess, clock = StubbedSession(), Clock()
+    scaling = {"ServiceNamespace": "sagemaker", "ResourceId": copy_resource_id(COMPONENT),
+               "ScalableDimension": COPY_SCALABLE_DIMENSION, "MinCapacity": 1, "MaxCapacity": 8,
+               "RoleARN": "arn:aws:iam::123456789012:role/aas", "CreationTime": "2026-11-30T00:00:00Z",
+               "SuspendedState": {"DynamicScalingInSuspended": False, "DynamicScalingOutSuspended": False,
+                                  "ScheduledScalingSuspended": False}}
+    _stub_run(sess, polls_to_ready=[], scaling=scaling)
+    from bench.errors import UsageError
+
+    with sess.stubs["sagemaker"], sess.stubs["application-autoscaling"]:
+        with pytest.raises(UsageError, match="copy scaling of inference component .* is active"):
+            tcopy_cmd.run(_args(tmp_path, "--starts", "1"), session=sess, clock=clock, sleep=clock.sleep)
+        sess.stubs["sagemaker"].assert_no_pending_responses()  # no update was made
+    assert not list(tmp_path.glob("copy-*.json"))
+
+
+def test_sagemaker_needs_a_footprint_source(tmp_path, capsys):
+    rc = main(["tcopy", "--inference-component", COMPONENT, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--footprint-from" in err and not (tmp_path / "out").exists()
