@@ -268,10 +268,13 @@ def copy_footprint(footprints: list[dict]) -> CopyFootprint:
         raise BenchError("the copies ran on CUDA but none reported accelerator memory (install pynvml in the image, or "
                          "use the torch backend, which reports torch.cuda.max_memory_reserved); nothing written")
     top = max(accel, key=lambda f: f["accelerator_bytes"]) if device == "cuda" else None
+    total = top.get("accelerator_total_bytes") if top else None
     return CopyFootprint(
         device=device,
         accelerator_memory_mib=round(top["accelerator_bytes"] / MIB, 1) if top else None,
         accelerator_memory_source=top["accelerator_source"] if top else None,
+        accelerator_name=top.get("accelerator_name") if top else None,
+        accelerator_memory_total_mib=round(total / MIB, 1) if total else None,
         host_memory_mib=round(host, 1),
     )
 

@@ -11,7 +11,8 @@ footprint is their resident memory; on CUDA it is also their accelerator memory.
 - ``accelerator_bytes`` (CUDA only): NVML's per-process used memory summed over the tree when
   ``pynvml`` is installed (it sees the worker processes too); else, in a process that uses torch
   on CUDA, ``torch.cuda.max_memory_reserved()`` of this process (the caching allocator's peak,
-  which excludes the CUDA context and worker processes: ``accelerator_source`` says which).
+  which excludes the CUDA context and worker processes: ``accelerator_source`` says which), with
+  ``accelerator_name`` and ``accelerator_total_bytes`` of the device(s) it was read on.
 
 Standard library only (like :mod:`container.markers`), so ``bench`` can read the format without
 the server's dependencies; torch and pynvml are used only when already importable here.
@@ -67,7 +68,8 @@ def process_tree(root: int | None = None) -> list[int]:
     return out
 
 
-def _nvml_bytes(pids: list[int]) -> int | None:
+def _nvml(pids: list[int]) -> tuple[int, str, int] | None:
+    """(bytes used by ``pids``, name of the first device they use, total bytes of the devices they use)."""
     try:
         import pynvml  # type: ignore[import-not-found]
     except ImportError:
@@ -77,14 +79,17 @@ def _nvml_bytes(pids: list[int]) -> int | None:
     except Exception:  # noqa: BLE001 - no driver: report what torch knows instead
         return None
     try:
-        wanted, total, seen = set(pids), 0, False
+        wanted, used, names, total = set(pids), 0, [], 0
         for i in range(pynvml.nvmlDeviceGetCount()):
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                if p.pid in wanted and p.usedGpuMemory is not None:
-                    total += int(p.usedGpuMemory)
-                    seen = True
-        return total if seen else None
+            mine = [p for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                    if p.pid in wanted and p.usedGpuMemory is not None]
+            if mine:
+                used += sum(int(p.usedGpuMemory) for p in mine)
+                name = pynvml.nvmlDeviceGetName(handle)
+                names.append(name.decode() if isinstance(name, bytes) else str(name))
+                total += int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
+        return (used, names[0], total) if names else None
     except Exception:  # noqa: BLE001 - containers often hide other pids from NVML; fall back
         return None
     finally:
@@ -94,14 +99,17 @@ def _nvml_bytes(pids: list[int]) -> int | None:
             pass
 
 
-def _torch_bytes() -> int | None:
+def _torch() -> tuple[int, str, int] | None:
+    """(peak bytes reserved by this process's caching allocator, device 0's name, its total bytes)."""
     torch = sys.modules.get("torch")  # only a process that already uses torch pays for the import
     if torch is None:
         return None
     try:
         if not torch.cuda.is_available() or not torch.cuda.is_initialized():
             return None
-        return int(sum(torch.cuda.max_memory_reserved(d) for d in range(torch.cuda.device_count())))
+        reserved = int(sum(torch.cuda.max_memory_reserved(d) for d in range(torch.cuda.device_count())))
+        props = torch.cuda.get_device_properties(0)
+        return reserved, str(props.name), int(props.total_memory)
     except Exception:  # noqa: BLE001 - a broken driver must not turn /ping into a 500
         return None
 
@@ -113,16 +121,15 @@ def measure(device: str = "cpu", root: int | None = None) -> dict:
     hwm = [v for p in pids if (v := _status_kib(p, "VmHWM")) is not None]
     out: dict = {"device": "cuda" if device.startswith("cuda") else "cpu", "processes": len(rss),
                  "rss_bytes": sum(rss) * 1024, "rss_peak_bytes": sum(hwm) * 1024,
-                 "accelerator_bytes": None, "accelerator_source": None}
+                 "accelerator_bytes": None, "accelerator_source": None, "accelerator_name": None,
+                 "accelerator_total_bytes": None}
     if out["device"] == "cuda":
-        nvml = _nvml_bytes(pids)
-        if nvml is not None:
-            out["accelerator_bytes"], out["accelerator_source"] = nvml, "nvml"
-        else:
-            reserved = _torch_bytes()
-            if reserved is not None:
-                out["accelerator_bytes"] = reserved
-                out["accelerator_source"] = "torch.cuda.max_memory_reserved"
+        for source, read in (("nvml", lambda: _nvml(pids)), ("torch.cuda.max_memory_reserved", _torch)):
+            got = read()
+            if got is not None:
+                out["accelerator_bytes"], out["accelerator_name"], out["accelerator_total_bytes"] = got
+                out["accelerator_source"] = source
+                break
     return out
 
 

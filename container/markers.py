@@ -10,7 +10,8 @@ A second line, once, after ``warmup_done`` and before ``ready``: the copy's memo
 (``container/footprint.py``), which ``bench tcopy`` records:
 {"event": "footprint", "at": ..., "elapsed_s": ..., "device": "cpu"|"cuda", "processes": <int>,
 "rss_bytes": <int>, "rss_peak_bytes": <int>, "accelerator_bytes": <int or null>,
-"accelerator_source": "nvml"|"torch.cuda.max_memory_reserved"|null}
+"accelerator_source": "nvml"|"torch.cuda.max_memory_reserved"|null, "accelerator_name": <str or null>,
+"accelerator_total_bytes": <int or null>}
 
 Why here: the image copies only ``container/`` (container/Dockerfile), so the module the server
 emits with must live inside that package; ``container/__init__.py`` imports nothing, and this
@@ -96,7 +97,8 @@ def parse_stage_line(line: str) -> dict | None:
     return {"event": "stage", "stage": stage, "at": at, "elapsed_s": float(elapsed)}
 
 
-FOOTPRINT_FIELDS = ("device", "processes", "rss_bytes", "rss_peak_bytes", "accelerator_bytes", "accelerator_source")
+FOOTPRINT_FIELDS = ("device", "processes", "rss_bytes", "rss_peak_bytes", "accelerator_bytes", "accelerator_source",
+                    "accelerator_name", "accelerator_total_bytes")
 _ACCEL_SOURCES = (None, "nvml", "torch.cuda.max_memory_reserved")
 
 
@@ -138,5 +140,9 @@ def parse_footprint_line(line: str) -> dict | None:
     if obj["accelerator_source"] not in _ACCEL_SOURCES or (obj["accelerator_bytes"] is not None and not _count(obj["accelerator_bytes"])):
         return None
     if (obj["accelerator_bytes"] is None) != (obj["accelerator_source"] is None):
+        return None
+    if obj["accelerator_name"] is not None and not isinstance(obj["accelerator_name"], str):
+        return None
+    if obj["accelerator_total_bytes"] is not None and not _count(obj["accelerator_total_bytes"]):
         return None
     return {**obj, "elapsed_s": float(elapsed)}

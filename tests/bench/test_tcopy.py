@@ -246,3 +246,18 @@ def test_sagemaker_needs_a_footprint_source(tmp_path, capsys):
     rc = main(["tcopy", "--inference-component", COMPONENT, "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert rc == 2 and "--footprint-from" in err and not (tmp_path / "out").exists()
+
+
+def test_copy_footprint_takes_the_largest_start_in_mib():
+    gib = 2**30
+    starts = [{"device": "cuda", "processes": 3, "rss_bytes": 2 * gib, "rss_peak_bytes": 3 * gib, "accelerator_bytes": 5 * gib,
+               "accelerator_source": "nvml", "accelerator_name": "NVIDIA A10G", "accelerator_total_bytes": 23 * gib},
+              {"device": "cuda", "processes": 3, "rss_bytes": 2 * gib, "rss_peak_bytes": 2 * gib, "accelerator_bytes": 6 * gib,
+               "accelerator_source": "nvml", "accelerator_name": "NVIDIA A10G", "accelerator_total_bytes": 23 * gib}]
+    fp = tcopy_cmd.copy_footprint(starts)
+    assert fp.accelerator_memory_mib == 6144.0 and fp.host_memory_mib == 3072.0
+    assert fp.accelerator_name == "NVIDIA A10G" and fp.accelerator_memory_total_mib == 23552.0
+    with pytest.raises(tcopy_cmd.BenchError, match="none reported accelerator memory"):
+        tcopy_cmd.copy_footprint([{**starts[0], "accelerator_bytes": None, "accelerator_source": None}])
+    with pytest.raises(tcopy_cmd.BenchError, match="different devices"):
+        tcopy_cmd.copy_footprint([starts[0], {**starts[1], "device": "cpu"}])

@@ -24,6 +24,7 @@ def test_ping_reports_the_copys_footprint(onnx_server):
     body = httpx.get(onnx_server.url + "/ping", timeout=5).json()
     fp = body["footprint"]
     assert fp["device"] == "cpu" and fp["accelerator_bytes"] is None and fp["accelerator_source"] is None
+    assert fp["accelerator_name"] is None and fp["accelerator_total_bytes"] is None
     assert fp["processes"] >= 1
     # The int8 model, espeak and onnxruntime's arenas: far more than an idle interpreter (~10 MiB).
     assert fp["rss_bytes"] > 80 * 2**20
@@ -89,7 +90,8 @@ def test_cache_reads_proc_at_most_every_max_age():
 
 def test_footprint_marker_round_trip_and_strictness(capsys):
     rec = emit_footprint({"device": "cuda", "processes": 3, "rss_bytes": 10, "rss_peak_bytes": 12,
-                          "accelerator_bytes": 2**30, "accelerator_source": "nvml"})
+                          "accelerator_bytes": 2**30, "accelerator_source": "nvml", "accelerator_name": "NVIDIA A10G",
+                          "accelerator_total_bytes": 24 * 2**30})
     line = capsys.readouterr().out.strip()
     parsed = parse_footprint_line(line)
     assert parsed is not None and parsed["accelerator_bytes"] == 2**30 and parsed["at"] == rec["at"]
@@ -102,8 +104,17 @@ def test_footprint_marker_round_trip_and_strictness(capsys):
         {**obj, "accelerator_source": None},  # bytes without a source
         {**obj, "accelerator_source": "guess"},
         {**obj, "at": "2026-11-30 03:00:00"},
+        {**obj, "accelerator_name": 7},
+        {**obj, "accelerator_total_bytes": -5},
         {k: v for k, v in obj.items() if k != "processes"},
     ]
     for b in bad:
         assert parse_footprint_line(json.dumps(b)) is None, b
     assert parse_stage_line(line) is None  # stage parsers never mistake it for a stage
+
+
+def test_cuda_without_a_readable_device_reports_no_accelerator_memory():
+    """Here (no GPU, no pynvml, torch never initialised CUDA) a cuda footprint says so, not 0."""
+    fp = measure("cuda")
+    assert fp["device"] == "cuda" and fp["accelerator_bytes"] is None and fp["accelerator_source"] is None
+    assert fp["rss_bytes"] > 0
