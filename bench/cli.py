@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "qmax": ("bench.qmax_cmd", "closed-loop concurrency ladder -> qmax artifact (Q_max, service time, curve)"),
     "ttotal": ("bench.ttotal_cmd", "forced scale-out (or a second local process), phases timestamped -> ttotal artifact"),
     "tcopy": ("bench.tcopy_cmd", "start a second model copy beside a running one, N times -> copy artifact (T_copy, footprint)"),
+    "copies": ("bench.copies_cmd", "per-copy qmax + copy artifact -> copy thresholds, packing, managed instance range (no AWS calls)"),
+    "capacity": ("bench.capacity_cmd", "more concurrency for a model: copies into spare accelerator memory first, then new instances"),
     "plan": ("bench.plan_cmd", "turn qmax + ttotal artifacts into thresholds, fleet and cooldowns (no AWS calls)"),
     "validate": ("bench.validate_cmd", "deployed policy vs plan, plus live load checks with --live"),
     "observe": ("bench.observe_cmd", "read-only calibration: CloudWatch history vs the deployed plan -> holds | drifted"),

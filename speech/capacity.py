@@ -222,12 +222,15 @@ def evaluate_capacity(fleet: FleetState, model: str, delta_concurrency: float) -
     if model not in fleet.models:
         known = ", ".join(sorted(fleet.models)) or "none"
         raise PlanInputError(f"model {model!r} is not in the fleet file's models ({known}); add it under models or pick one of those")
-    if not delta_concurrency > 0:
-        raise PlanInputError(f"delta concurrency {delta_concurrency:g} must be > 0 (requests in flight to add)")
+    if not (delta_concurrency > 0 and math.isfinite(delta_concurrency)):
+        raise PlanInputError(f"delta concurrency {delta_concurrency:g} must be a finite number > 0 (requests in flight to add)")
     m = fleet.models[model]
     need = copies_for(delta_concurrency, m.concurrency_per_copy)
     free0 = [i.free_mib for i in fleet.instances]
-    where, free = place_best_fit_decreasing(free0, [m.copy_memory_mib] * need)
+    # Copies of one size: no more than sum(floor(free / size)) can be placed, so a huge delta
+    # costs no more to place than the fleet holds; the rest goes to new instances by arithmetic.
+    room = sum(int(math.floor((f + MEMORY_EPS_MIB) / m.copy_memory_mib)) for f in free0)
+    where, free = place_best_fit_decreasing(free0, [m.copy_memory_mib] * min(need, room))
 
     steps: list[PlacementStep] = []
     running = list(free0)

@@ -236,7 +236,7 @@ class Packing(Frozen):
     copies_by_cpu: int | None
     copies_per_instance: int
     """The smallest of the limits that apply; 0: a copy does not fit at all."""
-    limited_by: Literal["accelerator_devices", "host_memory", "cpu_cores", "accelerator_memory"]
+    limited_by: Literal["accelerator_devices", "host_memory", "cpu_cores"]
     memory_used_fraction: float
     """Packed copies' measured footprint / the instance's accelerator memory (host memory for CPU copies)."""
 
@@ -320,6 +320,10 @@ class CopyPlan(Frozen):
             if f.name == name:
                 return f
         raise KeyError(name)
+
+
+def copy_plan_filename(p: CopyPlan) -> str:
+    return f"copy-plan-{p.model}.json"
 
 
 # --- steps ------------------------------------------------------------------------------------

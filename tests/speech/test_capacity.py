@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -112,8 +113,9 @@ def test_many_new_instances_are_counted():
 def test_bad_inputs_are_refused_with_the_way_out():
     with pytest.raises(PlanInputError, match=r"model 'nope' is not in the fleet file's models \(kokoro\)"):
         evaluate_capacity(fleet(1), "nope", 1)
-    with pytest.raises(PlanInputError, match="must be > 0"):
-        evaluate_capacity(fleet(1), "kokoro", 0)
+    for bad in (0, -3, float("inf"), float("nan")):
+        with pytest.raises(PlanInputError, match="must be a finite number > 0"):
+            evaluate_capacity(fleet(1), "kokoro", bad)
     with pytest.raises(ValidationError, match="exceeds its accelerator_memory_mib"):
         FleetInstance(name="a", instance_type="ml.g5.xlarge", accelerator_memory_mib=10, used_accelerator_memory_mib=11)
     with pytest.raises(ValidationError, match="repeated: a"):
@@ -190,5 +192,25 @@ def test_best_fit_decreasing_never_overfills(free, sizes):
         assert placed <= f + 1e-3 and left[i] == pytest.approx(f - placed, abs=1e-3)
 
 
+def test_a_huge_delta_is_arithmetic_not_a_loop():
+    ev = evaluate_capacity(fleet(9000, 4500), "kokoro", 1e9)  # 1e8 copies
+    assert ev.hot_loadable == 3 and ev.copies_on_new_instances == 10**8 - 3
+    assert ev.new_instances == math.ceil((10**8 - 3) / 24)
+
+
 def test_copies_for_rounds_up():
     assert copies_for(10, 10) == 1 and copies_for(10.5, 10) == 2 and copies_for(37.5, 37.5) == 1
+
+
+def test_copy_plan_and_capacity_stay_pure():
+    """Core modules: neither pulumi nor boto3 is imported with them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, speech.copies, speech.capacity; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_aws', 'pulumi_aws_native', 'boto3', 'botocore')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
