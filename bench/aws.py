@@ -96,6 +96,48 @@ def endpoint_identity(sess: Any, endpoint: str, described: dict | None = None, v
                     _digest_of(image), next((d for d in map(_digest_of, resolved) if d), None))
 
 
+def describe_inference_component(sess: Any, name: str) -> dict:
+    """DescribeInferenceComponent, every failure a TargetError naming the component."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return sess.client("sagemaker").describe_inference_component(InferenceComponentName=name)
+    except ClientError as err:
+        raise TargetError(f"inference component {name!r}: {client_error_message(err)}; check --inference-component "
+                          "and the region") from None
+    except BotoCoreError as err:
+        raise TargetError(f"inference component {name!r}: {err}; check AWS credentials and region") from None
+
+
+def copy_counts(ic: dict) -> tuple[int | None, int | None]:
+    """(current, desired) copy count of an inference component from DescribeInferenceComponent."""
+    rc = ic.get("RuntimeConfig") or {}
+    return rc.get("CurrentCopyCount"), rc.get("DesiredCopyCount")
+
+
+def component_identity(
+    sess: Any, ic: dict, described_endpoint: dict | None = None, variant: str = VARIANT
+) -> tuple[str | None, str | None]:
+    """(instance type, image digest) of an inference component: the instance type of its endpoint's
+    variant (components endpoints declare it on the variant, which has no Model), the digest
+    SageMaker resolved for the component's container (else the one its image pins)."""
+    from botocore.exceptions import ClientError
+
+    endpoint = ic.get("EndpointName", "")
+    ep = described_endpoint or describe_endpoint(sess, endpoint)
+    instance_type = None
+    try:
+        config = sess.client("sagemaker").describe_endpoint_config(EndpointConfigName=ep.get("EndpointConfigName", ""))
+        name = ic.get("VariantName") or variant
+        pv = next((v for v in config.get("ProductionVariants", []) if v.get("VariantName") == name), None)
+        instance_type = (pv or {}).get("InstanceType")
+    except ClientError as err:
+        raise TargetError(f"endpoint {endpoint}: its configuration cannot be read ({client_error_message(err)})") from None
+    image = ((ic.get("Specification") or {}).get("Container") or {}).get("DeployedImage") or {}
+    digest = _digest_of(image.get("ResolvedImage", "")) or _digest_of(image.get("SpecifiedImage", ""))
+    return instance_type, digest
+
+
 def _digest_of(image: str) -> str | None:
     m = IMAGE_RE.match(image)
     return m.group("digest") if m else None

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "drift": ("bench.drift_cmd", "read-only: deployed scaling vs stack config and plan; exit 0 = preflight ok"),
     "qmax": ("bench.qmax_cmd", "closed-loop concurrency ladder -> qmax artifact (Q_max, service time, curve)"),
     "ttotal": ("bench.ttotal_cmd", "forced scale-out (or a second local process), phases timestamped -> ttotal artifact"),
+    "tcopy": ("bench.tcopy_cmd", "start a second model copy beside a running one, N times -> copy artifact (T_copy, footprint)"),
     "copies": ("bench.copies_cmd", "per-copy qmax + copy artifact -> copy thresholds, packing, managed instance range (no AWS calls)"),
     "capacity": ("bench.capacity_cmd", "more concurrency for a model: copies into spare accelerator memory first, then new instances"),
     "plan": ("bench.plan_cmd", "turn qmax + ttotal artifacts into thresholds, fleet and cooldowns (no AWS calls)"),

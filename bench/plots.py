@@ -133,3 +133,30 @@ def plot_simulation(art, runs, model, plan, stem: Path) -> list[Path]:
     plt.close(fig)
     paths.append(path)
     return paths
+
+
+def plot_hot_load(runs, path: Path, trace_spec: str) -> Path:
+    """instance-only vs hot-load over time: rejected requests/s, copies serving, instances alive."""
+    import numpy as np
+
+    plt = _plt()
+    fig, axes = plt.subplots(3, 1, figsize=(9, 7), dpi=100, sharex=True)
+    for r in runs:
+        t = np.arange(r.run.arrivals.size) / 60.0
+        axes[0].plot(t, r.run.rejected, lw=0.8, label=f"{r.policy}: rejected")
+        axes[1].plot(t, r.copies_serving, lw=0.9, label=r.policy)
+        axes[2].plot(t, r.instances, lw=0.9, label=r.policy)
+    axes[0].plot(np.arange(runs[0].run.arrivals.size) / 60.0, runs[0].run.arrivals, lw=0.5, color="0.6", label="offered")
+    axes[0].set_ylabel("requests/s")
+    axes[1].set_ylabel("copies serving")
+    axes[2].set_ylabel("instances")
+    axes[2].set_xlabel("minutes")
+    for ax in axes:
+        ax.legend(fontsize=8, loc="upper left")
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"hot-load vs instance-only\n{trace_spec}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

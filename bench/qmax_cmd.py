@@ -93,6 +93,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="per level, wait at most this long for ConcurrentRequestsPerModel to cover the level "
                         "(CloudWatch publishes with a delay; default 180)")
     g.add_argument("--poll-s", type=float, default=10.0, metavar="S", help="AWS polling interval (default 10)")
+    g.add_argument("--inference-component", metavar="NAME",
+                   help="components endpoint: measure ONE copy of this inference component (invocations name it: "
+                        "InferenceComponentName). It must run exactly one copy (copy scaling pinned to 1 by you); the run "
+                        "checks that before and after the ladder and leaves the instance count alone. CloudWatch's "
+                        "per-model concurrency is not read for it (cloudwatch_ratio assumed 1)")
     g.add_argument("--pin-timeout-s", type=float, default=1800.0, metavar="S",
                    help="give up when the endpoint is not at exactly one InService instance after this long (default 1800)")
 
@@ -240,6 +245,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     results: dict[int, LevelResult] = {}
     display = _Display(not args.json, est.seconds_max, args.slo_ms)
     sm = isinstance(target, SageMakerTarget)
+    component = sm and bool(target.inference_component)
     if args.receipt_bucket and not sm:
         raise UsageError("--receipt-bucket: a local run takes no receipt (only SageMaker measurements deploy)")
 
@@ -251,7 +257,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         results[c] = r
         cw = None
         line = level_line(r, args.slo_ms)
-        if sm:
+        if sm and not component:
             to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=UTC)  # noqa: E731
             reading = aws.wait_concurrency_max(
                 target.session, args.endpoint, to_dt(r.window[0]), to_dt(r.window[1]),
@@ -266,7 +272,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
 
     started = datetime.now(UTC)
     with ExitStack() as stack:
-        if sm:
+        if sm and not component:
             from .freeze import Freeze
 
             stack.enter_context(Freeze(target.session, args.endpoint, args.state_dir, tool="bench qmax",
@@ -276,7 +282,15 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         stack.callback(lsession.close)
         stack.callback(display.stop)
         result = search(schedule, measure, args.tolerance, refine=not args.no_refine)
-        if sm:
+        if component:
+            # Copy scaling is the user's to pin; a copy added mid-ladder would halve what each one saw.
+            current, desired = aws.copy_counts(aws.describe_inference_component(target.session, target.inference_component))
+            if current != 1:
+                raise BenchError(
+                    f"inference component {target.inference_component} ran {current} copies by the end of the ladder "
+                    f"(desired {desired}), not 1: the ladder did not measure one copy; nothing written"
+                )
+        elif sm:
             # Scaling was suspended, but a person or another tool may have changed the count.
             current, desired = aws.variant_counts(aws.describe_endpoint(target.session, args.endpoint))
             if current != 1:
@@ -292,7 +306,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
             f"no request succeeded at concurrency 1 (errors: {', '.join(sorted(errs)) or 'none completed'}); "
             "check the server's logs; nothing written"
         )
-    ratio, source = cloudwatch_ratio(result.levels) if sm else (1.0, "not_applicable")
+    ratio, source = cloudwatch_ratio(result.levels) if sm and not component else (1.0, "assumed" if component else "not_applicable")
     artifact = QmaxArtifact(
         model=args.model,
         transport=target.transport,
@@ -316,7 +330,8 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         ),
         provenance=Provenance(
             origin="measured",
-            source=f"bench qmax, {len(result.levels)} levels, settle {args.settle_s:g} s + measure {args.measure_s:g} s"
+            source=(f"one copy of inference component {target.inference_component}: " if component else "")
+            + f"bench qmax, {len(result.levels)} levels, settle {args.settle_s:g} s + measure {args.measure_s:g} s"
             f" each, measured in order {result.order}",
             measured_at=started,
             tool="bench qmax",

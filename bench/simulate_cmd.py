@@ -40,6 +40,10 @@ Traces (--trace):
 
 Policies (--policies, default all): {', '.join(POLICY_NAMES)}.
 
+Hot loading (--hot-load COPY_FILE from bench tcopy): the plan's scaling on copies, once adding
+instances only and once placing copies into spare memory first (speech.capacity's best fit),
+side by side: SLO share, rejected share, instance-hours, and how soon the first added copy served.
+
   python -m bench simulate --qmax Q.json --ttotal T.json --peak-rps 5000 --trace diurnal:peak=5000
   python -m bench simulate --qmax Q.json --ttotal T.json --plan plan.json --trace azure-conv:peak=500 --plot
 
@@ -64,6 +68,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("out/simulate"), metavar="DIR", help="artifact directory (default out/simulate)")
     p.add_argument("--plot", action="store_true", help="also write a timeline per policy and a cost-vs-SLO scatter (PNG)")
     p.add_argument("--json", action="store_true", help="print the simulation artifact as JSON instead of the table")
+    g = p.add_argument_group("hot loading (copies before instances)")
+    g.add_argument("--hot-load", type=Path, metavar="COPY_FILE",
+                   help="copy artifact (bench tcopy): also run the plan's scaling on copies of the qmax ladder's server, "
+                        "once with every added copy on a new instance (instance-only) and once with copies placed into spare "
+                        "memory first, serving after the artifact's T_copy (hot-load), and print both side by side")
+    g.add_argument("--hot-load-instance-type", metavar="TYPE",
+                   help="instance type the copies are packed into (default: the plan's; speech.copies.packing decides how "
+                        "many fit: whole GPUs per copy, host memory, CPU cores when measured)")
+    g.add_argument("--headroom-copies", type=int, default=0, metavar="N",
+                   help="hot-load: keep N copies' worth of spare memory on running or starting instances, starting empty "
+                        "instances when a scale-out leaves less (default 0: instances only when copies do not fit, which "
+                        "packs the fleet full and leaves the next spike to wait for new instances)")
+    g.add_argument("--copies-fit", type=int, metavar="N",
+                   help="override: copies one instance holds (a what-if: MIG partitions, a bigger instance)")
 
 
 def load_trace(spec: str, seed: int | None = None) -> Trace:
@@ -177,10 +195,76 @@ def run(args: argparse.Namespace) -> int:
         from .plots import plot_simulation
 
         written += plot_simulation(art, runs, model, plan, args.out / f"simulation-{plan.model}-{safe}")
+    hot = hot_load(args, plan, model, trace, written, safe) if args.hot_load else None
     if args.json:
-        print(art.model_dump_json(indent=2))
+        if hot is None:
+            print(art.model_dump_json(indent=2))
+        else:
+            import json
+
+            print(json.dumps({"simulation": art.model_dump(mode="json"), "hot_load": hot}, indent=2))
     else:
         print(render(art))
+        if hot is not None:
+            print("\n" + hot["table"])
         print("\nwrote " + ", ".join(str(p) for p in written))
     sys.stdout.flush()
     return 0
+
+
+def hot_load(args: argparse.Namespace, plan: PlanArtifact, model, trace: Trace, written: list, safe: str) -> dict:
+    """instance-only vs hot-load on the same trace and plan (speech.hotload); the table, its rows as
+    JSON, and a timeline PNG with --plot."""
+    from dataclasses import asdict
+
+    from speech.artifacts import CopyArtifact
+    from speech.copies import instance_spec, packing
+    from speech.errors import PlanInputError
+    from speech.hotload import CopyFleet, compare, render_table
+    from speech.simulate import AwsPolicy, scaling_numbers
+
+    copy = load_artifact(args.hot_load, CopyArtifact)
+    if copy.model != plan.model:
+        raise UsageError(f"--hot-load {args.hot_load} is a copy of {copy.model!r}, the plan is for {plan.model!r}; "
+                         "pass a copy of the same model")
+    itype = args.hot_load_instance_type or plan.fingerprint.instance_type
+    if args.copies_fit is not None:
+        if args.copies_fit < 1:
+            raise UsageError(f"--copies-fit {args.copies_fit}: must be at least 1")
+        fit, why = args.copies_fit, "--copies-fit"
+    else:
+        try:
+            pk = packing(copy, instance_spec(itype))
+        except PlanInputError as err:
+            raise UsageError(f"--hot-load-instance-type {itype!r}: {err}; or give --copies-fit N") from None
+        if pk.copies_per_instance < 1:
+            raise UsageError(f"a copy of {copy.model} ({copy.footprint.packing_memory_mib:g} MiB, {copy.footprint.device}) does not "
+                             f"fit an {itype} (limited by {pk.limited_by}); pick a larger --hot-load-instance-type")
+        fit, why = pk.copies_per_instance, f"{itype}, limited by {pk.limited_by}"
+        if copy.footprint.device == "cpu" and copy.footprint.cpu_cores is None:
+            why += "; CPU cores per copy not measured, so this is an upper bound: see --copies-fit"
+    if args.headroom_copies < 0:
+        raise UsageError(f"--headroom-copies {args.headroom_copies}: must be >= 0")
+    s = scaling_numbers(plan)
+    fleet = CopyFleet(headroom_copies=args.headroom_copies, instance_memory_mib=float(fit), copy_memory_mib=1.0, t_copy_s=copy.t_copy_s,
+                      initial_instances=s.min_instances, min_instances=s.min_instances, instance_type=itype)
+    rows = compare(model, trace.arrivals, lambda: AwsPolicy(s, model.cloudwatch_ratio, model.q_max), fleet,
+                   slo_ms=plan.inputs.slo_ms, planning_total_s=plan.t_total.planning_s)
+    head = (f"hot loading: {fit} copies fit one instance ({why}); instance-only adds instances of one copy"
+            + (f" (x{fit}: of {fit} copies)" if fit > 1 else "") + f"; a copy serves after T_copy {copy.t_copy_s:.1f} s "
+            f"({args.hot_load.name}), a new instance after {model.startup_s:.1f} s; both fleets start with "
+            f"{s.min_instances} instances and run the plan's scaling on the copy count; hot-load keeps "
+            f"{args.headroom_copies} copies of headroom")
+    foot = ("copies on one instance are simulated as independent servers at the measured per-copy throughput "
+            "(docs/design.md §10.8); peak inst counts instances, inst-h bills instances")
+    if args.plot:
+        from .plots import plot_hot_load
+        from speech.hotload import run_copies
+
+        runs = [run_copies(model, trace.arrivals, AwsPolicy(s, model.cloudwatch_ratio, model.q_max), fleet, mode)
+                for mode in ("instance-only", "hot-load")]  # the plot: one copy per instance vs hot loading
+        written.append(plot_hot_load(runs, args.out / f"hotload-{plan.model}-{safe}.png", trace.spec))
+    return {"copies_fit": fit, "t_copy_s": copy.t_copy_s, "startup_s": model.startup_s,
+            "results": [{**asdict(r.summary), "peak_copies": r.peak_copies, "first_added_serving_s": r.first_added_serving_s,
+                         "hot_loaded": r.hot_loaded, "new_instances": r.new_instances} for r in rows],
+            "table": "\n".join([head, "", render_table(rows), "", foot])}

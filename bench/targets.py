@@ -75,7 +75,8 @@ def _local_fingerprint(name: str, identity: dict, instance_type: str | None, ima
     (its /ping identity), so two runs against the same server build share a fingerprint."""
     digest = image_digest or identity.get("image_digest")
     if not digest:
-        ident = {k: v for k, v in identity.items() if k not in ("status",)}
+        # The footprint changes from ping to ping; it describes the copy, not the build.
+        ident = {k: v for k, v in identity.items() if k not in ("status", "footprint")}
         digest = "sha256:" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()
     try:
         return Fingerprint.of(instance_type or "local", digest)
@@ -336,11 +337,15 @@ class SageMakerTarget:
     """A SageMaker endpoint through boto3 InvokeEndpointWithResponseStream (blocking calls run on
     a thread pool sized to the concurrency, so the event loop only keeps time)."""
 
-    def __init__(self, endpoint: str, session: Any = None, transport: str = "stream", variant: str = aws.VARIANT) -> None:
+    def __init__(self, endpoint: str, session: Any = None, transport: str = "stream", variant: str = aws.VARIANT,
+                 inference_component: str | None = None) -> None:
         import boto3
 
         self.endpoint = endpoint
         self.variant = variant
+        self.inference_component = inference_component
+        """Invocations name this component (InferenceComponentName): the requests reach its copies only."""
+        self.component: dict = {}
         self.name = f"sagemaker:{endpoint}"
         self.transport = transport
         self.session = session or boto3.session.Session()
@@ -353,6 +358,8 @@ class SageMakerTarget:
         if ep.get("EndpointStatus") not in ("InService", "Updating"):
             raise TargetError(f"endpoint {self.endpoint!r} is {ep.get('EndpointStatus')}, not InService; wait for it")
         self.described = ep
+        if self.inference_component:
+            self.check_component()
         if self.transport == "bidirectional":
             client = self.session.client("sagemaker-runtime")
             if not hasattr(client, "invoke_endpoint_with_bidirectional_stream"):
@@ -362,9 +369,40 @@ class SageMakerTarget:
                     "measure with --transport stream, or against the container locally with --url"
                 )
 
+    def check_component(self) -> dict:
+        """The component must be on this endpoint, InService, with exactly one copy (current and
+        desired): a ladder against more copies measures their sum, not one copy."""
+        name = self.inference_component
+        ic = aws.describe_inference_component(self.session, name)
+        if ic.get("EndpointName") != self.endpoint:
+            raise UsageError(f"--inference-component {name!r} is hosted on endpoint {ic.get('EndpointName')!r}, not "
+                             f"{self.endpoint!r}; pass its endpoint with --endpoint")
+        status = ic.get("InferenceComponentStatus")
+        if status != "InService":
+            raise TargetError(f"inference component {name!r} is {status}, not InService; wait for it"
+                              + (f" ({ic['FailureReason']})" if ic.get("FailureReason") else ""))
+        current, desired = aws.copy_counts(ic)
+        if current != 1 or desired != 1:
+            raise TargetError(
+                f"inference component {name!r} runs {current} copies (desired {desired}); Q_max per copy needs exactly one: "
+                f"set its copy count to 1 (UpdateInferenceComponentRuntimeConfig CopyCount=1, with its copy scaling "
+                f"pinned to min = max = 1) and re-run"
+            )
+        self.component = ic
+        return ic
+
     def fingerprint(self, instance_type: str | None = None, image_digest: str | None = None) -> Fingerprint:
         if instance_type and image_digest:
             fp_type, fp_digest = instance_type, image_digest
+        elif self.inference_component:
+            ic = self.component or aws.describe_inference_component(self.session, self.inference_component)
+            fp_type, fp_digest = aws.component_identity(self.session, ic, self.described or None, self.variant)
+            fp_type, fp_digest = fp_type or "", fp_digest or ""
+            if not (instance_type or fp_type) or not (image_digest or fp_digest):
+                raise TargetError(
+                    f"inference component {self.inference_component!r}: cannot tell its instance type and image digest "
+                    f"(got {fp_type!r}, {fp_digest or 'no digest'}); pass --instance-type and --image-digest"
+                )
         else:
             ident = aws.endpoint_identity(self.session, self.endpoint, self.described or None)
             fp_type, fp_digest = ident.instance_type or "", ident.digest or ""
@@ -397,9 +435,10 @@ class SageMakerTarget:
         start = time.perf_counter()
         out = Outcome(start=start, end=start)
         try:
+            component = {"InferenceComponentName": self.inference_component} if self.inference_component else {}
             resp = self._runtime.invoke_endpoint_with_response_stream(
                 EndpointName=self.endpoint, Body=json.dumps(payload(text)).encode(), ContentType="application/json",
-                Accept="audio/pcm",
+                Accept="audio/pcm", **component,
             )
             for event in resp["Body"]:
                 part = event.get("PayloadPart", {}).get("Bytes")
@@ -441,6 +480,11 @@ def make_target(args: Any, session: Any = None) -> Target:
     if bool(url) == bool(endpoint):
         raise UsageError("pass exactly one of --url (local container) or --endpoint (SageMaker)")
     transport = getattr(args, "transport", "stream")
+    component = getattr(args, "inference_component", None)
     if url:
+        if component:
+            raise UsageError(f"--inference-component {component!r}: only with --endpoint (a local container is one copy already)")
         return WebSocketTarget(url) if transport == "bidirectional" else HttpTarget(url)
-    return SageMakerTarget(endpoint, session=session, transport=transport)
+    if component and transport != "stream":
+        raise UsageError(f"--inference-component with --transport {transport}: measure a component's copy with --transport stream")
+    return SageMakerTarget(endpoint, session=session, transport=transport, inference_component=component)

@@ -24,6 +24,7 @@ from .encode import MEDIA_TYPES, ResponseFormat, encode_all, make_encoder
 from .engine import Engine, Job
 from .errors import (BadRequest, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed, NotAcceptable,
                      ModelNotFound, ModelUnavailable, NotFound, TextTooLong, UnsupportedMediaType)
+from .footprint import FootprintCache
 from .limits import check_content_length, loads_bounded, read_limited
 from .metrics import MetricsRecorder
 from .settings import Settings
@@ -82,6 +83,8 @@ class State:
             window_s=settings.pressure_window_s, endpoint_name=settings.endpoint_name,
             variant_name=settings.variant_name)
         self._aliases: dict[str, str] | None = None
+        # Set once the backend knows its device (after framework init): the copy's memory for /ping.
+        self.footprint: FootprintCache | None = None
 
     @property
     def voices(self) -> tuple[str, ...]:
@@ -203,6 +206,10 @@ def build_app(settings: Settings | None = None) -> Starlette:
                 await loop.run_in_executor(None, backend.warmup)
                 log.info("warmup took %.2f s", time.monotonic() - t0)
             markers.emit_stage("warmup_done")
+            # After warm-up so the peak resident set includes it; before ready, so a tool that
+            # waits for /ping 200 already has this line.
+            st.footprint = FootprintCache(str(getattr(backend, "device", "cpu")))
+            markers.emit_footprint(await loop.run_in_executor(None, st.footprint.get))
             if settings.default_voice and settings.default_voice not in backend.voices:
                 log.warning("DEFAULT_VOICE %r is not one of %s", settings.default_voice, backend.voices)
             engine.ready = True
@@ -248,6 +255,8 @@ def build_app(settings: Settings | None = None) -> Starlette:
         body = {"status": "ok", **st.backend.identity()}
         if settings.image_digest:
             body["image_digest"] = settings.image_digest
+        if st.footprint is not None:
+            body["footprint"] = await asyncio.to_thread(st.footprint.get)
         return JSONResponse(body)
 
     async def _read_json_body(request: Request) -> bytes:

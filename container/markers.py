@@ -6,6 +6,13 @@ container's logs (or a local process's stdout) and `bench.synthetic` prints the 
 Format (exactly): {"event": "stage", "stage": "<name>", "at": "<ISO-8601 UTC with Z>",
 "elapsed_s": <float seconds since process start>}
 
+A second line, once, after ``warmup_done`` and before ``ready``: the copy's memory footprint
+(``container/footprint.py``), which ``bench tcopy`` records:
+{"event": "footprint", "at": ..., "elapsed_s": ..., "device": "cpu"|"cuda", "processes": <int>,
+"rss_bytes": <int>, "rss_peak_bytes": <int>, "accelerator_bytes": <int or null>,
+"accelerator_source": "nvml"|"torch.cuda.max_memory_reserved"|null, "accelerator_name": <str or null>,
+"accelerator_total_bytes": <int or null>}
+
 Why here: the image copies only ``container/`` (container/Dockerfile), so the module the server
 emits with must live inside that package; ``container/__init__.py`` imports nothing, and this
 module uses the standard library only, so ``bench`` imports it without loading the server's
@@ -88,3 +95,54 @@ def parse_stage_line(line: str) -> dict | None:
     if isinstance(elapsed, bool) or not isinstance(elapsed, (int, float)):
         return None
     return {"event": "stage", "stage": stage, "at": at, "elapsed_s": float(elapsed)}
+
+
+FOOTPRINT_FIELDS = ("device", "processes", "rss_bytes", "rss_peak_bytes", "accelerator_bytes", "accelerator_source",
+                    "accelerator_name", "accelerator_total_bytes")
+_ACCEL_SOURCES = (None, "nvml", "torch.cuda.max_memory_reserved")
+
+
+def emit_footprint(footprint: dict, stream=None) -> dict:
+    """One footprint line (see the module docstring); ``footprint`` is ``container.footprint.measure``."""
+    rec = {"event": "footprint", **{k: v for k, v in stage_record("footprint").items() if k in ("at", "elapsed_s")},
+           **{k: footprint.get(k) for k in FOOTPRINT_FIELDS}}
+    line = json.dumps(rec, separators=(", ", ": "))
+    with _lock:
+        out = stream or sys.stdout
+        out.write(line + "\n")
+        out.flush()
+    return rec
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def parse_footprint_line(line: str) -> dict | None:
+    """The footprint dict if ``line`` is a footprint marker, else None. Strict like
+    :func:`parse_stage_line`: every field present with its type, nothing else."""
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or obj.get("event") != "footprint":
+        return None
+    if set(obj) != {"event", "at", "elapsed_s", *FOOTPRINT_FIELDS}:
+        return None
+    at, elapsed = obj["at"], obj["elapsed_s"]
+    if not isinstance(at, str) or not _AT_RE.match(at) or isinstance(elapsed, bool) or not isinstance(elapsed, (int, float)):
+        return None
+    if obj["device"] not in ("cpu", "cuda") or not all(_count(obj[k]) for k in ("processes", "rss_bytes", "rss_peak_bytes")):
+        return None
+    if obj["accelerator_source"] not in _ACCEL_SOURCES or (obj["accelerator_bytes"] is not None and not _count(obj["accelerator_bytes"])):
+        return None
+    if (obj["accelerator_bytes"] is None) != (obj["accelerator_source"] is None):
+        return None
+    if obj["accelerator_name"] is not None and not isinstance(obj["accelerator_name"], str):
+        return None
+    if obj["accelerator_total_bytes"] is not None and not _count(obj["accelerator_total_bytes"]):
+        return None
+    return {**obj, "elapsed_s": float(elapsed)}

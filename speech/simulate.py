@@ -538,12 +538,37 @@ class Run:
     actions: list[Action] = field(default_factory=list)
 
 
+def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tuple[float, float, int, float]:
+    """One implicit 1 s step of dm/dt = lam (1 - P_block(m)) - D(m) for one serving unit, on the
+    instance model's grid (lists, for speed): find m' with m' + D(m') + lam (P_block(m') - 1) = m
+    (increasing in m'). Returns (m', P_block(m'), grid index k, weight w of k + 1)."""
+    kmax = len(occ_grid) - 1
+    lo, hi = 0, kmax
+    if occ_grid[hi] + dep[hi] + lam * (blk[hi] - 1.0) <= m:
+        k, w = hi, 0.0
+    elif occ_grid[0] + dep[0] + lam * (blk[0] - 1.0) >= m:
+        k, w = 0, 0.0
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            if occ_grid[mid] + dep[mid] + lam * (blk[mid] - 1.0) <= m:
+                lo = mid
+            else:
+                hi = mid
+        g_lo = occ_grid[lo] + dep[lo] + lam * (blk[lo] - 1.0)
+        g_hi = occ_grid[hi] + dep[hi] + lam * (blk[hi] - 1.0)
+        w = (m - g_lo) / (g_hi - g_lo) if g_hi > g_lo else 0.0
+        k = lo
+    if w > 0.0:
+        return occ_grid[k] + w * (occ_grid[k + 1] - occ_grid[k]), blk[k] + w * (blk[k + 1] - blk[k]), k, w
+    return occ_grid[k], blk[k], k, 0.0
+
+
 def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Run:
     """Step the fleet through the trace one second at a time under ``policy``."""
     occ_grid = model.occupancy.tolist()
     dep = model.depart_rps.tolist()
     blk = model.block.tolist()
-    kmax = len(occ_grid) - 1
     arr = np.asarray(arrivals, dtype=float).tolist()
     T = len(arr)
     hist = History(occupancy=[0.0] * T, arrivals=arr, rejected=[0.0] * T, serving=[0] * T)
@@ -563,30 +588,7 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
             m = m * n / (n + 1)
             n += 1
         a = arr[t]
-        lam = a / n
-        # Implicit step: find m' with m' + D(m') + lam (P_block(m') - 1) = m (increasing in m').
-        lo, hi = 0, kmax
-        if occ_grid[hi] + dep[hi] + lam * (blk[hi] - 1.0) <= m:
-            k, w = hi, 0.0
-        elif occ_grid[0] + dep[0] + lam * (blk[0] - 1.0) >= m:
-            k, w = 0, 0.0
-        else:
-            while hi - lo > 1:
-                mid = (lo + hi) >> 1
-                if occ_grid[mid] + dep[mid] + lam * (blk[mid] - 1.0) <= m:
-                    lo = mid
-                else:
-                    hi = mid
-            g_lo = occ_grid[lo] + dep[lo] + lam * (blk[lo] - 1.0)
-            g_hi = occ_grid[hi] + dep[hi] + lam * (blk[hi] - 1.0)
-            w = (m - g_lo) / (g_hi - g_lo) if g_hi > g_lo else 0.0
-            k = lo
-        if w > 0.0:
-            m = occ_grid[k] + w * (occ_grid[k + 1] - occ_grid[k])
-            pb = blk[k] + w * (blk[k + 1] - blk[k])
-        else:
-            m = occ_grid[k]
-            pb = blk[k]
+        m, pb, k, w = fluid_step(occ_grid, dep, blk, m, a / n)
         rej = a * pb
         hist.occupancy[t] = m
         hist.rejected[t] = rej

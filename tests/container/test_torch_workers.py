@@ -134,6 +134,12 @@ def test_server_with_workers_dead_worker_is_503_and_sigterm_leaves_no_process(mo
     workers = [pid for pid in _children(srv.proc.pid)
                if b"spawn_main" in (Path("/proc") / str(pid) / "cmdline").read_bytes()]
     assert len(workers) == 2, workers
+    # The copy's footprint counts the workers: each holds its own weights.
+    fp = httpx.get(srv.url + "/ping", timeout=10).json()["footprint"]
+    assert fp["device"] == "cpu" and fp["processes"] >= 3
+    outside = sum(int(next(ln.split()[1] for ln in (Path("/proc") / str(p) / "status").read_text().splitlines()
+                           if ln.startswith("VmRSS:"))) for p in [srv.proc.pid, *workers]) * 1024
+    assert fp["rss_bytes"] >= 0.75 * outside
     body = {"text": "Hello world.", "voice": "af_random", "response_format": "pcm", "stream": False}
     r = httpx.post(srv.url + "/invocations", json=body, timeout=60)
     assert r.status_code == 200 and len(r.content) > 0
