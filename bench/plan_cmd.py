@@ -30,6 +30,11 @@ Turn measured artifacts into autoscaling numbers with zero AWS calls.
 
 Writes plan-<model>.json into --out; with --stack NAME also writes the artifacts and inputs
 into Pulumi.NAME.yaml (other keys kept). Exit 0 ok/warn, 1 stop finding, 2 bad input.
+
+Several models: `bench plan --stack NAME` alone re-plans every model of Pulumi.NAME.yaml from
+the measurements embedded there, under the stack's daily budget (speech-endpoints:budget:
+critical models at their peak, standard capped with a warning, batch gets the rest), and writes
+plan-<model>.json for each plus budget-NAME.json (the allocation).
 """
 
 FLAG_OF = {
@@ -52,9 +57,10 @@ FIX_OF = {
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact (bench qmax)")
-    p.add_argument("--ttotal", required=True, type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
-    p.add_argument("--peak-rps", required=True, type=float, metavar="N", help="busiest-hour requests/s")
+    p.add_argument("--qmax", type=Path, metavar="FILE",
+                   help="qmax artifact (bench qmax); without --qmax/--ttotal/--peak-rps, --stack NAME re-plans every model")
+    p.add_argument("--ttotal", type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
+    p.add_argument("--peak-rps", type=float, metavar="N", help="busiest-hour requests/s")
     p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
     p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X",
@@ -133,6 +139,16 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
 
 
 def run(args: argparse.Namespace) -> int:
+    given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
+             if v is not None]
+    if not given and args.stack:
+        from .plan_stack import run_stack
+
+        return run_stack(args.stack, args.stack_dir, args.out, args.json)
+    if len(given) < 3:
+        missing = [f for f in ("--qmax", "--ttotal", "--peak-rps") if f not in given]
+        raise UsageError(f"{', '.join(missing)} missing: plan one model with --qmax FILE --ttotal FILE --peak-rps N, "
+                         "or re-plan every model of a stack file with --stack NAME alone")
     q = load_artifact(args.qmax, QmaxArtifact)
     t = load_artifact(args.ttotal, TtotalArtifact)
     if args.max_instances is not None and args.max_instances < 1:

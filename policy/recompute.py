@@ -43,6 +43,9 @@ class Provenance:
     document: pv.ProvenanceDocument
     document_object: Res
     plan: PlanArtifact
+    planned: PlanArtifact | None = None
+    """The plan before the stack's budget capped it (its fleet is the model's measured need);
+    the same as ``plan`` when the document records no budget allocation."""
 
 
 def tags_of(res: Res) -> Mapping[str, Any]:
@@ -149,6 +152,13 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
         )
     except SpeechError as err:
         raise NoProvenance(f"the plan cannot be recomputed from provenance document {obj.label}: {err}") from None
+    planned = plan
+    if doc.budget is not None:
+        # The program capped the fleet at the model's budget allocation; daily-cost-ceiling checks
+        # that allocation against the one it recomputes over every model.
+        from speech.budget import apply_allocation
+
+        plan = apply_allocation(plan, doc.budget)
 
     expected = pv.plan_tags(plan, doc.measurements)
     wrong = [f"{k}={tags[k]!r} (plan: {v!r})" for k, v in expected.items() if tags[k] != v]
@@ -157,7 +167,7 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
             f"{endpoint.label} tags disagree with the plan recomputed from its provenance document: "
             f"{'; '.join(wrong)}; regenerate the tags from stack config (speech.provenance.provenance_tags)"
         )
-    return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=plan)
+    return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=plan, planned=planned)
 
 
 class ProvenanceCache:

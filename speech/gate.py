@@ -11,11 +11,12 @@ instance type and image).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from .artifacts import PlanArtifact
-from .config import ModelConfig
+from .artifacts import BudgetAllocation, ModelAllocation, PlanArtifact
+from .config import ModelConfig, StackConfig
 from .errors import ConfigError, FingerprintMismatch, PlanInputError
 from .plan import build_plan
 from .provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
@@ -134,6 +135,8 @@ class ModelDeployment:
     document: ProvenanceDocument | None
     document_text: str | None
     document_key: str | None
+    budget: ModelAllocation | None = None
+    """This model's share of the stack's daily budget (:func:`apply_budget`); None without a budget."""
 
     @property
     def min_instances(self) -> int:
@@ -185,3 +188,34 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
         document_text=document_text(doc),
         document_key=document_key(name, plan.fingerprint.slug),
     )
+
+
+def apply_budget(deployments: Mapping[str, ModelDeployment], config: StackConfig, *,
+                 endpoints: Mapping[str, str]) -> tuple[dict[str, ModelDeployment], BudgetAllocation | None]:
+    """Every model under the stack's daily budget, by :func:`speech.budget.allocate` (the one
+    allocation function): each plan's max_instances capped at its allocation with its ``budget``
+    finding, the provenance document recording the allocation and the budget (so the pack
+    recomputes the same capped plan), and the gate decided again on the capped plan. Without a
+    budget the deployments come back unchanged.
+    """
+    from .budget import allocate, apply_allocation, realtime_need
+
+    if config.budget is None:
+        return dict(deployments), None
+    allocation = allocate([realtime_need(name, dep.config, dep.plan) for name, dep in deployments.items()], config.budget)
+    out: dict[str, ModelDeployment] = {}
+    for name, dep in deployments.items():
+        alloc = allocation.of(name)
+        if dep.plan is None or dep.document is None:
+            out[name] = replace(dep, budget=alloc)
+            continue
+        plan = apply_allocation(dep.plan, alloc)
+        doc = dep.document.model_copy(update={"budget": alloc, "stack_budget": config.budget})
+        decision = gate(dep.config, plan, name=name, endpoint=endpoints[name],
+                        allow_config_mismatch=config.allow_config_mismatch)
+        if decision.enabled and alloc.max_instances < alloc.peak_instances:
+            decision = replace(decision, reason=f"{decision.reason}; capped by the daily budget at "
+                               f"{plan.fleet.max_instances} of the {alloc.peak_instances} instances its peak needs "
+                               f"({alloc.priority})")
+        out[name] = replace(dep, plan=plan, gate=decision, document=doc, document_text=document_text(doc), budget=alloc)
+    return out, allocation

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .artifacts import PlanArtifact, canonical_sha256
+from .artifacts import ModelAllocation, PlanArtifact, canonical_sha256
 from .components.iam import INVOKE_ACTIONS
 from .gate import GateDecision
 from .scaling import VARIANT
@@ -28,7 +28,7 @@ BUFFERED_CALL = "InvokeEndpoint"
 ENDPOINT_KEYS = ("name", "arn", "region", "variant", "runtime_call", "runtime_actions", "streaming",
                  "invoke_role_arn", "invoke_policy_arn", "instance_type", "image")
 SCALING_KEYS = ("enabled", "reason_code", "verdict", "origin", "target", "scale_in_threshold", "min", "max",
-                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key")
+                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key", "budget")
 OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
 
 
@@ -50,9 +50,25 @@ def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, i
     }
 
 
-def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key: str | None) -> dict[str, Any]:
+def budget_output(alloc: ModelAllocation | None) -> dict[str, Any] | None:
+    """``scaling.<model>.budget``: the model's share of the stack's daily budget (null without one)."""
+    if alloc is None:
+        return None
+    return {
+        "priority": alloc.priority,
+        "peak_instances": alloc.peak_instances,
+        "max_instances": alloc.max_instances,
+        "served_share": alloc.served_share,
+        "daily_usd_at_max": alloc.daily_usd_at_max,
+        "level": alloc.finding.level,
+    }
+
+
+def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key: str | None,
+                   budget: ModelAllocation | None = None) -> dict[str, Any]:
     """``scaling.<model>``: what autoscaling is deployed (numbers null when the gate is off) and
-    which plan it came from (``plan_sha256``, ``verdict``: present whenever there is a plan)."""
+    which plan it came from (``plan_sha256``, ``verdict``: present whenever there is a plan);
+    ``budget``: its allocation under the stack's daily budget, when the stack has one."""
     on = gate.enabled and plan is not None
     return {
         "enabled": on,
@@ -69,6 +85,7 @@ def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key
         "queue_max_depth": plan.queue_max_depth if plan is not None else None,
         "plan_sha256": canonical_sha256(plan) if plan is not None else None,
         "provenance_key": provenance_key,
+        "budget": budget_output(budget),
     }
 
 

@@ -31,7 +31,7 @@ from .components.guard import ScalingGuard, ScalingGuardArgs
 from .components.image import ContainerImage, ContainerImageArgs, context_tag
 from .config import ECR_REPO_RE, StackConfig
 from .errors import SpeechError
-from .gate import ModelDeployment, image_matches_measurements, plan_model
+from .gate import ModelDeployment, apply_budget, image_matches_measurements, plan_model
 from .hosting import endpoint_name as checked_endpoint_name
 from .scaling import resource_id
 from .hosting import startup_health_check_timeout_s
@@ -46,11 +46,13 @@ def endpoint_name(model: str) -> str:
 
 
 def plan_stack(config: StackConfig) -> dict[str, ModelDeployment]:
-    """Plan and gate every model before creating anything: a bad model stops the whole preview."""
+    """Plan and gate every model before creating anything: a bad model stops the whole preview.
+    With a daily budget, each model's fleet is capped at its allocation (speech.gate.apply_budget)."""
     deployments = {
         name: plan_model(name, model, endpoint=endpoint_name(name), allow_config_mismatch=config.allow_config_mismatch)
         for name, model in config.models.items()
     }
+    deployments, _ = apply_budget(deployments, config, endpoints={name: endpoint_name(name) for name in deployments})
     for name, dep in deployments.items():
         endpoint_name(name)
         weights_layout(dep.config.weights_source, f"speech-endpoints:models.{name}.weights_source")
@@ -198,7 +200,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
                                   instance_type=cfg.instance_type, image=v[5]))
     alarms = pulumi.Output.all(**{k: a.name for k, a in observability.alarms.items()})
     dashboard = pulumi.Output.all(name=observability.dashboard.dashboard_name, url=observability.dashboard_url)
-    return ModelOutputs(endpoint=endpoint_out, scaling=scaling_output(dep.gate, plan, dep.document_key),
+    return ModelOutputs(endpoint=endpoint_out, scaling=scaling_output(dep.gate, plan, dep.document_key, dep.budget),
                         dashboard=dashboard, alarms=alarms)
 
 

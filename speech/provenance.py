@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pydantic import ValidationError
+from typing import Any
 
-from .artifacts import Frozen, PlanArtifact, canonical_sha256
-from .config import MeasuredOn, Measurements, PlanInputs
+from pydantic import ValidationError, model_serializer
+
+from .artifacts import Frozen, ModelAllocation, PlanArtifact, canonical_sha256
+from .config import Budget, MeasuredOn, Measurements, PlanInputs
 from .errors import ArtifactError, describe_validation_error
 
 TAG_PREFIX = "speech:"
@@ -50,6 +52,21 @@ class ProvenanceDocument(Frozen):
     max_instances_cap: int | None = None
     measured_on: MeasuredOn | None = None
     """The stack config's other endpoint whose measurements this model may deploy."""
+    budget: ModelAllocation | None = None
+    """This model's allocation under the stack's daily budget (speech.budget.allocate): the pack
+    caps the recomputed plan with it and checks it against the allocation it recomputes."""
+    stack_budget: Budget | None = None
+    """The stack's budget (daily USD, prices) the allocation was made under."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_budget(self, handler: Any) -> Any:
+        # Documents of stacks without a budget keep their bytes (and their sha256 tag).
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("budget", "stack_budget"):
+                if key in data and data[key] is None:
+                    del data[key]
+        return data
 
 
 def target_binding_problem(model: str, measurements: Measurements, endpoint: str,
