@@ -388,6 +388,10 @@ def render(result: PreviewResult) -> str:
                 f"  Q_max {sc['q_max']}, target {sc['target']:g}, scale-in {sc['scale_in_threshold']:g}, "
                 f"cooldowns {c['scale_out_s']}/{c['scale_in_s']} s, fleet {sc['min']}..{sc['max']}"
             )
+        b = sc.get("budget")
+        if b:
+            lines.append(f"  budget: {b['priority']}, max {b['max_instances']} of {b['peak_instances']} at peak "
+                         f"({100 * b['served_share']:.0f}% served), ${b['daily_usd_at_max']:,.2f}/day at max ({b['level']})")
         if ep:
             lines.append(f"  clients: {ep['runtime_call']} with role {ep['invoke_role_arn']}")
     if result.warnings:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -198,3 +200,40 @@ def test_stack_budget_config_parses_and_names_a_missing_price():
         parse_stack_config({"models": {"a": model}, "budget": {"daily_usd": -1}})
     with pytest.raises(ConfigError, match="priority"):
         parse_stack_config({"models": {"a": {**model, "priority": "urgent"}}})
+
+
+# --- the program's side (pure: speech.gate.apply_budget) ----------------------------------------
+
+
+def _multi_config(daily_usd: float):
+    from ruamel.yaml import YAML
+
+    from speech.stack import parse_stack_config
+
+    raw = YAML(typ="safe").load((Path(__file__).resolve().parents[2] / "examples/Pulumi.multi.yaml").read_text())
+    cfg = {k.split(":", 1)[1]: v for k, v in raw["config"].items() if k.startswith("speech-endpoints:")}
+    cfg["budget"] = {"daily_usd": daily_usd}
+    return parse_stack_config(cfg)
+
+
+def test_apply_budget_caps_regates_and_records_the_allocation():
+    from speech.gate import apply_budget, plan_model
+    from speech.provenance import parse_document
+
+    cfg = _multi_config(800)
+    endpoints = {n: f"multi-{n}" for n in cfg.models}
+    deps = {n: plan_model(n, m, endpoint=endpoints[n]) for n, m in cfg.models.items()}
+    capped, alloc = apply_budget(deps, cfg, endpoints=endpoints)
+    std = capped["narration"]
+    assert deps["narration"].plan.fleet.max_instances == 23 and std.plan.fleet.max_instances == 11
+    assert std.gate.enabled and "capped by the daily budget at 11 of the 23" in std.gate.reason
+    doc = parse_document(std.document_text, "test")
+    assert doc.budget == alloc.of("narration") and doc.stack_budget == cfg.budget
+    # Without a budget nothing changes, and the provenance document keeps its bytes.
+    plain = cfg.model_copy(update={"budget": None})
+    same, none = apply_budget(deps, plain, endpoints=endpoints)
+    assert none is None and same == deps and '"budget"' not in deps["narration"].document_text
+    # Below the critical need: the critical model's gate closes on the shortfall.
+    short, alloc = apply_budget(deps, _multi_config(400), endpoints=endpoints)
+    assert alloc.verdict == "stop" and not short["assistant"].gate.enabled
+    assert short["assistant"].gate.code == "plan_stop" and "shortfall" in short["assistant"].gate.reason
