@@ -856,3 +856,67 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
         results=results,
         created_at=created_at,
     )
+
+
+# --- several routes under one budget (docs/design.md §10.8) -------------------------------------
+
+
+@dataclass(frozen=True)
+class BudgetRoute:
+    """One real-time route of a stack with a daily budget: its plan (capped by the allocation,
+    speech.budget.apply_allocation), the measurements it was planned from, and its own traffic."""
+
+    name: str
+    plan: PlanArtifact
+    qmax: QmaxArtifact
+    ttotal: TtotalArtifact
+    arrivals: np.ndarray
+
+
+@dataclass(frozen=True)
+class RouteResult:
+    """A route at its budget cap next to the same route with its whole planned need."""
+
+    name: str
+    priority: str
+    max_instances: int
+    """What the budget allows (the capped plan's fleet max)."""
+    peak_instances: int
+    """What its plan needs at peak."""
+    capped: Summary
+    """The deployed policy with the fleet capped at the allocation."""
+    uncapped: Summary
+    """The same policy and traffic with the whole need: the baseline the cap is judged against."""
+
+
+def simulate_budget(routes: Sequence[BudgetRoute]) -> list[RouteResult]:
+    """Every route on its own traffic under the deployed policy, at its budget cap and at its whole
+    planned need. Routes are separate endpoints, so they share nothing while running: the budget
+    acts only through each fleet's max capacity, which is what this shows (a critical route keeps
+    its plan, a capped standard route refuses what its capped fleet cannot admit at peak)."""
+    out = []
+    for r in routes:
+        alloc = r.plan.budget
+        peak = alloc.peak_instances if alloc is not None else r.plan.fleet.max_instances
+        full = r.plan.model_copy(update={"fleet": r.plan.fleet.model_copy(update={"max_instances": max(
+            r.plan.fleet.min_instances, peak)})})
+        model = build_instance(r.qmax, r.ttotal, slo_ms=r.plan.inputs.slo_ms)
+        _, _, capped = simulate(r.plan, r.qmax, r.ttotal, r.arrivals, policies=("plan",), model=model)
+        _, _, uncapped = simulate(full, r.qmax, r.ttotal, r.arrivals, policies=("plan",), model=model)
+        out.append(RouteResult(name=r.name, priority=alloc.priority if alloc is not None else "standard",
+                               max_instances=r.plan.fleet.max_instances, peak_instances=peak,
+                               capped=capped[0], uncapped=uncapped[0]))
+    return out
+
+
+def budget_table(results: Sequence[RouteResult]) -> str:
+    """The comparison as a text table (benchmarks/simulate_budget.py prints it)."""
+    head = (f"{'route':<14} {'priority':<9} {'fleet':>7} {'':<9} {'within SLO':>10} {'rejected':>9} "
+            f"{'p95 ms':>8} {'viol. min':>9} {'inst-h':>8}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        for label, s, n in (("at cap", r.capped, r.max_instances), ("whole need", r.uncapped, r.peak_instances)):
+            lines.append(f"{r.name:<14} {r.priority:<9} {n:>7} {label:<9} {100 * s.within_slo_share:>9.1f}% "
+                         f"{100 * s.rejected_share:>8.1f}% {s.ttfab_p95_ms:>8.0f} {s.violation_minutes:>9} "
+                         f"{s.instance_hours:>8.1f}")
+    return "\n".join(lines)
