@@ -4,7 +4,8 @@ embedded measurements and inputs, under the stack's daily budget.
 The same functions as the program (:func:`speech.gate.plan_model`, :func:`speech.gate.apply_budget`,
 hence :func:`speech.plan.build_plan` and :func:`speech.budget.allocate`), so the plans written here
 are the ones the program deploys and the pack recomputes. Writes ``plan-<model>.json`` per
-measured model (with its ``budget`` section when the stack has a budget) and
+measured real-time model (with its ``budget`` section when the stack has a budget),
+``batch-plan-<model>.json`` per batch model (speech.batch, capped by the budget) and
 ``budget-<stack>.json`` (every model's allocation); nothing is written unless every model plans.
 """
 
@@ -27,6 +28,10 @@ from .report import MARK
 
 def budget_filename(stack: str) -> str:
     return f"budget-{stack}.json"
+
+
+def batch_plan_filename(model: str) -> str:
+    return f"batch-plan-{model}.json"
 
 
 def load_stack(path: Path) -> StackConfig:
@@ -61,11 +66,13 @@ def render(stack: str, deployments: dict[str, ModelDeployment], allocation: Budg
     head = f"  {'model':<18} {'priority':<9} {'verdict':<8} {'fleet':>9} {'peak':>6} {'USD/day at max':>15}  scaling"
     lines.append(head)
     for name, dep in deployments.items():
-        plan, alloc = dep.plan, dep.budget
-        fleet = f"{plan.fleet.min_instances}..{plan.fleet.max_instances}" if plan else f"{dep.min_instances} fixed"
-        peak = str(alloc.peak_instances) if alloc else (str(plan.fleet.max_instances) if plan else "-")
+        plan, batch, alloc = dep.plan, dep.batch, dep.budget
+        fleet = (f"{plan.fleet.min_instances}..{plan.fleet.max_instances}" if plan
+                 else f"{batch.min_instances}..{batch.max_instances}" if batch else f"{dep.min_instances} fixed")
+        peak = (str(alloc.peak_instances) if alloc else str(plan.fleet.max_instances) if plan
+                else str(batch.peak_instances) if batch else "-")
         usd = f"{alloc.daily_usd_at_max:,.2f}" if alloc else "-"
-        verdict = plan.verdict if plan else "unmeasured"
+        verdict = plan.verdict if plan else batch.verdict if batch else "unmeasured"
         lines.append(f"  {name:<18} {dep.config.priority:<9} {verdict:<8} {fleet:>9} {peak:>6} {usd:>15}  "
                      f"{'on' if dep.gate.enabled else 'off'} ({dep.gate.code})")
     if allocation is not None:
@@ -86,18 +93,23 @@ def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     # Everything is computed; only now write, each file atomically.
     written: list[Path] = []
     plans: dict[str, PlanArtifact] = {n: d.plan for n, d in deployments.items() if d.plan is not None}
+    batches = {n: d.batch for n, d in deployments.items() if d.batch is not None}
     for plan in plans.values():
         written.append(write_artifact(out_dir / plan_filename(plan), plan))
+    for name, batch in batches.items():
+        written.append(write_artifact(out_dir / batch_plan_filename(name), batch))
     if allocation is not None:
         written.append(write_artifact(out_dir / budget_filename(stack), allocation))
     if as_json:
         print(json.dumps({
             "stack": stack,
             "plans": {n: json.loads(p.model_dump_json()) for n, p in plans.items()},
+            "batch_plans": {n: json.loads(b.model_dump_json()) for n, b in batches.items()},
             "budget": json.loads(allocation.model_dump_json()) if allocation is not None else None,
         }, indent=2))
     else:
         print(render(stack, deployments, allocation))
         print("\nwrote " + ", ".join(str(p) for p in written) if written else "\nnothing measured: no plan written")
-    stop = any(p.verdict == "stop" for p in plans.values()) or (allocation is not None and allocation.verdict == "stop")
+    stop = (any(p.verdict == "stop" for p in [*plans.values(), *batches.values()])
+            or (allocation is not None and allocation.verdict == "stop"))
     return 1 if stop else 0

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     routes = []
     for seed, (name, dep) in enumerate(deployments.items(), start=1):
         if dep.plan is None or dep.config.measurements is None:
-            print(f"{name}: not measured, skipped")
+            print(f"{name}: {'batch route (see the backlog table below)' if dep.batch else 'not measured'}, skipped")
             continue
         rate = diurnal_rate(peak=dep.config.plan.peak_rps, trough=dep.config.plan.trough_rps,
                             duration_s=int(args.hours * 3600), spikes=0, spike_factor=1.0, spike_s=60, seed=seed)

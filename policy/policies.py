@@ -151,6 +151,12 @@ POLICIES = [
                  "Each scaled variant has exactly one scale-out and one scale-in path (plus at most one surge step); "
                  "no orphan or competing scaling policies.",
                  rules.rule_one_path, MANDATORY),
+    stack_policy("batch-scaling-matches-plan",
+                 "A batch (asynchronous) endpoint carries no real-time scaling (ConcurrentRequestsPerModel or "
+                 "InvocationsPerInstance tracking, concurrency step alarms) and its backlog scaling equals the batch "
+                 "plan recomputed from the provenance document (speech.batch): min 0, max, backlog target, cooldowns, "
+                 "the HasBacklogWithoutCapacity wake step and alarm, MaxConcurrentInvocationsPerInstance.",
+                 rules.rule_batch_scaling, MANDATORY),
     stack_policy("daily-cost-ceiling",
                  "Maximum instances x hourly price x 24 over all endpoints stays within the daily budget.",
                  rules.rule_daily_cost, MANDATORY, COST_SCHEMA),

@@ -13,7 +13,8 @@ from typing import Any
 from collections.abc import Mapping
 
 from speech import provenance as pv
-from speech.artifacts import PlanArtifact
+from speech.artifacts import Finding, PlanArtifact
+from speech.batch import BatchPlan, build_batch_plan
 from speech.errors import SpeechError
 from speech.plan import build_plan
 
@@ -42,10 +43,25 @@ class Provenance:
     tags: Mapping[str, str]
     document: pv.ProvenanceDocument
     document_object: Res
-    plan: PlanArtifact
-    planned: PlanArtifact | None = None
+    plan: PlanArtifact | None
+    """The real-time plan; None for a batch document (``inputs.max_delay_s`` set)."""
+    batch: BatchPlan | None = None
+    """The batch plan (speech.batch) of a batch document."""
+    planned: PlanArtifact | BatchPlan | None = None
     """The plan before the stack's budget capped it (its fleet is the model's measured need);
-    the same as ``plan`` when the document records no budget allocation."""
+    the same as ``plan``/``batch`` when the document records no budget allocation."""
+
+    @property
+    def origin(self) -> str:
+        return (self.plan or self.batch).provenance.origin  # type: ignore[union-attr]
+
+    @property
+    def verdict(self) -> str:
+        return (self.plan or self.batch).verdict  # type: ignore[union-attr]
+
+    @property
+    def findings(self) -> list[Finding]:
+        return (self.plan or self.batch).findings  # type: ignore[union-attr]
 
 
 def tags_of(res: Res) -> Mapping[str, Any]:
@@ -142,8 +158,10 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
         raise NoProvenance(
             f"provenance document {obj.label} measured {fp.slug!r}, but {endpoint.label} is tagged {pv.TAG_SLUG}={slug!r}"
         )
+    # A batch model's document carries its acceptable delay: its plan is the batch plan.
+    recompute = build_batch_plan if doc.inputs.max_delay_s is not None else build_plan
     try:
-        plan = build_plan(
+        plan = recompute(
             doc.measurements.qmax,
             doc.measurements.ttotal,
             doc.inputs,
@@ -156,17 +174,20 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
     if doc.budget is not None:
         # The program capped the fleet at the model's budget allocation; daily-cost-ceiling checks
         # that allocation against the one it recomputes over every model.
-        from speech.budget import apply_allocation
+        from speech.budget import cap_plan
 
-        plan = apply_allocation(plan, doc.budget)
+        plan = cap_plan(plan, doc.budget)
 
-    expected = pv.plan_tags(plan, doc.measurements)
+    expected = pv.any_plan_tags(plan, doc.measurements)
     wrong = [f"{k}={tags[k]!r} (plan: {v!r})" for k, v in expected.items() if tags[k] != v]
     if wrong:
         raise NoProvenance(
             f"{endpoint.label} tags disagree with the plan recomputed from its provenance document: "
             f"{'; '.join(wrong)}; regenerate the tags from stack config (speech.provenance.provenance_tags)"
         )
+    if isinstance(plan, BatchPlan):
+        return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=None, batch=plan,
+                          planned=planned)
     return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=plan, planned=planned)
 
 

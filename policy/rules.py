@@ -29,6 +29,7 @@ from speech.iam_check import ALLOWED_ON_STAR, wildcard_findings
 from .recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, provenance_tags_of, tags_of
 from .stack import (
     MISSING,
+    T_ALARM,
     T_BUCKET,
     T_BUCKET_ACL,
     T_BUCKET_ACL_V2,
@@ -128,7 +129,7 @@ def rule_measured_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Proven
             prefix = "" if s.endpoint is None else f"{t.label} scales {s.endpoint.label}, but "
             yield prefix + err.message, t.urn
             continue
-        origin = prov.plan.provenance.origin
+        origin = prov.origin
         allowed = origin == "measured" or (origin == "reference" and allow_reference) or (
             origin == "assumption" and allow_assumption
         )
@@ -266,6 +267,16 @@ PULUMI_PATHS: dict[tuple[str, str], str] = {
     ("alarm", "comparison"): "comparisonOperator",
     ("alarm", "treat_missing_data"): "treatMissingData",
     ("queue", "max_depth"): "primaryContainer.environment.QUEUE_MAX_DEPTH",
+    ("backlog", "policy_type"): "policyType",
+    ("backlog", "metric_name"): "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.metricName",
+    ("backlog", "namespace"): "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.namespace",
+    ("backlog", "dimensions"): "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.dimensions",
+    ("backlog", "statistic"): "targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.statistic",
+    ("backlog", "target_value"): "targetTrackingScalingPolicyConfiguration.targetValue",
+    ("backlog", "scale_out_cooldown_s"): "targetTrackingScalingPolicyConfiguration.scaleOutCooldown",
+    ("backlog", "scale_in_cooldown_s"): "targetTrackingScalingPolicyConfiguration.scaleInCooldown",
+    ("client", "max_concurrent_invocations_per_instance"):
+        "asyncInferenceConfig.clientConfig.maxConcurrentInvocationsPerInstance",
 }
 STEP_PATHS = {"scaling_adjustment": "scalingAdjustment", "lower_bound": "metricIntervalLowerBound",
               "upper_bound": "metricIntervalUpperBound"}
@@ -310,6 +321,9 @@ def observed(part: str, res: Res, expected: Any) -> Any:
             v = _steps(v)
         elif f.name == "dimensions" and isinstance(v, Mapping):
             v = tuple(sorted((str(k), at(v, k)) for k in v))
+        elif f.name == "dimensions" and isinstance(v, list):
+            # A customized metric specification lists its dimensions as {name, value}.
+            v = tuple(sorted((str(at(d, "name")), at(d, "value")) for d in v))
         values[f.name] = v
     if kind == "alarm" and values["datapoints_to_alarm"] is None:
         values["datapoints_to_alarm"] = values["evaluation_periods"]
@@ -354,6 +368,8 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
         except NoProvenance as err:
             yield (f"{t.label}: cannot compare scaling with a plan: {err.message}", t.urn)
             continue
+        if prov.plan is None or _is_async(stack, s.endpoint):
+            continue  # a batch route: batch-scaling-matches-plan compares it with its batch plan
         plan, src = prov.plan, f"provenance document {prov.document_object.label}"
         if s.endpoint_name is None:
             # The resource id is unknown during preview: its endpoint was found through dependencies.
@@ -393,14 +409,16 @@ def rule_plan_feasible(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCa
             yield (f"{t.label}: cannot show that its plan is feasible: {err.message}", t.urn)
             continue
         plan = prov.plan
-        if plan.verdict == "stop":
-            stops = "; ".join(f"{f.name}: {f.message}" for f in plan.findings if f.level == "stop")
+        if prov.verdict == "stop":
+            stops = "; ".join(f"{f.name}: {f.message}" for f in prov.findings if f.level == "stop")
             yield (
                 f"{t.label} scales {s.endpoint.label}, but the plan recomputed from provenance document "
                 f"{prov.document_object.label} has verdict 'stop' ({stops}); a stop plan must not get scaling; "
                 "fix: address the stop findings and re-plan, or remove the scaling resources",
                 t.urn,
             )
+        if plan is None:
+            continue  # a batch plan: its cooldowns are compared by batch-scaling-matches-plan
         planning = plan.t_total.planning_s
         for p in _step_policies(stack, s, "in"):
             cd = p.get("stepScalingPolicyConfiguration.cooldown")
@@ -490,6 +508,8 @@ def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
                        "targets; fix: keep one", t.urn)
                 continue
             seen[s.resource_id] = t
+        if _is_async(stack, s.endpoint):
+            continue  # an asynchronous endpoint's two paths (backlog, wake): batch-scaling-matches-plan
         policies = _policies(stack, s)
         outs = [p for p in policies if p.get("policyType") == "TargetTrackingScaling"]
         ins = _step_policies(stack, s, "in")
@@ -537,6 +557,117 @@ def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
         elif rid not in seen and not any(s.target.urn in p.dependencies for s in scaled):
             yield (f"{p.label} scales {fmt(rid)}, which has no scalable target in this stack: an orphan policy "
                    f"nothing reviews; {fix}", p.urn)
+
+
+# --- batch-scaling-matches-plan ----------------------------------------------------------------
+
+
+def _is_async(stack: Stack, endpoint: Res | None) -> bool:
+    """The endpoint's configuration in this stack has an asyncInferenceConfig (a batch route)."""
+    if endpoint is None:
+        return False
+    configs, _ = stack.endpoint_config_of(endpoint)
+    return any(c.get("asyncInferenceConfig") not in (MISSING, None) for c in configs)
+
+
+def _metric_of_policy(p: Res) -> Any:
+    """What a target-tracking policy tracks: the predefined type, else the customized metric's name."""
+    pre = p.get("targetTrackingScalingPolicyConfiguration.predefinedMetricSpecification.predefinedMetricType")
+    if pre is not MISSING:
+        return pre
+    return p.get("targetTrackingScalingPolicyConfiguration.customizedMetricSpecification.metricName")
+
+
+def _realtime_metric(value: Any) -> bool:
+    return isinstance(value, str) and any(m in value for m in scaling.REALTIME_METRICS)
+
+
+def _endpoint_alarms(stack: Stack, endpoint_name: str) -> list[Res]:
+    """Alarms whose dimensions name this endpoint (with or without a variant)."""
+    return [a for a in stack.of(T_ALARM) if isinstance(a.get("dimensions"), Mapping)
+            and at(a.get("dimensions"), "EndpointName") == endpoint_name]
+
+
+def rule_batch_scaling(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
+    """A batch route is an asynchronous endpoint scaled only on its backlog, as its batch plan says:
+    no real-time scaling (concurrency or invocations target tracking, concurrency step alarms), one
+    backlog target tracking, one wake step behind HasBacklogWithoutCapacity, min 0."""
+    fix_rt = ("fix: a batch route queues instead of scaling for latency; remove the real-time scaling and let the "
+              "program create the backlog scaling (priority: batch, hosting: async, then pulumi preview)")
+    for s in scaled_variants(stack):
+        t = s.target
+        is_async = _is_async(stack, s.endpoint)
+        try:
+            prov = _provenance(s, cache) if s.endpoint is not None else None
+        except NoProvenance as err:
+            if is_async:
+                yield (f"{t.label}: cannot compare the asynchronous endpoint's scaling with a batch plan: {err.message}",
+                       t.urn)
+            continue
+        batch = prov.batch if prov is not None else None
+        if not is_async and batch is None:
+            continue  # a real-time route: the real-time rules judge it
+        src = f"provenance document {prov.document_object.label}" if prov is not None else "its provenance"
+        if is_async and batch is None:
+            yield (f"{t.label} scales the asynchronous endpoint {s.endpoint.label} from a real-time plan ({src} has no "
+                   "max_delay_s); fix: set priority: batch, hosting: async and plan.max_delay_s for the model, then "
+                   "bench plan --stack", t.urn)
+            continue
+        if not is_async:
+            yield (f"{s.endpoint.label} is a batch model ({src} plans a completion delay of "
+                   f"{batch.inputs.max_delay_s:g} s) but its endpoint configuration has no asyncInferenceConfig: a "
+                   "real-time endpoint cannot queue or scale to zero; fix: deploy it with hosting: async", t.urn)
+            continue
+        endpoint_name = s.endpoint_name if s.endpoint_name is not None else s.endpoint.get("name")
+        if not isinstance(endpoint_name, str):
+            endpoint_name = s.endpoint.name
+        spec = scaling.batch_scaling_spec(batch, endpoint_name, s.variant or scaling.VARIANT)
+        policies = _policies(stack, s)
+        tracking = [p for p in policies if p.get("policyType") == "TargetTrackingScaling"]
+        backlog = [p for p in tracking if _metric_of_policy(p) == scaling.BACKLOG_METRIC]
+        wakes = _step_policies(stack, s, "out")
+        alarms = _endpoint_alarms(stack, endpoint_name)
+        wake_alarms = [a for a in alarms if a.get("metricName") == scaling.WAKE_METRIC]
+
+        # 1. No real-time scaling on a batch route.
+        for p in tracking:
+            metric = _metric_of_policy(p)
+            if _realtime_metric(metric):
+                yield (f"{p.label} tracks {fmt(metric)} on the batch endpoint {endpoint_name!r}: real-time scaling on a "
+                       f"route whose requests wait in its queue (the backlog, {scaling.BACKLOG_METRIC}, is what it "
+                       f"scales on); {fix_rt}", p.urn)
+            elif metric != scaling.BACKLOG_METRIC:
+                yield (f"{p.label} tracks {fmt(metric)} on the batch endpoint {endpoint_name!r}, expected "
+                       f"{scaling.BACKLOG_METRIC} only; {fix_rt}", p.urn)
+        for p in _step_policies(stack, s, "in"):
+            yield (f"{p.label} is a step scale-in policy on the batch endpoint {endpoint_name!r}: backlog target "
+                   f"tracking scales it in (to zero); {fix_rt}", p.urn)
+        for a in alarms:
+            if _realtime_metric(a.get("metricName")):
+                yield (f"{a.label} watches {fmt(a.get('metricName'))} of the batch endpoint {endpoint_name!r}: a "
+                       f"real-time scaling alarm; {fix_rt}", a.urn)
+
+        # 2. The backlog scaling is the batch plan's.
+        found: list[tuple[str, Res]] = [("target", t)]
+        if len(backlog) != 1:
+            yield (f"{t.label} has {len(backlog)} {scaling.BACKLOG_METRIC} target-tracking policies "
+                   f"({', '.join(p.label for p in backlog) or 'none'}), expected exactly 1 at backlog target "
+                   f"{batch.backlog_target_per_instance} ({spec.rule_of('backlog', 'target_value')}, from {src}); "
+                   f"{FIX_HAND_EDIT}", t.urn)
+        found += [("backlog", p) for p in backlog]
+        if len(wakes) != 1 or len(wake_alarms) != 1:
+            yield (f"{t.label} has {len(wakes)} step scale-out (wake) policies and {len(wake_alarms)} "
+                   f"{scaling.WAKE_METRIC} alarms on {endpoint_name!r}, expected exactly 1 each: target tracking cannot "
+                   f"scale up from zero instances (no backlog per instance exists there), so without the wake the "
+                   f"endpoint stays at zero with requests queued; {FIX_HAND_EDIT}", t.urn)
+        found += [("wake", p) for p in wakes[:1]] + [("wake_alarm", a) for a in wake_alarms[:1]]
+        for part, res in found:
+            for msg in plan_differences(part, res, spec, src):
+                yield msg, res.urn
+        configs, _ = stack.endpoint_config_of(s.endpoint)
+        for c in configs[:1]:
+            for msg in plan_differences("client", c, spec, src):
+                yield msg, c.urn
 
 
 # --- daily-cost-ceiling ------------------------------------------------------------------------
@@ -600,7 +731,8 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
 
 def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: ProvenanceCache) -> StackViolations:
     """The stack budget part of daily-cost-ceiling (see :func:`rule_daily_cost`)."""
-    from speech.budget import ModelNeed, allocate, check_deployed
+    from speech.artifacts import PlanArtifact
+    from speech.budget import BATCH_FLOOR_INSTANCES, ModelNeed, allocate, check_deployed
     from speech.errors import SpeechError
 
     provs = {}
@@ -624,9 +756,12 @@ def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: 
         p = provs[urn]
         if p is not None and p.document.budget is not None and p.planned is not None:
             name = p.model
+            planned = p.planned
+            # A real-time plan's fleet, or a batch plan's peak above its floor (speech.budget's needs).
+            floor = planned.fleet.min_instances if isinstance(planned, PlanArtifact) else BATCH_FLOOR_INSTANCES
+            peak = planned.fleet.max_instances if isinstance(planned, PlanArtifact) else planned.peak_instances
             needs.append(ModelNeed(name=name, priority=p.document.budget.priority, instance_type=p.document.instance_type,
-                                   floor_instances=p.planned.fleet.min_instances,
-                                   peak_instances=max(p.planned.fleet.min_instances, p.planned.fleet.max_instances)))
+                                   floor_instances=floor, peak_instances=max(floor, peak)))
             docs[name] = p
         else:
             # Unmeasured (or unbudgeted) endpoints deploy a fixed count: that is both their floor and peak.

@@ -452,7 +452,7 @@ class ModelAllocation(Frozen):
     instance_type: str
     price_usd_per_hour: float
     floor_instances: int
-    """Instances the model keeps at its quietest (the plan's min_instances; 0 for batch)."""
+    """The least max capacity it can be deployed with (the plan's min_instances; 1 for batch)."""
     peak_instances: int
     """Instances its plan needs at peak (the plan's max_instances before the budget)."""
     max_instances: int

@@ -6,25 +6,27 @@ Pure: typed needs in, a typed allocation out; no I/O, no clock. The one allocati
 
 The rule, in order, all in USD per day (instances x USD per instance-hour x 24):
 
-1. every model keeps its floor (real-time variants need at least one instance; batch models 0);
+1. every model keeps its floor: real-time models their plan's min_instances; batch (async) models
+   one instance, the least max capacity an endpoint can have (it scales to zero when idle, but
+   SageMaker creates every endpoint with at least one instance, :data:`BATCH_FLOOR_INSTANCES`);
 2. critical models get their whole peak fleet, never less. When the budget cannot pay for that
    plus every other floor, the allocation is a ``stop`` naming the shortfall;
 3. standard models share what is left: each gets the same share of its unmet peak need, then
    left-over instances go one at a time to the least-served standard model that still fits; a
    standard model below its peak gets a ``warn`` saying which share of its peak it cannot serve;
-4. batch models share what standard left, the same way; below their peak they drain their
-   backlog more slowly (0 instances: not at all until the budget frees up).
+4. batch models share what standard left, the same way (beyond their floor of one instance);
+   below their peak their backlog grows while the peak lasts and drains after it.
 
 A model's need (:class:`ModelNeed`) is plain numbers, so the allocation does not depend on how it
 was planned: real-time models from their plan's fleet (:func:`realtime_need`), batch models from
-the batch plan's peak instances with floor 0.
+the batch plan's peak instances (:func:`batch_need`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
@@ -52,7 +54,8 @@ class ModelNeed(Frozen):
     priority: Priority
     instance_type: str
     floor_instances: Annotated[int, Field(ge=0)]
-    """Instances it keeps at all times (the plan's min_instances; 0 for batch)."""
+    """The least max capacity it can be deployed with, instances: a real-time plan's min_instances
+    (kept at all times); 1 for a batch model (:data:`BATCH_FLOOR_INSTANCES`)."""
     peak_instances: Annotated[int, Field(ge=0)]
     """Instances it needs at peak (the plan's max_instances before any budget cap)."""
 
@@ -172,8 +175,8 @@ def model_finding(need: ModelNeed, max_instances: int, price: float, critical: F
         effect = ("requests above what the capped fleet serves get 503 queue_saturated at peak (the SLO still holds "
                   "for what is admitted)")
     else:
-        effect = ("its backlog drains more slowly than planned" if max_instances > 0
-                  else "it has no instance: its backlog is not served until budget frees up")
+        effect = ("while its peak lasts its backlog grows past the planned delay, and it drains after the peak"
+                  if max_instances > 0 else "it has no instance: its backlog is not served until budget frees up")
     return Finding(
         name=FINDING,
         level="warn",
@@ -271,6 +274,48 @@ def apply_allocation(plan: PlanArtifact, alloc: ModelAllocation) -> PlanArtifact
     })
 
 
+BATCH_FLOOR_INSTANCES = 1
+"""The least max capacity a batch (async) model can be deployed with: every SageMaker endpoint is
+created with InitialInstanceCount >= 1 (botocore's ProductionVariant shape, min 1), and one whose
+scaling is off keeps that instance; with scaling on it scales to 0 when idle, but its max capacity,
+which the budget counts, is at least 1 (speech.batch plans max_instances >= 1)."""
+
+
+def batch_need(name: str, model: ModelConfig, peak_instances: int | None) -> ModelNeed:
+    """A batch (async) model's need: floor :data:`BATCH_FLOOR_INSTANCES` (the instance its endpoint
+    is created with; idle, it scales to zero, but the budget bounds the maximum), peak = the batch
+    plan's peak_instances (speech.batch); without measurements the one instance it deploys."""
+    floor = BATCH_FLOOR_INSTANCES
+    return ModelNeed(name=name, priority=model.priority, instance_type=model.instance_type, floor_instances=floor,
+                     peak_instances=max(floor, peak_instances or 0))
+
+
+def apply_batch_allocation(plan: Any, alloc: ModelAllocation) -> Any:
+    """A batch plan (speech.batch.BatchPlan) under the budget: max_instances = min(plan's,
+    allocated), its ``batch_fleet_capacity`` finding judged again at that cap (speech.batch.delay_at_cap:
+    warn while the backlog grows at peak, stop when the cap cannot drain it, e.g. 0 instances), the
+    model's ``budget`` finding added, the verdict recomputed. The batch module is imported here
+    only, so the allocation itself does not depend on it."""
+    from .batch import delay_at_cap
+
+    cap = min(plan.max_instances, alloc.max_instances)
+    capped = plan.model_copy(update={"max_instances": cap})
+    findings = []
+    for f in plan.findings:
+        if f.name == FINDING:
+            continue
+        findings.append(delay_at_cap(capped, cap) if f.name == "batch_fleet_capacity" else f)
+    findings.append(alloc.finding)
+    return type(plan).model_validate({**capped.model_dump(), "findings": [f.model_dump() for f in findings],
+                                      "verdict": verdict(findings)})
+
+
+def cap_plan(plan: Any, alloc: ModelAllocation) -> Any:
+    """Either kind of plan under the budget: :func:`apply_allocation` for a real-time plan,
+    :func:`apply_batch_allocation` for a batch plan (what the pack calls on a recomputed plan)."""
+    return apply_allocation(plan, alloc) if isinstance(plan, PlanArtifact) else apply_batch_allocation(plan, alloc)
+
+
 def check_deployed(allocation: BudgetAllocation, deployed_max: Mapping[str, int]) -> list[Finding]:
     """What the policy pack holds a stack to, from the same allocation: every critical model may
     scale to at least its measured peak need, and sum(max instances x price x 24) over the models
@@ -302,6 +347,8 @@ def check_deployed(allocation: BudgetAllocation, deployed_max: Mapping[str, int]
     return out
 
 
-__all__ = ["FINDING", "PRIORITY_ORDER", "STACK_FINDING", "ModelNeed", "allocate", "apply_allocation",
-           "check_deployed", "critical_finding", "daily_usd", "model_finding", "price_of", "realtime_need",
-           "share_out"]
+__all__ = [
+    "BATCH_FLOOR_INSTANCES", "FINDING", "PRIORITY_ORDER", "STACK_FINDING", "ModelNeed", "allocate", "apply_allocation",
+    "apply_batch_allocation", "batch_need", "cap_plan", "check_deployed", "critical_finding", "daily_usd",
+    "model_finding", "price_of", "realtime_need", "share_out",
+]

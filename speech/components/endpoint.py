@@ -39,6 +39,40 @@ def container_environment(model: str, config: ModelConfig, plan: PlanArtifact | 
     return env
 
 
+class AsyncInference:
+    """The asynchronous-inference part of an endpoint configuration (a batch model)."""
+
+    def __init__(self, *, s3_output_path: pulumi.Input[str], s3_failure_path: pulumi.Input[str],
+                 success_topic_arn: pulumi.Input[str], error_topic_arn: pulumi.Input[str],
+                 max_concurrent_invocations_per_instance: int | None) -> None:
+        self.s3_output_path = s3_output_path
+        """``s3://<bucket>/<prefix>/`` where SageMaker stores each response body."""
+        self.s3_failure_path = s3_failure_path
+        """``s3://<bucket>/<prefix>/`` where SageMaker stores the error of a failed request."""
+        self.success_topic_arn = success_topic_arn
+        """SNS topic told of each completed request."""
+        self.error_topic_arn = error_topic_arn
+        """SNS topic told of each failed request."""
+        self.max_concurrent_invocations_per_instance = max_concurrent_invocations_per_instance
+        """Requests SageMaker hands one instance at once: the measured Q_max (None before measuring:
+        SageMaker chooses)."""
+
+    def args(self) -> aws.sagemaker.EndpointConfigurationAsyncInferenceConfigArgs:
+        return aws.sagemaker.EndpointConfigurationAsyncInferenceConfigArgs(
+            output_config=aws.sagemaker.EndpointConfigurationAsyncInferenceConfigOutputConfigArgs(
+                s3_output_path=self.s3_output_path,
+                s3_failure_path=self.s3_failure_path,
+                notification_config=aws.sagemaker.EndpointConfigurationAsyncInferenceConfigOutputConfigNotificationConfigArgs(
+                    success_topic=self.success_topic_arn,
+                    error_topic=self.error_topic_arn,
+                ),
+            ),
+            client_config=aws.sagemaker.EndpointConfigurationAsyncInferenceConfigClientConfigArgs(
+                max_concurrent_invocations_per_instance=self.max_concurrent_invocations_per_instance,
+            ),
+        )
+
+
 class EndpointArgs:
     def __init__(
         self,
@@ -55,6 +89,7 @@ class EndpointArgs:
         tags: dict[str, str] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         endpoint_depends_on: Sequence[pulumi.Resource] = (),
+        async_inference: AsyncInference | None = None,
     ) -> None:
         self.endpoint_name = endpoint_name
         """Explicit endpoint name (``<stack>-<model>``) so alarms and scaling know it at preview."""
@@ -80,6 +115,8 @@ class EndpointArgs:
         """What must exist before the model (the weight cache run)."""
         self.endpoint_depends_on = list(endpoint_depends_on)
         """What must run before the endpoint is updated (the scaling guard)."""
+        self.async_inference = async_inference
+        """Set for a batch model: the endpoint is asynchronous (S3 in/out, SNS, requests queue)."""
 
 
 class Endpoint(pulumi.ComponentResource):
@@ -118,13 +155,16 @@ class Endpoint(pulumi.ComponentResource):
                     initial_variant_weight=1.0,
                     container_startup_health_check_timeout_in_seconds=args.startup_health_check_timeout_s,
                     model_data_download_timeout_in_seconds=MODEL_DATA_DOWNLOAD_TIMEOUT_S,
-                    routing_configs=[
+                    # Real-time requests are routed per request; an asynchronous endpoint hands its
+                    # queue out up to max_concurrent_invocations_per_instance per instance itself.
+                    routing_configs=None if args.async_inference is not None else [
                         aws.sagemaker.EndpointConfigurationProductionVariantRoutingConfigArgs(
                             routing_strategy=ROUTING_STRATEGY
                         )
                     ],
                 )
             ],
+            async_inference_config=args.async_inference.args() if args.async_inference is not None else None,
             tags=args.tags,
             opts=child,
         )

@@ -16,6 +16,9 @@ from ..iam_check import wildcard_findings
 INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")
 """The runtime calls a client of one endpoint needs: a whole answer, or the audio as it streams."""
 
+ASYNC_INVOKE_ACTIONS = ("sagemaker:InvokeEndpointAsync",)
+"""The runtime call a client of an asynchronous (batch) endpoint needs (botocore sagemaker-runtime)."""
+
 Doc = dict[str, Any]
 
 
@@ -171,5 +174,42 @@ def scaling_guard_policy(*, scalable_target_arn_prefix: str, endpoint_arn: str, 
                 "Resource": [endpoint_arn],
             },
             _logs_statement(log_group_arn),
+        ],
+    }
+
+
+def async_execution_policy(*, bucket_arn: str, input_prefix: str, output_prefix: str, failure_prefix: str,
+                           success_topic_arn: str, error_topic_arn: str) -> Doc:
+    """What an asynchronous endpoint's execution role adds: read the request payloads clients put
+    under the input prefix, write responses and failures under their two prefixes, publish to the
+    success and error topics. Nothing else in the bucket, no other topic."""
+    def under(prefix: str) -> str:
+        return f"{bucket_arn}/{prefix.strip('/')}/*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "ReadAsyncInput", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [under(input_prefix)]},
+            {"Sid": "WriteAsyncOutput", "Effect": "Allow", "Action": ["s3:PutObject"],
+             "Resource": [under(output_prefix), under(failure_prefix)]},
+            {"Sid": "NotifyAsync", "Effect": "Allow", "Action": ["sns:Publish"],
+             "Resource": [success_topic_arn, error_topic_arn]},
+        ],
+    }
+
+
+def async_invoke_policy(*, endpoint_arn: str, bucket_arn: str, input_prefix: str, output_prefix: str,
+                        failure_prefix: str) -> Doc:
+    """A client of one asynchronous endpoint: InvokeEndpointAsync on its ARN, put request payloads
+    under the input prefix, read responses and failures. Nothing else."""
+    def under(prefix: str) -> str:
+        return f"{bucket_arn}/{prefix.strip('/')}/*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "InvokeOneEndpointAsync", "Effect": "Allow", "Action": list(ASYNC_INVOKE_ACTIONS),
+             "Resource": [endpoint_arn]},
+            {"Sid": "PutRequests", "Effect": "Allow", "Action": ["s3:PutObject"], "Resource": [under(input_prefix)]},
+            {"Sid": "GetResponses", "Effect": "Allow", "Action": ["s3:GetObject"],
+             "Resource": [under(output_prefix), under(failure_prefix)]},
         ],
     }

@@ -41,9 +41,15 @@ def test_multi_stack_passes_with_standard_capped(pack, multi, _multi):
     assert report.mandatory == []
     # What passed is the capped allocation: critical at its peak need, standard at its share.
     assert named(multi, "assistant-target").props["maxCapacity"] == 12
-    assert named(multi, "narration-target").props["maxCapacity"] == 11
-    budget = _multi[1].outputs["scaling"]["narration"]["budget"]
-    assert budget["max_instances"] == 11 and budget["peak_instances"] == 23 and budget["level"] == "warn"
+    assert named(multi, "narration-target").props["maxCapacity"] == 10
+    scaling = _multi[1].outputs["scaling"]
+    budget = scaling["narration"]["budget"]
+    assert budget["max_instances"] == 10 and budget["peak_instances"] == 23 and budget["level"] == "warn"
+    # The batch route: an asynchronous endpoint scaled on its backlog from 0 to what the budget left.
+    batch = scaling["audiobooks"]
+    assert batch["enabled"] and (batch["min"], batch["max"]) == (0, 1) and batch["budget"]["peak_instances"] == 3
+    assert named(multi, "audiobooks-target").props["maxCapacity"] == 1
+    assert scaling["assistant"]["budget"]["max_instances"] == 12 == scaling["assistant"]["max"]
 
 
 def test_budget_below_critical_need_blocks_with_one_message(pack, tmp_path):
@@ -52,11 +58,11 @@ def test_budget_below_critical_need_blocks_with_one_message(pack, tmp_path):
     assert [d.policy for d in report.mandatory] == [POLICY]
     [msg] = messages(report, POLICY, "mandatory")
     assert "daily budget $400.00 cannot cover the critical models' peak" in msg
-    assert "shortfall of $39.30/day" in msg and "assistant: 12 x ml.g5.xlarge" in msg
-    assert "raise speech-endpoints:budget.daily_usd to at least $439.30" in msg
+    assert "shortfall of $73.09/day" in msg and "assistant: 12 x ml.g5.xlarge" in msg
+    assert "raise speech-endpoints:budget.daily_usd to at least $473.09" in msg
     # The program closed the critical model's scaling on the same stop finding.
     gate = {g.model: g for g in result.gates}["assistant"]
-    assert not gate.enabled and "shortfall of $39.30/day" in gate.reason
+    assert not gate.enabled and "shortfall of $73.09/day" in gate.reason
 
 
 def test_critical_model_capped_below_its_peak_need_is_blocked(pack, multi):
@@ -79,4 +85,4 @@ def test_policy_check_cli_passes_multi_and_blocks_a_lowered_budget(tmp_path, cap
     lowered(tmp_path, 420)
     assert check_main(["--stack-dir", str(tmp_path), "--stack", "low"]) == 1
     out = capsys.readouterr().out
-    assert out.count("shortfall of $19.30/day") == 1 and "BLOCKED" in out
+    assert out.count("shortfall of $53.09/day") == 1 and "BLOCKED" in out

@@ -225,8 +225,8 @@ def test_apply_budget_caps_regates_and_records_the_allocation():
     deps = {n: plan_model(n, m, endpoint=endpoints[n]) for n, m in cfg.models.items()}
     capped, alloc = apply_budget(deps, cfg, endpoints=endpoints)
     std = capped["narration"]
-    assert deps["narration"].plan.fleet.max_instances == 23 and std.plan.fleet.max_instances == 11
-    assert std.gate.enabled and "capped by the daily budget at 11 of the 23" in std.gate.reason
+    assert deps["narration"].plan.fleet.max_instances == 23 and std.plan.fleet.max_instances == 10
+    assert std.gate.enabled and "capped by the daily budget at 10 of the 23" in std.gate.reason
     doc = parse_document(std.document_text, "test")
     assert doc.budget == alloc.of("narration") and doc.stack_budget == cfg.budget
     # Without a budget nothing changes, and the provenance document keeps its bytes.

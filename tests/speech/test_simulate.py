@@ -299,6 +299,8 @@ def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
                                endpoints=endpoints)
     routes = []
     for seed, (name, dep) in enumerate(deps.items(), start=1):
+        if dep.plan is None:
+            continue  # the batch route queues instead: test_budget_peak_batch_backlog_grows_and_drains
         rate = diurnal_rate(peak=dep.config.plan.peak_rps, trough=dep.config.plan.trough_rps, duration_s=3 * 3600,
                             spikes=0, spike_factor=1.0, spike_s=60, seed=seed)
         m = dep.config.measurements
@@ -307,13 +309,13 @@ def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
     results = {r.name: r for r in simulate_budget(routes)}
     print(budget_table(list(results.values())))
     crit, std = results["assistant"], results["narration"]
-    assert (crit.max_instances, crit.peak_instances) == (12, 12) and (std.max_instances, std.peak_instances) == (11, 23)
+    assert (crit.max_instances, crit.peak_instances) == (12, 12) and (std.max_instances, std.peak_instances) == (10, 23)
     # The critical route has its whole need: its SLO holds through the peak.
     assert crit.capped.within_slo_share >= 0.95 and crit.capped.rejected_share < 0.01
     assert crit.capped.violation_minutes <= 5
-    # The capped standard route refuses what 11 instances cannot admit around its peak (a tide
-    # peaking at 400 rps over 11 x 17.9 rps), while with its whole need it would not.
-    assert std.capped.peak_instances <= 11 and std.uncapped.peak_instances > 11
+    # The capped standard route refuses what 10 instances cannot admit around its peak (a tide
+    # peaking at 400 rps over 10 x 17.9 rps), while with its whole need it would not.
+    assert std.capped.peak_instances <= 10 and std.uncapped.peak_instances > 10
     assert std.capped.rejected_share > 0.2 and std.capped.violation_minutes > 30
     assert std.uncapped.within_slo_share >= 0.95 and std.uncapped.rejected_share < 0.01
     # What it admits still meets the SLO: the gate sheds the excess instead of queueing it.

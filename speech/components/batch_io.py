@@ -1,0 +1,56 @@
+"""Where a batch (asynchronous) endpoint's requests and answers live: S3 prefixes in the model's
+bucket, the success and error SNS topics, and the execution role's right to use exactly those."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+
+from .iam import async_execution_policy
+
+
+class BatchIOArgs:
+    def __init__(self, *, model: str, endpoint_name: str, bucket_name: pulumi.Input[str], bucket_arn: pulumi.Input[str],
+                 role_id: pulumi.Input[str], tags: dict[str, str] | None = None) -> None:
+        self.model = model
+        """Model key in stack config; names the prefixes."""
+        self.endpoint_name = endpoint_name
+        """The asynchronous endpoint (descriptions only)."""
+        self.bucket_name = bucket_name
+        """The model's bucket (the weights bucket): requests and answers stay with the stack."""
+        self.bucket_arn = bucket_arn
+        self.role_id = role_id
+        """The SageMaker execution role that gets the async permissions."""
+        self.tags = tags or {}
+
+
+class BatchIO(pulumi.ComponentResource):
+    success_topic: aws.sns.Topic
+    error_topic: aws.sns.Topic
+    input_prefix: str
+    output_prefix: str
+    failure_prefix: str
+
+    def __init__(self, name: str, args: BatchIOArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:BatchIO", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        root = f"async/{args.model}"
+        self.input_prefix, self.output_prefix, self.failure_prefix = f"{root}/input", f"{root}/output", f"{root}/failure"
+        self.success_topic = aws.sns.Topic(f"{name}-success", tags=args.tags, opts=child)
+        self.error_topic = aws.sns.Topic(f"{name}-error", tags=args.tags, opts=child)
+        self.s3_output_path = pulumi.Output.concat("s3://", args.bucket_name, f"/{self.output_prefix}/")
+        self.s3_failure_path = pulumi.Output.concat("s3://", args.bucket_name, f"/{self.failure_prefix}/")
+        prefixes = dict(input_prefix=self.input_prefix, output_prefix=self.output_prefix,
+                        failure_prefix=self.failure_prefix)
+        self.role_policy = aws.iam.RolePolicy(
+            f"{name}-execution-async",
+            role=args.role_id,
+            policy=pulumi.Output.all(args.bucket_arn, self.success_topic.arn, self.error_topic.arn).apply(
+                lambda a: json.dumps(async_execution_policy(bucket_arn=a[0], success_topic_arn=a[1],
+                                                            error_topic_arn=a[2], **prefixes))),
+            opts=child,
+        )
+        self.register_outputs({"success_topic_arn": self.success_topic.arn, "error_topic_arn": self.error_topic.arn,
+                               "s3_output_path": self.s3_output_path})
