@@ -57,7 +57,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndaily budget ${allocation.daily_budget_usd:,.2f}, at maximum scale ${allocation.total_daily_usd:,.2f}")
         for f in allocation.findings:
             print(f"  [{f.level}] {f.name}: {f.message}")
-    print(f"\n{2 * len(routes)} simulations in {wall:.1f} s")
+    import numpy as np
+
+    from bench.plan_stack import plan_stack as replan
+    from speech.simulate import simulate_backlog
+
+    whole, _ = replan(config.model_copy(update={"budget": None}), args.stack)
+    for seed, (name, dep) in enumerate(deployments.items(), start=len(routes) + 1):
+        if dep.batch is None or dep.config.measurements is None:
+            continue
+        duration = int(args.hours * 3600)
+        rate = np.concatenate([diurnal_rate(peak=dep.config.plan.peak_rps, trough=dep.config.plan.trough_rps,
+                                            duration_s=duration, spikes=0, spike_factor=1.0, spike_s=60, seed=seed),
+                               np.full(duration, dep.config.plan.trough_rps)])
+        arrivals = poisson_arrivals(rate, seed)
+        print(f"\nbatch route {name!r}: a {args.hours:g} h tide to {dep.config.plan.peak_rps:g} rps, then as long at "
+              f"the trough; max_delay_s {dep.batch.inputs.max_delay_s:g}")
+        print(f"{'':<11} {'instances':>9} {'max backlog':>12} {'at min':>7} {'p95 delay s':>12} {'max delay s':>12} "
+              f"{'within delay':>13} {'left':>6}")
+        for label, plan in (("at cap", dep.batch), ("whole need", whole[name].batch)):
+            r = simulate_backlog(plan, dep.config.measurements.ttotal, arrivals)
+            print(f"{label:<11} {plan.max_instances:>9} {r.backlog.max():>12,.0f} {int(np.argmax(r.backlog)) // 60:>7} "
+                  f"{r.delay_p95_s:>12,.0f} {r.delay_max_s:>12,.0f} {100 * r.within_delay_share:>12.1f}% "
+                  f"{r.unfinished:>6,.0f}")
+    print(f"\n{2 * len(routes)} real-time simulations in {wall:.1f} s")
     return 0
 
 
