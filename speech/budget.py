@@ -1,4 +1,4 @@
-"""Several models, one daily budget: who gets how many instances at peak (docs/design.md §3.8).
+"""Several models, one daily budget: who gets how many instances at peak (docs/design.md §3.9).
 
 Pure: typed needs in, a typed allocation out; no I/O, no clock. The one allocation function
 (:func:`allocate`) is what ``bench plan --stack``, the Pulumi program and the policy pack's
