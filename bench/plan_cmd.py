@@ -138,6 +138,12 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
         raise UsageError(describe_validation_error(err, f"stack entry for {q.model}")) from None
 
 
+def _has_budget(path: Path) -> bool:
+    from .stackfile import PROJECT, read_stack_file
+
+    return bool((read_stack_file(path).get("config") or {}).get(f"{PROJECT}:budget"))
+
+
 def run(args: argparse.Namespace) -> int:
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
@@ -174,5 +180,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_plan(plan))
         print(f"\nwrote {out}" + (f" and {args.stack_dir / f'Pulumi.{args.stack}.yaml'}" if entry else ""))
+        if entry is not None and _has_budget(args.stack_dir / f"Pulumi.{args.stack}.yaml"):
+            print(f"note: stack {args.stack!r} has a daily budget; this plan is before it. Run "
+                  f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
+                  "(what the program deploys)")
     sys.stdout.flush()
     return 1 if plan.verdict == "stop" else 0
