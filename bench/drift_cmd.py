@@ -13,12 +13,13 @@ from pydantic import ValidationError
 from speech.artifacts import Fingerprint
 from speech.config import ModelConfig, StackConfig
 from speech.errors import ConfigError
+from speech.batch import build_batch_plan
 from speech.plan import build_plan
 from speech.stack import parse_stack_config
 
 from . import aws
 from .errors import TargetError, UsageError
-from .scaling_check import Issue, compare
+from .scaling_check import Issue, compare, compare_batch
 from .stackfile import MODELS_KEY, PROJECT, read_stack_file
 
 DESCRIPTION = """\
@@ -127,10 +128,14 @@ def run(args: argparse.Namespace, session=None) -> int:
         described = aws.describe_endpoint(sess, endpoint)  # a missing endpoint is bad input, not drift
         plan, why = None, "the stack has no measurements for it"
         if m.measurements is not None:
-            plan = build_plan(m.measurements.qmax, m.measurements.ttotal, m.plan,
-                              allow_config_mismatch=stack.allow_config_mismatch, max_instances_cap=m.max_instances)
+            # A batch route (hosting async) is planned and compared as one (speech.batch).
+            build = build_batch_plan if m.hosting == "async" else build_plan
+            plan = build(m.measurements.qmax, m.measurements.ttotal, m.plan,
+                         allow_config_mismatch=stack.allow_config_mismatch, max_instances_cap=m.max_instances)
             why = "the plan's verdict is stop"
-        issues = compare(plan, aws.read_deployed(sess, endpoint), why)
+        deployed_scaling = aws.read_deployed(sess, endpoint)
+        issues = (compare_batch(plan, deployed_scaling, why) if m.hosting == "async"
+                  else compare(plan, deployed_scaling, why))
         deployed = read_fingerprint(sess, endpoint, described)
         issues += ([deployed] if isinstance(deployed, Issue)
                    else fingerprint_issues(name, m, deployed, stack.allow_config_mismatch))

@@ -14,12 +14,13 @@ from pydantic import ValidationError
 from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, plan_filename
 from speech.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact, write_artifact
+from speech.batch import BatchPlan, build_batch_plan
 from speech.plan import build_plan
 
 from speech.errors import describe_validation_error
 
 from .errors import UsageError
-from .report import render_plan
+from .report import MARK, render_plan
 
 DESCRIPTION = """\
 Turn measured artifacts into autoscaling numbers with zero AWS calls.
@@ -30,6 +31,12 @@ Turn measured artifacts into autoscaling numbers with zero AWS calls.
 
 Writes plan-<model>.json into --out; with --stack NAME also writes the artifacts and inputs
 into Pulumi.NAME.yaml (other keys kept). Exit 0 ok/warn, 1 stop finding, 2 bad input.
+
+A batch route (--max-delay-s S): an asynchronous endpoint scaled on its backlog down to zero.
+  throughput per instance X = ladder throughput at Q_max; MaxConcurrentInvocationsPerInstance = Q_max
+  backlog target per instance = floor(X x (S - cold start)), cold start = 120 s wake + T_total
+  instances at peak = ceil(peak / X), min 0
+Writes batch-plan-<model>.json (and, with --stack, the entry as priority batch, hosting async).
 
 Several models: `bench plan --stack NAME` alone re-plans every model of Pulumi.NAME.yaml from
 the measurements embedded there, under the stack's daily budget (speech-endpoints:budget:
@@ -44,6 +51,7 @@ FLAG_OF = {
     "trough_rps": "--trough-rps",
     "min_instances": "--min-instances",
     "qmax_derate": "--qmax-derate",
+    "max_delay_s": "--max-delay-s",
 }
 
 FIX_OF = {
@@ -52,6 +60,7 @@ FIX_OF = {
     "--peak-rps": "pass the busiest-hour rate in requests per second, e.g. --peak-rps 500",
     "--trough-rps": "pass the quietest-hour rate in requests per second (> 0)",
     "--min-instances": "real-time variants need at least 1 instance",
+    "--max-delay-s": "pass the acceptable completion delay of a batch request in seconds, e.g. --max-delay-s 900",
     "--qmax-derate": "choose 0 < X <= 1, e.g. --qmax-derate 0.9 (what bench observe recommends when the endpoint drifted)",
 }
 
@@ -71,6 +80,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X",
                    help="plan with floor(measured Q_max x X), 0 < X <= 1, until the endpoint is re-measured "
                         "(bench observe recommends it when the deployed endpoint is slower than its ladder; default 1)")
+    p.add_argument("--max-delay-s", type=float, default=None, metavar="S",
+                   help="plan a batch route: an asynchronous endpoint whose requests may take up to S seconds from "
+                        "submission to their response in S3, a cold start from zero included (writes batch-plan-<model>.json)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where plan-<model>.json goes (default artifacts/)")
     p.add_argument("--json", action="store_true", help="print the plan artifact as JSON instead of the report")
     p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
@@ -93,6 +105,7 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
             trough_rps=trough,
             min_instances=args.min_instances,
             qmax_derate=args.qmax_derate,
+            max_delay_s=getattr(args, "max_delay_s", None),
         )
     except ValidationError as err:
         loc = err.errors()[0]["loc"]
@@ -102,7 +115,8 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
         raise UsageError(f"{describe_validation_error(err, key=lambda _: flag)}; {fix}") from None
 
 
-def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs, q: QmaxArtifact, t: TtotalArtifact) -> ModelConfig:
+def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
+                t: TtotalArtifact) -> ModelConfig:
     from .stackfile import existing_model_entry
 
     path = args.stack_dir / f"Pulumi.{args.stack}.yaml"
@@ -132,7 +146,10 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact, inputs: PlanInputs
                 ttotal_receipt=receipt_key(t.model, "ttotal", canonical_sha256(t)) if needs_receipt(t) else None,
             ),
             max_instances=args.max_instances,
-            **{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on") if k in old},
+            **{**{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on") if k in old},
+               # A batch plan deploys as a batch route; a real-time plan re-plans a batch entry as a real-time one.
+               **({"priority": "batch", "hosting": "async"} if isinstance(plan, BatchPlan)
+                  else {"priority": "standard", "hosting": "realtime"} if old.get("hosting") == "async" else {})},
         )
     except ValidationError as err:
         raise UsageError(describe_validation_error(err, f"stack entry for {q.model}")) from None
@@ -160,12 +177,14 @@ def run(args: argparse.Namespace) -> int:
     if args.max_instances is not None and args.max_instances < 1:
         raise UsageError(f"--max-instances: must be >= 1 (got {args.max_instances})")
     inputs = plan_inputs(args, q)
-    plan = build_plan(
+    batch = inputs.max_delay_s is not None
+    plan: PlanArtifact | BatchPlan = (build_batch_plan if batch else build_plan)(
         q, t, inputs, allow_config_mismatch=args.allow_config_mismatch, max_instances_cap=args.max_instances
     )
     # Build everything that can fail before writing anything.
     entry = stack_entry(args, plan, inputs, q, t) if args.stack else None
-    out = write_artifact(args.out / plan_filename(plan), plan)
+    name = batch_plan_filename(plan) if isinstance(plan, BatchPlan) else plan_filename(plan)
+    out = write_artifact(args.out / name, plan)
     if entry is not None:
         from .stackfile import write_model_entry
 
@@ -178,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(plan.model_dump_json(indent=2))
     else:
-        print(render_plan(plan))
+        print(render_batch_plan(plan) if isinstance(plan, BatchPlan) else render_plan(plan))
         print(f"\nwrote {out}" + (f" and {args.stack_dir / f'Pulumi.{args.stack}.yaml'}" if entry else ""))
         if entry is not None and _has_budget(args.stack_dir / f"Pulumi.{args.stack}.yaml"):
             print(f"note: stack {args.stack!r} has a daily budget; this plan is before it. Run "
@@ -186,3 +205,38 @@ def run(args: argparse.Namespace) -> int:
                   "(what the program deploys)")
     sys.stdout.flush()
     return 1 if plan.verdict == "stop" else 0
+
+
+def batch_plan_filename(p: BatchPlan) -> str:
+    return f"batch-plan-{p.model}.json"
+
+
+def render_batch_plan(p: BatchPlan) -> str:
+    """The batch plan as the plan report shows a real-time one: each number with its rule."""
+    i, c = p.inputs, p.cold_start
+    x = p.throughput_per_instance_rps
+    rows = [
+        ("Q_max", f"{p.q_max}", "highest ladder level with p95 TTFAB <= SLO (measured)"),
+        ("MaxConcurrentInvocations", f"{p.max_concurrent_invocations_per_instance}", "per instance = Q_max"),
+        ("X(Q_max)", f"{x:.2f} rps", "ladder throughput at Q_max in flight: one instance with a backlog"),
+        ("cold start", f"{c.total_s:.1f} s", f"wake alarm {c.wake_reaction_s:g} s + measured T_total {c.measured_total_s:.1f} s"),
+        ("drain budget", f"{p.drain_budget_s:.1f} s", f"max_delay_s {i.max_delay_s:g} - cold start"),
+        ("backlog target", f"{p.backlog_target_per_instance}", "ApproximateBacklogSizePerInstance = floor(X x drain budget)"),
+        ("peak instances", f"{p.peak_instances}", f"ceil(peak {i.peak_rps:g} rps / X)"),
+        ("min / max instances", f"{p.min_instances} / {p.max_instances}",
+         "scales to zero when idle; max = peak instances" + (f", capped at {i.max_instances_cap}" if i.max_instances_cap else "")),
+        ("scale-out cooldown", f"{p.cooldowns.scale_out_s} s", "max(60, ceil(T_total)): one step per start-up"),
+        ("scale-in cooldown", f"{p.cooldowns.scale_in_s} s", "max(300, 3 x cold start)"),
+        ("wake", f"+{p.wake.instances_added}", f"HasBacklogWithoutCapacity >= 1 for {p.wake.datapoints_to_alarm} x "
+         f"{p.wake.period_s} s"),
+    ]
+    w_name = max(len(r[0]) for r in rows)
+    w_val = max(len(r[1]) for r in rows)
+    lines = [f"batch plan for {p.model} on {p.fingerprint.instance_type} ({p.fingerprint.slug}), origin "
+             f"{p.provenance.origin}",
+             f"inputs: max delay {i.max_delay_s:g} s, peak {i.peak_rps:g} rps, trough {i.trough_rps:g} rps", ""]
+    lines += [f"  {n:<{w_name}}  {v:>{w_val}}   {fm}" for n, v, fm in rows]
+    lines += ["", "findings:"]
+    lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
+    lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]
+    return "\n".join(lines)

@@ -23,15 +23,12 @@ from speech.gate import ModelDeployment, apply_budget, plan_model
 from speech.hosting import endpoint_name
 from speech.stack import PROJECT, parse_stack_config
 
+from .plan_cmd import batch_plan_filename
 from .report import MARK
 
 
 def budget_filename(stack: str) -> str:
     return f"budget-{stack}.json"
-
-
-def batch_plan_filename(model: str) -> str:
-    return f"batch-plan-{model}.json"
 
 
 def load_stack(path: Path) -> StackConfig:
@@ -96,8 +93,8 @@ def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     batches = {n: d.batch for n, d in deployments.items() if d.batch is not None}
     for plan in plans.values():
         written.append(write_artifact(out_dir / plan_filename(plan), plan))
-    for name, batch in batches.items():
-        written.append(write_artifact(out_dir / batch_plan_filename(name), batch))
+    for batch in batches.values():
+        written.append(write_artifact(out_dir / batch_plan_filename(batch), batch))
     if allocation is not None:
         written.append(write_artifact(out_dir / budget_filename(stack), allocation))
     if as_json:

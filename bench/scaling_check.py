@@ -15,6 +15,7 @@ from typing import Any
 
 from speech import scaling
 from speech.artifacts import PlanArtifact
+from speech.batch import BatchPlan
 
 from . import aws
 from .aws import DeployedScaling
@@ -73,6 +74,14 @@ AWS_KEYS: dict[tuple[str, str], str] = {
     ("alarm", "threshold"): "Threshold",
     ("alarm", "comparison"): "ComparisonOperator",
     ("alarm", "treat_missing_data"): "TreatMissingData",
+    ("backlog", "policy_type"): "PolicyType",
+    ("backlog", "metric_name"): "TargetTrackingScalingPolicyConfiguration.CustomizedMetricSpecification.MetricName",
+    ("backlog", "namespace"): "TargetTrackingScalingPolicyConfiguration.CustomizedMetricSpecification.Namespace",
+    ("backlog", "dimensions"): "TargetTrackingScalingPolicyConfiguration.CustomizedMetricSpecification.Dimensions",
+    ("backlog", "statistic"): "TargetTrackingScalingPolicyConfiguration.CustomizedMetricSpecification.Statistic",
+    ("backlog", "target_value"): "TargetTrackingScalingPolicyConfiguration.TargetValue",
+    ("backlog", "scale_out_cooldown_s"): "TargetTrackingScalingPolicyConfiguration.ScaleOutCooldown",
+    ("backlog", "scale_in_cooldown_s"): "TargetTrackingScalingPolicyConfiguration.ScaleInCooldown",
 }
 KIND = scaling.PART_KIND
 AWS_DEFAULTS = {("scale_out", "disable_scale_in"): False, ("step", "aggregation"): "Average",
@@ -192,6 +201,54 @@ def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = ""
         alarms = d.alarms.get(name, [])
         if not alarms:
             issues.append(Issue("missing_alarm", f"no CloudWatch alarm invokes {name}"))
+        for al in alarms:
+            issues += differences(alarm_part, f"alarm {al['AlarmName']} (for {name})", al, spec)
+    return issues
+
+
+def compare_batch(plan: BatchPlan | None, d: DeployedScaling, why_no_plan: str = "") -> list[Issue]:
+    """:func:`compare` for a batch route (an asynchronous endpoint): the target 0..max, the
+    ``*-backlog`` target tracking, the ``*-wake`` step and its HasBacklogWithoutCapacity alarm;
+    any other policy (a real-time one above all) is unplanned on a batch endpoint."""
+    if plan is None or plan.verdict == "stop":
+        return compare(None, d, why_no_plan or ("the batch plan's verdict is stop" if plan is not None else ""))
+    issues = frozen_issues(d)
+    spec = scaling.batch_scaling_spec(plan, d.endpoint)
+    if d.target is None:
+        issues.append(Issue("missing_target", f"no scalable target for {spec.resource_id}; expected min "
+                                              f"{spec.target.min_capacity}, max {spec.target.max_capacity}"))
+    else:
+        issues += differences("target", "scalable target", d.target, spec)
+    by_role: dict[str, list[dict]] = {s: [] for s in scaling.BATCH_POLICY_SUFFIXES}
+    for p in d.policies:
+        role = next((s for s in scaling.BATCH_POLICY_SUFFIXES if p["PolicyName"].endswith(s)), None)
+        if role is None:
+            issues.append(Issue("orphan_policy", f"policy {p['PolicyName']} ({p.get('PolicyType')}) is not one of the "
+                                                 f"batch route's {', '.join('*' + s for s in scaling.BATCH_POLICY_SUFFIXES)}: "
+                                                 "a batch endpoint scales on its backlog only; delete it"))
+        else:
+            by_role[role].append(p)
+    for role, found in by_role.items():
+        if not found:
+            issues.append(Issue("missing_policy", f"no *{role} policy is deployed"
+                                + (": nothing wakes the endpoint from zero instances" if role == scaling.SUFFIX_WAKE else "")))
+        for extra in found[1:]:
+            issues.append(Issue("orphan_policy", f"policy {extra['PolicyName']} duplicates *{role}: an orphan; delete it"))
+    for role, part, alarm_part in ((scaling.SUFFIX_BACKLOG, "backlog", None), (scaling.SUFFIX_WAKE, "wake", "wake_alarm")):
+        if not by_role[role]:
+            continue
+        p = by_role[role][0]
+        name, want = p["PolicyName"], getattr(spec, part)
+        config = "TargetTrackingScalingPolicyConfiguration" if part == "backlog" else "StepScalingPolicyConfiguration"
+        if p.get("PolicyType") != want.policy_type or p.get(config) is None:
+            issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says {want.policy_type}"))
+            continue
+        issues += differences(part, name, p, spec)
+        if alarm_part is None:
+            continue
+        alarms = d.alarms.get(name, [])
+        if not alarms:
+            issues.append(Issue("missing_alarm", f"no CloudWatch alarm invokes {name}: nothing wakes the endpoint from zero"))
         for al in alarms:
             issues += differences(alarm_part, f"alarm {al['AlarmName']} (for {name})", al, spec)
     return issues

@@ -22,7 +22,7 @@ from .audio import SAMPLE_RATE
 from .backends import create_backend
 from .encode import MEDIA_TYPES, ResponseFormat, encode_all, make_encoder
 from .engine import Engine, Job
-from .errors import (BadRequest, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed,
+from .errors import (BadRequest, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed, NotAcceptable,
                      ModelNotFound, ModelUnavailable, NotFound, TextTooLong, UnsupportedMediaType)
 from .limits import check_content_length, loads_bounded, read_limited
 from .metrics import MetricsRecorder
@@ -157,6 +157,26 @@ def validate_request(raw: bytes | str, model: type[BaseModel], st: State) -> Spe
     req.voice = voices_mod.resolve_voice(req.voice, available=st.voices, aliases=st.aliases(),
                                          fallback=st.default_voice, blends=st.blends)
     return req
+
+
+ACCEPT_FORMATS: dict[str, ResponseFormat] = {**{media.split(";")[0]: fmt for fmt, media in MEDIA_TYPES.items()},
+                                              "audio/x-wav": "wav", "audio/wave": "wav", "audio/ogg": "opus"}
+"""Accept media types an asynchronous request may name, to the response format that answers them."""
+
+
+def format_for_accept(accept: str | None) -> ResponseFormat:
+    """The first audio format the Accept header names (WAV for none, ``*/*`` or ``audio/*``);
+    406 when it names only formats this server cannot produce."""
+    if not accept or not accept.strip():
+        return "wav"
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in ("*/*", "audio/*"):
+            return "wav"
+        if media in ACCEPT_FORMATS:
+            return ACCEPT_FORMATS[media]
+    raise NotAcceptable(f"Accept {accept[:120]!r} names no format this server produces; use one of "
+                        f"{', '.join(sorted(ACCEPT_FORMATS))} (or omit it for audio/wav)", param="Accept")
 
 
 def _engine(st: State) -> Engine:
@@ -302,7 +322,18 @@ def build_app(settings: Settings | None = None) -> Starlette:
         return StreamingResponse(gen(), media_type=media, headers=headers)
 
     async def invocations(request: Request) -> Response:
-        return await speak(request, SpeechRequest)
+        if not st.settings.async_inference:
+            return await speak(request, SpeechRequest)
+        # An asynchronous endpoint: SageMaker stores whatever body comes back, so send one whole
+        # file with its real sizes in the header, in the format the request or Accept names.
+        raw = await _read_json_body(request)
+        req = validate_request(raw, SpeechRequest, st)
+        if "response_format" not in req.model_fields_set:
+            req.response_format = format_for_accept(request.headers.get("accept"))
+        req.stream = False
+        engine = _engine(st)
+        job = engine.submit(req.text, req.voice, req.speed, stream=False)
+        return await respond(job, req, engine, request)
 
     async def openai_speech(request: Request) -> Response:
         return await speak(request, OpenAISpeechRequest)

@@ -64,6 +64,10 @@ class TextTooLong(ContainerError):
     status, code = 413, "text_too_long"
 
 
+class NotAcceptable(ContainerError):
+    status, code = 406, "not_acceptable"
+
+
 class UnsupportedMediaType(ContainerError):
     status, code = 415, "unsupported_media_type"
 

@@ -83,6 +83,11 @@ class Settings(BaseSettings):
     sine_delay_ms: float = Field(0.0, ge=0)
     sine_max_batch: int = Field(4, ge=1)
     warmup: bool = True
+    # ASYNC_INFERENCE: set by the program on asynchronous (batch) endpoints. SageMaker posts the S3
+    # request payload to /invocations and stores the response body in S3, so /invocations answers
+    # with one complete file (never a stream): WAV unless the body's response_format or the Accept
+    # header (InvokeEndpointAsync's Accept) asks for another format.
+    async_inference: bool = False
     # The image's own digest when the deployment knows it (SageMaker: set by the program);
     # /ping reports it so a measurement's fingerprint names the image, not just the weights.
     image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")

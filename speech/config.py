@@ -194,6 +194,11 @@ class ModelConfig(Frozen):
                 "hosting 'async' needs plan.max_delay_s, the acceptable completion delay in seconds (a cold start from "
                 "zero instances included), e.g. max_delay_s: 900; the backlog target per instance is planned from it"
             )
+        if self.hosting == "async" and self.plan.min_instances > 1:
+            raise ValueError(
+                f"plan.min_instances {self.plan.min_instances} has no effect on hosting 'async': a batch route scales "
+                "to zero when idle and wakes on a backlog; remove it (or serve the route real-time to keep a floor)"
+            )
         if self.hosting != "async" and self.plan.max_delay_s is not None:
             raise ValueError(
                 f"plan.max_delay_s {self.plan.max_delay_s:g} applies to hosting 'async' (batch) models only; remove it "

@@ -382,7 +382,14 @@ def render(result: PreviewResult) -> str:
         lines.append("")
         lines.append(f"{model}: endpoint {ep.get('name')}, verdict {sc['verdict'] or 'unmeasured'}, "
                      f"scaling {'on' if sc['enabled'] else 'off'} ({sc['reason_code']})")
-        if sc["enabled"]:
+        if sc["enabled"] and ep.get("async"):
+            c = sc["cooldowns"]
+            lines.append(
+                f"  asynchronous (batch): Q_max {sc['q_max']} per instance, backlog target {sc['target']:g} per "
+                f"instance, cooldowns {c['scale_out_s']}/{c['scale_in_s']} s, fleet {sc['min']}..{sc['max']} "
+                "(woken from 0 by HasBacklogWithoutCapacity)"
+            )
+        elif sc["enabled"]:
             c = sc["cooldowns"]
             lines.append(
                 f"  Q_max {sc['q_max']}, target {sc['target']:g}, scale-in {sc['scale_in_threshold']:g}, "
@@ -394,6 +401,9 @@ def render(result: PreviewResult) -> str:
                          f"({100 * b['served_share']:.0f}% served), ${b['daily_usd_at_max']:,.2f}/day at max ({b['level']})")
         if ep:
             lines.append(f"  clients: {ep['runtime_call']} with role {ep['invoke_role_arn']}")
+        if ep.get("async"):
+            a = ep["async"]
+            lines.append(f"  requests under {a['input_location']}, answers under {a['output_location']}")
     if result.warnings:
         lines.append("")
         lines.extend(f"warning: {w}" for w in result.warnings)

@@ -166,6 +166,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         batch_io = BatchIO(f"{name}-async", BatchIOArgs(model=name, endpoint_name=ep_name,
                                                        bucket_name=foundation.bucket.bucket,
                                                        bucket_arn=foundation.bucket.arn, role_id=foundation.role.id,
+                                                       max_delay_s=cfg.plan.max_delay_s, topic_arn=topic_arn,
                                                        tags=base_tags))
     max_concurrent = dep.batch.max_concurrent_invocations_per_instance if dep.batch is not None else None
     environment = container_environment(name, cfg, plan, backend=layout.backend, image_digest=image_digest,
@@ -191,7 +192,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             ),
             rollback_alarm_names=observability.rollback_alarm_names,
             tags=tags,
-            depends_on=[cache.invocation, foundation.role_policy],
+            # A batch route's model needs its async permissions (output prefix, topics) before it serves.
+            depends_on=[cache.invocation, foundation.role_policy] + ([batch_io.role_policy] if batch_io else []),
             endpoint_depends_on=[guard.invocation],
             async_inference=None if batch_io is None else AsyncInference(
                 s3_output_path=batch_io.s3_output_path, s3_failure_path=batch_io.s3_failure_path,
@@ -244,7 +246,10 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
                                      invoke_policy.arn, image, async_io).apply(
         lambda v: endpoint_output(name=v[0], arn=v[1], region=v[2], invoke_role_arn=v[3], invoke_policy_arn=v[4],
                                   instance_type=cfg.instance_type, image=v[5], async_io=v[6]))
-    alarms = pulumi.Output.all(**{k: a.name for k, a in observability.alarms.items()})
+    alarm_names = {k: a.name for k, a in observability.alarms.items()}
+    if batch_io is not None and batch_io.delay_alarm is not None:
+        alarm_names["batch_delay"] = batch_io.delay_alarm.name
+    alarms = pulumi.Output.all(**alarm_names)
     dashboard = pulumi.Output.all(name=observability.dashboard.dashboard_name, url=observability.dashboard_url)
     scaling_out = (batch_scaling_output(dep.gate, dep.batch, dep.document_key, dep.budget) if cfg.hosting == "async"
                    else scaling_output(dep.gate, plan, dep.document_key, dep.budget))

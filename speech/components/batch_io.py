@@ -11,9 +11,28 @@ import pulumi_aws as aws
 from .iam import async_execution_policy
 
 
+DELAY_METRIC = "ApproximateAgeOfOldestRequest"
+"""Asynchronous endpoint metric (EndpointName, seconds): how long the oldest queued request has waited."""
+
+
+def delay_alarm_args(endpoint_name: str, max_delay_s: float) -> dict:
+    """The route is late: the oldest queued request has waited longer than the acceptable delay
+    for two one-minute periods (it cannot complete in time any more). Missing data (no queue) is
+    not late."""
+    return dict(
+        name=f"{endpoint_name}-delay",
+        alarm_description=f"the oldest queued request of {endpoint_name} has waited more than max_delay_s "
+                          f"{max_delay_s:g} s: the batch route misses its delay (capacity capped, or not waking)",
+        namespace="AWS/SageMaker", metric_name=DELAY_METRIC, dimensions={"EndpointName": endpoint_name},
+        statistic="Maximum", period=60, evaluation_periods=2, datapoints_to_alarm=2, threshold=max_delay_s,
+        comparison_operator="GreaterThanThreshold", treat_missing_data="notBreaching",
+    )
+
+
 class BatchIOArgs:
     def __init__(self, *, model: str, endpoint_name: str, bucket_name: pulumi.Input[str], bucket_arn: pulumi.Input[str],
-                 role_id: pulumi.Input[str], tags: dict[str, str] | None = None) -> None:
+                 role_id: pulumi.Input[str], max_delay_s: float | None = None, topic_arn: pulumi.Input[str] | None = None,
+                 tags: dict[str, str] | None = None) -> None:
         self.model = model
         """Model key in stack config; names the prefixes."""
         self.endpoint_name = endpoint_name
@@ -23,6 +42,10 @@ class BatchIOArgs:
         self.bucket_arn = bucket_arn
         self.role_id = role_id
         """The SageMaker execution role that gets the async permissions."""
+        self.max_delay_s = max_delay_s
+        """The acceptable completion delay (plan.max_delay_s): the delay alarm's threshold."""
+        self.topic_arn = topic_arn
+        """The stack's alarm topic: the delay alarm notifies it on ALARM and OK."""
         self.tags = tags or {}
 
 
@@ -52,5 +75,10 @@ class BatchIO(pulumi.ComponentResource):
                                                             error_topic_arn=a[2], **prefixes))),
             opts=child,
         )
+        self.delay_alarm = None
+        if args.max_delay_s is not None and args.topic_arn is not None:
+            self.delay_alarm = aws.cloudwatch.MetricAlarm(f"{name}-delay", opts=child, alarm_actions=[args.topic_arn],
+                                                          ok_actions=[args.topic_arn], tags=args.tags,
+                                                          **delay_alarm_args(args.endpoint_name, args.max_delay_s))
         self.register_outputs({"success_topic_arn": self.success_topic.arn, "error_topic_arn": self.error_topic.arn,
                                "s3_output_path": self.s3_output_path})

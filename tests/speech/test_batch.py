@@ -152,6 +152,8 @@ def test_async_batch_config_accepted():
         (dict(priority="batch"), "priority 'batch' queues instead of scaling for latency, so it is hosted async"),
         (dict(priority="batch", hosting="async"), "hosting 'async' needs plan.max_delay_s"),
         (dict(plan={"peak_rps": 5, "max_delay_s": 900}), "applies to hosting 'async' (batch) models only"),
+        (dict(priority="batch", hosting="async", plan={"peak_rps": 5, "max_delay_s": 900, "min_instances": 2}),
+         "plan.min_instances 2 has no effect on hosting 'async'"),
         (dict(priority="batch", hosting="async", plan={"peak_rps": 5, "max_delay_s": 0}), "greater than 0"),
     ],
 )

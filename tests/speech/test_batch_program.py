@@ -136,3 +136,34 @@ def test_batch_config_errors_name_the_key(kokoro_entry, write_stack):
     bad["priority"] = "standard"
     with pytest.raises(ConfigError, match=r"models\.narration: hosting 'async' is for batch routes"):
         run_preview(write_stack({"narration": bad}, stack="t"))
+
+
+def test_preview_report_shows_the_batch_route(two_routes):
+    from speech.preview import render
+
+    text = render(two_routes)
+    assert "narration: endpoint t-narration" in text
+    assert "asynchronous (batch): Q_max 50 per instance, backlog target 9287 per instance" in text
+    assert "fleet 0..3 (woken from 0 by HasBacklogWithoutCapacity)" in text
+    assert "clients: InvokeEndpointAsync with role" in text and "/async/narration/input/" in text
+    # The real-time model's line is unchanged.
+    assert "Q_max 50, target 37.5, scale-in 25" in text
+
+
+def test_delay_alarm_notifies_when_the_route_is_late(two_routes):
+    r = two_routes
+    a = r.named("narration-async-delay").inputs
+    assert (a["metricName"], a["namespace"], a["statistic"]) == ("ApproximateAgeOfOldestRequest", "AWS/SageMaker",
+                                                                 "Maximum")
+    assert a["dimensions"] == {"EndpointName": "t-narration"}
+    assert (a["threshold"], a["comparisonOperator"]) == (900, "GreaterThanThreshold")
+    assert a["alarmActions"] == a["okActions"] == [r.outputs["observability"]["alarm_topic_arn"]]
+    assert r.outputs["observability"]["alarms"]["narration"]["batch_delay"] == "t-narration-delay"
+    assert "batch_delay" not in r.outputs["observability"]["alarms"]["kokoro-82m"]
+
+
+def test_model_waits_for_its_async_permissions(two_routes):
+    r = two_routes
+    policy = r.named("narration-async-execution-async")
+    assert policy.urn in r.named("narration-model").dependencies
+    assert policy.urn not in r.named("kokoro-82m-model").dependencies
