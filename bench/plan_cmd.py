@@ -37,6 +37,11 @@ A batch route (--max-delay-s S): an asynchronous endpoint scaled on its backlog 
   backlog target per instance = floor(X x (S - cold start)), cold start = 120 s wake + T_total
   instances at peak = ceil(peak / X), min 0
 Writes batch-plan-<model>.json (and, with --stack, the entry as priority batch, hosting async).
+
+Several models: `bench plan --stack NAME` alone re-plans every model of Pulumi.NAME.yaml from
+the measurements embedded there, under the stack's daily budget (speech-endpoints:budget:
+critical models at their peak, standard capped with a warning, batch gets the rest), and writes
+plan-<model>.json for each plus budget-NAME.json (the allocation).
 """
 
 FLAG_OF = {
@@ -61,9 +66,10 @@ FIX_OF = {
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact (bench qmax)")
-    p.add_argument("--ttotal", required=True, type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
-    p.add_argument("--peak-rps", required=True, type=float, metavar="N", help="busiest-hour requests/s")
+    p.add_argument("--qmax", type=Path, metavar="FILE",
+                   help="qmax artifact (bench qmax); without --qmax/--ttotal/--peak-rps, --stack NAME re-plans every model")
+    p.add_argument("--ttotal", type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
+    p.add_argument("--peak-rps", type=float, metavar="N", help="busiest-hour requests/s")
     p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
     p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X",
@@ -159,7 +165,23 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs
         raise UsageError(describe_validation_error(err, f"stack entry for {q.model}")) from None
 
 
+def _has_budget(path: Path) -> bool:
+    from .stackfile import PROJECT, read_stack_file
+
+    return bool((read_stack_file(path).get("config") or {}).get(f"{PROJECT}:budget"))
+
+
 def run(args: argparse.Namespace) -> int:
+    given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
+             if v is not None]
+    if not given and args.stack:
+        from .plan_stack import run_stack
+
+        return run_stack(args.stack, args.stack_dir, args.out, args.json)
+    if len(given) < 3:
+        missing = [f for f in ("--qmax", "--ttotal", "--peak-rps") if f not in given]
+        raise UsageError(f"{', '.join(missing)} missing: plan one model with --qmax FILE --ttotal FILE --peak-rps N, "
+                         "or re-plan every model of a stack file with --stack NAME alone")
     q = load_artifact(args.qmax, QmaxArtifact)
     t = load_artifact(args.ttotal, TtotalArtifact)
     if args.max_instances is not None and args.max_instances < 1:
@@ -190,6 +212,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render_batch_plan(plan) if isinstance(plan, BatchPlan) else render_plan(plan))
         print(f"\nwrote {out}" + (f" and {args.stack_dir / f'Pulumi.{args.stack}.yaml'}" if entry else ""))
+        if entry is not None and _has_budget(args.stack_dir / f"Pulumi.{args.stack}.yaml"):
+            print(f"note: stack {args.stack!r} has a daily budget; this plan is before it. Run "
+                  f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
+                  "(what the program deploys)")
     sys.stdout.flush()
     return 1 if plan.verdict == "stop" else 0
 

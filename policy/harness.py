@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import selectors
 import subprocess
 import sys
 import time
@@ -107,13 +107,21 @@ class PackClient:
     def _read_port(self, timeout_s: float) -> int:
         deadline = time.monotonic() + timeout_s
         line = b""
+        # selectors (epoll/poll), not select.select: a long test session may hold descriptors past 1024.
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            return self._read_port_from(sel, deadline, line)
+        finally:
+            sel.close()
+
+    def _read_port_from(self, sel: selectors.BaseSelector, deadline: float, line: bytes) -> int:
         while not line.endswith(b"\n"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 err = self.proc.stderr.read().decode(errors="replace") if self.proc.poll() is not None else ""
                 self.close()
                 raise RuntimeError(f"policy pack did not print its port: {err.strip()[-2000:]}")
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
-            if ready:
+            if sel.select(timeout=0.2):
                 line += os.read(self.proc.stdout.fileno(), 64)
         return int(line.strip().splitlines()[0])
 

@@ -47,6 +47,9 @@ class Provenance:
     """The real-time plan; None for a batch document (``inputs.max_delay_s`` set)."""
     batch: BatchPlan | None = None
     """The batch plan (speech.batch) of a batch document."""
+    planned: PlanArtifact | BatchPlan | None = None
+    """The plan before the stack's budget capped it (its fleet is the model's measured need);
+    the same as ``plan``/``batch`` when the document records no budget allocation."""
 
     @property
     def origin(self) -> str:
@@ -167,6 +170,13 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
         )
     except SpeechError as err:
         raise NoProvenance(f"the plan cannot be recomputed from provenance document {obj.label}: {err}") from None
+    planned = plan
+    if doc.budget is not None:
+        # The program capped the fleet at the model's budget allocation; daily-cost-ceiling checks
+        # that allocation against the one it recomputes over every model.
+        from speech.budget import cap_plan
+
+        plan = cap_plan(plan, doc.budget)
 
     expected = pv.any_plan_tags(plan, doc.measurements)
     wrong = [f"{k}={tags[k]!r} (plan: {v!r})" for k, v in expected.items() if tags[k] != v]
@@ -176,8 +186,9 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
             f"{'; '.join(wrong)}; regenerate the tags from stack config (speech.provenance.provenance_tags)"
         )
     if isinstance(plan, BatchPlan):
-        return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=None, batch=plan)
-    return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=plan)
+        return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=None, batch=plan,
+                          planned=planned)
+    return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=plan, planned=planned)
 
 
 class ProvenanceCache:

@@ -14,7 +14,16 @@ import statistics
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveFloat, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 """Schema of artifacts that never changed shape (plan). qmax and ttotal are at 2 and still read 1
@@ -591,6 +600,54 @@ class PlanInputsRecord(Frozen):
     """Q_max planned = floor(measured Q_max x qmax_derate); 1.0 in plans written before it existed."""
 
 
+class ModelAllocation(Frozen):
+    """One model's share of the stack's daily budget (speech.budget.allocate): the ``budget``
+    section of its plan artifact and of the stack's budget artifact."""
+
+    name: str
+    priority: Literal["critical", "standard", "batch"]
+    instance_type: str
+    price_usd_per_hour: float
+    floor_instances: int
+    """The least max capacity it can be deployed with (the plan's min_instances; 1 for batch)."""
+    peak_instances: int
+    """Instances its plan needs at peak (the plan's max_instances before the budget)."""
+    max_instances: int
+    """What the budget allows: the fleet's max capacity."""
+    daily_usd_at_max: float
+    """max_instances x price x 24, USD per day."""
+    daily_usd_at_peak: float
+    """peak_instances x price x 24, USD per day."""
+    served_share: float
+    """max_instances / peak_instances: the share of the peak need the allocation can serve (1 when
+    nothing is needed)."""
+    finding: Finding
+    """``budget``: ok, warn (capped below its peak), stop (the critical models' peak is not covered)."""
+
+
+class BudgetAllocation(Frozen):
+    """Every model's allocation under the stack's daily budget (``budget-<stack>.json``)."""
+
+    schema_version: Literal[1] = 1
+    kind: Literal["budget"] = "budget"
+    daily_budget_usd: float
+    prices_usd_per_hour: dict[str, float]
+    """The price table the allocation was counted in (defaults plus the stack's own)."""
+    required_daily_usd: float
+    """Critical models at their peak plus every other model at its floor, USD per day."""
+    total_daily_usd: float
+    """sum(max_instances x price x 24) over the models, USD per day."""
+    models: list[ModelAllocation]
+    findings: list[Finding]
+    verdict: Level
+
+    def of(self, name: str) -> ModelAllocation:
+        for m in self.models:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+
 class PlanArtifact(Frozen):
     """Result of ``bench plan``: every scaling number, each traceable to a measurement."""
 
@@ -611,6 +668,16 @@ class PlanArtifact(Frozen):
     findings: list[Finding]
     verdict: Level
     provenance: Provenance
+    budget: ModelAllocation | None = None
+    """This model's share of the stack's daily budget, when the stack has one (speech.budget);
+    absent otherwise (left out of the JSON, so plans of stacks without a budget keep their bytes)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_budget(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("budget", 0) is None:
+            del data["budget"]
+        return data
 
     def finding(self, name: str) -> Finding:
         for f in self.findings:

@@ -163,8 +163,11 @@ class ModelConfig(Frozen):
     max_instances: Annotated[int, Field(ge=1)] | None = None
     """Optional hard cap on the fleet; when below the plan's need, the plan says so."""
     priority: Priority = "standard"
-    """Reserved for cost budgets across models (lower priorities capped first). ``batch`` models are
-    hosted ``async`` and queue instead of scaling out for latency."""
+    """Who gives way when the stack's daily budget (``speech-endpoints:budget``) runs short at peak:
+    ``critical`` models always get their measured peak fleet (a budget that cannot pay for it is a stop
+    finding), ``standard`` models share what is left and are capped with a warn finding, ``batch``
+    models get the rest (speech.budget.allocate). Without a budget it changes nothing. ``batch`` models
+    are hosted ``async`` and queue instead of scaling out for latency."""
     hosting: Hosting = "realtime"
     """``realtime``: a production variant scaled by instances on concurrency. ``components``: the
     model as an inference component whose copies scale, on an endpoint whose instances follow the
@@ -317,6 +320,30 @@ class Alerts(Frozen):
         return v
 
 
+class Budget(Frozen):
+    """The stack's daily compute budget and the prices it is counted in (``speech-endpoints:budget``)."""
+
+    daily_usd: Annotated[float, Field(gt=0)]
+    """Ceiling for sum(max instances x hourly price x 24) over every model of the stack, USD per day."""
+    prices_usd_per_hour: dict[str, Annotated[float, Field(ge=0)]] = {}
+    """USD per instance-hour by instance type, merged over the documented defaults
+    (:data:`speech.prices.DEFAULT_PRICES_USD_PER_HOUR`, us-east-1 on-demand, with their date)."""
+
+    @field_validator("prices_usd_per_hour")
+    @classmethod
+    def _instance_types(cls, v: dict[str, float]) -> dict[str, float]:
+        for itype in v:
+            if not re.match(r"^ml\.[a-z0-9]+\.[a-z0-9]+$", itype):
+                raise ValueError(f"{itype!r} is not a SageMaker instance type; use e.g. ml.g5.xlarge")
+        return v
+
+    def prices(self) -> dict[str, float]:
+        """The price table in force: the defaults with this stack's prices on top."""
+        from .prices import DEFAULT_PRICES_USD_PER_HOUR
+
+        return {**DEFAULT_PRICES_USD_PER_HOUR, **self.prices_usd_per_hour}
+
+
 class StackConfig(Frozen):
     """Everything the program needs, per model."""
 
@@ -325,17 +352,29 @@ class StackConfig(Frozen):
     """Plan even when the artifacts' fingerprint differs from the deployed one (warn finding)."""
     alerts: Alerts = Alerts()
     """Subscriptions of the stack's alarm topic."""
+    budget: Budget | None = None
+    """Daily budget shared by every model (allocated by priority, speech.budget); None: no budget,
+    each model scales to its plan."""
 
     @model_validator(mode="after")
     def _model_names(self) -> StackConfig:
         for name in self.models:
             if not re.match(r"^[a-z0-9][a-z0-9-]{0,40}$", name):
                 raise ValueError(f"model name {name!r} must be lower-case letters, digits and '-' (max 41)")
+        if self.budget is not None:
+            prices = self.budget.prices()
+            for name, model in self.models.items():
+                if model.instance_type not in prices:
+                    raise ValueError(
+                        f"model {name!r} runs {model.instance_type}, which has no price: add it under "
+                        f"speech-endpoints:budget.prices_usd_per_hour (USD per instance-hour; known: {', '.join(sorted(prices))})"
+                    )
         return self
 
 
 __all__ = [
     "Alerts",
+    "Budget",
     "ComponentsConfig",
     "DIGEST_RE",
     "MAX_SURGE_RATIO",

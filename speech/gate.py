@@ -11,12 +11,13 @@ instance type and image).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from .artifacts import PlanArtifact
+from .artifacts import BudgetAllocation, ModelAllocation, PlanArtifact
 from .batch import BatchPlan, build_batch_plan
-from .config import ModelConfig
+from .config import ModelConfig, StackConfig
 from .errors import ConfigError, FingerprintMismatch, PlanInputError
 from .plan import build_plan
 from .provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
@@ -235,6 +236,8 @@ class ModelDeployment:
     document_key: str | None
     copy_plan: CopyPlan | None = None
     """``hosting: components``: the copy plan the component and its scaling come from."""
+    budget: ModelAllocation | None = None
+    """This model's share of the stack's daily budget (:func:`apply_budget`); None without a budget."""
     batch: BatchPlan | None = None
     """The batch plan of a ``hosting: async`` model (``plan`` is then None: no real-time scaling)."""
 
@@ -303,6 +306,44 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
         document_key=document_key(name, plan.fingerprint.slug),
         copy_plan=copy_plan,
     )
+
+
+def apply_budget(deployments: Mapping[str, ModelDeployment], config: StackConfig, *,
+                 endpoints: Mapping[str, str]) -> tuple[dict[str, ModelDeployment], BudgetAllocation | None]:
+    """Every model under the stack's daily budget, by :func:`speech.budget.allocate` (the one
+    allocation function): each plan's max_instances capped at its allocation with its ``budget``
+    finding, the provenance document recording the allocation and the budget (so the pack
+    recomputes the same capped plan), and the gate decided again on the capped plan. Without a
+    budget the deployments come back unchanged.
+    """
+    from .budget import allocate, apply_allocation, apply_batch_allocation, batch_need, realtime_need
+
+    if config.budget is None:
+        return dict(deployments), None
+    needs = [batch_need(name, dep.config, dep.batch.peak_instances if dep.batch is not None else None)
+             if dep.config.hosting == "async" else realtime_need(name, dep.config, dep.plan)
+             for name, dep in deployments.items()]
+    allocation = allocate(needs, config.budget)
+    out: dict[str, ModelDeployment] = {}
+    for name, dep in deployments.items():
+        alloc = allocation.of(name)
+        if dep.document is None or (dep.plan is None and dep.batch is None):
+            out[name] = replace(dep, budget=alloc)
+            continue
+        doc = dep.document.model_copy(update={"budget": alloc, "stack_budget": config.budget})
+        kw = dict(name=name, endpoint=endpoints[name], allow_config_mismatch=config.allow_config_mismatch)
+        if dep.batch is not None:
+            batch = apply_batch_allocation(dep.batch, alloc)
+            plan, decision, cap = None, gate_batch(dep.config, batch, **kw), batch.max_instances
+        else:
+            batch, plan = None, apply_allocation(dep.plan, alloc)
+            decision, cap = gate(dep.config, plan, **kw), plan.fleet.max_instances
+        if decision.enabled and alloc.max_instances < alloc.peak_instances:
+            decision = replace(decision, reason=f"{decision.reason}; capped by the daily budget at {cap} of the "
+                               f"{alloc.peak_instances} instances its peak needs ({alloc.priority})")
+        out[name] = replace(dep, plan=plan, batch=batch, gate=decision, document=doc, document_text=document_text(doc),
+                            budget=alloc)
+    return out, allocation
 
 
 def gate_batch(model: ModelConfig, plan: BatchPlan, *, name: str, endpoint: str,

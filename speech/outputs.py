@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .artifacts import PlanArtifact, canonical_sha256
+from .artifacts import ModelAllocation, PlanArtifact, canonical_sha256
 from .batch import BatchPlan
 from .components.iam import INVOKE_ACTIONS
 from .gate import GateDecision
@@ -37,7 +37,8 @@ ASYNC_CALL = "InvokeEndpointAsync"
 ASYNC_KEYS = ("input_location", "output_location", "failure_location", "success_topic_arn", "error_topic_arn",
               "max_concurrent_invocations_per_instance")
 SCALING_KEYS = ("enabled", "reason_code", "verdict", "origin", "target", "scale_in_threshold", "min", "max",
-                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key", "dimension", "instances")
+                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key", "dimension", "instances",
+                "budget")
 OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
 
 
@@ -93,16 +94,31 @@ def async_output(*, bucket: str, input_prefix: str, output_prefix: str, failure_
     }
 
 
+def budget_output(alloc: ModelAllocation | None) -> dict[str, Any] | None:
+    """``scaling.<model>.budget``: the model's share of the stack's daily budget (null without one)."""
+    if alloc is None:
+        return None
+    return {
+        "priority": alloc.priority,
+        "peak_instances": alloc.peak_instances,
+        "max_instances": alloc.max_instances,
+        "served_share": alloc.served_share,
+        "daily_usd_at_max": alloc.daily_usd_at_max,
+        "level": alloc.finding.level,
+    }
+
+
 def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key: str | None,
-                   copy_plan: CopyPlan | None = None) -> dict[str, Any]:
+                   copy_plan: CopyPlan | None = None, budget: ModelAllocation | None = None) -> dict[str, Any]:
     """``scaling.<model>``: what autoscaling is deployed (numbers null when the gate is off) and
-    which plan it came from (``plan_sha256``, ``verdict``: present whenever there is a plan).
+    which plan it came from (``plan_sha256``, ``verdict``: present whenever there is a plan);
+    ``budget``: its allocation under the stack's daily budget, when the stack has one.
 
     ``dimension`` says what ``min``/``max``/``target`` count: instances of the variant, or copies of
     the inference component (``hosting: components``, numbers from the copy plan; ``instances`` is
     then managed instance scaling's range)."""
     if copy_plan is not None:
-        return copies_scaling_output(gate, copy_plan, provenance_key)
+        return copies_scaling_output(gate, copy_plan, provenance_key, budget)
     on = gate.enabled and plan is not None
     return {
         "enabled": on,
@@ -121,10 +137,12 @@ def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key
         "provenance_key": provenance_key,
         "dimension": SCALABLE_DIMENSION if on else None,
         "instances": None,
+        "budget": budget_output(budget),
     }
 
 
-def copies_scaling_output(gate: GateDecision, cp: CopyPlan, provenance_key: str | None) -> dict[str, Any]:
+def copies_scaling_output(gate: GateDecision, cp: CopyPlan, provenance_key: str | None,
+                          budget: ModelAllocation | None = None) -> dict[str, Any]:
     """``scaling.<model>`` of a component-hosted model: the same keys, per copy."""
     on = gate.enabled
     return {
@@ -144,10 +162,12 @@ def copies_scaling_output(gate: GateDecision, cp: CopyPlan, provenance_key: str 
         "provenance_key": provenance_key,
         "dimension": COMPONENT_SCALABLE_DIMENSION if on else None,
         "instances": {"min": cp.instances.min_instances, "max": cp.instances.max_instances} if on else None,
+        "budget": budget_output(budget),
     }
 
 
-def batch_scaling_output(gate: GateDecision, plan: BatchPlan | None, provenance_key: str | None) -> dict[str, Any]:
+def batch_scaling_output(gate: GateDecision, plan: BatchPlan | None, provenance_key: str | None,
+                         budget: ModelAllocation | None = None) -> dict[str, Any]:
     """``scaling.<model>`` of a batch model, the same keys: ``target`` is the backlog per instance,
     ``scale_in_threshold`` null (target tracking scales in), ``min`` 0."""
     on = gate.enabled and plan is not None
@@ -168,6 +188,7 @@ def batch_scaling_output(gate: GateDecision, plan: BatchPlan | None, provenance_
         "provenance_key": provenance_key,
         "dimension": SCALABLE_DIMENSION if on else None,
         "instances": None,
+        "budget": budget_output(budget),
     }
 
 

@@ -12,6 +12,8 @@ stack resource and the stack file's config (nothing leaks from the previous run)
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -301,6 +303,11 @@ def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGI
 
     # Pulumi's runtime asks for the current event loop; a process that already ran asyncio.run()
     # (bench, a test) has none set, so give it a fresh one.
+    # The previous preview's loop is finished: close it, or every run leaks its selector and self-pipe.
+    with contextlib.suppress(RuntimeError):
+        previous = asyncio.get_event_loop_policy().get_event_loop()
+        if not previous.is_running() and not previous.is_closed():
+            previous.close()
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)  # set_mocks only makes a new root stack when none exists
     pulumi.runtime.set_all_config(dict(config), [])
@@ -389,7 +396,13 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             out.apply(lambda o, k=key: resolved.__setitem__(k, o))
         return pulumi.Output.all(*outputs.values()) if outputs else None
 
-    program()
+    try:
+        program()
+    finally:
+        # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
+        # reference cycles: collect them now, or a process running many previews (the test suite)
+        # runs out of file descriptors.
+        gc.collect()
 
     resources = []
     for key in mocks.order:
@@ -499,6 +512,10 @@ def render(result: PreviewResult) -> str:
                 f"  Q_max {sc['q_max']}, target {sc['target']:g}, scale-in {sc['scale_in_threshold']:g}, "
                 f"cooldowns {c['scale_out_s']}/{c['scale_in_s']} s, fleet {sc['min']}..{sc['max']}"
             )
+        b = sc.get("budget")
+        if b:
+            lines.append(f"  budget: {b['priority']}, max {b['max_instances']} of {b['peak_instances']} at peak "
+                         f"({100 * b['served_share']:.0f}% served), ${b['daily_usd_at_max']:,.2f}/day at max ({b['level']})")
         if ep:
             lines.append(f"  clients: {ep['runtime_call']} with role {ep['invoke_role_arn']}")
         if ep.get("async"):

@@ -35,7 +35,7 @@ from .components.guard import ScalingGuard, ScalingGuardArgs
 from .components.image import ContainerImage, ContainerImageArgs, context_tag
 from .config import ECR_REPO_RE, StackConfig
 from .errors import SpeechError
-from .gate import GateDecision, ModelDeployment, image_matches_measurements, plan_model, with_receipts
+from .gate import GateDecision, ModelDeployment, apply_budget, image_matches_measurements, plan_model, with_receipts
 from .hosting import endpoint_name as checked_endpoint_name
 from .scaling import InstanceScalingSpec, component_scaling_spec, resource_id
 from .hosting import startup_health_check_timeout_s
@@ -58,11 +58,13 @@ def endpoint_name(model: str) -> str:
 
 
 def plan_stack(config: StackConfig) -> dict[str, ModelDeployment]:
-    """Plan and gate every model before creating anything: a bad model stops the whole preview."""
+    """Plan and gate every model before creating anything: a bad model stops the whole preview.
+    With a daily budget, each model's fleet is capped at its allocation (speech.gate.apply_budget)."""
     deployments = {
         name: plan_model(name, model, endpoint=endpoint_name(name), allow_config_mismatch=config.allow_config_mismatch)
         for name, model in config.models.items()
     }
+    deployments, _ = apply_budget(deployments, config, endpoints={name: endpoint_name(name) for name in deployments})
     for name, dep in deployments.items():
         endpoint_name(name)
         weights_layout(dep.config.weights_source, f"speech-endpoints:models.{name}.weights_source")
@@ -254,8 +256,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     final = gate_after_receipts(dep, claims, reads, tags, scale)
 
     def scaling_of(g: GateDecision) -> dict:
-        return (batch_scaling_output(g, dep.batch, dep.document_key) if dep.batch is not None
-                else scaling_output(g, plan, dep.document_key))
+        return (batch_scaling_output(g, dep.batch, dep.document_key, dep.budget) if dep.batch is not None
+                else scaling_output(g, plan, dep.document_key, budget=dep.budget))
 
     return _client_access_and_outputs(dep, endpoint.endpoint, account_id=account_id, region=region, image=image,
                                       base_tags=base_tags, observability=observability, gate=final,
@@ -366,7 +368,7 @@ def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Inpu
                                       bucket=bucket,
                                       base_tags=base_tags, observability=observability, gate=final,
                                       scaling=_scaling_of(final, lambda g: scaling_output(g, plan, dep.document_key,
-                                                                                          copy_plan=cp)),
+                                                                                          copy_plan=cp, budget=dep.budget)),
                                       inference_component=component.inference_component.inference_component_name)
 
 

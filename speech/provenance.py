@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
-from typing import TYPE_CHECKING
+from pydantic import ValidationError, model_serializer
 
-from .artifacts import Frozen, PlanArtifact, canonical_sha256
-from .config import ComponentsConfig, Hosting, MeasuredOn, Measurements, PlanInputs
+from .artifacts import Frozen, ModelAllocation, PlanArtifact, canonical_sha256
+from .config import Budget, ComponentsConfig, Hosting, MeasuredOn, Measurements, PlanInputs
 from .errors import ArtifactError, describe_validation_error
 
 if TYPE_CHECKING:
@@ -59,6 +59,21 @@ class ProvenanceDocument(Frozen):
     """How the model is hosted; ``components``: the copy plan is recomputed too (speech.copies)."""
     components: ComponentsConfig | None = None
     """The components inputs in force (``hosting: components`` only)."""
+    budget: ModelAllocation | None = None
+    """This model's allocation under the stack's daily budget (speech.budget.allocate): the pack
+    caps the recomputed plan with it and checks it against the allocation it recomputes."""
+    stack_budget: Budget | None = None
+    """The stack's budget (daily USD, prices) the allocation was made under."""
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_budget(self, handler: Any) -> Any:
+        # Documents of stacks without a budget keep their bytes (and their sha256 tag).
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("budget", "stack_budget"):
+                if key in data and data[key] is None:
+                    del data[key]
+        return data
 
 
 def target_binding_problem(model: str, measurements: Measurements, endpoint: str,

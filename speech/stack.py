@@ -17,7 +17,7 @@ from .config import StackConfig
 from .errors import ConfigError, describe_validation_error
 
 PROJECT = "speech-endpoints"
-KNOWN_KEYS = ("models", "allow_config_mismatch", "alerts")
+KNOWN_KEYS = ("models", "allow_config_mismatch", "alerts", "budget")
 
 
 def _key_of(loc: tuple[Any, ...]) -> str:

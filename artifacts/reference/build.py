@@ -2,6 +2,11 @@
 
 These describe someone else's endpoint (provenance ``reference``): fixtures and a worked example,
 never a substitute for measuring your own. Run: ``python artifacts/reference/build.py``.
+
+``--model NAME --out DIR`` writes the same figures for another route of a stack that serves the
+same image on the same instance type (examples/Pulumi.multi.yaml): the artifact carries that
+model name, keeps origin ``reference`` and says in its source that the figures are the reference
+run's, applied to that route.
 """
 
 from __future__ import annotations
@@ -62,7 +67,15 @@ PHASES = [
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
 
-def reference_qmax() -> QmaxArtifact:
+def source_for(model: str) -> str:
+    """The provenance source: the public figures, and for another route, that they were applied to it."""
+    if model == "kokoro-82m":
+        return SOURCE
+    return (f"{SOURCE}; the reference run's figures applied to route {model!r}, which serves the same image on "
+            "the same instance type (not measured on it)")
+
+
+def reference_qmax(model: str = "kokoro-82m") -> QmaxArtifact:
     ladder = [
         LadderLevel(
             concurrency=c,
@@ -82,7 +95,7 @@ def reference_qmax() -> QmaxArtifact:
         for c, done, ok, err, p50, p95, p99, x in LADDER
     ]
     return QmaxArtifact(
-        model="kokoro-82m",
+        model=model,
         transport="stream",
         fingerprint=FINGERPRINT,
         slo=Slo(ttfab_p95_ms=SLO_MS),
@@ -95,32 +108,37 @@ def reference_qmax() -> QmaxArtifact:
         cloudwatch_ratio=1.0,  # ConcurrentRequestsPerModel / client in-flight, read at every level
         cloudwatch_ratio_source="measured",
         request_mix=RequestMix(name="short-utterances", chars_min=20, chars_mean=25.0, chars_max=30, count=1),
-        provenance=Provenance(origin="reference", source=SOURCE, measured_at=T0),
+        provenance=Provenance(origin="reference", source=source_for(model), measured_at=T0),
     )
 
 
-def reference_ttotal() -> TtotalArtifact:
+def reference_ttotal(model: str = "kokoro-82m") -> TtotalArtifact:
     phases = [
         Phase(name=n, at=T0 + timedelta(seconds=off), offset_s=off, source=src, bounded=b)
         for n, off, src, b in PHASES
     ]
     measured = 260.248
     return TtotalArtifact(
-        model="kokoro-82m",
+        model=model,
         trigger="forced-desired",
         transport="stream",
         fingerprint=FINGERPRINT,
         phases=phases,
         measured_total_s=measured,
-        provenance=Provenance(origin="reference", source=SOURCE, measured_at=T0),
+        provenance=Provenance(origin="reference", source=source_for(model), measured_at=T0),
     )
 
 
-def main() -> None:
-    here = Path(__file__).resolve().parent
-    q, t = reference_qmax(), reference_ttotal()
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="kokoro-82m", help="model (route) name the artifacts carry (default kokoro-82m)")
+    p.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="where to write them")
+    args = p.parse_args(argv)
+    q, t = reference_qmax(args.model), reference_ttotal(args.model)
     for art, name in ((q, qmax_filename(q)), (t, ttotal_filename(t))):
-        print(write_artifact(here / name, art))
+        print(write_artifact(args.out / name, art))
 
 
 if __name__ == "__main__":

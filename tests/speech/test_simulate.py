@@ -278,3 +278,82 @@ def test_fluid_model_matches_discrete_events():
     assert s.rejected_share == pytest.approx(des_rej, abs=0.02)
     assert s.ttfab_p95_ms == pytest.approx(des_p95, rel=0.15)
     assert abs(s.requests - total) / total < 0.02
+
+
+# --- several routes under one budget -----------------------------------------------------------
+
+
+def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
+    from ruamel.yaml import YAML
+
+    from speech.gate import apply_budget, plan_model
+    from speech.simulate import BudgetRoute, budget_table, simulate_budget
+    from speech.stack import parse_stack_config
+    from speech.traces import diurnal_rate, poisson_arrivals
+
+    root = ROOT_TRACES.parents[1]
+    raw = YAML(typ="safe").load((root / "examples/Pulumi.multi.yaml").read_text())["config"]
+    cfg = parse_stack_config({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("speech-endpoints:")})
+    endpoints = {n: f"multi-{n}" for n in cfg.models}
+    deps, alloc = apply_budget({n: plan_model(n, m, endpoint=endpoints[n]) for n, m in cfg.models.items()}, cfg,
+                               endpoints=endpoints)
+    routes = []
+    for seed, (name, dep) in enumerate(deps.items(), start=1):
+        if dep.plan is None:
+            continue  # the batch route queues instead: test_budget_peak_batch_backlog_grows_and_drains
+        rate = diurnal_rate(peak=dep.config.plan.peak_rps, trough=dep.config.plan.trough_rps, duration_s=3 * 3600,
+                            spikes=0, spike_factor=1.0, spike_s=60, seed=seed)
+        m = dep.config.measurements
+        routes.append(BudgetRoute(name=name, plan=dep.plan, qmax=m.qmax, ttotal=m.ttotal,
+                                  arrivals=poisson_arrivals(rate, seed)))
+    results = {r.name: r for r in simulate_budget(routes)}
+    print(budget_table(list(results.values())))
+    crit, std = results["assistant"], results["narration"]
+    assert (crit.max_instances, crit.peak_instances) == (12, 12) and (std.max_instances, std.peak_instances) == (10, 23)
+    # The critical route has its whole need: its SLO holds through the peak.
+    assert crit.capped.within_slo_share >= 0.95 and crit.capped.rejected_share < 0.01
+    assert crit.capped.violation_minutes <= 5
+    # The capped standard route refuses what 10 instances cannot admit around its peak (a tide
+    # peaking at 400 rps over 10 x 17.9 rps), while with its whole need it would not.
+    assert std.capped.peak_instances <= 10 and std.uncapped.peak_instances > 10
+    assert std.capped.rejected_share > 0.2 and std.capped.violation_minutes > 30
+    assert std.uncapped.within_slo_share >= 0.95 and std.uncapped.rejected_share < 0.01
+    # What it admits still meets the SLO: the gate sheds the excess instead of queueing it.
+    assert std.capped.ttfab_p95_ms <= 3000
+    assert std.capped.instance_hours < std.uncapped.instance_hours
+
+
+def test_budget_peak_batch_backlog_grows_and_drains():
+    from ruamel.yaml import YAML
+
+    from speech.gate import apply_budget, plan_model
+    from speech.simulate import simulate_backlog
+    from speech.stack import parse_stack_config
+    from speech.traces import diurnal_rate, poisson_arrivals
+
+    root = ROOT_TRACES.parents[1]
+    raw = YAML(typ="safe").load((root / "examples/Pulumi.multi.yaml").read_text())["config"]
+    cfg = parse_stack_config({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("speech-endpoints:")})
+    endpoints = {n: f"multi-{n}" for n in cfg.models}
+    plain = {n: plan_model(n, m, endpoint=endpoints[n]) for n, m in cfg.models.items()}
+    deps, _ = apply_budget(plain, cfg, endpoints=endpoints)
+    capped, whole = deps["audiobooks"].batch, plain["audiobooks"].batch
+    assert (capped.max_instances, whole.max_instances) == (1, 3)
+    # A 2 h tide from 1 to 50 rps, then 2 h at the trough: above what one instance drains (17.9 rps)
+    # for most of the tide.
+    rate = np.concatenate([diurnal_rate(peak=50, trough=1, duration_s=7200, spikes=0, spike_factor=1.0, spike_s=60,
+                                        seed=3), np.full(7200, 1.0)])
+    arrivals = poisson_arrivals(rate, 3)
+    ttotal = deps["audiobooks"].config.measurements.ttotal
+    at_cap = simulate_backlog(capped, ttotal, arrivals)
+    full = simulate_backlog(whole, ttotal, arrivals)
+    peak_at = int(np.argmax(at_cap.backlog))
+    drained_at = peak_at + int(np.argmax(at_cap.backlog[peak_at:] < capped.backlog_target_per_instance / 10))
+    # At the cap one instance serves; the backlog grows through the peak far past the target the
+    # delay allows (about 92 000 requests at 1 h 36 min), then drains during the quiet hours.
+    assert at_cap.serving.max() == 1 and at_cap.backlog.max() > 5 * capped.backlog_target_per_instance
+    assert 3600 < peak_at < 7200 < drained_at < len(arrivals) - 600
+    assert at_cap.delay_max_s > 3 * capped.inputs.max_delay_s and at_cap.within_delay_share < 0.5
+    # With the whole need (3 instances) the same traffic finishes within the delay.
+    assert full.serving.max() == 3 and full.within_delay_share > 0.99 and full.unfinished == 0
+    assert full.delay_p95_s <= whole.inputs.max_delay_s

@@ -1,0 +1,88 @@
+"""daily-cost-ceiling on a stack with several models and a daily budget (examples/Pulumi.multi.yaml):
+the pack recomputes the allocation with speech.budget.allocate from the provenance documents."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from tests.policy.policy_edits import messages, named, set_path
+
+from policy.check import main as check_main
+from policy.check import preview_resources
+
+ROOT = Path(__file__).resolve().parents[2]
+MULTI = ROOT / "examples/Pulumi.multi.yaml"
+POLICY = "daily-cost-ceiling"
+
+
+def lowered(directory: Path, daily_usd: float, stack: str = "low") -> Path:
+    text = MULTI.read_text()
+    assert "daily_usd: 800" in text
+    path = directory / f"Pulumi.{stack}.yaml"
+    path.write_text(text.replace("daily_usd: 800", f"daily_usd: {daily_usd:g}"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def _multi():
+    resources, result = preview_resources(MULTI, "multi")
+    return resources, result
+
+
+@pytest.fixture
+def multi(_multi):
+    return copy.deepcopy(_multi[0])
+
+
+def test_multi_stack_passes_with_standard_capped(pack, multi, _multi):
+    report = pack.check(multi)
+    assert report.mandatory == []
+    # What passed is the capped allocation: critical at its peak need, standard at its share.
+    assert named(multi, "assistant-target").props["maxCapacity"] == 12
+    assert named(multi, "narration-target").props["maxCapacity"] == 10
+    scaling = _multi[1].outputs["scaling"]
+    budget = scaling["narration"]["budget"]
+    assert budget["max_instances"] == 10 and budget["peak_instances"] == 23 and budget["level"] == "warn"
+    # The batch route: an asynchronous endpoint scaled on its backlog from 0 to what the budget left.
+    batch = scaling["audiobooks"]
+    assert batch["enabled"] and (batch["min"], batch["max"]) == (0, 1) and batch["budget"]["peak_instances"] == 3
+    assert named(multi, "audiobooks-target").props["maxCapacity"] == 1
+    assert scaling["assistant"]["budget"]["max_instances"] == 12 == scaling["assistant"]["max"]
+
+
+def test_budget_below_critical_need_blocks_with_one_message(pack, tmp_path):
+    resources, result = preview_resources(lowered(tmp_path, 400), "low")
+    report = pack.check(resources)
+    assert [d.policy for d in report.mandatory] == [POLICY]
+    [msg] = messages(report, POLICY, "mandatory")
+    assert "daily budget $400.00 cannot cover the critical models' peak" in msg
+    assert "shortfall of $73.09/day" in msg and "assistant: 12 x ml.g5.xlarge" in msg
+    assert "raise speech-endpoints:budget.daily_usd to at least $473.09" in msg
+    # The program closed the critical model's scaling on the same stop finding.
+    gate = {g.model: g for g in result.gates}["assistant"]
+    assert not gate.enabled and "shortfall of $73.09/day" in gate.reason
+
+
+def test_critical_model_capped_below_its_peak_need_is_blocked(pack, multi):
+    set_path(named(multi, "assistant-target"), "maxCapacity", 8.0)
+    [msg] = messages(pack.check(multi), POLICY, "mandatory")
+    assert "critical model 'assistant' may scale to 8 instances, below its measured peak need of 12" in msg
+    assert "fix:" in msg
+
+
+def test_standard_model_raised_past_its_allocation_exceeds_the_budget(pack, multi):
+    set_path(named(multi, "narration-target"), "maxCapacity", 23.0)
+    [msg] = messages(pack.check(multi), POLICY, "mandatory")
+    assert "above the daily budget $800.00" in msg and "narration: 23 x ml.g5.xlarge" in msg
+    assert "speech-endpoints:budget.daily_usd" in msg
+
+
+def test_policy_check_cli_passes_multi_and_blocks_a_lowered_budget(tmp_path, capsys):
+    assert check_main(["--stack-dir", str(ROOT / "examples"), "--stack", "multi"]) == 0
+    assert "OK: no mandatory violation" in capsys.readouterr().out
+    lowered(tmp_path, 420)
+    assert check_main(["--stack-dir", str(tmp_path), "--stack", "low"]) == 1
+    out = capsys.readouterr().out
+    assert out.count("shortfall of $53.09/day") == 1 and "BLOCKED" in out
