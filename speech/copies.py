@@ -66,22 +66,16 @@ from .plan import (
     w_max_s,
     weakest_origin,
 )
+from .scaling import COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, component_resource_id
 from .survival import saturation_rps, throughput_at
 
 COPY_PLAN_SCHEMA_VERSION = 1
 
-# --- AWS names of copy scaling (checked in botocore's application-autoscaling and sagemaker models) ---
-
-COPY_METRIC_TYPE = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
-"""Target tracking's predefined metric for copies: requests in flight per copy at 10 s resolution."""
-COPY_SCALABLE_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
-COPY_METRIC = "ConcurrentRequestsPerCopy"
-"""The CloudWatch metric (namespace AWS/SageMaker, dimension InferenceComponentName) behind it."""
-
-
-def copy_resource_id(inference_component_name: str) -> str:
-    """Application Auto Scaling's id of an inference component's copy count."""
-    return f"inference-component/{inference_component_name}"
+# AWS names of copy scaling live with the other AWS names in speech.scaling (one place).
+COPY_METRIC_TYPE = COMPONENT_SCALE_OUT_METRIC_TYPE
+COPY_SCALABLE_DIMENSION = COMPONENT_SCALABLE_DIMENSION
+COPY_METRIC = COMPONENT_METRIC
+copy_resource_id = component_resource_id
 
 
 # --- chosen constants ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import botocore.session
 import pytest
 from ruamel.yaml import YAML
 
-from speech import copies, scaling
+from speech import scaling
 from speech.errors import ConfigError
 from speech.preview import main as preview_main
 from speech.preview import run_preview
@@ -206,11 +206,6 @@ def test_aws_names_are_the_service_models():
     sm = session.get_service_model("sagemaker")
     assert scaling.INSTANCE_SCALING_ENABLED in sm.shape_for("ManagedInstanceScalingStatus").enum
     assert sm.shape_for("ManagedInstanceScalingMinInstanceCount").metadata["min"] == 0
-    # The copy plan names the same metric and dimension (speech.copies repeats them as literals).
-    assert copies.COPY_METRIC_TYPE == scaling.COMPONENT_SCALE_OUT_METRIC_TYPE
-    assert copies.COPY_SCALABLE_DIMENSION == scaling.COMPONENT_SCALABLE_DIMENSION
-    assert copies.COPY_METRIC == scaling.COMPONENT_METRIC
-    assert copies.copy_resource_id("x") == scaling.component_resource_id("x")
 
 
 def test_component_args_exist_in_the_installed_aws_native():
