@@ -364,6 +364,14 @@ class StackConfig(Frozen):
         if self.budget is not None:
             prices = self.budget.prices()
             for name, model in self.models.items():
+                if model.hosting == "components":
+                    # The allocation caps instance fleets; a component's instances follow its copies
+                    # (managed instance scaling), which the allocation does not size yet.
+                    raise ValueError(
+                        f"model {name!r} is hosted as inference components, which speech-endpoints:budget does not "
+                        "allocate yet; remove the budget (cap the component with max_instances instead) or host "
+                        f"{name!r} realtime"
+                    )
                 if model.instance_type not in prices:
                     raise ValueError(
                         f"model {name!r} runs {model.instance_type}, which has no price: add it under "

@@ -202,6 +202,19 @@ def test_stack_budget_config_parses_and_names_a_missing_price():
         parse_stack_config({"models": {"a": {**model, "priority": "urgent"}}})
 
 
+def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
+    from ruamel.yaml import YAML
+
+    from speech.stack import parse_stack_config
+
+    raw = YAML(typ="safe").load((Path(__file__).parents[2] / "examples" / "Pulumi.components.yaml").read_text())["config"]
+    models = raw["speech-endpoints:models"]
+    assert parse_stack_config({"models": models}).models  # the example itself parses
+    with pytest.raises(ConfigError, match=r"hosted as inference components, which speech-endpoints:budget does not "
+                                          r"allocate yet"):
+        parse_stack_config({"models": models, "budget": {"daily_usd": 500}})
+
+
 # --- the program's side (pure: speech.gate.apply_budget) ----------------------------------------
 
 
