@@ -473,7 +473,10 @@ def finding_packing(p: Packing, copy: CopyArtifact) -> Finding:
     return Finding(name="packing_utilization", level="warn", message=f"{base}: most of it stays idle; {why}")
 
 
-def finding_hot_loading(t_copy: TTotalSummary, t_total: TTotalSummary | None) -> Finding:
+def finding_hot_loading(t_copy: TTotalSummary, t_total: TTotalSummary | None, copies_per_instance: int = 2) -> Finding:
+    """ok when a copy serves at least :data:`HOT_LOAD_GAIN_MIN` times sooner than an instance AND
+    a running instance has room for a second copy; with one copy per instance every added copy
+    waits for a new instance (T_total) whatever T_copy is."""
     if t_total is None:
         return Finding(
             name="hot_loading",
@@ -486,6 +489,14 @@ def finding_hot_loading(t_copy: TTotalSummary, t_total: TTotalSummary | None) ->
         f"planning T_copy {t_copy.planning_s:.1f} s vs planning T_total {t_total.planning_s:.1f} s "
         f"(measured {t_copy.measured_s:.1f} s vs {t_total.measured_s:.1f} s)"
     )
+    if gain >= HOT_LOAD_GAIN_MIN and copies_per_instance <= 1:
+        return Finding(
+            name="hot_loading",
+            level="warn",
+            message=f"{base}: a copy would serve {gain:.1f}x sooner, but only one copy fits an instance, so every added "
+            "copy waits for a new instance (T_total): choose an instance type with room for several copies, or a "
+            "plain real-time variant",
+        )
     if gain >= HOT_LOAD_GAIN_MIN:
         return Finding(name="hot_loading", level="ok", message=f"{base}: a copy serves {gain:.1f}x sooner than an instance")
     return Finding(
@@ -662,7 +673,7 @@ def build_copy_plan(
     findings = [
         finding_copy_fits(pack, copy),
         finding_packing(pack, copy),
-        finding_hot_loading(t_copy, t_total),
+        finding_hot_loading(t_copy, t_total, pack.copies_per_instance),
         finding_slo(inputs.slo_ms, qmax.service_time.p95_ms, q),
         finding_copy_surge(surge, c_max, q, t_copy.planning_s, inputs.surge_ratio),
         finding_copy_scale_in(floor, safe, c_max, c_min),

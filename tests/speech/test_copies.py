@@ -309,3 +309,15 @@ def test_instance_table_is_consistent():
         assert name == spec.instance_type and name.startswith("ml.")
         assert (spec.accelerator is None) == (spec.accelerator_count == 0) == (spec.accelerator_memory_mib == 0)
         assert spec.vcpus > 0 and spec.memory_mib > 0
+
+
+def test_hot_loading_on_a_one_gpu_instance_says_every_copy_waits_for_an_instance(qmax_ref, ttotal_ref):
+    # The same fast copy: on ml.g5.12xlarge (4 GPUs) hot loading pays off, on ml.g5.xlarge (1 GPU)
+    # each added copy needs a new instance, so T_copy buys nothing.
+    c = copy_artifact(qmax_ref)
+    roomy = build_copy_plan(qmax_ref, c, INPUTS, instance="ml.g5.12xlarge", ttotal=ttotal_ref)
+    single = build_copy_plan(qmax_ref, c, INPUTS, instance="ml.g5.xlarge", ttotal=ttotal_ref)
+    assert roomy.packing.copies_per_instance == 4 and roomy.finding("hot_loading").level == "ok"
+    assert single.packing.copies_per_instance == 1
+    f = single.finding("hot_loading")
+    assert f.level == "warn" and "only one copy fits an instance" in f.message
