@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from .artifacts import BudgetAllocation, ModelAllocation, PlanArtifact
+from .artifacts import BudgetAllocation, Finding, Fingerprint, ModelAllocation, PlanArtifact
 from .batch import BatchPlan, build_batch_plan
 from .config import ModelConfig, StackConfig
 from .errors import ConfigError, FingerprintMismatch, PlanInputError
@@ -44,6 +44,34 @@ class GateDecision:
     code: GateCode
 
 
+def _bound_and_matching(model: ModelConfig, fp: Fingerprint, findings: list[Finding], *, name: str, endpoint: str,
+                        allow_config_mismatch: bool, what: str = "measurements describe",
+                        plan_name: str = "plan") -> GateDecision | None:
+    """The checks every gate shares, in order; the first failing one as a closed gate, else None.
+
+    The measurements name this endpoint (or the configured ``measured_on`` one); they describe the
+    deployed fingerprint (a new image or instance type has new latency: measurements of the old one
+    say nothing; while the program builds the image only the instance type is compared now, the
+    digest once pushed: :func:`image_matches_measurements`); the plan has no stop finding."""
+    assert model.measurements is not None
+    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
+    if bound:
+        return GateDecision(False, bound, "target_binding")
+    deployed = model.fingerprint()
+    if deployed is None:
+        if fp.instance_type != model.instance_type and not allow_config_mismatch:
+            return GateDecision(False, f"{what} {fp.slug} ({fp.instance_type}) but the stack deploys "
+                                f"{model.instance_type}: re-measure this instance type", "instance_type_mismatch")
+    elif fp != deployed and not allow_config_mismatch:
+        return GateDecision(False, f"{what} {fp.slug} but the stack deploys {deployed.slug} ({model.instance_type}, "
+                            f"{(model.image_digest or '')[:19]}): re-measure this image/instance", "fingerprint_mismatch")
+    stops = [f for f in findings if f.level == "stop"]
+    if stops:
+        names = ", ".join(f.name for f in stops)
+        return GateDecision(False, f"{plan_name} has stop findings ({names}): {stops[0].message}", "plan_stop")
+    return None
+
+
 def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: str,
          allow_config_mismatch: bool = False) -> GateDecision:
     """Scaling exists only for a measured, feasible plan that has something to scale.
@@ -58,32 +86,10 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
             "bench plan --stack <stack> to add them",
             "unmeasured",
         )
-    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
-    if bound:
-        return GateDecision(False, bound, "target_binding")
-    deployed = model.fingerprint()
-    if deployed is None:
-        # The program builds the image: its digest exists after the push. The instance type is
-        # compared now; the digest when it is known (image_matches_measurements, before the Model).
-        if plan.fingerprint.instance_type != model.instance_type and not allow_config_mismatch:
-            return GateDecision(
-                False,
-                f"measurements describe {plan.fingerprint.slug} ({plan.fingerprint.instance_type}) but the stack "
-                f"deploys {model.instance_type}: re-measure this instance type",
-                "instance_type_mismatch",
-            )
-    elif plan.fingerprint != deployed and not allow_config_mismatch:
-        # A new image or instance type has new latency: measurements of the old one say nothing.
-        return GateDecision(
-            False,
-            f"measurements describe {plan.fingerprint.slug} but the stack deploys {deployed.slug} "
-            f"({model.instance_type}, {model.image_digest[:19]}): re-measure this image/instance",
-            "fingerprint_mismatch",
-        )
-    stops = [f for f in plan.findings if f.level == "stop"]
-    if stops:
-        names = ", ".join(f.name for f in stops)
-        return GateDecision(False, f"plan has stop findings ({names}): {stops[0].message}", "plan_stop")
+    problem = _bound_and_matching(model, plan.fingerprint, plan.findings, name=name, endpoint=endpoint,
+                                  allow_config_mismatch=allow_config_mismatch)
+    if problem:
+        return problem
     if plan.fleet.max_instances <= plan.fleet.min_instances:
         return GateDecision(
             False,
@@ -94,7 +100,7 @@ def gate(model: ModelConfig, plan: PlanArtifact | None, *, name: str, endpoint: 
     built = (
         f"; the image built by the stack must have digest {plan.fingerprint.image_digest[:19]}... (checked once "
         "it is pushed, before the Model is created)"
-        if deployed is None and not allow_config_mismatch else ""
+        if model.fingerprint() is None and not allow_config_mismatch else ""
     )
     label = ("measured plan" if plan.provenance.origin == "measured"
              else f"plan from {plan.provenance.origin} figures, not measurements of this endpoint")
@@ -134,25 +140,12 @@ def gate_components(model: ModelConfig, copy_plan: CopyPlan | None, *, name: str
             "then bench plan --stack <stack> --tcopy <copy artifact> to add them",
             "unmeasured",
         )
-    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
-    if bound:
-        return GateDecision(False, bound, "target_binding")
-    deployed = model.fingerprint()
     fp = copy_plan.fingerprint
-    if deployed is None:
-        if fp.instance_type != model.instance_type and not allow_config_mismatch:
-            return GateDecision(
-                False,
-                f"Q_max per copy was measured on {fp.slug} ({fp.instance_type}) but the stack deploys "
-                f"{model.instance_type}: re-measure this instance type",
-                "instance_type_mismatch",
-            )
-    elif fp != deployed and not allow_config_mismatch:
-        return GateDecision(
-            False,
-            f"Q_max per copy was measured on {fp.slug} but the stack deploys {deployed.slug}: re-measure this image/instance",
-            "fingerprint_mismatch",
-        )
+    problem = _bound_and_matching(model, fp, copy_plan.findings, name=name, endpoint=endpoint,
+                                  allow_config_mismatch=allow_config_mismatch, what="Q_max per copy was measured on",
+                                  plan_name="copy plan")
+    if problem:
+        return problem
     tcopy = model.measurements.tcopy
     if tcopy.fingerprint != fp and not allow_config_mismatch:
         return GateDecision(
@@ -161,10 +154,6 @@ def gate_components(model: ModelConfig, copy_plan: CopyPlan | None, *, name: str
             "a footprint says nothing about another image or instance; run bench tcopy on the deployed one",
             "copy_fingerprint_mismatch",
         )
-    stops = [f for f in copy_plan.findings if f.level == "stop"]
-    if stops:
-        names = ", ".join(f.name for f in stops)
-        return GateDecision(False, f"copy plan has stop findings ({names}): {stops[0].message}", "plan_stop")
     c = copy_plan.copies
     if c.max_copies <= c.min_copies:
         return GateDecision(
@@ -351,22 +340,10 @@ def gate_batch(model: ModelConfig, plan: BatchPlan, *, name: str, endpoint: str,
     """:func:`gate` for a batch plan: the same measurement, binding and fingerprint conditions
     (checked by :func:`gate` on the plan's fingerprint), then the batch plan's stop findings.
     A batch plan always has something to scale (0..max_instances >= 1)."""
-    assert model.measurements is not None
-    bound = target_binding_problem(name, model.measurements, endpoint, model.measured_on)
-    if bound:
-        return GateDecision(False, bound, "target_binding")
-    deployed = model.fingerprint()
-    if deployed is None and plan.fingerprint.instance_type != model.instance_type and not allow_config_mismatch:
-        return GateDecision(False, f"measurements describe {plan.fingerprint.slug} ({plan.fingerprint.instance_type}) "
-                            f"but the stack deploys {model.instance_type}: re-measure this instance type",
-                            "instance_type_mismatch")
-    if deployed is not None and plan.fingerprint != deployed and not allow_config_mismatch:
-        return GateDecision(False, f"measurements describe {plan.fingerprint.slug} but the stack deploys {deployed.slug}: "
-                            "re-measure this image/instance", "fingerprint_mismatch")
-    stops = [f for f in plan.findings if f.level == "stop"]
-    if stops:
-        names = ", ".join(f.name for f in stops)
-        return GateDecision(False, f"batch plan has stop findings ({names}): {stops[0].message}", "plan_stop")
+    problem = _bound_and_matching(model, plan.fingerprint, plan.findings, name=name, endpoint=endpoint,
+                                  allow_config_mismatch=allow_config_mismatch, plan_name="batch plan")
+    if problem:
+        return problem
     return GateDecision(
         True,
         f"batch plan (origin {plan.provenance.origin}, verdict {plan.verdict}): scale 0..{plan.max_instances} on "
