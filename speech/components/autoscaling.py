@@ -14,7 +14,17 @@ import pulumi_aws as aws
 
 from ..artifacts import PlanArtifact
 from ..batch import BatchPlan
-from ..scaling import AlarmSpec, BatchScalingSpec, ScalingSpec, StepPolicySpec, batch_scaling_spec, resource_id, scaling_spec
+from ..scaling import (
+    AlarmSpec,
+    BatchScalingSpec,
+    ScalingSpec,
+    StepPolicySpec,
+    TargetSpec,
+    TargetTrackingSpec,
+    batch_scaling_spec,
+    resource_id,
+    scaling_spec,
+)
 from .guard import REPLACE_ON, TAG_INSTANCE_TYPE
 
 __all__ = ["AsyncScaling", "AsyncScalingArgs", "Autoscaling", "AutoscalingArgs", "resource_id"]
@@ -88,6 +98,64 @@ def concurrency_alarm(resource_name: str, spec: AlarmSpec, *, action: pulumi.Inp
     )
 
 
+def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent: pulumi.Resource,
+                    depends_on: Sequence[pulumi.Resource], replace_on_changes: Sequence[str] = ()
+                    ) -> tuple[aws.appautoscaling.Target, dict[str, pulumi.Output[str]]]:
+    """The scalable target of a spec and the three keys its policies name it by. Deleted before it
+    is replaced: the replacement registers the same resource id."""
+    target = aws.appautoscaling.Target(
+        resource_name,
+        service_namespace=spec.service_namespace,
+        scalable_dimension=spec.scalable_dimension,
+        resource_id=spec.resource_id,
+        min_capacity=spec.min_capacity,
+        max_capacity=spec.max_capacity,
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on), delete_before_replace=True,
+                                    replace_on_changes=list(replace_on_changes) or None),
+    )
+    keys = dict(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
+                service_namespace=target.service_namespace)
+    return target, keys
+
+
+def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, target: dict,
+                               opts: pulumi.ResourceOptions) -> aws.appautoscaling.Policy:
+    """Target tracking on a predefined metric, from the spec."""
+    return aws.appautoscaling.Policy(
+        resource_name,
+        name=spec.name,
+        policy_type=spec.policy_type,
+        target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+            target_value=spec.target_value,
+            disable_scale_in=spec.disable_scale_in,
+            scale_out_cooldown=spec.scale_out_cooldown_s,
+            scale_in_cooldown=spec.scale_in_cooldown_s,
+            predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
+                predefined_metric_type=spec.metric_type,
+            ),
+        ),
+        opts=opts,
+        **target,
+    )
+
+
+def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: AlarmSpec, *, target: dict, tags: dict,
+                           parent: pulumi.Resource) -> tuple[aws.appautoscaling.Policy, aws.cloudwatch.MetricAlarm]:
+    """A step policy and the alarm that invokes it, both from the spec (fixed policy names: the
+    old policy is deleted before its replacement is created)."""
+    created = aws.appautoscaling.Policy(
+        resource_name,
+        name=policy.name,
+        policy_type=policy.policy_type,
+        step_scaling_policy_configuration=step_policy_args(policy),
+        opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
+        **target,
+    )
+    return created, concurrency_alarm(f"{resource_name}-alarm", alarm, action=created.arn, tags=tags,
+                                      opts=pulumi.ResourceOptions(parent=parent))
+
+
 class Autoscaling(pulumi.ComponentResource):
     """Renders :func:`speech.scaling.scaling_spec` of the plan into resources, nothing more."""
 
@@ -99,62 +167,18 @@ class Autoscaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Autoscaling", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         # Fixed policy names: a replacement must delete before it creates, or the delete of the old
         # one would remove the new one (same name, same resource id).
         policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         spec = self.spec = scaling_spec(args.plan, args.endpoint_name)
-
-        self.target = aws.appautoscaling.Target(
-            f"{name}-target",
-            service_namespace=spec.target.service_namespace,
-            scalable_dimension=spec.target.scalable_dimension,
-            resource_id=spec.target.resource_id,
-            min_capacity=spec.target.min_capacity,
-            max_capacity=spec.target.max_capacity,
-            tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True,
-                                        replace_on_changes=REPLACE_ON),
-        )
-        target = dict(
-            resource_id=self.target.resource_id,
-            scalable_dimension=self.target.scalable_dimension,
-            service_namespace=self.target.service_namespace,
-        )
-
-        out = spec.scale_out
-        self.scale_out = aws.appautoscaling.Policy(
-            f"{name}-scale-out",
-            name=out.name,
-            policy_type=out.policy_type,
-            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
-                target_value=out.target_value,
-                disable_scale_in=out.disable_scale_in,
-                scale_out_cooldown=out.scale_out_cooldown_s,
-                scale_in_cooldown=out.scale_in_cooldown_s,
-                predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
-                    predefined_metric_type=out.metric_type,
-                ),
-            ),
-            opts=policy_opts,
-            **target,
-        )
-
-        def step_policy(role: str, policy, alarm):
-            """A step policy and the alarm that invokes it, both from the spec."""
-            created = aws.appautoscaling.Policy(
-                f"{name}-{role}",
-                name=policy.name,
-                policy_type=policy.policy_type,
-                step_scaling_policy_configuration=step_policy_args(policy),
-                opts=policy_opts,
-                **target,
-            )
-            return created, concurrency_alarm(f"{name}-{role}-alarm", alarm, action=created.arn, tags=args.tags,
-                                              opts=child)
-
-        self.scale_in, self.scale_in_alarm = step_policy("scale-in", spec.scale_in, spec.scale_in_alarm)
-        self.surge, self.surge_alarm = step_policy("surge", spec.surge, spec.surge_alarm)
+        self.target, target = scalable_target(f"{name}-target", spec.target,
+                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
+                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
+        self.scale_out = predefined_tracking_policy(f"{name}-scale-out", spec.scale_out, target=target, opts=policy_opts)
+        self.scale_in, self.scale_in_alarm = step_policy_with_alarm(f"{name}-scale-in", spec.scale_in, spec.scale_in_alarm,
+                                                                    target=target, tags=args.tags, parent=self)
+        self.surge, self.surge_alarm = step_policy_with_alarm(f"{name}-surge", spec.surge, spec.surge_alarm,
+                                                              target=target, tags=args.tags, parent=self)
         self.register_outputs({"resource_id": self.target.resource_id})
 
 
@@ -194,22 +218,9 @@ class AsyncScaling(pulumi.ComponentResource):
         super().__init__("speech:index:AsyncScaling", name, None, opts)
         policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         spec = self.spec = batch_scaling_spec(args.plan, args.endpoint_name)
-        self.target = aws.appautoscaling.Target(
-            f"{name}-target",
-            service_namespace=spec.target.service_namespace,
-            scalable_dimension=spec.target.scalable_dimension,
-            resource_id=spec.target.resource_id,
-            min_capacity=spec.target.min_capacity,
-            max_capacity=spec.target.max_capacity,
-            tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True,
-                                        replace_on_changes=REPLACE_ON),
-        )
-        target = dict(
-            resource_id=self.target.resource_id,
-            scalable_dimension=self.target.scalable_dimension,
-            service_namespace=self.target.service_namespace,
-        )
+        self.target, target = scalable_target(f"{name}-target", spec.target,
+                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
+                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
         b = spec.backlog
         self.backlog = aws.appautoscaling.Policy(
             f"{name}-backlog",
@@ -233,14 +244,6 @@ class AsyncScaling(pulumi.ComponentResource):
             opts=policy_opts,
             **target,
         )
-        self.wake = aws.appautoscaling.Policy(
-            f"{name}-wake",
-            name=spec.wake.name,
-            policy_type=spec.wake.policy_type,
-            step_scaling_policy_configuration=step_policy_args(spec.wake),
-            opts=policy_opts,
-            **target,
-        )
-        self.wake_alarm = concurrency_alarm(f"{name}-wake-alarm", spec.wake_alarm, action=self.wake.arn, tags=args.tags,
-                                            opts=pulumi.ResourceOptions(parent=self))
+        self.wake, self.wake_alarm = step_policy_with_alarm(f"{name}-wake", spec.wake, spec.wake_alarm, target=target,
+                                                            tags=args.tags, parent=self)
         self.register_outputs({"resource_id": self.target.resource_id})

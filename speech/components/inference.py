@@ -23,7 +23,7 @@ import pulumi_aws_native as aws_native
 
 from ..hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
 from ..scaling import ComponentScalingSpec
-from .autoscaling import concurrency_alarm, step_policy_args
+from .autoscaling import predefined_tracking_policy, scalable_target, step_policy_with_alarm
 from .guard import TAG_INSTANCE_TYPE
 
 ROLLING_BATCH_PERCENT = 50
@@ -226,50 +226,17 @@ class CopyAutoscaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CopyAutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:CopyAutoscaling", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         spec = args.spec
-        self.target = aws.appautoscaling.Target(
-            f"{name}-target",
-            service_namespace=spec.target.service_namespace,
-            scalable_dimension=spec.target.scalable_dimension,
-            resource_id=spec.target.resource_id,
-            min_capacity=spec.target.min_capacity,
-            max_capacity=spec.target.max_capacity,
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on, delete_before_replace=True),
-        )
-        target = dict(resource_id=self.target.resource_id, scalable_dimension=self.target.scalable_dimension,
-                      service_namespace=self.target.service_namespace)
-        out = spec.scale_out
-        self.scale_out = aws.appautoscaling.Policy(
-            f"{name}-scale-out",
-            name=out.name,
-            policy_type=out.policy_type,
-            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
-                target_value=out.target_value,
-                disable_scale_in=out.disable_scale_in,
-                scale_out_cooldown=out.scale_out_cooldown_s,
-                scale_in_cooldown=out.scale_in_cooldown_s,
-                predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
-                    predefined_metric_type=out.metric_type,
-                ),
-            ),
-            opts=policy_opts,
-            **target,
-        )
-
-        def step_policy(role: str, policy, alarm):
-            created = aws.appautoscaling.Policy(f"{name}-{role}", name=policy.name, policy_type=policy.policy_type,
-                                                step_scaling_policy_configuration=step_policy_args(policy),
-                                                opts=policy_opts, **target)
-            return created, concurrency_alarm(f"{name}-{role}-alarm", alarm, action=created.arn, tags=args.tags,
-                                              opts=child)
-
-        self.scale_in, self.scale_in_alarm = step_policy("scale-in", spec.scale_in, spec.scale_in_alarm)
+        self.target, target = scalable_target(f"{name}-target", spec.target, tags=args.tags, parent=self,
+                                              depends_on=args.depends_on)
+        self.scale_out = predefined_tracking_policy(f"{name}-scale-out", spec.scale_out, target=target, opts=policy_opts)
+        self.scale_in, self.scale_in_alarm = step_policy_with_alarm(f"{name}-scale-in", spec.scale_in, spec.scale_in_alarm,
+                                                                    target=target, tags=args.tags, parent=self)
         self.wake = self.wake_alarm = None
         if spec.wake is not None and spec.wake_alarm is not None:
-            self.wake, self.wake_alarm = step_policy("wake", spec.wake, spec.wake_alarm)
+            self.wake, self.wake_alarm = step_policy_with_alarm(f"{name}-wake", spec.wake, spec.wake_alarm, target=target,
+                                                                tags=args.tags, parent=self)
         self.register_outputs({"resource_id": self.target.resource_id})
 
 
