@@ -4,13 +4,15 @@ The baseline is the same server with SERIALIZE=1 (one request at a time on all c
 utterance, no segment streaming). Both run with shedding effectively off (SLO_MS huge) so the
 numbers say what the machine sustains, not what the SLO lets through.
 
-    PYTHONPATH=. python benchmarks/container_throughput.py [--levels 1,2,4,8] [--json out.json]
+    PYTHONPATH=. python benchmarks/container_throughput.py [--levels 1,2,4] [--rounds 3] [--json out.json]
 
-Per level: a closed loop of `c` clients sharing max(3, c) requests for a three-sentence
-paragraph. Throughput = audio seconds produced / wall seconds. TTFAB = client-side time to the
-first body byte. Ceiling: the same backend called directly in this process (no server, G2P done
-beforehand) on the same text, best of its thread layouts, measured before and after the levels;
-the tables print ours / ceiling and baseline / ceiling per level and the machine (cores, load).
+Per level: a closed loop of `c` clients sharing max(--requests, c) requests (default 4) for a
+three-sentence paragraph. Throughput = audio seconds produced / wall seconds. TTFAB = client-side
+time to the first body byte. Ceiling: the same backend called directly in this process (no
+server, G2P done beforehand) on as many copies of the same text, in each thread layout the
+container can use. The run is --rounds rounds of (ceiling, every level on both servers); it
+prints medians over rounds, ours / ceiling and baseline / ceiling per level as the median of the
+per-round ratios (each round against its own ceiling), and the machine (cores, load average).
 """
 from __future__ import annotations
 
@@ -102,61 +104,125 @@ async def run_level(url: str, c: int, total: int, text: str) -> dict:
             "full_p50_ms": statistics.median(full)}
 
 
-def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str) -> dict[str, list[dict]]:
-    """Both servers up at once, levels interleaved (ours, baseline, ours, ...) so that any other
-    load on the machine hits both about equally."""
-    servers = {name: start_server(env) for name, env in envs.items()}
-    rows: dict[str, list[dict]] = {name: [] for name in envs}
+def start_servers(envs: dict[str, dict[str, str]]) -> dict[str, tuple[subprocess.Popen, str]]:
+    servers = {}
     try:
-        for _name, (_, url) in servers.items():
-            asyncio.run(run_level(url, 1, 1, text))  # warm the connection path
-        for c in levels:
-            for name, (_, url) in servers.items():
-                row = asyncio.run(run_level(url, c, max(3, c), text))
-                row["server"] = name
-                rows[name].append(row)
-                print(f"  {name:9s} c={c}: {row['throughput_audio_s_per_s']:.2f} audio s/s, "
-                      f"TTFAB p50 {row['ttfab_p50_ms']:.0f} ms", file=sys.stderr)
-        return rows
+        for name, env in envs.items():
+            servers[name] = start_server(env)
+        for _proc, url in servers.values():
+            asyncio.run(run_level(url, 1, 1, PARAGRAPH))  # warm the connection path
+    except BaseException:
+        stop_servers(servers)
+        raise
+    return servers
+
+
+def stop_servers(servers: dict[str, tuple[subprocess.Popen, str]]) -> None:
+    for proc, _ in servers.values():
+        proc.send_signal(signal.SIGTERM)
+    for proc, _ in servers.values():
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+class RawModel:
+    """The backend loaded in this process: the model with no server, G2P done beforehand."""
+
+    def __init__(self, backend_name: str, cores: int):
+        from container.backends import create_backend
+        from container.settings import Settings
+
+        self.cores = cores
+        self.be = create_backend(Settings(backend=backend_name, infer_cores=cores, g2p_language="en-us"))
+        self.be.init_framework()
+        self.be.load_weights()
+        self.be.warmup()
+
+    def layouts(self, text: str, n_texts: int) -> dict[str, float]:
+        """Audio s/s of each thread layout the container can use, on `n_texts` copies of the text
+        (the work one level does): whole paragraph (one model call per text, what packing into
+        MAX_SEGMENT_CHARS gives) or sentence segments (what the server streams), each either
+        sequential on one session with `cores` intra-op threads or as `cores` parallel 1-thread
+        runs on one shared session (the two sessions the onnx backend keeps)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from container.text import split_segments
+
+        be, cores = self.be, self.cores
+        voice = be.voices[0]
+        inputs = {"paragraph": [be.prepare(text, voice, 1.0)] * n_texts,
+                  "sentences": [be.prepare(seg, voice, 1.0) for seg in split_segments(text)] * n_texts}
+        out = {}
+        for unit, items in inputs.items():
+            t0 = time.monotonic()
+            audio = sum(a.size for p in items for a in be.infer([p], cores))
+            out[f"{unit}, sequential, 1 run x {cores} threads"] = audio / 24000 / (time.monotonic() - t0)
+            if cores > 1:
+                with ThreadPoolExecutor(cores) as pool:
+                    t0 = time.monotonic()
+                    audio = sum(a.size for r in pool.map(lambda p: be.infer([p], 1), items) for a in r)
+                    out[f"{unit}, {cores} parallel runs x 1 thread"] = audio / 24000 / (time.monotonic() - t0)
+        return out
+
+
+def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str, rounds: int,
+          n_requests: int, raw: RawModel) -> dict:
+    """`rounds` rounds, each: the raw model's layouts on `n_requests` texts, then every level on
+    every server (the servers' order alternating by round), all servers up at once. Load from
+    elsewhere comes and goes within seconds on a shared machine; pairing each round's levels with
+    that round's ceiling, and taking medians over rounds, keeps it from deciding the ratios."""
+    servers = start_servers(envs)
+    out: dict = {"ceiling": [], **{name: {c: [] for c in levels} for name in envs}}
+    try:
+        for r in range(rounds):
+            out["ceiling"].append(raw.layouts(text, n_requests))
+            best = max(out["ceiling"][-1].values())
+            print(f"round {r + 1}/{rounds}: raw model best layout {best:.2f} audio s/s, "
+                  f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+            order = list(servers) if r % 2 == 0 else list(reversed(servers))
+            for c in levels:
+                for name in order:
+                    row = asyncio.run(run_level(servers[name][1], c, max(n_requests, c), text))
+                    row["server"] = name
+                    out[name][c].append(row)
+                    print(f"  {name:9s} c={c}: {row['throughput_audio_s_per_s']:.2f} audio s/s "
+                          f"({100 * row['throughput_audio_s_per_s'] / best:.0f}% of this round's best), "
+                          f"TTFAB p50 {row['ttfab_p50_ms']:.0f} ms", file=sys.stderr)
+        return out
     finally:
-        for proc, _ in servers.values():
-            proc.send_signal(signal.SIGTERM)
-        for proc, _ in servers.values():
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_servers(servers)
 
 
-def raw_ceiling(backend_name: str, text: str, n_texts: int, cores: int) -> dict:
-    """The model with no server on the same texts: audio s/s of each thread layout it can use,
-    G2P done beforehand (the ceiling is the model alone). Layouts: whole paragraph or sentence
-    segments, each sequential on one session with `cores` intra-op threads, or `cores` parallel
-    1-thread runs."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from container.backends import create_backend
-    from container.settings import Settings
-    from container.text import split_segments
-
-    be = create_backend(Settings(backend=backend_name, infer_cores=cores, g2p_language="en-us"))
-    be.init_framework()
-    be.load_weights()
-    be.warmup()
-    voice = be.voices[0]
-    inputs = {"paragraph": [be.prepare(text, voice, 1.0)] * n_texts,
-              "sentences": [be.prepare(seg, voice, 1.0) for seg in split_segments(text)] * n_texts}
-    out = {}
-    for unit, items in inputs.items():
-        t0 = time.monotonic()
-        audio = sum(a.size for p in items for a in be.infer([p], cores))
-        out[f"{unit}, sequential, 1 run x {cores} threads"] = audio / 24000 / (time.monotonic() - t0)
-        if cores > 1:
-            with ThreadPoolExecutor(cores) as pool:
-                t0 = time.monotonic()
-                audio = sum(a.size for r in pool.map(lambda p: be.infer([p], 1), items) for a in r)
-                out[f"{unit}, {cores} parallel runs x 1 thread"] = audio / 24000 / (time.monotonic() - t0)
-    return out
+def summarize(res: dict, levels: list[int]) -> dict:
+    """Medians over rounds. The ceiling layout is the best by its median; each round's ratio is
+    that round's level over that round's ceiling (the same layout), and the ratio reported is the
+    median of those: taking the best of several noisy ceiling samples would bias it upward."""
+    med = statistics.median
+    layouts = {k: med(c[k] for c in res["ceiling"]) for k in res["ceiling"][0]}
+    best_layout = max(layouts, key=layouts.get)
+    ceilings = [c[best_layout] for c in res["ceiling"]]
+    rows = {}
+    for name in ("ours", "baseline"):
+        rows[name] = []
+        for c in levels:
+            runs = res[name][c]
+            rows[name].append({
+                "concurrency": c, "requests": runs[0]["requests"], "rounds": len(runs),
+                "throughput_audio_s_per_s": med(r["throughput_audio_s_per_s"] for r in runs),
+                "ttfab_p50_ms": med(r["ttfab_p50_ms"] for r in runs),
+                "ttfab_p95_ms": med(r["ttfab_p95_ms"] for r in runs),
+                "full_p50_ms": med(r["full_p50_ms"] for r in runs),
+                "ceiling_ratio": med(r["throughput_audio_s_per_s"] / ce for r, ce in zip(runs, ceilings, strict=True)),
+                "ceiling_ratio_rounds": [r["throughput_audio_s_per_s"] / ce for r, ce in zip(runs, ceilings, strict=True)],
+                "runs": runs})
+    c1 = [(o["ttfab_p50_ms"] / b["full_p50_ms"], b["throughput_audio_s_per_s"], o["throughput_audio_s_per_s"])
+          for o, b in zip(res["ours"].get(1, []), res["baseline"].get(1, []), strict=True)]
+    return {"ceiling_layouts": layouts, "ceiling_layout": best_layout, "ceiling_audio_s_per_s": layouts[best_layout],
+            "ceiling_rounds": ceilings, "ours": rows["ours"], "baseline": rows["baseline"],
+            "c1_ttfab_over_baseline_full": med(x[0] for x in c1) if c1 else None,
+            "c1_ours_minus_baseline_rounds": [x[2] - x[1] for x in c1]}
 
 
 def machine_line(backend_name: str) -> str:
@@ -167,62 +233,76 @@ def machine_line(backend_name: str) -> str:
 
 
 def table(ours: list[dict], base: list[dict]) -> str:
-    lines = ["| concurrency | ours audio s/s | baseline audio s/s | ours TTFAB p50 / p95 ms | "
-             "baseline TTFAB p50 / p95 ms | ours full p50 ms | baseline full p50 ms |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| concurrency | ours audio s/s | baseline audio s/s | ours / ceiling | baseline / ceiling | "
+             "ours TTFAB p50 / p95 ms | baseline TTFAB p50 / p95 ms | ours full p50 ms | baseline full p50 ms |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for o, b in zip(ours, base, strict=True):
         lines.append(f"| {o['concurrency']} | {o['throughput_audio_s_per_s']:.2f} | "
-                     f"{b['throughput_audio_s_per_s']:.2f} | {o['ttfab_p50_ms']:.0f} / {o['ttfab_p95_ms']:.0f} | "
+                     f"{b['throughput_audio_s_per_s']:.2f} | {100 * o['ceiling_ratio']:.0f}% | "
+                     f"{100 * b['ceiling_ratio']:.0f}% | {o['ttfab_p50_ms']:.0f} / {o['ttfab_p95_ms']:.0f} | "
                      f"{b['ttfab_p50_ms']:.0f} / {b['ttfab_p95_ms']:.0f} | {o['full_p50_ms']:.0f} | "
                      f"{b['full_p50_ms']:.0f} |")
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--levels", default="1,2,4,8")
-    ap.add_argument("--backend", default="onnx", choices=["onnx", "sine"])
-    ap.add_argument("--json", help="also write the rows here")
-    args = ap.parse_args(argv)
-    levels = [int(x) for x in args.levels.split(",")]
-    env = {"BACKEND": args.backend}
-    cores = int(os.environ.get("INFER_CORES") or os.cpu_count() or 1)
-    n_texts = max(3, min(max(levels), 4))
-    # The ceiling before and after the levels, best layout of both: load from elsewhere that
-    # comes and goes should not make the ceiling look lower than the machine allows.
-    ceilings = [raw_ceiling(args.backend, PARAGRAPH, n_texts, cores)]
-    rows = bench({"ours": env, "baseline": {**env, "SERIALIZE": "1"}}, levels, PARAGRAPH)
-    ceilings.append(raw_ceiling(args.backend, PARAGRAPH, n_texts, cores))
-    ours, base = rows["ours"], rows["baseline"]
-    print(machine_line(args.backend) + "\n")
-    print(table(ours, base))
-    layouts = {k: max(c[k] for c in ceilings) for k in ceilings[0]}
-    best_layout = max(layouts, key=layouts.get)
-    ceiling = layouts[best_layout]
-    print("\nRaw model, no server, same text (audio s/s, best of a run before and after the levels):")
-    for k, v in layouts.items():
-        print(f"  {k}: {v:.2f}")
-    print(f"ceiling = {ceiling:.2f} ({best_layout})\n")
-    print("| concurrency | ours / ceiling | baseline / ceiling |\n|---:|---:|---:|")
-    for o, b in zip(ours, base, strict=True):
-        o["ceiling_ratio"] = o["throughput_audio_s_per_s"] / ceiling
-        b["ceiling_ratio"] = b["throughput_audio_s_per_s"] / ceiling
-        print(f"| {o['concurrency']} | {100 * o['ceiling_ratio']:.0f}% | {100 * b['ceiling_ratio']:.0f}% |")
+def report(summary: dict, rounds: int, n_requests: int) -> str:
+    ours, base = summary["ours"], summary["baseline"]
+    out = [summary["machine"], "",
+           f"Medians over {rounds} round(s); each level serves max({n_requests}, c) requests of the "
+           f"paragraph; ratios are the median of each round's level over that round's ceiling.", "",
+           table(ours, base), "",
+           f"Raw model, no server, {n_requests} texts (audio s/s, median over rounds):"]
+    out += [f"  {k}: {v:.2f}" for k, v in summary["ceiling_layouts"].items()]
+    out.append(f"ceiling = {summary['ceiling_audio_s_per_s']:.2f} ({summary['ceiling_layout']}); per round: "
+               + ", ".join(f"{x:.2f}" for x in summary["ceiling_rounds"]))
+    for o in ours:
+        out.append(f"  ours / ceiling at c={o['concurrency']} per round: "
+                   + ", ".join(f"{100 * x:.0f}%" for x in o["ceiling_ratio_rounds"]))
     short = [o["concurrency"] for o in ours if o["concurrency"] >= 2 and o["ceiling_ratio"] < 0.95]
-    print("ours >= 95% of the ceiling at every c >= 2" if not short
-          else f"ours below 95% of the ceiling at c={short}")
-    o1, b1 = ours[0], base[0]
-    if o1["concurrency"] == 1:
-        ratio = o1["ttfab_p50_ms"] / b1["full_p50_ms"]
-        print(f"\nc=1: our TTFAB p50 is {100 * ratio:.0f}% of the baseline's full-utterance latency "
-              f"({100 * o1['ttfab_p50_ms'] / o1['full_p50_ms']:.0f}% of our own); target <= 40%.")
+    out.append("ours >= 95% of the ceiling at every c >= 2" if not short
+               else f"ours below 95% of the ceiling at c={short}")
+    if summary["c1_ttfab_over_baseline_full"] is not None:
+        out.append(f"c=1: our TTFAB p50 is {100 * summary['c1_ttfab_over_baseline_full']:.0f}% of the "
+                   "baseline's full-utterance latency (median over rounds); target <= 40%.")
     worse = [o["concurrency"] for o, b in zip(ours, base, strict=True)
              if o["throughput_audio_s_per_s"] < b["throughput_audio_s_per_s"]]
-    print("throughput >= baseline at every level" if not worse else f"throughput below baseline at c={worse}")
+    out.append("throughput >= baseline at every level (medians)" if not worse
+               else f"throughput below baseline at c={worse} (medians)")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--levels", default="1,2,4", help="concurrency levels, comma-separated (default 1,2,4)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of (ceiling, every level on both servers); medians are reported (default 3)")
+    ap.add_argument("--requests", type=int, default=4,
+                    help="requests per level, at least c; the ceiling runs as many texts (default 4)")
+    ap.add_argument("--backend", default="onnx", choices=["onnx", "sine"])
+    ap.add_argument("--json", help="also write the summary and every round's rows here")
+    args = ap.parse_args(argv)
+    try:
+        levels = [int(x) for x in args.levels.split(",")]
+    except ValueError:
+        print(f"--levels: {args.levels!r} is not a comma-separated list of integers", file=sys.stderr)
+        return 2
+    if not levels or min(levels) < 1 or args.rounds < 1 or args.requests < 1:
+        print("--levels, --rounds and --requests must be >= 1", file=sys.stderr)
+        return 2
+    env = {"BACKEND": args.backend}
+    cores = int(os.environ.get("INFER_CORES") or os.cpu_count() or 1)
+    try:
+        raw = RawModel(args.backend, cores)
+        res = bench({"ours": env, "baseline": {**env, "SERIALIZE": "1"}}, levels, PARAGRAPH,
+                    args.rounds, args.requests, raw)
+    except KeyboardInterrupt:
+        return 130
+    summary = {"machine": machine_line(args.backend), **summarize(res, levels)}
+    print(report(summary, args.rounds, args.requests))
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "machine": machine_line(args.backend), "ceiling_audio_s_per_s": ceiling,
-            "ceiling_layouts": layouts, "ours": ours, "baseline": base}, indent=2))
+        tmp = Path(args.json).with_name(Path(args.json).name + ".tmp")
+        tmp.write_text(json.dumps(summary, indent=2))
+        os.replace(tmp, args.json)
     return 0
 
 
