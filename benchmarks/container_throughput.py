@@ -10,9 +10,10 @@ Per level: a closed loop of `c` clients sharing max(--requests, c) requests (def
 three-sentence paragraph. Throughput = audio seconds produced / wall seconds. TTFAB = client-side
 time to the first body byte. Ceiling: the same backend called directly in this process (no
 server, G2P done beforehand) on as many copies of the same text, in each thread layout the
-container can use. The run is --rounds rounds of (ceiling, every level on both servers); it
-prints medians over rounds, ours / ceiling and baseline / ceiling per level as the median of the
-per-round ratios (each round against its own ceiling), and the machine (cores, load average).
+container can use. The run is --rounds rounds; a round measures every layout, then per level the
+parallel layouts again right before both servers. It prints medians over rounds, ours / ceiling
+and baseline / ceiling per level as the median of the per-round ratios (each level against the
+ceiling measured next to it), and the machine (cores, load average).
 """
 from __future__ import annotations
 
@@ -140,7 +141,7 @@ class RawModel:
         self.be.load_weights()
         self.be.warmup()
 
-    def layouts(self, text: str, n_texts: int) -> dict[str, float]:
+    def layouts(self, text: str, n_texts: int, parallel_only: bool = False) -> dict[str, float]:
         """Audio s/s of each thread layout the container can use, on `n_texts` copies of the text
         (the work one level does): whole paragraph (one model call per text, what packing into
         MAX_SEGMENT_CHARS gives) or sentence segments (what the server streams), each either
@@ -156,9 +157,10 @@ class RawModel:
                   "sentences": [be.prepare(seg, voice, 1.0) for seg in split_segments(text)] * n_texts}
         out = {}
         for unit, items in inputs.items():
-            t0 = time.monotonic()
-            audio = sum(a.size for p in items for a in be.infer([p], cores))
-            out[f"{unit}, sequential, 1 run x {cores} threads"] = audio / 24000 / (time.monotonic() - t0)
+            if not parallel_only or cores == 1:
+                t0 = time.monotonic()
+                audio = sum(a.size for p in items for a in be.infer([p], cores))
+                out[f"{unit}, sequential, 1 run x {cores} threads"] = audio / 24000 / (time.monotonic() - t0)
             if cores > 1:
                 with ThreadPoolExecutor(cores) as pool:
                     t0 = time.monotonic()
@@ -169,60 +171,75 @@ class RawModel:
 
 def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str, rounds: int,
           n_requests: int, raw: RawModel) -> dict:
-    """`rounds` rounds, each: the raw model's layouts on `n_requests` texts, then every level on
-    every server (the servers' order alternating by round), all servers up at once. Load from
-    elsewhere comes and goes within seconds on a shared machine; pairing each round's levels with
-    that round's ceiling, and taking medians over rounds, keeps it from deciding the ratios."""
+    """`rounds` rounds, all servers up at once. A round: every layout of the raw model on
+    `n_requests` texts, then per level the parallel layouts again right before the servers (their
+    order alternating by round). Load from elsewhere comes and goes within seconds on a shared
+    machine: pairing each level with a ceiling measured next to it, and taking medians over
+    rounds, keeps that load from deciding the ratios."""
     servers = start_servers(envs)
-    out: dict = {"ceiling": [], **{name: {c: [] for c in levels} for name in envs}}
+    out: dict = {"ceiling": [], "adjacent": [], **{name: {c: [] for c in levels} for name in envs}}
     try:
         for r in range(rounds):
             out["ceiling"].append(raw.layouts(text, n_requests))
-            best = max(out["ceiling"][-1].values())
-            print(f"round {r + 1}/{rounds}: raw model best layout {best:.2f} audio s/s, "
-                  f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)
+            out["adjacent"].append({})
+            print(f"round {r + 1}/{rounds}: raw model, every layout: "
+                  + ", ".join(f"{v:.2f}" for v in out["ceiling"][-1].values())
+                  + f" audio s/s, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
             order = list(servers) if r % 2 == 0 else list(reversed(servers))
             for c in levels:
+                n = max(n_requests, c)
+                adjacent = raw.layouts(text, n, parallel_only=True)
+                out["adjacent"][-1][c] = adjacent
+                best = max(adjacent.values())
                 for name in order:
-                    row = asyncio.run(run_level(servers[name][1], c, max(n_requests, c), text))
+                    row = asyncio.run(run_level(servers[name][1], c, n, text))
                     row["server"] = name
                     out[name][c].append(row)
                     print(f"  {name:9s} c={c}: {row['throughput_audio_s_per_s']:.2f} audio s/s "
-                          f"({100 * row['throughput_audio_s_per_s'] / best:.0f}% of this round's best), "
-                          f"TTFAB p50 {row['ttfab_p50_ms']:.0f} ms", file=sys.stderr)
+                          f"({100 * row['throughput_audio_s_per_s'] / best:.0f}% of the raw model just "
+                          f"before, {best:.2f}), TTFAB p50 {row['ttfab_p50_ms']:.0f} ms", file=sys.stderr)
         return out
     finally:
         stop_servers(servers)
 
 
 def summarize(res: dict, levels: list[int]) -> dict:
-    """Medians over rounds. The ceiling layout is the best by its median; each round's ratio is
-    that round's level over that round's ceiling (the same layout), and the ratio reported is the
-    median of those: taking the best of several noisy ceiling samples would bias it upward."""
+    """Medians over rounds. The ceiling layout is the best by the median of all its samples; each
+    (round, level) ratio is the level over that layout's sample measured right before it (the
+    round's first sample where the layout has no adjacent one), and the ratio reported is the
+    median of those: the best of several noisy ceiling samples would bias it upward."""
     med = statistics.median
-    layouts = {k: med(c[k] for c in res["ceiling"]) for k in res["ceiling"][0]}
+    samples: dict[str, list[float]] = {}
+    for sweep, adjacent in zip(res["ceiling"], res["adjacent"], strict=True):
+        for d in (sweep, *adjacent.values()):
+            for k, v in d.items():
+                samples.setdefault(k, []).append(v)
+    layouts = {k: med(v) for k, v in samples.items()}
     best_layout = max(layouts, key=layouts.get)
-    ceilings = [c[best_layout] for c in res["ceiling"]]
+
+    def ceiling(r: int, c: int) -> float:
+        return res["adjacent"][r][c].get(best_layout, res["ceiling"][r][best_layout])
+
     rows = {}
     for name in ("ours", "baseline"):
         rows[name] = []
         for c in levels:
             runs = res[name][c]
+            ratios = [run["throughput_audio_s_per_s"] / ceiling(r, c) for r, run in enumerate(runs)]
             rows[name].append({
                 "concurrency": c, "requests": runs[0]["requests"], "rounds": len(runs),
                 "throughput_audio_s_per_s": med(r["throughput_audio_s_per_s"] for r in runs),
                 "ttfab_p50_ms": med(r["ttfab_p50_ms"] for r in runs),
                 "ttfab_p95_ms": med(r["ttfab_p95_ms"] for r in runs),
                 "full_p50_ms": med(r["full_p50_ms"] for r in runs),
-                "ceiling_ratio": med(r["throughput_audio_s_per_s"] / ce for r, ce in zip(runs, ceilings, strict=True)),
-                "ceiling_ratio_rounds": [r["throughput_audio_s_per_s"] / ce for r, ce in zip(runs, ceilings, strict=True)],
-                "runs": runs})
-    c1 = [(o["ttfab_p50_ms"] / b["full_p50_ms"], b["throughput_audio_s_per_s"], o["throughput_audio_s_per_s"])
+                "ceiling_audio_s_per_s": med(ceiling(r, c) for r in range(len(runs))),
+                "ceiling_ratio": med(ratios), "ceiling_ratio_rounds": ratios, "runs": runs})
+    c1 = [(o["ttfab_p50_ms"] / b["full_p50_ms"], o["throughput_audio_s_per_s"] - b["throughput_audio_s_per_s"])
           for o, b in zip(res["ours"].get(1, []), res["baseline"].get(1, []), strict=True)]
     return {"ceiling_layouts": layouts, "ceiling_layout": best_layout, "ceiling_audio_s_per_s": layouts[best_layout],
-            "ceiling_rounds": ceilings, "ours": rows["ours"], "baseline": rows["baseline"],
+            "ceiling_samples": samples, "ours": rows["ours"], "baseline": rows["baseline"],
             "c1_ttfab_over_baseline_full": med(x[0] for x in c1) if c1 else None,
-            "c1_ours_minus_baseline_rounds": [x[2] - x[1] for x in c1]}
+            "c1_ours_minus_baseline_rounds": [x[1] for x in c1]}
 
 
 def machine_line(backend_name: str) -> str:
@@ -249,15 +266,16 @@ def report(summary: dict, rounds: int, n_requests: int) -> str:
     ours, base = summary["ours"], summary["baseline"]
     out = [summary["machine"], "",
            f"Medians over {rounds} round(s); each level serves max({n_requests}, c) requests of the "
-           f"paragraph; ratios are the median of each round's level over that round's ceiling.", "",
+           f"paragraph; ratios are the median over rounds of each level over the ceiling measured "
+           "right before it.", "",
            table(ours, base), "",
-           f"Raw model, no server, {n_requests} texts (audio s/s, median over rounds):"]
+           f"Raw model, no server, {n_requests} texts (audio s/s, median of all samples):"]
     out += [f"  {k}: {v:.2f}" for k, v in summary["ceiling_layouts"].items()]
-    out.append(f"ceiling = {summary['ceiling_audio_s_per_s']:.2f} ({summary['ceiling_layout']}); per round: "
-               + ", ".join(f"{x:.2f}" for x in summary["ceiling_rounds"]))
+    out.append(f"ceiling = {summary['ceiling_audio_s_per_s']:.2f} ({summary['ceiling_layout']})")
     for o in ours:
         out.append(f"  ours / ceiling at c={o['concurrency']} per round: "
-                   + ", ".join(f"{100 * x:.0f}%" for x in o["ceiling_ratio_rounds"]))
+                   + ", ".join(f"{100 * x:.0f}%" for x in o["ceiling_ratio_rounds"])
+                   + f" (ceiling next to it, median {o['ceiling_audio_s_per_s']:.2f})")
     short = [o["concurrency"] for o in ours if o["concurrency"] >= 2 and o["ceiling_ratio"] < 0.95]
     out.append("ours >= 95% of the ceiling at every c >= 2" if not short
                else f"ours below 95% of the ceiling at c={short}")

@@ -26,14 +26,18 @@ def test_rounds_ceiling_and_ratios(tmp_path):
     res = json.loads(out.read_text())
     assert "2 cores" in res["machine"] and "backend: sine" in res["machine"]
     assert len(res["ceiling_layouts"]) == 4 and res["ceiling_layout"] in res["ceiling_layouts"]
-    assert len(res["ceiling_rounds"]) == 2
+    # every layout once per round, the parallel ones again next to each level
+    samples = res["ceiling_samples"]
+    assert {len(v) for k, v in samples.items() if "parallel" in k} == {2 * 3}
+    assert {len(v) for k, v in samples.items() if "sequential" in k} == {2}
     for side in ("ours", "baseline"):
         assert [row["concurrency"] for row in res[side]] == [1, 2]
         for row in res[side]:
             assert row["rounds"] == 2 and row["requests"] == 2
-            per_round = [x["throughput_audio_s_per_s"] / c
-                         for x, c in zip(row["runs"], res["ceiling_rounds"], strict=True)]
-            assert row["ceiling_ratio"] == statistics.median(per_round)
+            ratios = row["ceiling_ratio_rounds"]
+            assert len(ratios) == 2 and row["ceiling_ratio"] == statistics.median(ratios)
+            assert row["throughput_audio_s_per_s"] == statistics.median(
+                x["throughput_audio_s_per_s"] for x in row["runs"])
     assert res["c1_ttfab_over_baseline_full"] > 0
     assert "| concurrency | ours audio s/s |" in r.stdout and "ceiling = " in r.stdout
 
