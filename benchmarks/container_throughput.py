@@ -100,9 +100,20 @@ async def run_level(url: str, c: int, total: int, text: str) -> dict:
     audio_s = sum(r[2] for r in results) / 2 / 24000
     def pct(v, q):
         return v[max(0, min(len(v) - 1, int(-(-q * len(v) // 100)) - 1))]
-    return {"concurrency": c, "requests": len(results), "throughput_audio_s_per_s": audio_s / wall,
+    return {"concurrency": c, "requests": len(results), "audio_s": audio_s, "wall_s": wall,
+            "throughput_audio_s_per_s": audio_s / wall,
             "ttfab_p50_ms": statistics.median(ttfab), "ttfab_p95_ms": pct(ttfab, 95),
             "full_p50_ms": statistics.median(full)}
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) a process has used; None where /proc is absent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_servers(envs: dict[str, dict[str, str]]) -> dict[str, tuple[subprocess.Popen, str]]:
@@ -156,16 +167,21 @@ class RawModel:
         inputs = {"paragraph": [be.prepare(text, voice, 1.0)] * n_texts,
                   "sentences": [be.prepare(seg, voice, 1.0) for seg in split_segments(text)] * n_texts}
         out = {}
+        self.audio_s_per_cpu_s: dict[str, float] = {}  # audio per CPU second of this process, per layout
         for unit, items in inputs.items():
             if not parallel_only or cores == 1:
-                t0 = time.monotonic()
-                audio = sum(a.size for p in items for a in be.infer([p], cores))
-                out[f"{unit}, sequential, 1 run x {cores} threads"] = audio / 24000 / (time.monotonic() - t0)
+                t0, cpu0 = time.monotonic(), time.process_time()
+                audio = sum(a.size for p in items for a in be.infer([p], cores)) / 24000
+                name = f"{unit}, sequential, 1 run x {cores} threads"
+                out[name] = audio / (time.monotonic() - t0)
+                self.audio_s_per_cpu_s[name] = audio / max(1e-9, time.process_time() - cpu0)
             if cores > 1:
                 with ThreadPoolExecutor(cores) as pool:
-                    t0 = time.monotonic()
-                    audio = sum(a.size for r in pool.map(lambda p: be.infer([p], 1), items) for a in r)
-                    out[f"{unit}, {cores} parallel runs x 1 thread"] = audio / 24000 / (time.monotonic() - t0)
+                    t0, cpu0 = time.monotonic(), time.process_time()
+                    audio = sum(a.size for r in pool.map(lambda p: be.infer([p], 1), items) for a in r) / 24000
+                    name = f"{unit}, {cores} parallel runs x 1 thread"
+                    out[name] = audio / (time.monotonic() - t0)
+                    self.audio_s_per_cpu_s[name] = audio / max(1e-9, time.process_time() - cpu0)
         return out
 
 
@@ -177,11 +193,13 @@ def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str, rounds:
     machine: pairing each level with a ceiling measured next to it, and taking medians over
     rounds, keeps that load from deciding the ratios."""
     servers = start_servers(envs)
-    out: dict = {"ceiling": [], "adjacent": [], **{name: {c: [] for c in levels} for name in envs}}
+    out: dict = {"ceiling": [], "adjacent": [], "adjacent_cpu": [],
+                 **{name: {c: [] for c in levels} for name in envs}}
     try:
         for r in range(rounds):
             out["ceiling"].append(raw.layouts(text, n_requests))
             out["adjacent"].append({})
+            out["adjacent_cpu"].append({})
             print(f"round {r + 1}/{rounds}: raw model, every layout: "
                   + ", ".join(f"{v:.2f}" for v in out["ceiling"][-1].values())
                   + f" audio s/s, load {os.getloadavg()[0]:.2f}", file=sys.stderr)
@@ -190,10 +208,18 @@ def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str, rounds:
                 n = max(n_requests, c)
                 adjacent = raw.layouts(text, n, parallel_only=True)
                 out["adjacent"][-1][c] = adjacent
+                out["adjacent_cpu"][-1][c] = raw.audio_s_per_cpu_s
                 best = max(adjacent.values())
                 for name in order:
-                    row = asyncio.run(run_level(servers[name][1], c, n, text))
+                    proc, url = servers[name]
+                    cpu0 = process_cpu_s(proc.pid)
+                    row = asyncio.run(run_level(url, c, n, text))
+                    cpu1 = process_cpu_s(proc.pid)
                     row["server"] = name
+                    # Audio per CPU second the server used: unlike audio per wall second, hardly
+                    # moved by other processes taking cores, so it shows the server's own overhead.
+                    row["audio_s_per_cpu_s"] = (row["audio_s"] / (cpu1 - cpu0)
+                                                if cpu0 is not None and cpu1 and cpu1 > cpu0 else None)
                     out[name][c].append(row)
                     print(f"  {name:9s} c={c}: {row['throughput_audio_s_per_s']:.2f} audio s/s "
                           f"({100 * row['throughput_audio_s_per_s'] / best:.0f}% of the raw model just "
@@ -226,6 +252,9 @@ def summarize(res: dict, levels: list[int]) -> dict:
         for c in levels:
             runs = res[name][c]
             ratios = [run["throughput_audio_s_per_s"] / ceiling(r, c) for r, run in enumerate(runs)]
+            cpu_ratios = [run["audio_s_per_cpu_s"] / res["adjacent_cpu"][r][c][best_layout]
+                          for r, run in enumerate(runs)
+                          if run.get("audio_s_per_cpu_s") and best_layout in res["adjacent_cpu"][r][c]]
             rows[name].append({
                 "concurrency": c, "requests": runs[0]["requests"], "rounds": len(runs),
                 "throughput_audio_s_per_s": med(r["throughput_audio_s_per_s"] for r in runs),
@@ -233,7 +262,9 @@ def summarize(res: dict, levels: list[int]) -> dict:
                 "ttfab_p95_ms": med(r["ttfab_p95_ms"] for r in runs),
                 "full_p50_ms": med(r["full_p50_ms"] for r in runs),
                 "ceiling_audio_s_per_s": med(ceiling(r, c) for r in range(len(runs))),
-                "ceiling_ratio": med(ratios), "ceiling_ratio_rounds": ratios, "runs": runs})
+                "ceiling_ratio": med(ratios), "ceiling_ratio_rounds": ratios,
+                "cpu_efficiency_ratio": med(cpu_ratios) if cpu_ratios else None,
+                "cpu_efficiency_ratio_rounds": cpu_ratios, "runs": runs})
     c1 = [(o["ttfab_p50_ms"] / b["full_p50_ms"], o["throughput_audio_s_per_s"] - b["throughput_audio_s_per_s"])
           for o, b in zip(res["ours"].get(1, []), res["baseline"].get(1, []), strict=True)]
     return {"ceiling_layouts": layouts, "ceiling_layout": best_layout, "ceiling_audio_s_per_s": layouts[best_layout],
@@ -276,6 +307,10 @@ def report(summary: dict, rounds: int, n_requests: int) -> str:
         out.append(f"  ours / ceiling at c={o['concurrency']} per round: "
                    + ", ".join(f"{100 * x:.0f}%" for x in o["ceiling_ratio_rounds"])
                    + f" (ceiling next to it, median {o['ceiling_audio_s_per_s']:.2f})")
+        if o["cpu_efficiency_ratio"] is not None:
+            out.append(f"  audio per CPU second, ours / ceiling at c={o['concurrency']}: "
+                       f"{100 * o['cpu_efficiency_ratio']:.0f}% (median; per round "
+                       + ", ".join(f"{100 * x:.0f}%" for x in o["cpu_efficiency_ratio_rounds"]) + ")")
     short = [o["concurrency"] for o in ours if o["concurrency"] >= 2 and o["ceiling_ratio"] < 0.95]
     out.append("ours >= 95% of the ceiling at every c >= 2" if not short
                else f"ours below 95% of the ceiling at c={short}")

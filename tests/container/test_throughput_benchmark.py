@@ -38,6 +38,10 @@ def test_rounds_ceiling_and_ratios(tmp_path):
             assert len(ratios) == 2 and row["ceiling_ratio"] == statistics.median(ratios)
             assert row["throughput_audio_s_per_s"] == statistics.median(
                 x["throughput_audio_s_per_s"] for x in row["runs"])
+            # audio per CPU second: present where the server used measurable CPU (10 ms ticks)
+            effs = row["cpu_efficiency_ratio_rounds"]
+            assert all(e > 0 for e in effs)
+            assert row["cpu_efficiency_ratio"] == (statistics.median(effs) if effs else None)
     assert res["c1_ttfab_over_baseline_full"] > 0
     assert "| concurrency | ours audio s/s |" in r.stdout and "ceiling = " in r.stdout
 
