@@ -188,8 +188,9 @@ def run(args: argparse.Namespace) -> int:
     from .html_report import write_report
 
     next_steps = [
-        f"python -m bench qmax --endpoint <stack>-{plan.model} --slo-ms <SLO> --plot",
-        f"python -m bench ttotal --endpoint <stack>-{plan.model} --qmax artifacts/qmax-....json --plot",
+        # The bucket is the stack output endpoints.<model>.provenance_bucket: measured figures scale only with receipts.
+        f"python -m bench qmax --endpoint <stack>-{plan.model} --slo-ms <SLO> --plot --receipt-bucket <bucket>",
+        f"python -m bench ttotal --endpoint <stack>-{plan.model} --qmax artifacts/qmax-....json --plot --receipt-bucket <bucket>",
         "python -m bench plan --qmax ... --ttotal ... --peak-rps <N> --stack <stack>",
         "pulumi preview --policy-pack policy && pulumi up",
         f"python -m bench validate --plan artifacts/plan-{plan.model}.json --endpoint <stack>-{plan.model} --live",
