@@ -219,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
     if mandatory:
         print(f"\nThe policy pack blocks this stack ({', '.join(sorted({v.policy for v in mandatory}))}): the measurements "
               f"describe this machine, not {args.instance_type}. That is the guard doing its job.")
-    print("\nWith an AWS account, measure the endpoint itself and deploy:")
+    print("\nWith an AWS account, measure the endpoint itself and deploy (<bucket>: the stack output "
+          "endpoints.<model>.provenance_bucket, where the runs leave their receipts):")
     for s in next_steps:
         print(f"  {s}")
     return 0
