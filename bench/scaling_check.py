@@ -152,6 +152,40 @@ def differences(part: str, where: str, described: dict, spec: scaling.ScalingSpe
     return issues
 
 
+def _target_issues(spec, d: DeployedScaling) -> list[Issue]:
+    """The scalable target: missing, or its numbers against the spec."""
+    if d.target is None:
+        return [Issue("missing_target", f"no scalable target for {spec.resource_id}; expected min "
+                                         f"{spec.target.min_capacity}, max {spec.target.max_capacity}")]
+    return differences("target", "scalable target", d.target, spec)
+
+
+def _policy_issues(spec, d: DeployedScaling, by_role: dict[str, list[dict]],
+                   roles: tuple[tuple[str, str, str | None], ...], tracking_part: str,
+                   missing_alarm_hint: str = "") -> list[Issue]:
+    """Each deployed policy (the first of its role) against its part of the spec, and the alarms
+    that invoke a step policy. ``roles``: (name suffix, spec part, alarm part or None)."""
+    issues: list[Issue] = []
+    for role, part, alarm_part in roles:
+        if not by_role[role]:
+            continue
+        p = by_role[role][0]
+        name, want = p["PolicyName"], getattr(spec, part)
+        config = "TargetTrackingScalingPolicyConfiguration" if part == tracking_part else "StepScalingPolicyConfiguration"
+        if p.get("PolicyType") != want.policy_type or p.get(config) is None:
+            issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says {want.policy_type}"))
+            continue
+        issues += differences(part, name, p, spec)
+        if alarm_part is None:
+            continue
+        alarms = d.alarms.get(name, [])
+        if not alarms:
+            issues.append(Issue("missing_alarm", f"no CloudWatch alarm invokes {name}{missing_alarm_hint}"))
+        for al in alarms:
+            issues += differences(alarm_part, f"alarm {al['AlarmName']} (for {name})", al, spec)
+    return issues
+
+
 def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = "") -> list[Issue]:
     """Every difference between the plan and the deployment. ``plan`` None (or a stop verdict)
     means no scaling should exist at all."""
@@ -164,11 +198,7 @@ def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = ""
         return issues
 
     spec = scaling.scaling_spec(plan, d.endpoint)
-    if d.target is None:
-        issues.append(Issue("missing_target", f"no scalable target for {spec.resource_id}; expected min "
-                                              f"{spec.target.min_capacity}, max {spec.target.max_capacity}"))
-    else:
-        issues += differences("target", "scalable target", d.target, spec)
+    issues += _target_issues(spec, d)
 
     by_role: dict[str, list[dict]] = {s: [] for s in SUFFIXES}
     for p in d.policies:
@@ -184,25 +214,9 @@ def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = ""
         for extra in found[1:]:
             issues.append(Issue("orphan_policy", f"policy {extra['PolicyName']} duplicates *{role}: an orphan; delete it"))
 
-    for role, part, alarm_part in ((scaling.SUFFIX_SCALE_OUT, "scale_out", None),
-                                   (scaling.SUFFIX_SCALE_IN, "scale_in", "scale_in_alarm"),
-                                   (scaling.SUFFIX_SURGE, "surge", "surge_alarm")):
-        if not by_role[role]:
-            continue
-        p = by_role[role][0]
-        name, want = p["PolicyName"], getattr(spec, part)
-        config = "TargetTrackingScalingPolicyConfiguration" if part == "scale_out" else "StepScalingPolicyConfiguration"
-        if p.get("PolicyType") != want.policy_type or p.get(config) is None:
-            issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says {want.policy_type}"))
-            continue
-        issues += differences(part, name, p, spec)
-        if alarm_part is None:
-            continue
-        alarms = d.alarms.get(name, [])
-        if not alarms:
-            issues.append(Issue("missing_alarm", f"no CloudWatch alarm invokes {name}"))
-        for al in alarms:
-            issues += differences(alarm_part, f"alarm {al['AlarmName']} (for {name})", al, spec)
+    issues += _policy_issues(spec, d, by_role, ((scaling.SUFFIX_SCALE_OUT, "scale_out", None),
+                                                (scaling.SUFFIX_SCALE_IN, "scale_in", "scale_in_alarm"),
+                                                (scaling.SUFFIX_SURGE, "surge", "surge_alarm")), tracking_part="scale_out")
     return issues
 
 
@@ -214,11 +228,7 @@ def compare_batch(plan: BatchPlan | None, d: DeployedScaling, why_no_plan: str =
         return compare(None, d, why_no_plan or ("the batch plan's verdict is stop" if plan is not None else ""))
     issues = frozen_issues(d)
     spec = scaling.batch_scaling_spec(plan, d.endpoint)
-    if d.target is None:
-        issues.append(Issue("missing_target", f"no scalable target for {spec.resource_id}; expected min "
-                                              f"{spec.target.min_capacity}, max {spec.target.max_capacity}"))
-    else:
-        issues += differences("target", "scalable target", d.target, spec)
+    issues += _target_issues(spec, d)
     by_role: dict[str, list[dict]] = {s: [] for s in scaling.BATCH_POLICY_SUFFIXES}
     for p in d.policies:
         role = next((s for s in scaling.BATCH_POLICY_SUFFIXES if p["PolicyName"].endswith(s)), None)
@@ -234,21 +244,7 @@ def compare_batch(plan: BatchPlan | None, d: DeployedScaling, why_no_plan: str =
                                 + (": nothing wakes the endpoint from zero instances" if role == scaling.SUFFIX_WAKE else "")))
         for extra in found[1:]:
             issues.append(Issue("orphan_policy", f"policy {extra['PolicyName']} duplicates *{role}: an orphan; delete it"))
-    for role, part, alarm_part in ((scaling.SUFFIX_BACKLOG, "backlog", None), (scaling.SUFFIX_WAKE, "wake", "wake_alarm")):
-        if not by_role[role]:
-            continue
-        p = by_role[role][0]
-        name, want = p["PolicyName"], getattr(spec, part)
-        config = "TargetTrackingScalingPolicyConfiguration" if part == "backlog" else "StepScalingPolicyConfiguration"
-        if p.get("PolicyType") != want.policy_type or p.get(config) is None:
-            issues.append(Issue("mismatch", f"{name} is {p.get('PolicyType')}, plan says {want.policy_type}"))
-            continue
-        issues += differences(part, name, p, spec)
-        if alarm_part is None:
-            continue
-        alarms = d.alarms.get(name, [])
-        if not alarms:
-            issues.append(Issue("missing_alarm", f"no CloudWatch alarm invokes {name}: nothing wakes the endpoint from zero"))
-        for al in alarms:
-            issues += differences(alarm_part, f"alarm {al['AlarmName']} (for {name})", al, spec)
+    issues += _policy_issues(spec, d, by_role, ((scaling.SUFFIX_BACKLOG, "backlog", None),
+                                                (scaling.SUFFIX_WAKE, "wake", "wake_alarm")), tracking_part="backlog",
+                             missing_alarm_hint=": nothing wakes the endpoint from zero")
     return issues
