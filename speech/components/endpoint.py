@@ -119,6 +119,30 @@ class EndpointArgs:
         """Set for a batch model: the endpoint is asynchronous (S3 in/out, SNS, requests queue)."""
 
 
+def sagemaker_model(resource_name: str, *, image: pulumi.Input[str], environment: pulumi.Input[dict],
+                    role_arn: pulumi.Input[str], model_data_s3_uri: pulumi.Input[str], tags: dict,
+                    opts: pulumi.ResourceOptions) -> aws.sagemaker.Model:
+    """The SageMaker Model both hostings run: the image, its environment, and the cached weights
+    mounted uncompressed from their S3 prefix (SageMaker copies them to /opt/ml/model)."""
+    return aws.sagemaker.Model(
+        resource_name,
+        execution_role_arn=role_arn,
+        primary_container=aws.sagemaker.ModelPrimaryContainerArgs(
+            image=image,
+            environment=environment,
+            model_data_source=aws.sagemaker.ModelPrimaryContainerModelDataSourceArgs(
+                s3_data_sources=[
+                    aws.sagemaker.ModelPrimaryContainerModelDataSourceS3DataSourceArgs(
+                        s3_uri=model_data_s3_uri, s3_data_type="S3Prefix", compression_type="None"
+                    )
+                ]
+            ),
+        ),
+        tags=tags,
+        opts=opts,
+    )
+
+
 class Endpoint(pulumi.ComponentResource):
     model: aws.sagemaker.Model
     endpoint_configuration: aws.sagemaker.EndpointConfiguration
@@ -127,23 +151,9 @@ class Endpoint(pulumi.ComponentResource):
     def __init__(self, name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Endpoint", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.model = aws.sagemaker.Model(
-            f"{name}-model",
-            execution_role_arn=args.role_arn,
-            primary_container=aws.sagemaker.ModelPrimaryContainerArgs(
-                image=args.image,
-                environment=args.environment,
-                model_data_source=aws.sagemaker.ModelPrimaryContainerModelDataSourceArgs(
-                    s3_data_sources=[
-                        aws.sagemaker.ModelPrimaryContainerModelDataSourceS3DataSourceArgs(
-                            s3_uri=args.model_data_s3_uri, s3_data_type="S3Prefix", compression_type="None"
-                        )
-                    ]
-                ),
-            ),
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
-        )
+        self.model = sagemaker_model(f"{name}-model", image=args.image, environment=args.environment,
+                                     role_arn=args.role_arn, model_data_s3_uri=args.model_data_s3_uri, tags=args.tags,
+                                     opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on))
         self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
             f"{name}-config",
             production_variants=[

@@ -24,6 +24,7 @@ import pulumi_aws_native as aws_native
 from ..hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
 from ..scaling import ComponentScalingSpec
 from .autoscaling import predefined_tracking_policy, scalable_target, step_policy_with_alarm
+from .endpoint import sagemaker_model
 from .guard import TAG_INSTANCE_TYPE
 
 ROLLING_BATCH_PERCENT = 50
@@ -99,23 +100,9 @@ class ComponentEndpoint(pulumi.ComponentResource):
     def __init__(self, name: str, args: ComponentEndpointArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:ComponentEndpoint", name, None, opts)
         spec = args.spec
-        self.model = aws.sagemaker.Model(
-            f"{name}-model",
-            execution_role_arn=args.role_arn,
-            primary_container=aws.sagemaker.ModelPrimaryContainerArgs(
-                image=args.image,
-                environment=args.environment,
-                model_data_source=aws.sagemaker.ModelPrimaryContainerModelDataSourceArgs(
-                    s3_data_sources=[
-                        aws.sagemaker.ModelPrimaryContainerModelDataSourceS3DataSourceArgs(
-                            s3_uri=args.model_data_s3_uri, s3_data_type="S3Prefix", compression_type="None"
-                        )
-                    ]
-                ),
-            ),
-            tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
-        )
+        self.model = sagemaker_model(f"{name}-model", image=args.image, environment=args.environment,
+                                     role_arn=args.role_arn, model_data_s3_uri=args.model_data_s3_uri, tags=args.tags,
+                                     opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on))
         inst = spec.instances
         self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
             f"{name}-config",
