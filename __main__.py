@@ -1,5 +1,5 @@
-"""speech-endpoints: measured autoscaling for speech endpoints (see speech/program.py)."""
+"""speech-endpoints: measured autoscaling for speech endpoints (see speech/infra/program.py)."""
 
-from speech.program import main
+from speech.infra.program import main
 
 main()

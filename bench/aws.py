@@ -11,12 +11,12 @@ from datetime import datetime, timedelta, UTC
 from typing import Any
 from collections.abc import Callable
 
-from speech.config import IMAGE_RE
-from speech.scaling import METRIC, METRIC_NAMESPACE, VARIANT, resource_id  # noqa: F401  (re-exported)
-from speech.scaling import SCALABLE_DIMENSION as DIMENSION
-from speech.scaling import SERVICE_NAMESPACE as NAMESPACE
+from speech.schema.config import IMAGE_RE
+from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, resource_id  # noqa: F401  (re-exported)
+from speech.deploy.scaling import SCALABLE_DIMENSION as DIMENSION
+from speech.deploy.scaling import SERVICE_NAMESPACE as NAMESPACE
 
-from .errors import TargetError
+from bench.errors import TargetError
 
 SUSPEND_KEYS = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from speech.capacity import CapacityEvaluation, FleetState, evaluate_capacity
+from speech.plan.capacity import CapacityEvaluation, FleetState, evaluate_capacity
 from speech.errors import describe_validation_error
-from speech.copies import CopyPlan
+from speech.schema.copy_plan import CopyPlan
 from speech.files import atomic_write_text, load_artifact
 
-from .errors import UsageError
+from bench.errors import UsageError
 
 
 EXAMPLE_FLEET = """\
@@ -141,8 +141,8 @@ def _check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     _check_args(args)
     if args.from_endpoint is not None:
-        from . import aws
-        from .fleet_read import read_fleet
+        from bench import aws
+        from bench.fleet_read import read_fleet
 
         fleet = read_fleet(aws.session(args.region), args.from_endpoint, t_copy_s=args.t_copy_s,
                            t_total_s=args.t_total_s, concurrency_per_copy=args.concurrency_per_copy)

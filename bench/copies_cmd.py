@@ -6,13 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from speech.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-from speech.copies import FOOTPRINT_MARGIN, INSTANCE_SPECS, CopyPlan, build_copy_plan, copy_plan_filename
+from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan
+from speech.schema.instances import INSTANCE_SPECS
+from speech.schema.copy_plan import CopyPlan, copy_plan_filename
 from speech.files import load_artifact, write_artifact
 
-from .errors import UsageError
-from .plan_cmd import plan_inputs
-from .report import MARK
+from bench.errors import UsageError
+from bench.plan_cmd import plan_inputs
+from bench.report import MARK
 
 DESCRIPTION = """\
 Turn a per-copy qmax artifact (bench qmax against ONE copy) and a copy artifact (bench tcopy:

@@ -18,12 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact
-from speech.simulate import SimulationArtifact
+from speech.sim.artifact import SimulationArtifact
 
-from .errors import BenchError, TargetError, UsageError
-from .synthetic import free_port
+from bench.errors import BenchError, TargetError, UsageError
+from bench.synthetic import free_port
 
 DESCRIPTION = """\
 Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> simulate
@@ -66,7 +67,7 @@ def _say(step: str, text: str) -> None:
 
 
 def _bench(argv: list[str]) -> int:
-    from .cli import main
+    from bench.cli import main
 
     return main(argv)
 
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     for v in violations:
         _say("preview+policy", f"  {v.level}: [{v.policy}] {v.resource}: {v.message}")
 
-    from .html_report import write_report
+    from bench.html_report import write_report
 
     next_steps = [
         # The bucket is the stack output endpoints.<model>.provenance_bucket: measured figures scale only with receipts.
@@ -258,7 +259,7 @@ def _png_for(artifact: Path) -> Path | None:
 def _preview_and_policy(stack_file: Path, stack: str):
     from policy.check import preview_resources, run_check
 
-    from .html_report import PolicyViolation
+    from bench.html_report import PolicyViolation
 
     resources, preview = preview_resources(stack_file, stack)
     report = run_check(resources, None, stack)

@@ -10,17 +10,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from speech.artifacts import Fingerprint
-from speech.config import ModelConfig, StackConfig
+from speech.schema.artifacts import Fingerprint
+from speech.schema.config import ModelConfig, StackConfig
 from speech.errors import ConfigError
-from speech.batch import build_batch_plan
-from speech.plan import build_plan
-from speech.stack import parse_stack_config
+from speech.plan.batch import build_batch_plan
+from speech.plan.realtime import build_plan
+from speech.infra.stack_config import parse_stack_config
 
-from . import aws
-from .errors import TargetError, UsageError
-from .scaling_check import Issue, compare, compare_batch
-from .stackfile import MODELS_KEY, PROJECT, read_stack_file
+from bench import aws
+from bench.errors import TargetError, UsageError
+from bench.scaling_check import Issue, compare, compare_batch
+from bench.stack_yaml import MODELS_KEY, PROJECT, read_stack_file
 
 DESCRIPTION = """\
 Compare what is deployed for each model of a stack (scalable target min/max and suspended
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace, session=None) -> int:
         described = aws.describe_endpoint(sess, endpoint)  # a missing endpoint is bad input, not drift
         plan, why = None, "the stack has no measurements for it"
         if m.measurements is not None:
-            # A batch route (hosting async) is planned and compared as one (speech.batch).
+            # A batch route (hosting async) is planned and compared as one (speech.plan.batch).
             build = build_batch_plan if m.hosting == "async" else build_plan
             plan = build(m.measurements.qmax, m.measurements.ttotal, m.plan,
                          allow_config_mismatch=stack.allow_config_mismatch, max_instances_cap=m.max_instances)

@@ -8,7 +8,7 @@ SageMaker reports how many instances a variant runs and how many copies each com
 which instance holds which copy: the fleet file says ``placement: inferred`` and places the
 existing copies with the evaluation's own best-fit, largest first. A copy's accelerator memory is
 its whole devices (``NumberOfAcceleratorDevicesRequired`` x the device memory of the instance
-type, :data:`speech.copies.INSTANCE_SPECS`), because that is what SageMaker gives a copy.
+type, :data:`speech.plan.copies.INSTANCE_SPECS`), because that is what SageMaker gives a copy.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from speech.capacity import FleetInstance, FleetModel, FleetState, place_best_fit_decreasing
-from speech.copies import COPY_METRIC_TYPE, COPY_SCALABLE_DIMENSION, INSTANCE_SPECS, copy_resource_id
-from speech.scaling import SERVICE_NAMESPACE
+from speech.plan.capacity import FleetInstance, FleetModel, FleetState, place_best_fit_decreasing
+from speech.plan.copies import COPY_METRIC_TYPE, COPY_SCALABLE_DIMENSION, copy_resource_id
+from speech.schema.instances import INSTANCE_SPECS
+from speech.deploy.scaling import SERVICE_NAMESPACE
 
-from .aws import client_error_message, describe_endpoint
-from .errors import TargetError
+from bench.aws import client_error_message, describe_endpoint
+from bench.errors import TargetError
 
 
 def _call(what: str, fn: Any, **kw: Any) -> dict:
@@ -90,7 +91,7 @@ def read_fleet(
         if itype not in INSTANCE_SPECS:
             raise TargetError(
                 f"endpoint {endpoint} variant {variant} runs {itype!r}, which is not in the instance table "
-                "(speech.copies.INSTANCE_SPECS); write the fleet file by hand for it"
+                "(speech.plan.copies.INSTANCE_SPECS); write the fleet file by hand for it"
             )
         spec_of[variant] = INSTANCE_SPECS[itype]
         for k in range(n):

@@ -26,8 +26,8 @@ from pydantic import BaseModel, ValidationError
 
 from speech.files import atomic_write_text
 
-from . import aws
-from .errors import BenchError, TargetError, UsageError
+from bench import aws
+from bench.errors import BenchError, TargetError, UsageError
 
 STATE_DIR_ENV = "SPEECH_ENDPOINTS_STATE_DIR"
 

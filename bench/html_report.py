@@ -11,11 +11,12 @@ from datetime import datetime, UTC
 from pathlib import Path
 from collections.abc import Iterable, Sequence
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.files import atomic_write_text
-from speech.simulate import SimulationArtifact
+from speech.sim.artifact import SimulationArtifact
 
-from .report import plan_rows
+from bench.report import plan_rows
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;color:#222;padding:0 1em}
@@ -194,7 +195,7 @@ def write_report(path: Path, **kwargs) -> Path:
 
 
 def _dominant(ttotal) -> str:
-    from .ttotal_cmd import dominant_phase
+    from bench.report import dominant_phase
 
     d = dominant_phase(ttotal)
     if d is None:

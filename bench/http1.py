@@ -13,7 +13,7 @@ import socket
 import time
 from urllib.parse import urlsplit
 
-from .errors import TargetError, UsageError
+from bench.errors import TargetError, UsageError
 
 
 class HttpProtocolError(TargetError):

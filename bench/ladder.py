@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
 
-from speech.artifacts import LadderLevel, RequestMix
+from speech.schema.artifacts import LadderLevel, RequestMix
 
-from .errors import UsageError
+from bench.errors import UsageError
 
 # Short, medium and long sentences, so a "request" resembles what a voice agent sends.
 MIX_SHORT = [

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from speech.artifacts import LadderLevel
+from speech.schema.artifacts import LadderLevel
 
-from .targets import Outcome, Target
+from bench.targets import Outcome, Target
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

@@ -10,32 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from container import telemetry
-from speech.artifacts import (
-    CalibrationArtifact,
-    PlanArtifact,
-    Provenance,
-    QmaxArtifact,
-    TtotalArtifact,
-    calibration_filename,
-    canonical_sha256,
-)
-from speech.calibration import (
-    Activity,
-    finding_latency,
-    finding_rejections,
-    finding_scaling,
-    occupancy_checks,
-    pair_by_period,
-    recommendations,
-    rejection_check,
-    scaling_check,
-    scaling_events,
+from speech.schema.plan_artifacts import CalibrationArtifact, PlanArtifact, calibration_filename
+from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.plan.calibration import (
+    Activity, finding_latency, finding_rejections, finding_scaling, occupancy_checks, pair_by_period, recommendations,
+    rejection_check, scaling_check, scaling_events,
 )
 from speech.errors import ArtifactError
 from speech.files import load_artifact, write_artifact
 
-from . import aws
-from .errors import BenchError, UsageError
+from bench import aws
+from bench.errors import BenchError, UsageError
 
 DESCRIPTION = """\
 Calibrate: read the deployed endpoint's CloudWatch history over a window and compare what

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from speech.artifacts import canonical_sha256
-from speech.receipts import needs_receipt, receipt_key
+from speech.schema.artifacts import canonical_sha256
+from speech.schema.receipts import needs_receipt, receipt_key
 
 import argparse
 import sys
@@ -11,16 +11,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from speech.artifacts import CopyArtifact, PlanArtifact, QmaxArtifact, TtotalArtifact, plan_filename
-from speech.config import Measurements, ModelConfig, PlanInputs
+from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact, plan_filename
+from speech.schema.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact, write_artifact
-from speech.batch import BatchPlan, build_batch_plan
-from speech.plan import build_plan
+from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
+from speech.plan.realtime import build_plan
 
 from speech.errors import describe_validation_error
 
-from .errors import UsageError
-from .report import MARK, render_plan
+from bench.errors import UsageError
+from bench.report import MARK, render_plan
 
 DESCRIPTION = """\
 Turn measured artifacts into autoscaling numbers with zero AWS calls.
@@ -120,7 +121,7 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
                 t: TtotalArtifact, tcopy: CopyArtifact | None = None) -> ModelConfig:
-    from .stackfile import existing_model_entry
+    from bench.stack_yaml import existing_model_entry
 
     path = args.stack_dir / f"Pulumi.{args.stack}.yaml"
     old = existing_model_entry(path, q.model) or {}
@@ -166,7 +167,7 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs
 
 
 def _has_budget(path: Path) -> bool:
-    from .stackfile import PROJECT, read_stack_file
+    from bench.stack_yaml import PROJECT, read_stack_file
 
     return bool((read_stack_file(path).get("config") or {}).get(f"{PROJECT}:budget"))
 
@@ -175,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
     if not given and args.stack:
-        from .plan_stack import run_stack
+        from bench.plan_stack import run_stack
 
         return run_stack(args.stack, args.stack_dir, args.out, args.json)
     if len(given) < 3:
@@ -199,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     name = batch_plan_filename(plan) if isinstance(plan, BatchPlan) else plan_filename(plan)
     out = write_artifact(args.out / name, plan)
     if entry is not None:
-        from .stackfile import write_model_entry
+        from bench.stack_yaml import write_model_entry
 
         write_model_entry(
             args.stack_dir / f"Pulumi.{args.stack}.yaml",
@@ -218,10 +219,6 @@ def run(args: argparse.Namespace) -> int:
                   "(what the program deploys)")
     sys.stdout.flush()
     return 1 if plan.verdict == "stop" else 0
-
-
-def batch_plan_filename(p: BatchPlan) -> str:
-    return f"batch-plan-{p.model}.json"
 
 
 def render_batch_plan(p: BatchPlan) -> str:

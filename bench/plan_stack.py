@@ -1,11 +1,11 @@
 """``bench plan --stack NAME`` without artifacts: re-plan every model of a stack file from its
 embedded measurements and inputs, under the stack's daily budget.
 
-The same functions as the program (:func:`speech.gate.plan_model`, :func:`speech.gate.apply_budget`,
-hence :func:`speech.plan.build_plan` and :func:`speech.budget.allocate`), so the plans written here
+The same functions as the program (:func:`speech.deploy.gate.plan_model`, :func:`speech.deploy.gate.apply_budget`,
+hence :func:`speech.plan.realtime.build_plan` and :func:`speech.plan.budget.allocate`), so the plans written here
 are the ones the program deploys and the pack recomputes. Writes ``plan-<model>.json`` per
 measured real-time model (with its ``budget`` section when the stack has a budget),
-``batch-plan-<model>.json`` per batch model (speech.batch, capped by the budget) and
+``batch-plan-<model>.json`` per batch model (speech.plan.batch, capped by the budget) and
 ``budget-<stack>.json`` (every model's allocation); nothing is written unless every model plans.
 """
 
@@ -15,16 +15,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from speech.artifacts import BudgetAllocation, PlanArtifact, plan_filename
-from speech.config import StackConfig
+from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact, plan_filename
+from speech.schema.config import StackConfig
 from speech.errors import ConfigError
 from speech.files import write_artifact
-from speech.gate import ModelDeployment, apply_budget, plan_model
-from speech.hosting import endpoint_name
-from speech.stack import PROJECT, parse_stack_config
+from speech.deploy.gate import ModelDeployment, apply_budget, plan_model
+from speech.deploy.hosting import endpoint_name
+from speech.infra.stack_config import PROJECT, parse_stack_config
 
-from .plan_cmd import batch_plan_filename
-from .report import MARK
+from speech.plan.batch import batch_plan_filename
+from bench.report import MARK
 
 
 def budget_filename(stack: str) -> str:
@@ -33,7 +33,7 @@ def budget_filename(stack: str) -> str:
 
 def load_stack(path: Path) -> StackConfig:
     """The stack file's ``speech-endpoints:*`` config as the program reads it (same parser)."""
-    from .stackfile import read_stack_file
+    from bench.stack_yaml import read_stack_file
 
     if not path.exists():
         raise ConfigError(f"{path}: no such stack file; write models into it with bench plan --qmax ... --stack NAME")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from speech.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 
 
 def _plt():
@@ -45,10 +45,10 @@ def plot_qmax(a: QmaxArtifact, path: Path) -> Path:
 
 def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
     """Phase waterfall: one bar per phase from the previous phase to this one."""
-    from speech.config import ReactionPolicy
-    from speech.plan import planning_t_total
+    from speech.schema.config import ReactionPolicy
+    from speech.plan.realtime import planning_t_total
 
-    from .ttotal_cmd import dominant_phase
+    from bench.report import dominant_phase
 
     plt = _plt()
     phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
@@ -84,7 +84,7 @@ def plot_simulation(art, runs, model, plan, stem: Path) -> list[Path]:
     TTFAB against the SLO) and one cost-vs-SLO scatter of all policies."""
     import numpy as np
 
-    from speech.simulate import minute_p95_ms
+    from speech.sim.fleet import minute_p95_ms
 
     plt = _plt()
     paths: list[Path] = []

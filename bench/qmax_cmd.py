@@ -13,13 +13,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from speech.artifacts import ClientOverhead, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
+from speech.schema.artifacts import ClientOverhead, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
 
-from . import aws, target_region, tool_version
-from .errors import BenchError, UsageError
-from .ladder import estimate, geometric_levels, parse_levels, request_mix, search
-from .loadgen import LevelResult, Session
-from .targets import SageMakerTarget, Target, make_target
+from bench import aws, target_region, tool_version
+from bench.errors import BenchError, UsageError
+from bench.ladder import estimate, geometric_levels, parse_levels, request_mix, search
+from bench.loadgen import LevelResult, Session
+from bench.targets import SageMakerTarget, Target, make_target
 
 DESCRIPTION = """\
 Find Q_max: the highest number of requests held in flight on one instance whose p95
@@ -273,7 +273,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     started = datetime.now(UTC)
     with ExitStack() as stack:
         if sm and not component:
-            from .freeze import Freeze
+            from bench.freeze import Freeze
 
             stack.enter_context(Freeze(target.session, args.endpoint, args.state_dir, tool="bench qmax",
                                        log=log, instances=1, timeout_s=args.pin_timeout_s, poll_s=args.poll_s,
@@ -341,8 +341,8 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
             ended_at=datetime.now(UTC),
         ),
     )
-    from .plots import plot_qmax
-    from .publish import publish
+    from bench.plots import plot_qmax
+    from bench.publish import publish
 
     publish(args, artifact, qmax_filename(artifact), render, plot_qmax)
     return leave_receipt(args, target, artifact)
@@ -359,7 +359,7 @@ def leave_receipt(args: argparse.Namespace, target: Target, artifact: Any) -> in
         print(f"no receipt written (no --receipt-bucket): measured {artifact.kind} figures scale only with a receipt; "
               "re-run with --receipt-bucket <the stack's provenance bucket>", file=sys.stderr)
         return 0
-    from .receipts import write_receipt
+    from bench.receipts import write_receipt
 
     key, _ = write_receipt(target.session, args.receipt_bucket, artifact)
     print(f"receipt s3://{args.receipt_bucket}/{key}", file=sys.stderr)

@@ -1,13 +1,13 @@
-"""Write a measurement receipt to the stack's provenance bucket (see :mod:`speech.receipts`)."""
+"""Write a measurement receipt to the stack's provenance bucket (see :mod:`speech.deploy.receipts`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from speech.artifacts import QmaxArtifact, TtotalArtifact
-from speech.receipts import Receipt, receipt_for, receipt_key
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.receipts import Receipt, receipt_for, receipt_key
 
-from .errors import BenchError
+from bench.errors import BenchError
 
 
 def write_receipt(session: Any, bucket: str, artifact: QmaxArtifact | TtotalArtifact) -> tuple[str, Receipt]:

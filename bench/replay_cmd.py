@@ -14,15 +14,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from speech.artifacts import SCHEMA_VERSION, Frozen
+from speech.schema.artifacts import SCHEMA_VERSION, Frozen
 from speech.files import write_artifact
 
-from .errors import UsageError
-from .ladder import MIXES
-from .loadgen import new_event_loop
-from .qmax_cmd import add_target_arguments
-from .simulate_cmd import load_trace
-from .targets import Outcome, Target, make_target
+from bench.errors import UsageError
+from bench.ladder import MIXES
+from bench.loadgen import new_event_loop
+from bench.qmax_cmd import add_target_arguments
+from bench.simulate_cmd import load_trace
+from bench.targets import Outcome, Target, make_target
 
 DESCRIPTION = """\
 Send a traffic trace to a real target open-loop: every request leaves at its own timestamp,

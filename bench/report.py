@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from speech.artifacts import PlanArtifact
+from dataclasses import dataclass
+
+from speech.schema.artifacts import TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
 
 MARK = {"ok": "ok  ", "warn": "WARN", "stop": "STOP"}
 
@@ -68,3 +71,42 @@ def render_plan(p: PlanArtifact) -> str:
     lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
     lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]
     return "\n".join(lines)
+
+
+# --- T_total: the phase that dominates a scale-out ----------------------------------------------
+
+PHASE_ADVICE: dict[str, tuple[str, str]] = {
+    "instance_logging": ("instance provisioning and image pull",
+                         "a smaller image (slim base, no build tools, weights outside the image) or a higher instance floor"),
+    "container_started": ("image extraction and container start", "a smaller image with fewer, smaller layers"),
+    "framework_init": ("framework import and initialisation", "import less at start-up; initialise the runtime once"),
+    "weights_ready": ("loading the weights",
+                      "weights from S3 in the endpoint's region (or in the model data), smaller or quantized weights"),
+    "warmup_done": ("warm-up", "fewer or shorter warm-up passes"),
+    "ready": ("readiness after warm-up", "report ready as soon as warm-up ends"),
+    "in_service": ("the health check until SageMaker routes traffic",
+                   "answer /ping 200 the moment the model is ready, with nothing slow behind it"),
+    "traffic_recovered": ("traffic shifting and the backlog draining", "a larger surge step, so queues drain sooner"),
+}
+"""Phase (named by the step that ends it) -> (what the time is spent on, what shortens it)."""
+
+
+@dataclass(frozen=True)
+class DominantPhase:
+    name: str
+    seconds: float
+    share: float
+    """Of the measured T_total."""
+    what: str
+    shortens: str
+
+
+def dominant_phase(a: TtotalArtifact) -> DominantPhase | None:
+    """The longest step between consecutive applicable phases (named by the phase that ends it)."""
+    phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
+    steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:], strict=False)]  # type: ignore[operator]
+    if not steps:
+        return None
+    name, seconds = max(steps, key=lambda s: s[1])
+    what, shortens = PHASE_ADVICE.get(name, (name, "see the phase's source"))
+    return DominantPhase(name, round(seconds, 3), seconds / a.measured_total_s, what, shortens)

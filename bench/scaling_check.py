@@ -1,6 +1,6 @@
 """Compare what is deployed (scalable target, policies, alarms) with what a plan says should be:
-AWS ``Describe*`` output normalized into :mod:`speech.scaling`'s spec and compared with its one
-:func:`~speech.scaling.diff` (docs/design.md §5.7).
+AWS ``Describe*`` output normalized into :mod:`speech.deploy.scaling`'s spec and compared with its one
+:func:`~speech.deploy.scaling.diff` (docs/design.md §5.7).
 
 Shared by ``drift`` (plan rebuilt from the stack config) and ``validate`` (plan from a file), so
 the two never judge the same deployment differently. Pure: works on the data read by
@@ -13,12 +13,12 @@ import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from speech import scaling
-from speech.artifacts import PlanArtifact
-from speech.batch import BatchPlan
+from speech.deploy import scaling
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.plan.batch import BatchPlan
 
-from . import aws
-from .aws import DeployedScaling
+from bench import aws
+from bench.aws import DeployedScaling
 
 SUFFIXES = scaling.POLICY_SUFFIXES
 
@@ -134,7 +134,7 @@ def _adds(adjustment_type: Any, steps: Any, at_least: Any) -> str:
 
 
 def differences(part: str, where: str, described: dict, spec: scaling.ScalingSpec) -> list[Issue]:
-    """:func:`speech.scaling.diff` of one described resource against ``spec.<part>``, as issues."""
+    """:func:`speech.deploy.scaling.diff` of one described resource against ``spec.<part>``, as issues."""
     want = getattr(spec, part)
     got = observed(part, described, want)
     diffs = scaling.diff(part, want, got)

@@ -1,5 +1,5 @@
 """``bench simulate``: a traffic trace against a simulated fleet of the measured instance, every
-policy side by side (speech.simulate, docs/design.md §10)."""
+policy side by side (speech.sim, docs/design.md §10)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,18 @@ import sys
 from datetime import datetime, UTC
 from pathlib import Path
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.files import load_artifact, write_artifact
-from speech.plan import build_plan
-from speech.simulate import POLICY_NAMES, SimulationArtifact, build_instance, simulate, simulation_artifact
-from speech.traces import BUILTIN_TRACES, ATTRIBUTION, Trace, TraceError, from_csv_text, generate, parse_spec
+from speech.plan.realtime import build_plan
+from speech.sim.policies import POLICY_NAMES
+from speech.sim.artifact import SimulationArtifact, simulation_artifact
+from speech.sim.instance import build_instance
+from speech.sim.fleet import simulate
+from speech.sim.traces import BUILTIN_TRACES, ATTRIBUTION, Trace, TraceError, from_csv_text, generate, parse_spec
 
-from .errors import UsageError
-from .plan_cmd import plan_inputs
+from bench.errors import UsageError
+from bench.plan_cmd import plan_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE_DIR = ROOT / "data" / "traces"
@@ -41,7 +45,7 @@ Traces (--trace):
 Policies (--policies, default all): {', '.join(POLICY_NAMES)}.
 
 Hot loading (--hot-load COPY_FILE from bench tcopy): the plan's scaling on copies, once adding
-instances only and once placing copies into spare memory first (speech.capacity's best fit),
+instances only and once placing copies into spare memory first (speech.plan.capacity's best fit),
 side by side: SLO share, rejected share, instance-hours, and how soon the first added copy served.
 
   python -m bench simulate --qmax Q.json --ttotal T.json --peak-rps 5000 --trace diurnal:peak=5000
@@ -74,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "once with every added copy on a new instance (instance-only) and once with copies placed into spare "
                         "memory first, serving after the artifact's T_copy (hot-load), and print both side by side")
     g.add_argument("--hot-load-instance-type", metavar="TYPE",
-                   help="instance type the copies are packed into (default: the plan's; speech.copies.packing decides how "
+                   help="instance type the copies are packed into (default: the plan's; speech.plan.copies.packing decides how "
                         "many fit: whole GPUs per copy, host memory, CPU cores when measured)")
     g.add_argument("--headroom-copies", type=int, default=0, metavar="N",
                    help="hot-load: keep N copies' worth of spare memory on running or starting instances, starting empty "
@@ -192,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     path = args.out / f"simulation-{plan.model}-{safe}.json"
     written = [write_artifact(path, art)]
     if args.plot:
-        from .plots import plot_simulation
+        from bench.plots import plot_simulation
 
         written += plot_simulation(art, runs, model, plan, args.out / f"simulation-{plan.model}-{safe}")
     hot = hot_load(args, plan, model, trace, written, safe) if args.hot_load else None
@@ -213,15 +217,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def hot_load(args: argparse.Namespace, plan: PlanArtifact, model, trace: Trace, written: list, safe: str) -> dict:
-    """instance-only vs hot-load on the same trace and plan (speech.hotload); the table, its rows as
+    """instance-only vs hot-load on the same trace and plan (speech.sim.hotload); the table, its rows as
     JSON, and a timeline PNG with --plot."""
     from dataclasses import asdict
 
-    from speech.artifacts import CopyArtifact
-    from speech.copies import instance_spec, packing
+    from speech.schema.artifacts import CopyArtifact
+    from speech.schema.instances import instance_spec
+    from speech.plan.copies import packing
     from speech.errors import PlanInputError
-    from speech.hotload import CopyFleet, compare, render_table
-    from speech.simulate import AwsPolicy, scaling_numbers
+    from speech.sim.hotload import CopyFleet, compare, render_table
+    from speech.sim.policies import AwsPolicy, scaling_numbers
 
     copy = load_artifact(args.hot_load, CopyArtifact)
     if copy.model != plan.model:
@@ -258,8 +263,8 @@ def hot_load(args: argparse.Namespace, plan: PlanArtifact, model, trace: Trace, 
     foot = ("copies on one instance are simulated as independent servers at the measured per-copy throughput "
             "(docs/design.md §10.8); peak inst counts instances, inst-h bills instances")
     if args.plot:
-        from .plots import plot_hot_load
-        from speech.hotload import run_copies
+        from bench.plots import plot_hot_load
+        from speech.sim.hotload import run_copies
 
         runs = [run_copies(model, trace.arrivals, AwsPolicy(s, model.cloudwatch_ratio, model.q_max), fleet, mode)
                 for mode in ("instance-only", "hot-load")]  # the plot: one copy per instance vs hot loading

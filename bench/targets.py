@@ -16,11 +16,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from speech.artifacts import Fingerprint
+from speech.schema.artifacts import Fingerprint
 
-from . import aws
-from .errors import TargetError, UsageError
-from .http1 import ArrivalReader, Connection, HttpProtocolError, RawHttpClient
+from bench import aws
+from bench.errors import TargetError, UsageError
+from bench.http1 import ArrivalReader, Connection, HttpProtocolError, RawHttpClient
 
 REJECT_CODES = {"queue_saturated", "shed_deadline", "draining"}
 

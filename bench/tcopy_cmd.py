@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
-from speech.artifacts import CopyArtifact, CopyFootprint, CopyStart, Fingerprint, Provenance, copy_filename
+from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart, Fingerprint, Provenance, copy_filename
 
 from container.markers import parse_at, parse_footprint_line, parse_stage_line
 
-from . import aws, tool_version
-from .errors import BenchError, TargetError, UsageError
-from .ladder import request_mix
-from .targets import HttpTarget, Outcome
+from bench import aws, tool_version
+from bench.errors import BenchError, TargetError, UsageError
+from bench.ladder import request_mix
+from bench.targets import HttpTarget, Outcome
 
 DESCRIPTION = """\
 Measure T_copy: how long a new copy of the model takes to serve on an instance that is already
@@ -142,8 +142,8 @@ def start_copy(serve_cmd: str, timeout_s: float, poll_s: float = 0.02) -> StartR
     """Spawn one copy, wait for its first /ping 200, read its markers and footprint, stop it."""
     import httpx
 
-    from .synthetic import free_port
-    from .ttotal_cmd import serve_argv
+    from bench.synthetic import free_port
+    from bench.ttotal_cmd import serve_argv
 
     port = free_port()
     argv = serve_argv(serve_cmd, port)
@@ -331,7 +331,7 @@ def _component_state(sess: Any, name: str) -> tuple[str, int | None, int | None,
 
 def check_copy_scaling_suspended(sess: Any, name: str) -> None:
     """Copy scaling that may act during the run would undo (or add to) the measured copy: refuse."""
-    from speech.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
+    from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
 
     resp = sess.client("application-autoscaling").describe_scalable_targets(
         ServiceNamespace=aws.NAMESPACE, ResourceIds=[copy_resource_id(name)], ScalableDimension=COPY_SCALABLE_DIMENSION)
@@ -462,7 +462,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
             ended_at=datetime.now(UTC),
         ),
     )
-    from .publish import publish
+    from bench.publish import publish
 
     publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
     return 0
@@ -514,7 +514,7 @@ def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], fl
             region=getattr(sess, "region_name", None), ended_at=datetime.now(UTC),
         ),
     )
-    from .publish import publish
+    from bench.publish import publish
 
     publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
     return 0

@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from . import aws
-from .errors import TargetError, UsageError
-from .freeze import FreezeState, load_state, restore_state, state_path
+from bench import aws
+from bench.errors import TargetError, UsageError
+from bench.freeze import FreezeState, load_state, restore_state, state_path
 
 DESCRIPTION = """\
 Restore the scalable target of an endpoint to exactly what qmax/ttotal found before freezing it

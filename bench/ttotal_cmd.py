@@ -17,17 +17,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from speech.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
-from speech.config import ReactionPolicy
+from speech.schema.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
+from speech.schema.config import ReactionPolicy
 from speech.files import load_artifact
-from speech.plan import planning_t_total
+from speech.plan.realtime import planning_t_total
 
 from container.markers import STAGES, parse_at, parse_stage_line
 
-from . import aws, target_region, tool_version
-from .errors import BenchError, TargetError, UsageError
-from .ladder import request_mix
-from .targets import HttpTarget, Outcome, Target, WebSocketTarget, make_target
+from bench import aws, target_region, tool_version
+from bench.errors import BenchError, TargetError, UsageError
+from bench.ladder import request_mix
+from bench.targets import HttpTarget, Outcome, Target, WebSocketTarget, make_target
+from bench.report import PHASE_ADVICE, DominantPhase, dominant_phase  # noqa: F401
 
 DESCRIPTION = """\
 Measure T_total: from the moment more capacity is asked for until traffic is served at the
@@ -45,7 +46,7 @@ contains {port}) and times its stage markers, first /ping 200 and first served r
 provisioning phases are recorded as not applicable.
 
 The artifact holds what was measured. The report and plot also show the planning T_total as
-`bench plan` computes it (speech.plan.planning_t_total: + metric period x datapoints to alarm +
+`bench plan` computes it (speech.plan.realtime.planning_t_total: + metric period x datapoints to alarm +
 scale-out cooldown, with the plan's default reaction policy; a stack that sets its own reaction
 policy plans with that one), and name the phase that dominates and what shortens it.
 The qmax artifact must come from the same fingerprint and transport (else exit 2, nothing written).
@@ -60,7 +61,7 @@ ORDER = ("desired_set", "instance_logging", *STAGES, "in_service", "traffic_reco
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .qmax_cmd import add_target_arguments
+    from bench.qmax_cmd import add_target_arguments
 
     p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact of the same fingerprint")
     add_target_arguments(p)
@@ -115,43 +116,6 @@ def phase(name: str, at: datetime | None, t0: datetime, source: str, bounded: bo
 def ordered(phases: list[Phase]) -> list[Phase]:
     rank = {n: i for i, n in enumerate(ORDER)}
     return sorted(phases, key=lambda p: (p.offset_s if p.offset_s is not None else float("inf"), rank.get(p.name, 99)))
-
-
-PHASE_ADVICE: dict[str, tuple[str, str]] = {
-    "instance_logging": ("instance provisioning and image pull",
-                         "a smaller image (slim base, no build tools, weights outside the image) or a higher instance floor"),
-    "container_started": ("image extraction and container start", "a smaller image with fewer, smaller layers"),
-    "framework_init": ("framework import and initialisation", "import less at start-up; initialise the runtime once"),
-    "weights_ready": ("loading the weights",
-                      "weights from S3 in the endpoint's region (or in the model data), smaller or quantized weights"),
-    "warmup_done": ("warm-up", "fewer or shorter warm-up passes"),
-    "ready": ("readiness after warm-up", "report ready as soon as warm-up ends"),
-    "in_service": ("the health check until SageMaker routes traffic",
-                   "answer /ping 200 the moment the model is ready, with nothing slow behind it"),
-    "traffic_recovered": ("traffic shifting and the backlog draining", "a larger surge step, so queues drain sooner"),
-}
-"""Phase (named by the step that ends it) -> (what the time is spent on, what shortens it)."""
-
-
-@dataclass(frozen=True)
-class DominantPhase:
-    name: str
-    seconds: float
-    share: float
-    """Of the measured T_total."""
-    what: str
-    shortens: str
-
-
-def dominant_phase(a: TtotalArtifact) -> DominantPhase | None:
-    """The longest step between consecutive applicable phases (named by the phase that ends it)."""
-    phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
-    steps = [(b.name, b.offset_s - prev.offset_s) for prev, b in zip(phases, phases[1:], strict=False)]  # type: ignore[operator]
-    if not steps:
-        return None
-    name, seconds = max(steps, key=lambda s: s[1])
-    what, shortens = PHASE_ADVICE.get(name, (name, "see the phase's source"))
-    return DominantPhase(name, round(seconds, 3), seconds / a.measured_total_s, what, shortens)
 
 
 def t_total_line(a: TtotalArtifact) -> str:
@@ -263,7 +227,7 @@ def run_sagemaker(
     sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
 ) -> list[Phase]:
-    from .freeze import Freeze
+    from bench.freeze import Freeze
 
     sm = sess.client("sagemaker")
     logs = sess.client("logs")
@@ -363,7 +327,7 @@ def serve_argv(serve_cmd: str, port: int) -> list[str]:
 def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[str], None]) -> list[Phase]:
     import httpx
 
-    from .synthetic import free_port
+    from bench.synthetic import free_port
 
     port = free_port()
     argv = serve_argv(serve_cmd, port)
@@ -497,10 +461,10 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
                               tool="bench ttotal", target=target.name, tool_version=tool_version(),
                               region=target_region(target), ended_at=datetime.now(UTC)),
     )
-    from .plots import plot_ttotal
-    from .publish import publish
+    from bench.plots import plot_ttotal
+    from bench.publish import publish
 
     publish(args, artifact, ttotal_filename(artifact), render, plot_ttotal)
-    from .qmax_cmd import leave_receipt
+    from bench.qmax_cmd import leave_receipt
 
     return leave_receipt(args, target, artifact)

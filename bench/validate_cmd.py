@@ -12,21 +12,21 @@ from datetime import datetime, UTC
 from pathlib import Path
 from collections.abc import Callable
 
-from speech.artifacts import PlanArtifact
+from speech.schema.plan_artifacts import PlanArtifact
 from speech.files import load_artifact
 
-from . import aws
-from .errors import UsageError
-from .ladder import request_mix
-from .loadgen import LevelResult, Session
-from .qmax_cmd import check_timing
-from .scaling_check import Issue, compare
-from .targets import SageMakerTarget, make_target
+from bench import aws
+from bench.errors import UsageError
+from bench.ladder import request_mix
+from bench.loadgen import LevelResult, Session
+from bench.qmax_cmd import check_timing
+from bench.scaling_check import Issue, compare
+from bench.targets import SageMakerTarget, make_target
 
 DESCRIPTION = """\
 Check a deployed endpoint against a plan artifact (bench plan): the scalable target's min/max,
 the scale-out target value and cooldown, the scale-in step policy and cooldown, the surge step
-size (speech.scaling.surge_adjustment), both alarms (threshold, comparison, statistic, period,
+size (speech.deploy.scaling.surge_adjustment), both alarms (threshold, comparison, statistic, period,
 evaluation periods), and that nothing is frozen or orphaned.
 
 The deployed thresholds are in CloudWatch units (ConcurrentRequestsPerModel = client in-flight x
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
             instances = 1
             reader = None
             if isinstance(target, SageMakerTarget):
-                from .freeze import Freeze
+                from bench.freeze import Freeze
 
                 stack.enter_context(Freeze(sess, args.endpoint, args.state_dir, tool="bench validate --live"))
                 current, _ = aws.variant_counts(aws.describe_endpoint(sess, args.endpoint))

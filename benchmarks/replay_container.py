@@ -9,7 +9,7 @@ simulated on that container's own measured ladder.
 2. Starts it again with its gate at that Q_max (QUEUE_MAX_DEPTH) and replays a step trace with
    ``bench replay``: --base-x of the measured throughput at Q_max, then --factor times that from
    --at seconds on, every request at its own timestamp.
-3. Simulates the same per-second arrivals on one instance built from the ladder (speech.simulate,
+3. Simulates the same per-second arrivals on one instance built from the ladder (speech.sim,
    the fixed-fleet policy, no scaling) and prints replayed vs simulated TTFAB p95 (answered) and
    rejected share, the difference reached, the tolerance the bench.synthetic test asserts, and the
    machine (cores, load average before and after).
@@ -72,10 +72,12 @@ def main() -> int:
     import numpy as np
 
     from bench.cli import main as bench
-    from speech.artifacts import QmaxArtifact
+    from speech.schema.artifacts import QmaxArtifact
     from speech.files import load_artifact
-    from speech.simulate import FixedPolicy, build_instance, run_policy, summarize
-    from speech.survival import service_rates
+    from speech.sim.policies import FixedPolicy
+    from speech.sim.instance import build_instance
+    from speech.sim.fleet import run_policy, summarize
+    from speech.plan.survival import service_rates
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     out: Path = args.out

@@ -4,8 +4,8 @@ the same route with its whole planned need (the baseline, simulated in the same 
     .venv/bin/python benchmarks/simulate_budget.py [--stack-dir examples --stack multi] [--hours 3] [--daily-usd N]
 
 Re-plans every model of the stack file as the program does (bench.plan_stack.plan_stack: build_plan,
-then speech.budget.allocate), gives each route a tide from its trough to its planned peak_rps and
-back (Poisson, seeded), and runs the deployed scaling policy on it (speech.simulate.simulate_budget).
+then speech.plan.budget.allocate), gives each route a tide from its trough to its planned peak_rps and
+back (Poisson, seeded), and runs the deployed scaling policy on it (speech.sim.simulate_budget).
 Prints the table and the budget's findings: a critical route keeps its SLO, a capped standard route
 refuses what its capped fleet cannot admit at peak.
 """
@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 def main(argv: list[str] | None = None) -> int:
     from bench.plan_stack import load_stack, plan_stack
-    from speech.config import Budget
-    from speech.simulate import BudgetRoute, budget_table, simulate_budget
-    from speech.traces import diurnal_rate, poisson_arrivals
+    from speech.schema.config import Budget
+    from speech.sim.routes import BudgetRoute, budget_table, simulate_budget
+    from speech.sim.traces import diurnal_rate, poisson_arrivals
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--stack-dir", type=Path, default=ROOT / "examples")
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     from bench.plan_stack import plan_stack as replan
-    from speech.simulate import simulate_backlog
+    from speech.sim.routes import simulate_backlog
 
     whole, _ = replan(config.model_copy(update={"budget": None}), args.stack)
     for seed, (name, dep) in enumerate(deployments.items(), start=len(routes) + 1):

@@ -63,12 +63,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
-    from speech.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.config import PlanInputs
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.config import PlanInputs
     from speech.files import load_artifact
-    from speech.plan import build_plan
-    from speech.simulate import POLICY_NAMES, build_instance, make_policy, run_policy, summarize
-    from speech.traces import generate
+    from speech.plan.realtime import build_plan
+    from speech.sim.policies import POLICY_NAMES, make_policy
+    from speech.sim.instance import build_instance
+    from speech.sim.fleet import run_policy, summarize
+    from speech.sim.traces import generate
 
     q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)
     plan = build_plan(q, t, PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=args.peak_rps, trough_rps=args.peak_rps / 20))

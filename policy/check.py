@@ -1,6 +1,6 @@
 """``python -m policy check``: the pack against the program, offline.
 
-Runs the program under Pulumi's mocks (:func:`speech.preview.run_preview`), starts the real pack
+Runs the program under Pulumi's mocks (:func:`speech.infra.preview.run_preview`), starts the real pack
 process and sends it every registered resource over the analyzer protocol, exactly as
 ``pulumi preview --policy-pack policy`` would. Exit 0: no mandatory violation; 1: at least one;
 2: bad input (stack file, policy config).
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-from .harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
+from policy.harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
 
 LEVEL_ORDER = ("mandatory", "advisory")
 
@@ -26,8 +26,8 @@ def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = Fal
 
     ``first_preview``: as in the first preview of a new stack, where provider-computed values
     (ids, ARNs, URLs, digests of images not yet built) are unknown. ``receipts``: what the S3 data
-    sources find (:func:`speech.preview.load_receipts`); none by default."""
-    from speech.preview import run_preview
+    sources find (:func:`speech.infra.preview.load_receipts`); none by default."""
+    from speech.infra.preview import run_preview
 
     result = run_preview(stack_file, stack, first_preview=first_preview, receipts=receipts)
     resources = [
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return 2 if e.code else 0
     try:
-        from speech.preview import load_receipts
+        from speech.infra.preview import load_receipts
 
         config = load_config(args.config)
         receipts = load_receipts(args.receipts) if args.receipts else None

@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from speech.prices import DEFAULT_PRICES_USD_PER_HOUR
+from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR
 
 DEFAULT_HOURLY_PRICES_USD: dict[str, float] = dict(DEFAULT_PRICES_USD_PER_HOUR)
 """SageMaker real-time inference, on-demand, us-east-1, USD per instance-hour: the program's
-documented table (speech/prices.py: date and source of each figure); override hourly-prices-usd
+documented table (speech/schema/prices.py: date and source of each figure); override hourly-prices-usd
 with your region's and your discounts."""
 DEFAULT_ALLOWED_INSTANCE_TYPES: list[str] = sorted(DEFAULT_HOURLY_PRICES_USD)
 DEFAULT_DAILY_BUDGET_USD = 10000.0

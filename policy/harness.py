@@ -25,7 +25,7 @@ from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy.deserialize import serialize_properties
 
-from .stack import UNKNOWN_STRING
+from policy.resources import UNKNOWN_STRING
 
 UNKNOWN = UNKNOWN_STRING
 """What the engine sends for a value not known during preview."""

@@ -24,10 +24,10 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import serialize_properties
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-from . import rules
-from .config import DEFAULT_ALLOWED_INSTANCE_TYPES, DEFAULT_DAILY_BUDGET_USD, DEFAULT_HOURLY_PRICES_USD
-from .recompute import ProvenanceCache
-from .stack import Res, Stack
+from policy import rules
+from policy.config import DEFAULT_ALLOWED_INSTANCE_TYPES, DEFAULT_DAILY_BUDGET_USD, DEFAULT_HOURLY_PRICES_USD
+from policy.recompute import ProvenanceCache
+from policy.resources import Res, Stack
 
 PACK_NAME = "speech-endpoints-guard"
 MANDATORY, ADVISORY = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
@@ -155,7 +155,7 @@ POLICIES = [
     stack_policy("scaling-matches-plan",
                  "Target value, cooldowns, min/max capacity, the scale-in and surge alarms (threshold, comparison, "
                  "statistic, period, evaluation periods), the surge step size and container queue depth equal the "
-                 "plan recomputed from the provenance document (speech.plan.build_plan, speech.scaling).",
+                 "plan recomputed from the provenance document (speech.plan.realtime.build_plan, speech.deploy.scaling).",
                  rules.rule_matches_plan, MANDATORY),
     stack_policy("scaling-plan-feasible",
                  "No scaling for a plan with a stop finding; the scale-in cooldown covers the planning T_total.",
@@ -174,7 +174,7 @@ POLICIES = [
     stack_policy("batch-scaling-matches-plan",
                  "A batch (asynchronous) endpoint carries no real-time scaling (ConcurrentRequestsPerModel or "
                  "InvocationsPerInstance tracking, concurrency step alarms) and its backlog scaling equals the batch "
-                 "plan recomputed from the provenance document (speech.batch): min 0, max, backlog target, cooldowns, "
+                 "plan recomputed from the provenance document (speech.plan.batch): min 0, max, backlog target, cooldowns, "
                  "the HasBacklogWithoutCapacity wake step and alarm, MaxConcurrentInvocationsPerInstance.",
                  rules.rule_batch_scaling, MANDATORY),
     stack_policy("daily-cost-ceiling",
@@ -190,7 +190,7 @@ POLICIES = [
                  "Inference-component copy scaling (copies min/max, target tracking on ConcurrentRequestsPerCopy, "
                  "cooldowns, the scale-in step and alarm, the scale-from-zero step and alarm exactly when the copy "
                  "floor is 0), managed instance scaling's range and the copies' queue depth equal the copy plan "
-                 "recomputed from the provenance document (speech.copies.build_copy_plan, speech.scaling).",
+                 "recomputed from the provenance document (speech.plan.copies.build_copy_plan, speech.deploy.scaling).",
                  rules.rule_copy_scaling_matches_plan, MANDATORY),
     stack_policy("component-compute-matches-footprint",
                  "Each inference component reserves the measured footprint with the stated margin (accelerator "

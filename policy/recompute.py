@@ -1,7 +1,7 @@
 """Find an endpoint's provenance document, check it against the tags, recompute the plan.
 
 This is the one place the pack turns tags + an S3 object into a plan, with the same function the
-program and ``bench plan`` use (:func:`speech.plan.build_plan`). Every way this can fail is a
+program and ``bench plan`` use (:func:`speech.plan.realtime.build_plan`). Every way this can fail is a
 :class:`NoProvenance` whose message says what is wrong and how to fix it: the callers report it
 as a violation (fail closed), never as a pass.
 """
@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Mapping
 
-from speech import provenance as pv
-from speech.artifacts import Finding, PlanArtifact
-from speech.batch import BatchPlan, build_batch_plan
+from speech.deploy import provenance as pv
+from speech.schema.plan_artifacts import Finding, PlanArtifact
+from speech.plan.batch import BatchPlan, build_batch_plan
 from speech.errors import SpeechError
-from speech.plan import build_plan
+from speech.plan.realtime import build_plan
 
-from .stack import MISSING, T_OBJECT, T_OBJECT_V1, UNKNOWN, Res, Stack, at, is_unknown
+from policy.resources import MISSING, T_OBJECT, T_OBJECT_V1, UNKNOWN, Res, Stack, at, is_unknown
 
 REQUIRED_TAGS = pv.TAGS
 FIX_PROVENANCE = (
@@ -46,7 +46,7 @@ class Provenance:
     plan: PlanArtifact | None
     """The real-time plan; None for a batch document (``inputs.max_delay_s`` set)."""
     batch: BatchPlan | None = None
-    """The batch plan (speech.batch) of a batch document."""
+    """The batch plan (speech.plan.batch) of a batch document."""
     planned: PlanArtifact | BatchPlan | None = None
     """The plan before the stack's budget capped it (its fleet is the model's measured need);
     the same as ``plan``/``batch`` when the document records no budget allocation."""
@@ -82,7 +82,7 @@ def provenance_tags_of(res: Res) -> dict[str, str]:
     if unknown:
         raise NoProvenance(
             f"cannot verify during preview: {res.label} tags {', '.join(unknown)} are unknown; "
-            "derive them from stack config (speech.provenance.provenance_tags), not from another resource's output",
+            "derive them from stack config (speech.deploy.provenance.provenance_tags), not from another resource's output",
             preview=True,
         )
     return {k: str(at(tags, k)) for k in REQUIRED_TAGS}
@@ -125,7 +125,7 @@ def find_document(stack: Stack, model: str, slug: str, owner: Res) -> tuple[Res,
     if text is UNKNOWN:
         raise NoProvenance(
             f"cannot verify during preview: the content of provenance document {obj.label} is unknown; "
-            "write it from stack config (speech.provenance.document_text)",
+            "write it from stack config (speech.deploy.provenance.document_text)",
             preview=True,
         )
     if not isinstance(text, str) or not text:
@@ -174,7 +174,7 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
     if doc.budget is not None:
         # The program capped the fleet at the model's budget allocation; daily-cost-ceiling checks
         # that allocation against the one it recomputes over every model.
-        from speech.budget import cap_plan
+        from speech.plan.budget import cap_plan
 
         plan = cap_plan(plan, doc.budget)
 
@@ -183,7 +183,7 @@ def provenance_of(stack: Stack, endpoint: Res) -> Provenance:
     if wrong:
         raise NoProvenance(
             f"{endpoint.label} tags disagree with the plan recomputed from its provenance document: "
-            f"{'; '.join(wrong)}; regenerate the tags from stack config (speech.provenance.provenance_tags)"
+            f"{'; '.join(wrong)}; regenerate the tags from stack config (speech.deploy.provenance.provenance_tags)"
         )
     if isinstance(plan, BatchPlan):
         return Provenance(model=model, tags=tags, document=doc, document_object=obj, plan=None, batch=plan,
@@ -212,9 +212,9 @@ class ProvenanceCache:
 
 def copy_plan_of(prov: Provenance) -> Any:
     """The copy plan of a ``hosting: components`` provenance document, recomputed with the program's
-    function (:func:`speech.copies.build_copy_plan`) and the document's inputs; :class:`NoProvenance`
+    function (:func:`speech.plan.copies.build_copy_plan`) and the document's inputs; :class:`NoProvenance`
     when the document is not a components one or the plan cannot be recomputed."""
-    from speech.copies import build_copy_plan
+    from speech.plan.copies import build_copy_plan
 
     doc = prov.document
     if doc.hosting != "components" or doc.components is None or doc.measurements.tcopy is None:

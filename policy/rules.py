@@ -22,37 +22,17 @@ from collections.abc import Iterator, Mapping
 
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-from speech import provenance as pv
-from speech import receipts as rc
-from speech import scaling
-from speech.iam_check import ALLOWED_ON_STAR, wildcard_findings
+from speech.deploy import provenance as pv
+from speech.deploy import receipts as rc
+from speech.schema import receipts as receipt_doc
+from speech.deploy import scaling
+from speech.deploy.iam_check import ALLOWED_ON_STAR, wildcard_findings
 
-from .recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, copy_plan_of, provenance_tags_of, tags_of
-from .stack import (
-    MISSING,
-    T_ALARM,
-    T_BUCKET,
-    T_BUCKET_ACL,
-    T_BUCKET_ACL_V2,
-    T_BUCKET_V2,
-    T_ENDPOINT,
-    T_INFERENCE_COMPONENT,
-    T_MODEL,
-    T_PUBLIC_ACCESS_BLOCK,
-    T_TARGET,
-    T_SCALING_POLICY,
-    T_SSE,
-    T_SSE_V2,
-    UNKNOWN,
-    Res,
-    Stack,
-    as_number,
-    at,
-    fmt,
-    has_unknown,
-    native_tags,
-    parse_resource_id,
-    step_direction,
+from policy.recompute import FIX_PROVENANCE, REQUIRED_TAGS, NoProvenance, ProvenanceCache, copy_plan_of, provenance_tags_of, tags_of
+from policy.resources import (
+    MISSING, T_ALARM, T_BUCKET, T_BUCKET_ACL, T_BUCKET_ACL_V2, T_BUCKET_V2, T_ENDPOINT, T_INFERENCE_COMPONENT, T_MODEL,
+    T_PUBLIC_ACCESS_BLOCK, T_TARGET, T_SCALING_POLICY, T_SSE, T_SSE_V2, UNKNOWN, Res, Stack, as_number, at, fmt, has_unknown,
+    native_tags, parse_resource_id, step_direction,
 )
 
 StackViolations = Iterator[tuple[str, str | None]]
@@ -160,7 +140,7 @@ def rule_measured_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Proven
         if diff:
             yield (
                 f"{t.label} carries provenance different from {s.endpoint.label}: {'; '.join(diff)}; "
-                "fix: tag both from the same plan (speech.provenance.provenance_tags)",
+                "fix: tag both from the same plan (speech.deploy.provenance.provenance_tags)",
                 t.urn,
             )
 
@@ -343,7 +323,7 @@ def observed(part: str, res: Res, expected: Any, kind: str | None = None) -> Any
 
 
 def plan_differences(part: str, res: Res, spec: Any, src: str, kind: str | None = None) -> Iterator[str]:
-    """:func:`speech.scaling.diff` of ``res`` against ``spec.<part>``, as the pack's messages
+    """:func:`speech.deploy.scaling.diff` of ``res`` against ``spec.<part>``, as the pack's messages
     (``spec`` a ScalingSpec, or a ComponentScalingSpec with ``kind`` from its part kinds)."""
     want = getattr(spec, part)
     for d in scaling.diff(part, want, observed(part, res, want, kind)):
@@ -509,8 +489,8 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
 
 def rule_receipts(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
     """Every measured SageMaker artifact in an endpoint's provenance document has the receipt the
-    program read from the bucket (tags :data:`speech.receipts.RECEIPT_TAGS`), for exactly that
-    artifact; judged with :func:`speech.receipts.receipt_problem`, the gate's own comparison."""
+    program read from the bucket (tags :data:`speech.deploy.receipts.RECEIPT_TAGS`), for exactly that
+    artifact; judged with :func:`speech.deploy.receipts.receipt_problem`, the gate's own comparison."""
     for e in stack.of(T_ENDPOINT):
         try:
             tags = tags_of(e)
@@ -529,8 +509,8 @@ def rule_receipts(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
         for claim in rc.receipt_claims(doc.measurements, doc.measured_on):
             bucket = claim.bucket or (own if isinstance(own, str) and not has_unknown(own)
                                       else f"<the bucket of {prov.document_object.label}>")
-            tag = rc.RECEIPT_TAGS[claim.kind]
-            read = at(tags, tag) if claim.key is not None else rc.NO_RECEIPT
+            tag = receipt_doc.RECEIPT_TAGS[claim.kind]
+            read = at(tags, tag) if claim.key is not None else receipt_doc.NO_RECEIPT
             if read is UNKNOWN:
                 # The bucket is created in this update: the program reads the receipt at `pulumi up`
                 # and keeps scaling off unless it matches; this rule then checks the known value.
@@ -747,10 +727,10 @@ def rule_batch_scaling(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCa
 def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
     """sum(max instances x hourly price x 24) within the daily budget; with a stack budget
     (``speech-endpoints:budget``, recorded in the provenance documents) also the allocation the
-    program capped with, recomputed by the same function (speech.budget.allocate): its shortfall
+    program capped with, recomputed by the same function (speech.plan.budget.allocate): its shortfall
     when the critical models' peak is not covered, critical models never capped below their
     measured peak need, and each document's allocation equal to the recomputed one."""
-    from .config import DEFAULT_DAILY_BUDGET_USD, DEFAULT_HOURLY_PRICES_USD
+    from policy.config import DEFAULT_DAILY_BUDGET_USD, DEFAULT_HOURLY_PRICES_USD
 
     budget = as_number(cfg.get("daily-budget-usd", DEFAULT_DAILY_BUDGET_USD))
     prices = dict(DEFAULT_HOURLY_PRICES_USD)
@@ -808,8 +788,8 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
 
 def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: ProvenanceCache) -> StackViolations:
     """The stack budget part of daily-cost-ceiling (see :func:`rule_daily_cost`)."""
-    from speech.artifacts import PlanArtifact
-    from speech.budget import BATCH_FLOOR_INSTANCES, ModelNeed, allocate, check_deployed
+    from speech.schema.plan_artifacts import PlanArtifact
+    from speech.plan.budget import BATCH_FLOOR_INSTANCES, ModelNeed, allocate, check_deployed
     from speech.errors import SpeechError
 
     provs = {}
@@ -834,7 +814,7 @@ def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: 
         if p is not None and p.document.budget is not None and p.planned is not None:
             name = p.model
             planned = p.planned
-            # A real-time plan's fleet, or a batch plan's peak above its floor (speech.budget's needs).
+            # A real-time plan's fleet, or a batch plan's peak above its floor (speech.plan.budget's needs).
             floor = planned.fleet.min_instances if isinstance(planned, PlanArtifact) else BATCH_FLOOR_INSTANCES
             peak = planned.fleet.max_instances if isinstance(planned, PlanArtifact) else planned.peak_instances
             needs.append(ModelNeed(name=name, priority=p.document.budget.priority, instance_type=p.document.instance_type,
@@ -857,7 +837,7 @@ def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: 
         return
     short = allocation.verdict == "stop"
     if short:
-        yield (f"{allocation.findings[0].message} (speech.budget.allocate over the provenance documents)", None)
+        yield (f"{allocation.findings[0].message} (speech.plan.budget.allocate over the provenance documents)", None)
     for name, p in docs.items():
         if p.document.budget != allocation.of(name):
             yield (f"provenance document {p.document_object.label} records a budget allocation for {name!r} of "
@@ -993,7 +973,7 @@ def rule_ecr_hygiene(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
 
 
 def rule_instance_type_allowed(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
-    from .config import DEFAULT_ALLOWED_INSTANCE_TYPES
+    from policy.config import DEFAULT_ALLOWED_INSTANCE_TYPES
 
     if res.type != "aws:sagemaker/endpointConfiguration:EndpointConfiguration":
         return
@@ -1314,7 +1294,7 @@ def rule_component_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Prove
         diff = [f"{k}={ttags[k]!r} (endpoint: {prov.tags[k]!r})" for k in ttags if ttags[k] != prov.tags[k]]
         if diff:
             yield (f"{t.label} carries provenance different from {c.endpoint.label}: {'; '.join(diff)}; fix: tag both "
-                   "from the same plan (speech.provenance.provenance_tags)", t.urn)
+                   "from the same plan (speech.deploy.provenance.provenance_tags)", t.urn)
         ic_tags = native_tags(c.ic.get("tags"))
         if isinstance(ic_tags, Mapping) and any(at(ic_tags, k) != prov.tags[k] for k in REQUIRED_TAGS):
             yield (f"{c.ic.label} does not carry {c.endpoint.label}'s provenance tags; fix: tag both from the same plan",

@@ -1,5 +1,10 @@
-"""speech-endpoints domain core.
+"""speech-endpoints: measured autoscaling for latency-sensitive inference endpoints.
 
-The pure part (config, artifacts, plan, survival) imports no pulumi, boto3 or I/O; the Pulumi
-components live in :mod:`speech.components` and import pulumi themselves.
+The folders are the layers, and imports run one way (import-linter contracts in pyproject.toml):
+
+    speech.schema  <  speech.plan  <  speech.deploy  <  speech.sim      the pure core: no pulumi, boto3 or I/O
+    speech.files                                                         artifact files (the core's only file I/O)
+    speech.infra                                                         the Pulumi program, components, preview, rehearse
+
+:mod:`speech.errors` holds the error tree every layer raises.
 """

@@ -1,4 +1,4 @@
-"""``python -m speech preview|rehearse --stack NAME`` (see speech.preview, speech.rehearse)."""
+"""``python -m speech preview|rehearse --stack NAME`` (see speech.infra.preview, speech.infra.rehearse)."""
 
 import sys
 
@@ -13,9 +13,9 @@ def _main(argv: list[str]) -> int:
         print(USAGE, file=sys.stderr)
         return 2
     if argv[0] == "preview":
-        from .preview import main
+        from speech.infra.preview import main
     else:
-        from .rehearse import main
+        from speech.infra.rehearse import main
     return main(argv[1:])
 
 

@@ -13,8 +13,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .artifacts import SCHEMA_VERSION
-from .errors import ArtifactError, describe_validation_error
+from speech.schema.artifacts import SCHEMA_VERSION
+from speech.errors import ArtifactError, describe_validation_error
 
 M = TypeVar("M", bound=BaseModel)
 

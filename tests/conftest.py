@@ -14,7 +14,7 @@ TTOTAL_REF = REFERENCE / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.jso
 
 @pytest.fixture
 def qmax_ref():
-    from speech.artifacts import QmaxArtifact
+    from speech.schema.artifacts import QmaxArtifact
     from speech.files import load_artifact
 
     return load_artifact(QMAX_REF, QmaxArtifact)
@@ -22,7 +22,7 @@ def qmax_ref():
 
 @pytest.fixture
 def ttotal_ref():
-    from speech.artifacts import TtotalArtifact
+    from speech.schema.artifacts import TtotalArtifact
     from speech.files import load_artifact
 
     return load_artifact(TTOTAL_REF, TtotalArtifact)

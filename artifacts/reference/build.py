@@ -14,17 +14,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
-from speech.artifacts import (
-    Fingerprint,
-    LadderLevel,
-    Phase,
-    Provenance,
-    QmaxArtifact,
-    RequestMix,
-    ServiceTime,
-    Slo,
-    TtotalArtifact,
-    qmax_filename,
+from speech.schema.artifacts import (
+    Fingerprint, LadderLevel, Phase, Provenance, QmaxArtifact, RequestMix, ServiceTime, Slo, TtotalArtifact, qmax_filename,
     ttotal_filename,
 )
 from speech.files import write_artifact
@@ -61,7 +52,7 @@ PHASES = [
     ("traffic_recovered", 260.248, "client p95 back near its pre-surge level for 60 s", True),
 ]
 # The published reaction bound (10 s x 3 datapoints + 30 s cooldown = 60 s) is what the plan
-# computes from its own reaction policy (speech.plan.planning_t_total); the artifact keeps only
+# computes from its own reaction policy (speech.plan.realtime.planning_t_total); the artifact keeps only
 # what was measured.
 # The figures carry no wall-clock date; a fixed one keeps the artifacts reproducible.
 T0 = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from speech.artifacts import Fingerprint, PlanArtifact, QmaxArtifact, TtotalArtifact
-from speech.config import Measurements, ModelConfig, PlanInputs
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.config import Measurements, ModelConfig, PlanInputs
 from speech.files import load_artifact
-from speech.plan import build_plan
-from speech.scaling import scaling_spec
+from speech.plan.realtime import build_plan
+from speech.deploy.scaling import scaling_spec
 
 from bench.synthetic import SyntheticServer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from bench import aws
 from bench.cli import main
-from bench.stackfile import write_model_entry
-from speech.batch import build_batch_plan
-from speech.scaling import batch_scaling_spec
+from bench.stack_yaml import write_model_entry
+from speech.plan.batch import build_batch_plan
+from speech.deploy.scaling import batch_scaling_spec
 
 from .conftest import ENDPOINT, STACK, _step_config, create_endpoint, deploy_scaling
 
@@ -20,7 +20,7 @@ def _batch_config(model_config):
 
 
 def deploy_batch_scaling(sess, plan) -> None:
-    """What the program creates for a batch plan (speech.components.autoscaling.AsyncScaling), with the AWS API's keys."""
+    """What the program creates for a batch plan (speech.infra.components.autoscaling.AsyncScaling), with the AWS API's keys."""
     spec = batch_scaling_spec(plan, ENDPOINT)
     aas, cw = sess.client("application-autoscaling"), sess.client("cloudwatch")
     t = spec.target

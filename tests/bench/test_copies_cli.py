@@ -9,8 +9,8 @@ import pytest
 
 import bench.aws
 from bench.cli import main
-from speech.capacity import FleetState
-from speech.copies import CopyPlan
+from speech.plan.capacity import FleetState
+from speech.schema.copy_plan import CopyPlan
 from speech.files import load_artifact, write_artifact
 from tests.bench.test_capacity_cli import ENDPOINT, StubbedSession, stub_endpoint
 from tests.speech.test_copies import copy_artifact

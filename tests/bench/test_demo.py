@@ -15,10 +15,12 @@ import httpx
 import pytest
 from ruamel.yaml import YAML
 
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.config import ModelConfig
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.config import ModelConfig
 from speech.files import load_artifact
-from speech.simulate import POLICY_NAMES, SimulationArtifact
+from speech.sim.policies import POLICY_NAMES
+from speech.sim.artifact import SimulationArtifact
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from speech.artifacts import Fingerprint
+from speech.schema.artifacts import Fingerprint
 
 from bench import aws
 from bench.cli import main
-from bench.stackfile import write_model_entry
+from bench.stack_yaml import write_model_entry
 
 from .conftest import DIGEST, ENDPOINT, IMAGE, INSTANCE, STACK
 

@@ -5,7 +5,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from speech.artifacts import LadderLevel
+from speech.schema.artifacts import LadderLevel
 
 from bench.errors import UsageError
 from bench.ladder import estimate, geometric_levels, parse_levels, request_mix, search

@@ -13,9 +13,10 @@ from datetime import datetime, timedelta, UTC
 
 import pytest
 
-from speech.artifacts import CalibrationArtifact, Fingerprint
+from speech.schema.plan_artifacts import CalibrationArtifact
+from speech.schema.artifacts import Fingerprint
 from speech.files import load_artifact, write_artifact
-from speech.plan import build_plan
+from speech.plan.realtime import build_plan
 
 from bench import aws
 from bench.cli import main

@@ -11,8 +11,9 @@ import pytest
 from ruamel.yaml import YAML
 
 from bench.cli import main
-from speech.artifacts import PlanArtifact, QmaxArtifact, TtotalArtifact
-from speech.config import ModelConfig
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.config import ModelConfig
 from speech.files import load_artifact
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from bench.cli import main
-from speech.preview import run_preview
+from speech.infra.preview import run_preview
 
 ROOT = Path(__file__).resolve().parents[2]
 QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"

@@ -7,7 +7,8 @@ import shutil
 from pathlib import Path
 
 from bench.cli import main
-from speech.artifacts import BudgetAllocation, PlanArtifact, canonical_sha256
+from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
+from speech.schema.artifacts import canonical_sha256
 from speech.files import load_artifact
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,13 +44,13 @@ def test_every_model_replanned_under_the_budget(tmp_path, capsys):
     levels = {f["name"]: f["level"] for f in batch["findings"]}
     assert levels["batch_fleet_capacity"] == "warn" and levels["budget"] == "warn"
     # The program deploys exactly these plans (its outputs carry each plan's sha256).
-    from speech.preview import run_preview
+    from speech.infra.preview import run_preview
 
     result = run_preview(tmp_path / "Pulumi.multi.yaml", "multi")
     for name, plan in (("assistant", crit), ("narration", std)):
         assert result.outputs["scaling"][name]["plan_sha256"] == canonical_sha256(plan)
         assert result.outputs["scaling"][name]["max"] == plan.fleet.max_instances
-    from speech.batch import BatchPlan
+    from speech.plan.batch import BatchPlan
 
     assert result.outputs["scaling"]["audiobooks"]["plan_sha256"] == canonical_sha256(BatchPlan.model_validate(batch))
 

@@ -17,7 +17,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
 
-from speech.artifacts import QmaxArtifact
+from speech.schema.artifacts import QmaxArtifact
 from speech.files import load_artifact
 
 from bench import qmax_cmd

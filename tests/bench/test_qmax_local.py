@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from speech.artifacts import QmaxArtifact
+from speech.schema.artifacts import QmaxArtifact
 from speech.files import load_artifact
 
 from bench.cli import main

@@ -15,7 +15,7 @@ from datetime import datetime, UTC
 
 import pytest
 
-from speech.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact, write_artifact
 
 from bench import aws, qmax_cmd
@@ -257,8 +257,8 @@ def test_thaw_after_a_killed_run_gives_back_the_instances(fleet, capsys):
 def test_a_sagemaker_run_leaves_a_receipt_that_bench_plan_records(fleet, synthetic_40ms, tmp_path, capsys):
     import json as _json
 
-    from speech.artifacts import canonical_sha256
-    from speech.receipts import Receipt, receipt_key
+    from speech.schema.artifacts import canonical_sha256
+    from speech.schema.receipts import Receipt, receipt_key
 
     s3 = fleet.sess.client("s3")
     s3.create_bucket(Bucket="stack-provenance")
@@ -282,7 +282,7 @@ def test_a_sagemaker_run_leaves_a_receipt_that_bench_plan_records(fleet, synthet
     with pytest.raises(BenchError, match="already exists"):
         write_receipt(fleet.sess, "stack-provenance", a)
     # The artifact as it would sit in stack config records exactly that key; edits to either are refused.
-    from speech.config import Measurements
+    from speech.schema.config import Measurements
 
     ttotal = _json.loads((REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json").read_text())
     ttotal["fingerprint"] = _json.loads(a.fingerprint.model_dump_json())
@@ -308,9 +308,9 @@ def test_the_receipt_bench_leaves_is_what_the_program_reads_back(fleet, syntheti
     """The chain of issue 19 on moto: bench qmax --receipt-bucket writes the receipt, bench plan
     --stack records its key, and the program (under Pulumi's mocks) reads that very object back
     from the bucket and tags the endpoint with its sha256."""
-    from speech.artifacts import canonical_sha256
-    from speech.preview import load_receipts, run_preview
-    from speech.receipts import RECEIPT_TAGS
+    from speech.schema.artifacts import canonical_sha256
+    from speech.infra.preview import load_receipts, run_preview
+    from speech.schema.receipts import RECEIPT_TAGS
 
     from .conftest import IMAGE, MODEL, STACK
 

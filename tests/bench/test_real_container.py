@@ -11,7 +11,8 @@ import pytest
 
 from bench.cli import main
 from container.markers import STAGES
-from speech.artifacts import PlanArtifact, TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import TtotalArtifact
 from speech.files import load_artifact
 from bench.synthetic import free_port
 

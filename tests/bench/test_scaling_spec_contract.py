@@ -1,4 +1,4 @@
-"""One edit to the scaling spec (speech/scaling.py) and every reader follows it: the program under
+"""One edit to the scaling spec (speech/deploy/scaling/) and every reader follows it: the program under
 Pulumi's mocks deploys the new value, the pack's scaling-matches-plan accepts that and rejects the
 old one, bench validate/drift (scaling_check against moto) likewise, and the simulator uses it.
 No other code changes: that is the contract docs/design.md §5 describes."""
@@ -16,8 +16,8 @@ from bench.scaling_check import compare
 from policy import policies, rules
 from policy.check import preview_resources
 from policy.recompute import ProvenanceCache
-from speech import scaling
-from speech.simulate import scaling_numbers
+from speech.deploy.scaling import realtime as scaling  # the real-time rules live here
+from speech.sim.policies import scaling_numbers
 
 from .conftest import ENDPOINT, create_endpoint, deploy_scaling
 

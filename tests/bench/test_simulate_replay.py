@@ -9,9 +9,12 @@ import json
 import numpy as np
 import pytest
 
-from speech.artifacts import QmaxArtifact
+from speech.schema.artifacts import QmaxArtifact
 from speech.files import load_artifact
-from speech.simulate import POLICY_NAMES, FixedPolicy, SimulationArtifact, build_instance, run_policy, summarize
+from speech.sim.policies import POLICY_NAMES, FixedPolicy
+from speech.sim.artifact import SimulationArtifact
+from speech.sim.instance import build_instance
+from speech.sim.fleet import run_policy, summarize
 
 from bench.cli import main
 from bench.synthetic import SyntheticServer

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from speech.artifacts import CopyArtifact
-from speech.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
+from speech.schema.artifacts import CopyArtifact
+from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
 from speech.files import load_artifact
 
 from bench import tcopy_cmd

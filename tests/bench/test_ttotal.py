@@ -9,7 +9,7 @@ import time
 import pytest
 
 from container.markers import STAGES as MARKER_STAGES, format_at
-from speech.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact, write_artifact
 
 from bench import aws
@@ -166,7 +166,7 @@ def test_recovered_at_needs_a_full_window_within_threshold():
 def test_report_shows_the_plans_t_total_and_the_dominant_phase(ref_artifacts, plan_inputs, tmp_path, capsys):
     """One source: the ttotal report prints the planning T_total bench plan computes, and names the
     phase that dominates (the reference: provisioning + image pull, 180.8 of 260.2 s)."""
-    from speech.plan import build_plan
+    from speech.plan.realtime import build_plan
 
     q, t = ref_artifacts
     text = ttotal_cmd.render(t)

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from speech.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, TtotalArtifact
-from speech.config import PlanInputs
+from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, TtotalArtifact
+from speech.schema.config import PlanInputs
 from speech.files import load_artifact, write_artifact
-from speech.plan import build_plan
+from speech.plan.realtime import build_plan
 
 from bench.cli import main
 from bench.synthetic import SyntheticServer

@@ -1,5 +1,5 @@
 """daily-cost-ceiling on a stack with several models and a daily budget (examples/Pulumi.multi.yaml):
-the pack recomputes the allocation with speech.budget.allocate from the provenance documents."""
+the pack recomputes the allocation with speech.plan.budget.allocate from the provenance documents."""
 
 from __future__ import annotations
 

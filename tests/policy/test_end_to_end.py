@@ -8,9 +8,9 @@ import json
 from tests.policy.policy_edits import messages, named, set_path
 
 from policy.harness import Resource
-from speech import provenance as pv
-from speech.config import PlanInputs
-from speech.plan import build_plan
+from speech.deploy import provenance as pv
+from speech.schema.config import PlanInputs
+from speech.plan.realtime import build_plan
 
 
 def test_dev_stack_passes_with_no_mandatory_violation(pack, dev):

@@ -10,7 +10,7 @@ from tests.policy.conftest import ROOT
 from tests.policy.policy_edits import messages, named, receipts_of, set_path, with_evidence, with_receipt_keys
 
 from policy.check import preview_resources
-from speech import provenance as pv
+from speech.deploy import provenance as pv
 
 MODELS = "speech-endpoints:models"
 

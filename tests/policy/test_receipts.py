@@ -14,10 +14,10 @@ from tests.policy.policy_edits import messages, named, with_evidence, with_recei
 
 from policy.check import main as check_main
 from policy.check import preview_resources
-from speech.artifacts import canonical_sha256
-from speech.config import Measurements
-from speech.preview import load_receipts, run_preview
-from speech.receipts import RECEIPT_TAGS, receipt_key
+from speech.schema.artifacts import canonical_sha256
+from speech.schema.config import Measurements
+from speech.infra.preview import load_receipts, run_preview
+from speech.schema.receipts import RECEIPT_TAGS, receipt_key
 
 MODELS = "speech-endpoints:models"
 EP = "dev-kokoro-82m"
@@ -146,7 +146,7 @@ def test_no_receipt_blocks_with_the_command_that_fixes_it(tmp_path, capsys):
 def test_a_receipt_tag_edited_by_hand_is_compared_by_the_pack_itself(tmp_path, pack):
     entry = _entry()
     m = _measurements(entry)
-    from speech.receipts import receipt_for
+    from speech.schema.receipts import receipt_for
 
     bodies = {receipt_key(a.model, a.kind, canonical_sha256(a)): receipt_for(
         a, caller_arn="arn:aws:iam::123456789012:user/bench", caller_account="123456789012").model_dump_json()

@@ -203,7 +203,7 @@ def test_wildcard_iam_action(pack, dev):
 
 
 def test_iam_action_on_any_resource(pack, dev):
-    # The same rule the program's own documents are held to (speech.iam_check): an explicit action
+    # The same rule the program's own documents are held to (speech.deploy.iam_check): an explicit action
     # on Resource "*" is still a wildcard grant, unless AWS has no resource-level permission for it.
     rp = named(dev, "kokoro-82m-execution-policy")
     doc = json.loads(rp.props["policy"])

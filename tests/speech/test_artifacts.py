@@ -8,7 +8,7 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from speech.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact, make_slug, qmax_filename
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact, make_slug, qmax_filename
 from speech.errors import ArtifactError
 from speech.files import atomic_write_text, load_artifact, write_artifact
 

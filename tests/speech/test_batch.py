@@ -1,4 +1,4 @@
-"""The batch plan (speech.batch): the reference run, the delay rule, the cap check, and config."""
+"""The batch plan (speech.plan.batch): the reference run, the delay rule, the cap check, and config."""
 
 from __future__ import annotations
 
@@ -8,16 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from speech.artifacts import Fingerprint
-from speech.batch import (
-    backlog_target_per_instance,
-    build_batch_plan,
-    cold_start,
-    delay_at_cap,
-    delay_holds,
-    worst_delay_s,
-)
-from speech.config import ModelConfig, PlanInputs
+from speech.schema.artifacts import Fingerprint
+from speech.plan.batch import backlog_target_per_instance, build_batch_plan, cold_start, delay_at_cap, delay_holds, worst_delay_s
+from speech.schema.config import ModelConfig, PlanInputs
 from speech.errors import PlanInputError
 
 INPUTS = PlanInputs(peak_rps=50, trough_rps=1, max_delay_s=900)

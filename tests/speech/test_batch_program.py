@@ -1,5 +1,5 @@
 """A batch model under Pulumi's mocks: an asynchronous endpoint scaled on its backlog from zero,
-next to a real-time model in the same stack (speech.preview.run_preview runs the program)."""
+next to a real-time model in the same stack (speech.infra.preview.run_preview runs the program)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 import pytest
 
 from speech.errors import ConfigError
-from speech.preview import run_preview
+from speech.infra.preview import run_preview
 from tests.speech.conftest import MODELS, dev_config
 
 TARGET = "aws:appautoscaling/target:Target"
@@ -144,7 +144,7 @@ def test_batch_config_errors_name_the_key(kokoro_entry, write_stack):
 
 
 def test_preview_report_shows_the_batch_route(two_routes):
-    from speech.preview import render
+    from speech.infra.preview import render
 
     text = render(two_routes)
     assert "narration: endpoint t-narration" in text

@@ -1,4 +1,4 @@
-"""The budget allocation (speech.budget): examples with hand-computed numbers, and properties."""
+"""The budget allocation (speech.plan.budget): examples with hand-computed numbers, and properties."""
 
 from __future__ import annotations
 
@@ -9,18 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from artifacts.reference.build import reference_qmax, reference_ttotal
-from speech.budget import (
-    ModelNeed,
-    allocate,
-    apply_allocation,
-    check_deployed,
-    daily_usd,
-    realtime_need,
-    share_out,
-)
-from speech.config import Budget, ModelConfig, PlanInputs
+from speech.plan.budget import ModelNeed, allocate, apply_allocation, check_deployed, daily_usd, realtime_need, share_out
+from speech.schema.config import Budget, ModelConfig, PlanInputs
 from speech.errors import ConfigError
-from speech.plan import build_plan
+from speech.plan.realtime import build_plan
 
 G5 = 1.408  # ml.g5.xlarge, the default table
 G5_DAY = G5 * 24  # 33.792
@@ -187,7 +179,7 @@ def test_share_out_fits_and_is_fair(extras, available):
 
 
 def test_stack_budget_config_parses_and_names_a_missing_price():
-    from speech.stack import parse_stack_config
+    from speech.infra.stack_config import parse_stack_config
 
     model = {"instance_type": "ml.g5.xlarge", "plan": {"peak_rps": 100}, "priority": "critical"}
     cfg = parse_stack_config({"models": {"a": model}, "budget": {"daily_usd": 500}})
@@ -205,7 +197,7 @@ def test_stack_budget_config_parses_and_names_a_missing_price():
 def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
     from ruamel.yaml import YAML
 
-    from speech.stack import parse_stack_config
+    from speech.infra.stack_config import parse_stack_config
 
     raw = YAML(typ="safe").load((Path(__file__).parents[2] / "examples" / "Pulumi.components.yaml").read_text())["config"]
     models = raw["speech-endpoints:models"]
@@ -215,13 +207,13 @@ def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
         parse_stack_config({"models": models, "budget": {"daily_usd": 500}})
 
 
-# --- the program's side (pure: speech.gate.apply_budget) ----------------------------------------
+# --- the program's side (pure: speech.deploy.gate.apply_budget) ----------------------------------------
 
 
 def _multi_config(daily_usd: float):
     from ruamel.yaml import YAML
 
-    from speech.stack import parse_stack_config
+    from speech.infra.stack_config import parse_stack_config
 
     raw = YAML(typ="safe").load((Path(__file__).resolve().parents[2] / "examples/Pulumi.multi.yaml").read_text())
     cfg = {k.split(":", 1)[1]: v for k, v in raw["config"].items() if k.startswith("speech-endpoints:")}
@@ -230,8 +222,8 @@ def _multi_config(daily_usd: float):
 
 
 def test_apply_budget_caps_regates_and_records_the_allocation():
-    from speech.gate import apply_budget, plan_model
-    from speech.provenance import parse_document
+    from speech.deploy.gate import apply_budget, plan_model
+    from speech.deploy.provenance import parse_document
 
     cfg = _multi_config(800)
     endpoints = {n: f"multi-{n}" for n in cfg.models}

@@ -10,18 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from speech.capacity import (
-    FleetInstance,
-    FleetModel,
-    FleetState,
-    best_fit,
-    copies_for,
-    evaluate_capacity,
-    fleet_model,
-    place_best_fit_decreasing,
+from speech.plan.capacity import (
+    FleetInstance, FleetModel, FleetState, best_fit, copies_for, evaluate_capacity, fleet_model, place_best_fit_decreasing,
 )
-from speech.config import PlanInputs
-from speech.copies import build_copy_plan
+from speech.schema.config import PlanInputs
+from speech.plan.copies import build_copy_plan
 from speech.errors import PlanInputError
 
 from .test_copies import copy_artifact
@@ -208,7 +201,7 @@ def test_copy_plan_and_capacity_stay_pure():
     import sys
 
     code = (
-        "import sys, speech.copies, speech.capacity; "
+        "import sys, speech.plan.copies, speech.plan.capacity; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('pulumi', 'pulumi_aws', 'pulumi_aws_native', 'boto3', 'botocore')]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )

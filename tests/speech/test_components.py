@@ -13,12 +13,12 @@ import botocore.session
 import pytest
 from ruamel.yaml import YAML
 
-from speech import scaling
+from speech.deploy import scaling
 from speech.errors import ConfigError
-from speech.preview import main as preview_main
-from speech.preview import run_preview
-from speech.provenance import parse_document
-from speech.stack import parse_stack_config
+from speech.infra.preview import main as preview_main
+from speech.infra.preview import run_preview
+from speech.deploy.provenance import parse_document
+from speech.infra.stack_config import parse_stack_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "Pulumi.components.yaml"
@@ -36,7 +36,7 @@ def example_entry() -> dict:
 
 
 def copy_plan_of(entry: dict, stack: str = "t"):
-    from speech.gate import copy_plan_of as plan_of
+    from speech.deploy.gate import copy_plan_of as plan_of
 
     cfg = parse_stack_config({"models": {"kokoro-82m": entry}})
     return plan_of("kokoro-82m", cfg.models["kokoro-82m"])
@@ -188,7 +188,7 @@ def test_config_mistakes_are_one_error_naming_the_key(mutate, key, words):
     entry = example_entry()
     mutate(entry)
     with pytest.raises(ConfigError) as err:
-        from speech.gate import plan_model
+        from speech.deploy.gate import plan_model
 
         cfg = parse_stack_config({"models": {"kokoro-82m": entry}})
         plan_model("kokoro-82m", cfg.models["kokoro-82m"], endpoint="t-kokoro-82m", allow_config_mismatch=True)

@@ -11,29 +11,13 @@ import pytest
 from botocore.validate import ParamValidator
 from pydantic import ValidationError
 
-from speech.artifacts import (
-    CopyArtifact,
-    CopyFootprint,
-    CopyStart,
-    Phase,
-    Provenance,
-    TtotalArtifact,
-    copy_filename,
-    nearest_rank,
-)
-from speech.config import PlanInputs, ReactionPolicy
-from speech.copies import (
-    FOOTPRINT_MARGIN,
-    INSTANCE_SPECS,
-    InstanceSpec,
-    build_copy_plan,
-    copies_sharing_devices,
-    cpu_cores_required,
-    min_memory_required_mb,
-)
+from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart, Phase, Provenance, TtotalArtifact, copy_filename, nearest_rank
+from speech.schema.config import PlanInputs, ReactionPolicy
+from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan, copies_sharing_devices, cpu_cores_required, min_memory_required_mb
+from speech.schema.instances import INSTANCE_SPECS, InstanceSpec
 from speech.errors import ArtifactError, PlanInputError
 from speech.files import load_artifact, write_artifact
-from speech.plan import build_plan
+from speech.plan.realtime import build_plan
 
 T0 = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 

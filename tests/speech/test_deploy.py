@@ -13,13 +13,13 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from speech.artifacts import TtotalArtifact
-from speech.components import cache
-from speech.components.guard import TAG_INSTANCE_TYPE
+from speech.schema.artifacts import TtotalArtifact
+from speech.infra.components import cache
+from speech.infra.components.guard import TAG_INSTANCE_TYPE
 from speech.errors import ConfigError
-from speech.hosting import endpoint_name, startup_health_check_timeout_s
-from speech.preview import run_preview
-from speech.weights import KOKORO_PYPI, cache_inputs, cache_key, weights_layout
+from speech.deploy.hosting import endpoint_name, startup_health_check_timeout_s
+from speech.infra.preview import run_preview
+from speech.deploy.weights import KOKORO_PYPI, cache_inputs, cache_key, weights_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/kokoro-82m-images"

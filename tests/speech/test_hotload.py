@@ -6,13 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from speech.artifacts import QmaxArtifact, TtotalArtifact
-from speech.config import PlanInputs
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.config import PlanInputs
 from speech.files import load_artifact
-from speech.hotload import CopyFleet, compare, render_table, run_copies
-from speech.plan import build_plan
-from speech.simulate import AwsPolicy, build_instance, run_policy, scaling_numbers, summarize
-from speech.traces import generate
+from speech.sim.hotload import CopyFleet, compare, render_table, run_copies
+from speech.plan.realtime import build_plan
+from speech.sim.policies import AwsPolicy, scaling_numbers
+from speech.sim.instance import build_instance
+from speech.sim.fleet import run_policy, summarize
+from speech.sim.traces import generate
 
 from tests.conftest import QMAX_REF, TTOTAL_REF
 

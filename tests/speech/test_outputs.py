@@ -15,14 +15,14 @@ import pytest
 from container import telemetry
 from container.app import State
 from container.settings import Settings
-from speech.alarm_eval import evaluate_alarm
-from speech.components.iam import INVOKE_ACTIONS, wildcard_violations
-from speech.components.observability import container_dimensions, ops_alarms, slowdown_threshold_ms
-from speech.gate import plan_model
-from speech.outputs import ENDPOINT_KEYS, OBSERVABILITY_KEYS, OUTPUTS_VERSION, SCALING_KEYS
-from speech.preview import run_preview
-from speech.scaling import POLICY_SUFFIXES
-from speech.stack import parse_stack_config
+from speech.deploy.alarm_eval import evaluate_alarm
+from speech.deploy.iam import INVOKE_ACTIONS, wildcard_violations
+from speech.infra.components.observability import container_dimensions, ops_alarms, slowdown_threshold_ms
+from speech.deploy.gate import plan_model
+from speech.deploy.outputs import ENDPOINT_KEYS, OBSERVABILITY_KEYS, OUTPUTS_VERSION, SCALING_KEYS
+from speech.infra.preview import run_preview
+from speech.deploy.scaling import POLICY_SUFFIXES
+from speech.infra.stack_config import parse_stack_config
 
 ROOT = Path(__file__).resolve().parents[2]
 ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
@@ -106,7 +106,7 @@ def test_every_operational_alarm_notifies_the_stack_topic(two_models):
     assert {a.inputs["name"] for a in operational} == named
     for a in operational:
         assert a.inputs["alarmActions"] == [topic_arn] and a.inputs["okActions"] == [topic_arn], a.name
-    # Scaling alarms act through their policies only (documented in speech/components/observability.py).
+    # Scaling alarms act through their policies only (documented in speech/infra/components/observability.py).
     assert scaling and all(topic_arn not in (a.inputs.get("alarmActions") or []) for a in scaling)
     # The blue/green rollback alarms still roll back.
     endpoint = two_models.named("kokoro-82m-endpoint").inputs
@@ -194,7 +194,7 @@ def test_the_old_first_chunk_definition_would_fire_at_planned_load(plan):
 
 def plan_ladder(plan):
     from speech.files import load_artifact
-    from speech.artifacts import QmaxArtifact
+    from speech.schema.artifacts import QmaxArtifact
 
     q = load_artifact(ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json", QmaxArtifact)
     assert q.q_max == plan.q_max

@@ -10,17 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from speech.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
-from speech.artifacts import PlanArtifact, TtotalArtifact
-from speech.config import PlanInputs
+from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import TtotalArtifact
+from speech.schema.config import PlanInputs
 from speech.files import load_artifact, write_artifact
 from speech.errors import FingerprintMismatch, PlanInputError
-from speech.plan import build_plan, c_scale_max, c_scale_min, headroom, min_safe_instances
-from speech.survival import (
-    arrival_for_mean_occupancy,
-    reach_probability,
-    stationary,
-)
+from speech.plan.realtime import build_plan, c_scale_max, c_scale_min, headroom, min_safe_instances
+from speech.plan.survival import arrival_for_mean_occupancy, reach_probability, stationary
 
 TTOTAL_REF = Path(__file__).resolve().parents[2] / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
 REF_INPUTS = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=5000, trough_rps=10)
@@ -246,7 +243,7 @@ def test_plan_survival_is_a_probability(x, surge):
 
 def test_sparse_and_dense_exponentials_agree(monkeypatch):
     """Large chains take the sparse Krylov path; it must give the dense answer."""
-    import speech.survival as sv
+    import speech.plan.survival as sv
 
     common = dict(start_occupancy=30.5, q_max=40, arrival_rps=15.0, rates=np.full(40, 17.9), horizon_s=20.0,
                   ramp_ratio=1.25)  # fmt: skip

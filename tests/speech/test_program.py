@@ -11,12 +11,13 @@ import pulumi
 import pytest
 
 from bench.cli import main as bench_main
-from speech.artifacts import PlanArtifact, canonical_sha256
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.artifacts import canonical_sha256
 from speech.files import load_artifact
-from speech.preview import install_mocks, stack_config_values
-from speech.program import define_stack, main
-from speech.provenance import TAG_DOC_SHA, TAG_MODEL, TAG_ORIGIN, document_sha256, parse_document
-from speech.stack import load_stack_config
+from speech.infra.preview import install_mocks, stack_config_values
+from speech.infra.program import define_stack, main
+from speech.deploy.provenance import TAG_DOC_SHA, TAG_MODEL, TAG_ORIGIN, document_sha256, parse_document
+from speech.infra.stack_config import load_stack_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "Pulumi.dev.yaml"
@@ -181,7 +182,7 @@ def test_weight_cache_runs_the_shipped_script_before_the_model(dev_run):
     source = _one(mocks, "aws:s3/bucketObjectv2:BucketObjectv2", "kokoro-82m-cache-source")
     assert project["source"]["type"] == "S3" and project["source"]["location"] == f"kokoro-82m-weights/{source['key']}"
     assert set(source["source"].assets) >= {"weight_cache.sh", "container/cli.py", "container/backends/onnx.py"}
-    assert source["source"].assets["weight_cache.sh"].text == (ROOT / "speech/weight_cache.sh").read_text()
+    assert source["source"].assets["weight_cache.sh"].text == (ROOT / "speech/deploy/weight_cache.sh").read_text()
     run = _one(mocks, "aws:lambda/invocation:Invocation", "kokoro-82m-cache-run")
     assert run["triggers"]["cache_key"] in env["WEIGHTS_PREFIX"]
 

@@ -7,17 +7,11 @@ import json
 
 import pytest
 
-from speech.gate import gate, plan_model
-from speech.components.iam import (
-    cache_build_policy,
-    cache_trigger_policy,
-    endpoint_log_group_arn,
-    execution_role_policy,
-    wildcard_violations,
-)
-from speech.config import ModelConfig
+from speech.deploy.gate import gate, plan_model
+from speech.deploy.iam import cache_build_policy, cache_trigger_policy, endpoint_log_group_arn, execution_role_policy, wildcard_violations
+from speech.schema.config import ModelConfig
 from speech.errors import ConfigError
-from speech.stack import parse_stack_config
+from speech.infra.stack_config import parse_stack_config
 from tests.policy.policy_edits import with_evidence
 
 BUCKET = "arn:aws:s3:::weights-bucket"
@@ -167,7 +161,7 @@ def test_pure_contracts_import_neither_pulumi_nor_boto3():
     from pathlib import Path
 
     code = (
-        "import sys, speech.gate, speech.scaling, speech.provenance, speech.iam_check;"
+        "import sys, speech.deploy.gate, speech.deploy.scaling, speech.deploy.provenance, speech.deploy.iam_check;"
         "bad = [m for m in ('pulumi', 'pulumi_aws', 'boto3', 'botocore') if m in sys.modules];"
         "assert not bad, bad"
     )

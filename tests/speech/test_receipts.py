@@ -9,20 +9,13 @@ import json
 import pytest
 from tests.policy.policy_edits import receipts_of, with_evidence, with_receipt_keys
 
-from speech.artifacts import Fingerprint, canonical_sha256
-from speech.config import Measurements, MeasuredOn, PlanInputs
+from speech.schema.artifacts import Fingerprint, canonical_sha256
+from speech.schema.config import Measurements, MeasuredOn, PlanInputs
 from speech.errors import ConfigError
-from speech.gate import GateDecision, with_receipts
-from speech.preview import load_receipts, run_preview
-from speech.receipts import (
-    NO_RECEIPT,
-    NOT_A_RECEIPT,
-    RECEIPT_TAGS,
-    Receipt,
-    read_receipt,
-    receipt_claims,
-    receipt_problem,
-)
+from speech.deploy.gate import GateDecision, with_receipts
+from speech.infra.preview import load_receipts, run_preview
+from speech.schema.receipts import NO_RECEIPT, NOT_A_RECEIPT, RECEIPT_TAGS, Receipt
+from speech.deploy.receipts import read_receipt, receipt_claims, receipt_problem
 
 EP = "t-kokoro-82m"
 """The endpoint of model kokoro-82m in stack ``t`` (the conftest's write_stack default)."""
@@ -190,7 +183,7 @@ def test_receipts_for_the_offline_preview_come_from_a_directory_copy(kokoro_entr
 
 
 def test_speech_preview_cli_without_receipts_says_why_there_is_no_scaling(kokoro_entry, write_stack, capsys):
-    from speech.preview import main
+    from speech.infra.preview import main
 
     path = write_stack({"kokoro-82m": _measured(kokoro_entry)})
     assert main(["--stack", "t", "--stack-dir", str(path.parent)]) == 0

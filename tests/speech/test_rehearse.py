@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from speech.rehearse import image_environment, rehearse
+from speech.infra.rehearse import image_environment, rehearse
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "Pulumi.dev.yaml"

@@ -1,4 +1,4 @@
-"""The scaling spec (speech/scaling.py): built from the plan, compared by one diff with one tolerance."""
+"""The scaling spec (speech/deploy/scaling/): built from the plan, compared by one diff with one tolerance."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from speech import scaling
-from speech.config import PlanInputs
-from speech.plan import build_plan
+from speech.deploy import scaling
+from speech.schema.config import PlanInputs
+from speech.plan.realtime import build_plan
 
 
 @pytest.fixture

@@ -8,30 +8,21 @@ import numpy as np
 import pytest
 from scipy.stats import gamma
 
-from speech.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
-from speech.config import PlanInputs
-from speech.plan import build_plan
-from speech.scaling import surge_adjustment
-from speech.simulate import (
-    POLICY_NAMES,
-    AwsPolicy,
-    FixedPolicy,
-    build_instance,
-    count_flaps,
-    Action,
-    run_policy,
-    scaling_numbers,
-    simulate,
-    summarize,
-)
-from speech.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps
+from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
+from speech.schema.config import PlanInputs
+from speech.plan.realtime import build_plan
+from speech.deploy.scaling import surge_adjustment
+from speech.sim.policies import POLICY_NAMES, AwsPolicy, FixedPolicy, scaling_numbers
+from speech.sim.instance import build_instance
+from speech.sim.fleet import count_flaps, Action, run_policy, simulate, summarize
+from speech.sim.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps
 
 ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[2] / "data" / "traces"
 
 
 @pytest.fixture(scope="module")
 def ref(request):
-    from speech.artifacts import TtotalArtifact
+    from speech.schema.artifacts import TtotalArtifact
     from speech.files import load_artifact
     from tests.conftest import QMAX_REF, TTOTAL_REF
 
@@ -286,10 +277,10 @@ def test_fluid_model_matches_discrete_events():
 def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
     from ruamel.yaml import YAML
 
-    from speech.gate import apply_budget, plan_model
-    from speech.simulate import BudgetRoute, budget_table, simulate_budget
-    from speech.stack import parse_stack_config
-    from speech.traces import diurnal_rate, poisson_arrivals
+    from speech.deploy.gate import apply_budget, plan_model
+    from speech.sim.routes import BudgetRoute, budget_table, simulate_budget
+    from speech.infra.stack_config import parse_stack_config
+    from speech.sim.traces import diurnal_rate, poisson_arrivals
 
     root = ROOT_TRACES.parents[1]
     raw = YAML(typ="safe").load((root / "examples/Pulumi.multi.yaml").read_text())["config"]
@@ -326,10 +317,10 @@ def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
 def test_budget_peak_batch_backlog_grows_and_drains():
     from ruamel.yaml import YAML
 
-    from speech.gate import apply_budget, plan_model
-    from speech.simulate import simulate_backlog
-    from speech.stack import parse_stack_config
-    from speech.traces import diurnal_rate, poisson_arrivals
+    from speech.deploy.gate import apply_budget, plan_model
+    from speech.sim.routes import simulate_backlog
+    from speech.infra.stack_config import parse_stack_config
+    from speech.sim.traces import diurnal_rate, poisson_arrivals
 
     root = ROOT_TRACES.parents[1]
     raw = YAML(typ="safe").load((root / "examples/Pulumi.multi.yaml").read_text())["config"]

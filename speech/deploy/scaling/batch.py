@@ -1,0 +1,169 @@
+"""The scaling spec: the complete desired scaling state of one endpoint variant, from a plan
+(docs/design.md §5).
+
+Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
+
+- the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
+- the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
+- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
+  output into the same shape;
+- the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
+
+The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) and render its
+:class:`Difference` values into their own messages. Adding a policy or changing a threshold is an
+edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
+policy-name suffixes) are defined here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from speech.deploy.scaling.spec import AlarmSpec, IDENTITY, StepPolicySpec, StepSpec, TargetSpec, _meta, _rule_of
+from speech.schema.aws import (
+    METRIC, METRIC_NAMESPACE, SCALABLE_DIMENSION, SERVICE_NAMESPACE, STEP_SCALING, TARGET_TRACKING, VARIANT, resource_id,
+)
+
+if TYPE_CHECKING:
+    from speech.plan.batch import BatchPlan
+
+# --- batch routes: an asynchronous endpoint scaled on its backlog (docs/design.md §3.10)----------
+
+BACKLOG_METRIC = "ApproximateBacklogSizePerInstance"
+"""Asynchronous endpoint metric: requests queued or in process, divided by the instance count."""
+WAKE_METRIC = "HasBacklogWithoutCapacity"
+"""Asynchronous endpoint metric: 1 while requests wait and the endpoint has no instance."""
+ASYNC_STATISTIC = "Average"
+"""Statistic of the backlog metrics and aggregation of the wake step (the AWS pattern)."""
+SUFFIX_BACKLOG = "-backlog"
+SUFFIX_WAKE = "-wake"
+BATCH_POLICY_SUFFIXES = (SUFFIX_BACKLOG, SUFFIX_WAKE)
+REALTIME_METRICS = (METRIC, "InvocationsPerInstance")
+"""Real-time load metrics: an asynchronous endpoint must not scale on them (its requests wait in
+its own queue, and these count only what the container already holds)."""
+
+
+def async_metric_dimensions(endpoint_name: str) -> dict[str, str]:
+    """The asynchronous endpoint metrics carry the endpoint only, no variant."""
+    return {"EndpointName": endpoint_name}
+
+
+@dataclass(frozen=True)
+class BacklogTrackingSpec:
+    """Target tracking on ApproximateBacklogSizePerInstance (a customized metric specification);
+    it scales in too, down to the target's minimum of zero."""
+
+    name: str = field(**IDENTITY)
+    policy_type: str = field(metadata=_meta("the backlog per instance tracks a target"))
+    metric_name: str = field(metadata=_meta("backlog per instance of the asynchronous endpoint"))
+    namespace: str = field(metadata=_meta("SageMaker's endpoint metrics"))
+    dimensions: tuple[tuple[str, str], ...] = field(metadata=_meta("this endpoint (async metrics have no variant)"))
+    statistic: str = field(metadata=_meta("average backlog per instance, the AWS pattern"))
+    target_value: float = field(metadata=_meta("batch plan backlog target floor(X(Q_max) x (max_delay_s - cold start))"))
+    scale_out_cooldown_s: int = field(metadata=_meta("batch plan scale-out cooldown max(60, ceil(T_total)) s"))
+    scale_in_cooldown_s: int = field(metadata=_meta("batch plan scale-in cooldown max(300, 3 x cold start) s"))
+
+
+@dataclass(frozen=True)
+class AsyncClientSpec:
+    """How SageMaker feeds one instance of the asynchronous endpoint."""
+
+    max_concurrent_invocations_per_instance: int = field(metadata=_meta(
+        "measured Q_max: more in flight and each request is served slower than measured"))
+
+
+@dataclass(frozen=True)
+class BatchScalingSpec:
+    """Everything the program deploys to scale one asynchronous endpoint, every number from the batch plan."""
+
+    endpoint_name: str
+    variant: str
+    target: TargetSpec
+    backlog: BacklogTrackingSpec
+    wake: StepPolicySpec
+    wake_alarm: AlarmSpec
+    client: AsyncClientSpec
+    why: dict = field(compare=False, repr=False, default_factory=dict)
+
+    @property
+    def resource_id(self) -> str:
+        return self.target.resource_id
+
+    def rule_of(self, part: str, name: str) -> str:
+        return _rule_of(self, part, name)
+
+
+def batch_scaling_spec(plan: BatchPlan, endpoint_name: str, variant: str = VARIANT) -> BatchScalingSpec:
+    """The desired scaling state of an asynchronous endpoint under a batch plan.
+
+    Target min 0, max the plan's. Backlog: target tracking on ApproximateBacklogSizePerInstance at
+    the plan's backlog target (scale-in enabled: an empty queue takes the fleet to zero). Wake:
+    HasBacklogWithoutCapacity >= 1 (Average, 60 s) for 2 of 2 periods fires a +1 ChangeInCapacity
+    step, the one way up from zero instances (target tracking has no per-instance value at zero).
+    """
+    dims = tuple(sorted(async_metric_dimensions(endpoint_name).items()))
+    w = plan.wake
+    why = {
+        ("target", "min_capacity"): "an asynchronous endpoint scales to zero when idle",
+        ("target", "max_capacity"): f"batch plan ceil(peak {plan.inputs.peak_rps:g} rps / X(Q_max) "
+                                    f"{plan.throughput_per_instance_rps:g} rps), capped by max_instances",
+        ("backlog", "target_value"): f"floor(X(Q_max) {plan.throughput_per_instance_rps:g} rps x (max_delay_s "
+                                     f"{plan.inputs.max_delay_s:g} - cold start {plan.cold_start.total_s:g} s))",
+        ("wake_alarm", "threshold"): "HasBacklogWithoutCapacity is 1 while requests wait with no instance",
+        ("wake_alarm", "evaluation_periods"): f"{w.datapoints_to_alarm} one-minute periods, part of the cold start",
+        ("wake_alarm", "treat_missing_data"): "the AWS pattern: a gap in the metric neither wakes nor clears",
+        ("wake", "steps"): f"+{w.instances_added} instance from zero; backlog tracking takes over from there",
+        ("wake", "cooldown_s"): "batch plan scale-out cooldown: one wake per start-up",
+        ("client", "max_concurrent_invocations_per_instance"): f"measured Q_max {plan.q_max}",
+    }
+    return BatchScalingSpec(
+        endpoint_name=endpoint_name,
+        variant=variant,
+        target=TargetSpec(
+            resource_id=resource_id(endpoint_name, variant),
+            service_namespace=SERVICE_NAMESPACE,
+            scalable_dimension=SCALABLE_DIMENSION,
+            min_capacity=plan.min_instances,
+            max_capacity=plan.max_instances,
+        ),
+        backlog=BacklogTrackingSpec(
+            name=f"{endpoint_name}{SUFFIX_BACKLOG}",
+            policy_type=TARGET_TRACKING,
+            metric_name=BACKLOG_METRIC,
+            namespace=METRIC_NAMESPACE,
+            dimensions=dims,
+            statistic=ASYNC_STATISTIC,
+            target_value=float(plan.backlog_target_per_instance),
+            scale_out_cooldown_s=plan.cooldowns.scale_out_s,
+            scale_in_cooldown_s=plan.cooldowns.scale_in_s,
+        ),
+        wake=StepPolicySpec(
+            name=f"{endpoint_name}{SUFFIX_WAKE}",
+            policy_type=STEP_SCALING,
+            adjustment_type="ChangeInCapacity",
+            steps=(StepSpec(scaling_adjustment=w.instances_added, lower_bound=0.0),),
+            min_adjustment_magnitude=None,
+            cooldown_s=w.cooldown_s,
+            aggregation=ASYNC_STATISTIC,
+        ),
+        wake_alarm=AlarmSpec(
+            name=f"{endpoint_name}{SUFFIX_WAKE}",
+            description=f"requests wait with no instance for {w.datapoints_to_alarm} x {w.period_s} s: "
+            f"start {w.instances_added}",
+            namespace=METRIC_NAMESPACE,
+            metric_name=WAKE_METRIC,
+            dimensions=dims,
+            statistic=ASYNC_STATISTIC,
+            period_s=w.period_s,
+            evaluation_periods=w.datapoints_to_alarm,
+            datapoints_to_alarm=w.datapoints_to_alarm,
+            threshold=w.threshold,
+            comparison="GreaterThanOrEqualToThreshold",
+            treat_missing_data="missing",
+        ),
+        client=AsyncClientSpec(max_concurrent_invocations_per_instance=plan.max_concurrent_invocations_per_instance),
+        why=why,
+    )
+
+

@@ -1,0 +1,259 @@
+"""The scaling spec: the complete desired scaling state of one endpoint variant, from a plan
+(docs/design.md §5).
+
+Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
+
+- the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
+- the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
+- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
+  output into the same shape;
+- the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
+
+The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) and render its
+:class:`Difference` values into their own messages. Adding a policy or changing a threshold is an
+edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
+policy-name suffixes) are defined here once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from speech.schema.aws import (
+    ALARM_STATISTIC, COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, INSTANCE_SCALING_ENABLED,
+    METRIC_NAMESPACE, NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC, SERVICE_NAMESPACE, STEP_SCALING, SUFFIX_SCALE_IN,
+    SUFFIX_SCALE_OUT, SUFFIX_WAKE, TARGET_TRACKING, VARIANT, component_metric_dimensions, component_resource_id,
+)
+from speech.deploy.scaling.spec import AlarmSpec, QueueSpec, StepPolicySpec, StepSpec, TargetSpec, TargetTrackingSpec, _meta
+
+if TYPE_CHECKING:
+    pass
+
+# --- inference components: the copy scaling spec (hosting: components) ----------------------------
+
+
+@dataclass(frozen=True)
+class InstanceScalingSpec:
+    """The variant's ManagedInstanceScaling: SageMaker runs as many instances as the copies need,
+    within this range."""
+
+    status: str = field(metadata=_meta("instances follow the copies"))
+    min_instance_count: int = field(metadata=_meta("copy plan: copy floor / copies per instance"))
+    max_instance_count: int = field(metadata=_meta("copy plan: copies at peak / copies per instance"))
+
+
+@dataclass(frozen=True)
+class ComputeSpec:
+    """What each copy reserves (the inference component's ComputeResourceRequirements)."""
+
+    min_memory_required_mb: int = field(metadata=_meta("measured host memory x (1 + margin)"))
+    accelerator_devices: float | None = field(metadata=_meta(
+        "whole devices for the measured accelerator memory x (1 + margin)"))
+    cpu_cores: float | None = field(metadata=_meta("measured CPU cores x (1 + margin), in steps of 0.25"))
+
+
+@dataclass(frozen=True)
+class ComponentScalingSpec:
+    """Everything the program deploys for a component-hosted model, every number from the copy plan."""
+
+    endpoint_name: str
+    variant: str
+    component_name: str
+    initial_copies: int
+    """Copies the component starts with (then Application Auto Scaling owns the count)."""
+    instances: InstanceScalingSpec
+    compute: ComputeSpec
+    target: TargetSpec
+    scale_out: TargetTrackingSpec
+    scale_in: StepPolicySpec
+    scale_in_alarm: AlarmSpec
+    wake: StepPolicySpec | None
+    """Scale from zero copies (only when the copy floor is 0)."""
+    wake_alarm: AlarmSpec | None
+    queue: QueueSpec
+    why: dict = field(compare=False, repr=False, default_factory=dict)
+
+    @property
+    def resource_id(self) -> str:
+        return self.target.resource_id
+
+    def rule_of(self, part: str, name: str) -> str:
+        """Why ``part.name`` has its value: this plan's rule, else the field's generic rule."""
+        top = name.split(".")[0]
+        for key in ((part, name), (part, top)):
+            if key in self.why:
+                return self.why[key]
+        value = getattr(self, part)
+        f = {f.name: f for f in dataclasses.fields(value)}.get(top) if value is not None else None
+        return f.metadata.get("rule", "") if f is not None else ""
+
+
+COMPONENT_PART_KIND = {"instances": "instances", "compute": "compute", "target": "target", "scale_out": "scale_out",
+                       "scale_in": "step", "scale_in_alarm": "alarm", "wake": "step", "wake_alarm": "alarm",
+                       "queue": "queue"}
+"""Each part of :class:`ComponentScalingSpec` by the kind of resource property it describes."""
+
+WAKE_COOLDOWN_MIN_S = 60
+"""The documented scale-from-zero step policy's cooldown (SageMaker, "Scale an endpoint to zero instances")."""
+WAKE_PERIOD_S = 60
+"""NoCapacityInvocationFailures is read per minute, as in the documented alarm."""
+
+
+def wake_cooldown_s(copy_plan: Any) -> int:
+    """Seconds the scale-from-zero step waits after it fired: what the first copy takes to serve.
+
+    From zero copies on zero instances (instance floor 0) that is an instance's measured T_total
+    (the copy starts on a new instance); with instances kept, the measured T_copy. Requests keep
+    failing until then, so a shorter cooldown would add a copy per cooldown for the whole start
+    (the same compounding :func:`surge_cooldown_s` prevents). At least the documented 60 s."""
+    t_total = copy_plan.t_total
+    if copy_plan.instances.min_instances == 0 and t_total is not None:
+        start = t_total.measured_s
+    else:
+        start = copy_plan.t_copy.measured_s
+    return max(WAKE_COOLDOWN_MIN_S, math.ceil(start - 1e-9))
+
+
+def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
+    """Every copy at or below the per-copy C_scale_min for the whole scale-in window: remove a copy.
+    Missing data breaches: an idle component publishes nothing and should shrink to its floor."""
+    from speech.plan.realtime import scale_in_evaluation_periods
+
+    period = copy_plan.inputs.metric_period_s
+    periods = scale_in_evaluation_periods(period)
+    threshold = copy_plan.scaling.scale_in_threshold
+    return AlarmSpec(
+        name=f"{component_name}{SUFFIX_SCALE_IN}",
+        description=f"every copy at or below C_scale_min ({threshold:g}) for {periods} x {period} s: remove one copy",
+        namespace=METRIC_NAMESPACE,
+        metric_name=COMPONENT_METRIC,
+        dimensions=tuple(sorted(component_metric_dimensions(component_name).items())),
+        statistic=ALARM_STATISTIC,
+        period_s=period,
+        evaluation_periods=periods,
+        datapoints_to_alarm=periods,
+        threshold=threshold,
+        comparison="LessThanOrEqualToThreshold",
+        treat_missing_data="breaching",
+    )
+
+
+def wake_alarm(component_name: str) -> AlarmSpec:
+    """A request found no copy to serve it: SageMaker's documented scale-from-zero alarm on
+    NoCapacityInvocationFailures (Sum per minute, one datapoint), at >= 1 rather than the guide's
+    > 1 so the first refused request wakes the component, not the second."""
+    return AlarmSpec(
+        name=f"{component_name}{SUFFIX_WAKE}",
+        description="a request found no copy (scaled to zero): add one copy",
+        namespace=METRIC_NAMESPACE,
+        metric_name=NO_CAPACITY_METRIC,
+        dimensions=tuple(sorted(component_metric_dimensions(component_name).items())),
+        statistic=NO_CAPACITY_STATISTIC,
+        period_s=WAKE_PERIOD_S,
+        evaluation_periods=1,
+        datapoints_to_alarm=1,
+        threshold=1.0,
+        comparison="GreaterThanOrEqualToThreshold",
+        treat_missing_data="notBreaching",
+    )
+
+
+def component_scaling_spec(copy_plan: Any, endpoint_name: str, component_name: str | None = None,
+                           variant: str = VARIANT) -> ComponentScalingSpec:
+    """The desired state of a component-hosted model under ``copy_plan`` (a :class:`speech.plan.copies.CopyPlan`).
+
+    Instances: managed instance scaling over the plan's range. Each copy: the plan's compute
+    requirements (measured footprint + margin). Copies: target tracking on ConcurrentRequestsPerCopy
+    (high resolution) at the per-copy C_scale_max, scale-in disabled there; a -1 copy step behind
+    :func:`copy_scale_in_alarm` with the plan's long cooldown; with a copy floor of 0, the
+    scale-from-zero step behind :func:`wake_alarm`. The component is named like its endpoint.
+    """
+    name = component_name or endpoint_name
+    s, counts, comp = copy_plan.scaling, copy_plan.copies, copy_plan.compute
+    zero = counts.min_copies == 0
+    periods_in = copy_scale_in_alarm(copy_plan, name).evaluation_periods
+    why = {
+        ("instances", "min_instance_count"): f"copy plan: ceil(copy floor {counts.min_copies} / "
+                                             f"{copy_plan.packing.copies_per_instance} copies per instance)",
+        ("instances", "max_instance_count"): f"copy plan: ceil({counts.max_copies} copies / "
+                                             f"{copy_plan.packing.copies_per_instance} per instance)",
+        ("compute", "min_memory_required_mb"): f"measured host memory x (1 + margin {copy_plan.inputs.footprint_margin:g})",
+        ("compute", "accelerator_devices"): f"accelerator memory x (1 + margin {copy_plan.inputs.footprint_margin:g}) in "
+                                            "whole devices",
+        ("compute", "cpu_cores"): f"measured CPU cores x (1 + margin {copy_plan.inputs.footprint_margin:g}), rounded up "
+                                  "to 0.25",
+        ("target", "min_capacity"): "copy floor (0: scale to zero copies)" if zero else "copy plan copy floor",
+        ("target", "max_capacity"): "copy plan copies at peak",
+        ("scale_out", "metric_type"): "ConcurrentRequestsPerCopy at 10 s, the metric Q_max per copy was measured against",
+        ("scale_out", "target_value"): f"deployed per-copy C_scale_max = (1-h) x Q_max per copy {copy_plan.q_max_per_copy} "
+                                       "x CloudWatch ratio",
+        ("scale_out", "scale_out_cooldown_s"): "copy plan scale-out cooldown clamp(T_copy/2, 10, 30) s",
+        ("scale_out", "scale_in_cooldown_s"): "copy plan scale-in cooldown max(300, 3 x planning T_copy) s",
+        ("scale_in", "steps"): "one step of -1 copy below the per-copy C_scale_min",
+        ("scale_in", "cooldown_s"): "copy plan scale-in cooldown max(300, 3 x planning T_copy) s",
+        ("scale_in_alarm", "threshold"): f"deployed per-copy C_scale_min = (1-2h) x Q_max per copy {copy_plan.q_max_per_copy}",
+        ("scale_in_alarm", "evaluation_periods"): f"scale-in window max(3, ceil(300 s / period)) = {periods_in} periods",
+        ("scale_in_alarm", "datapoints_to_alarm"): f"every one of the {periods_in} periods must breach",
+        ("scale_in_alarm", "treat_missing_data"): "an idle component publishes nothing; it shrinks to its floor",
+        ("wake", "cooldown_s"): "max(60 s, the measured start of the first copy: T_total from zero instances, else T_copy)",
+        ("wake", "steps"): "one copy when a request finds none",
+        ("wake_alarm", "threshold"): "the first request that found no copy",
+        ("queue", "max_depth"): f"each copy rejects above Q_max per copy {copy_plan.q_max_per_copy}",
+    }
+    return ComponentScalingSpec(
+        endpoint_name=endpoint_name,
+        variant=variant,
+        component_name=name,
+        initial_copies=max(1, counts.min_copies),
+        instances=InstanceScalingSpec(
+            status=INSTANCE_SCALING_ENABLED,
+            min_instance_count=copy_plan.instances.min_instances,
+            max_instance_count=copy_plan.instances.max_instances,
+        ),
+        compute=ComputeSpec(
+            min_memory_required_mb=comp.min_memory_required_in_mb,
+            accelerator_devices=comp.number_of_accelerator_devices_required,
+            cpu_cores=comp.number_of_cpu_cores_required,
+        ),
+        target=TargetSpec(
+            resource_id=component_resource_id(name),
+            service_namespace=SERVICE_NAMESPACE,
+            scalable_dimension=COMPONENT_SCALABLE_DIMENSION,
+            min_capacity=counts.min_copies,
+            max_capacity=counts.max_copies,
+        ),
+        scale_out=TargetTrackingSpec(
+            name=f"{name}{SUFFIX_SCALE_OUT}",
+            policy_type=TARGET_TRACKING,
+            metric_type=COMPONENT_SCALE_OUT_METRIC_TYPE,
+            target_value=s.target_value,
+            scale_out_cooldown_s=s.scale_out_cooldown_s,
+            scale_in_cooldown_s=s.scale_in_cooldown_s,
+            disable_scale_in=True,
+        ),
+        scale_in=StepPolicySpec(
+            name=f"{name}{SUFFIX_SCALE_IN}",
+            policy_type=STEP_SCALING,
+            adjustment_type="ChangeInCapacity",
+            steps=(StepSpec(scaling_adjustment=-1, upper_bound=0.0),),
+            min_adjustment_magnitude=None,
+            cooldown_s=s.scale_in_cooldown_s,
+            aggregation=ALARM_STATISTIC,
+        ),
+        scale_in_alarm=copy_scale_in_alarm(copy_plan, name),
+        wake=StepPolicySpec(
+            name=f"{name}{SUFFIX_WAKE}",
+            policy_type=STEP_SCALING,
+            adjustment_type="ChangeInCapacity",
+            steps=(StepSpec(scaling_adjustment=1, lower_bound=0.0),),
+            min_adjustment_magnitude=None,
+            cooldown_s=wake_cooldown_s(copy_plan),
+            aggregation=ALARM_STATISTIC,
+        ) if zero else None,
+        wake_alarm=wake_alarm(name) if zero else None,
+        queue=QueueSpec(max_depth=copy_plan.queue_max_depth),
+        why=why,
+    )

@@ -1,0 +1,203 @@
+"""The scaling spec: the complete desired scaling state of one endpoint variant, from a plan
+(docs/design.md §5).
+
+Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
+
+- the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
+- the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
+- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
+  output into the same shape;
+- the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
+
+The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) and render its
+:class:`Difference` values into their own messages. Adding a policy or changing a threshold is an
+edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
+policy-name suffixes) are defined here once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.aws import (
+    ALARM_STATISTIC, METRIC, METRIC_NAMESPACE, SCALABLE_DIMENSION, SCALE_IN_INSTANCES, SCALE_OUT_METRIC_TYPE, SERVICE_NAMESPACE,
+    STEP_SCALING, SUFFIX_SCALE_IN, SUFFIX_SCALE_OUT, SUFFIX_SURGE, TARGET_TRACKING, VARIANT, metric_dimensions, resource_id,
+)
+from speech.deploy.scaling.spec import AlarmSpec, QueueSpec, ScalingSpec, StepPolicySpec, StepSpec, TargetSpec, TargetTrackingSpec
+
+if TYPE_CHECKING:
+    pass
+
+@dataclass(frozen=True)
+class SurgeStep:
+    percent: int
+    """PercentChangeInCapacity when an instance reaches Q_max."""
+    min_instances_added: int
+    """MinAdjustmentMagnitude: never fewer than this many at once."""
+
+
+def surge_adjustment(plan: PlanArtifact) -> SurgeStep:
+    """Instances at Q_max reject the rest (queue_max_depth), so true demand is unknown: assume the
+    planned surge is still coming on top and grow by surge_ratio x Q_max / C_scale_max, the factor
+    that brings saturated instances back to C_scale_max; at least what the smallest safe fleet
+    would add, so a small fleet adds several instances, not one."""
+    factor = plan.inputs.surge_ratio * plan.q_max / plan.thresholds.c_scale_max
+    grow = factor - 1.0
+    return SurgeStep(
+        percent=max(1, math.ceil(100 * grow - 1e-9)),
+        min_instances_added=max(2, math.ceil(plan.fleet.min_safe_instances * grow - 1e-9)),
+    )
+
+
+def surge_cooldown_s(plan: PlanArtifact) -> int:
+    """Seconds the surge policy waits after it fired: at least the measured T_total (whole seconds).
+
+    The instances a surge adds serve only after the measured scale-out time. Until then the
+    saturated instances keep the surge alarm in ALARM, and Application Auto Scaling applies a step
+    policy again for every breach once its cooldown has ended, each time as a percentage of the
+    desired count already raised. A cooldown shorter than the start-up (the scale-out cooldown,
+    10-30 s) would so compound the surge to max_instances before the first new instance serves.
+    Within the cooldown a repeated breach adds only what a larger step would add beyond the
+    capacity already added, so one surge per start-up is what this buys; target tracking keeps
+    adding in between at its own, proportional pace."""
+    return max(plan.cooldowns.scale_out_s, math.ceil(plan.t_total.measured_s - 1e-9))
+
+
+def scale_in_alarm(plan: PlanArtifact, endpoint_name: str, variant: str) -> AlarmSpec:
+    """Every instance at or below C_scale_min for the whole scale-in window (minutes): remove one.
+    Missing data breaches: an idle variant publishes nothing, and an idle fleet should shrink to
+    its floor."""
+    a, t = plan.alarms, plan.thresholds
+    return AlarmSpec(
+        name=f"{endpoint_name}{SUFFIX_SCALE_IN}",
+        description=f"every instance at or below C_scale_min ({t.scale_in_threshold:g}) for "
+        f"{a.scale_in_evaluation_periods} x {a.metric_period_s} s: remove "
+        + ("one instance" if SCALE_IN_INSTANCES == 1 else f"{SCALE_IN_INSTANCES} instances"),
+        namespace=METRIC_NAMESPACE,
+        metric_name=METRIC,
+        dimensions=tuple(sorted(metric_dimensions(endpoint_name, variant).items())),
+        statistic=ALARM_STATISTIC,
+        period_s=a.metric_period_s,
+        evaluation_periods=a.scale_in_evaluation_periods,
+        datapoints_to_alarm=a.scale_in_evaluation_periods,
+        threshold=t.scale_in_threshold,
+        comparison="LessThanOrEqualToThreshold",
+        treat_missing_data="breaching",
+    )
+
+
+def surge_alarm(plan: PlanArtifact, endpoint_name: str, variant: str, step: SurgeStep) -> AlarmSpec:
+    """An instance reached Q_max (it already rejects): the emergency, fired after the plan's
+    datapoints to alarm. Missing data does not breach: nothing published is no surge."""
+    a = plan.alarms
+    return AlarmSpec(
+        name=f"{endpoint_name}{SUFFIX_SURGE}",
+        description=f"an instance reached Q_max ({a.saturation_concurrency:g}): add "
+        f"{step.percent}% (at least {step.min_instances_added}) at once",
+        namespace=METRIC_NAMESPACE,
+        metric_name=METRIC,
+        dimensions=tuple(sorted(metric_dimensions(endpoint_name, variant).items())),
+        statistic=ALARM_STATISTIC,
+        period_s=a.metric_period_s,
+        evaluation_periods=a.datapoints_to_alarm,
+        datapoints_to_alarm=a.datapoints_to_alarm,
+        threshold=a.saturation_concurrency,
+        comparison="GreaterThanOrEqualToThreshold",
+        treat_missing_data="notBreaching",
+    )
+
+
+def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT) -> ScalingSpec:
+    """The desired scaling state of ``endpoint_name``/``variant`` under ``plan``.
+
+    Scale-out: target tracking at ``thresholds.scaling_target_value``, scale-in disabled there.
+    Scale-in: a -1 step behind :func:`scale_in_alarm`, with the long cooldown. Surge: a
+    percentage step sized by :func:`surge_adjustment` behind :func:`surge_alarm`, with
+    :func:`surge_cooldown_s`. Queue depth: the plan's ``queue_max_depth``.
+    """
+    t, c, a = plan.thresholds, plan.cooldowns, plan.alarms
+    step = surge_adjustment(plan)
+    period = a.metric_period_s
+    sizing = (f"speech.deploy.scaling.surge_adjustment: surge_ratio {plan.inputs.surge_ratio:g} x Q_max {plan.q_max} / "
+              f"C_scale_max {t.c_scale_max:g}")
+    periods_in = (f"plan scale-in window max(3, ceil(300 s / {period} s)) periods: concurrency must stay low for "
+                  "minutes before an instance goes")
+    periods_surge = (f"plan datapoints to alarm {a.datapoints_to_alarm}, part of the reaction bound in the planning "
+                     "T_total")
+    c_min = f"deployed C_scale_min = (1-2h) x Q_max {plan.q_max} x CloudWatch ratio"
+    why = {
+        ("scale_out", "target_value"): f"deployed C_scale_max = (1-h) x Q_max {plan.q_max} x CloudWatch ratio",
+        ("scale_in", "steps"): f"one step of -{SCALE_IN_INSTANCES} instance(s) below C_scale_min",
+        ("scale_in", "adjustment_type"): "scale-in removes whole instances",
+        ("scale_in", "cooldown_s"): "plan scale-in cooldown max(300, 3 x planning T_total) s",
+        ("surge", "adjustment_type"): "the surge grows the fleet by a fraction of its size",
+        ("surge", "steps"): f"+{step.percent}% from {sizing}",
+        ("surge", "min_adjustment_magnitude"): f"at least what the smallest safe fleet "
+                                               f"({plan.fleet.min_safe_instances}) would add, from {sizing}",
+        ("surge", "cooldown_s"): f"max(scale-out cooldown, measured T_total {plan.t_total.measured_s:g} s): one surge "
+                                 "per start-up, not one per cooldown while the new instances start",
+        ("scale_in_alarm", "threshold"): c_min,
+        ("scale_in_alarm", "comparison"): "an instance at exactly C_scale_min is already below the scale-out band",
+        ("scale_in_alarm", "evaluation_periods"): periods_in,
+        ("scale_in_alarm", "datapoints_to_alarm"): f"every one of the {a.scale_in_evaluation_periods} periods must "
+                                                   f"breach ({periods_in})",
+        ("scale_in_alarm", "treat_missing_data"): "an idle variant publishes nothing; an idle fleet shrinks to its floor",
+        ("surge_alarm", "threshold"): f"deployed Q_max = {plan.q_max} x CloudWatch ratio (saturation)",
+        ("surge_alarm", "comparison"): "an instance at Q_max already rejects (queue_max_depth), so reaching it is "
+                                       "the emergency",
+        ("surge_alarm", "evaluation_periods"): periods_surge,
+        ("surge_alarm", "datapoints_to_alarm"): f"every one of the {a.datapoints_to_alarm} periods must breach "
+                                                f"({periods_surge})",
+        ("surge_alarm", "treat_missing_data"): "no datapoints is no surge",
+        ("queue", "max_depth"): f"the container must reject above Q_max {plan.q_max}, the concurrency the SLO was "
+                                "measured at",
+    }
+    for alarm in ("scale_in_alarm", "surge_alarm"):
+        why[(alarm, "period_s")] = f"plan metric period (high-resolution {period} s)"
+    return ScalingSpec(
+        endpoint_name=endpoint_name,
+        variant=variant,
+        target=TargetSpec(
+            resource_id=resource_id(endpoint_name, variant),
+            service_namespace=SERVICE_NAMESPACE,
+            scalable_dimension=SCALABLE_DIMENSION,
+            min_capacity=plan.fleet.min_instances,
+            max_capacity=plan.fleet.max_instances,
+        ),
+        scale_out=TargetTrackingSpec(
+            name=f"{endpoint_name}{SUFFIX_SCALE_OUT}",
+            policy_type=TARGET_TRACKING,
+            metric_type=SCALE_OUT_METRIC_TYPE,
+            target_value=t.scaling_target_value,
+            scale_out_cooldown_s=c.scale_out_s,
+            scale_in_cooldown_s=c.scale_in_s,
+            disable_scale_in=True,
+        ),
+        scale_in=StepPolicySpec(
+            name=f"{endpoint_name}{SUFFIX_SCALE_IN}",
+            policy_type=STEP_SCALING,
+            adjustment_type="ChangeInCapacity",
+            steps=(StepSpec(scaling_adjustment=-SCALE_IN_INSTANCES, upper_bound=0.0),),
+            min_adjustment_magnitude=None,
+            cooldown_s=c.scale_in_s,
+            aggregation=ALARM_STATISTIC,
+        ),
+        scale_in_alarm=scale_in_alarm(plan, endpoint_name, variant),
+        surge=StepPolicySpec(
+            name=f"{endpoint_name}{SUFFIX_SURGE}",
+            policy_type=STEP_SCALING,
+            adjustment_type="PercentChangeInCapacity",
+            steps=(StepSpec(scaling_adjustment=step.percent, lower_bound=0.0),),
+            min_adjustment_magnitude=step.min_instances_added,
+            cooldown_s=surge_cooldown_s(plan),
+            aggregation=ALARM_STATISTIC,
+        ),
+        surge_alarm=surge_alarm(plan, endpoint_name, variant, step),
+        queue=QueueSpec(max_depth=plan.queue_max_depth),
+        why=why,
+    )
+
+

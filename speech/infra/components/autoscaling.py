@@ -1,0 +1,242 @@
+"""Autoscaling of one endpoint variant: the scaling spec of the plan as resources (docs/design.md §5).
+
+Scale-out: target tracking on ConcurrentRequestsPerModel at the deployed C_scale_max, scale-in
+disabled there. Scale-in: a -1 step policy behind a sustained low-concurrency alarm with the long
+cooldown. Surge: a step policy that grows the fleet by a fraction at once when instances hit Q_max.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.plan.batch import BatchPlan
+from speech.deploy.scaling import (
+    AlarmSpec, BatchScalingSpec, ScalingSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec, batch_scaling_spec, resource_id,
+    scaling_spec,
+)
+from speech.infra.components.guard import REPLACE_ON, TAG_INSTANCE_TYPE
+
+__all__ = ["AsyncScaling", "AsyncScalingArgs", "Autoscaling", "AutoscalingArgs", "resource_id"]
+
+
+class AutoscalingArgs:
+    def __init__(
+        self,
+        *,
+        endpoint_name: str,
+        plan: PlanArtifact,
+        instance_type: str,
+        tags: dict[str, str] | None = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        self.endpoint_name = endpoint_name
+        """Endpoint whose AllTraffic variant scales."""
+        self.plan = plan
+        """The measured plan (gate already passed): thresholds, fleet, cooldowns, alarms."""
+        self.instance_type = instance_type
+        """The variant's instance type: a change replaces the target after the endpoint update
+        (speech.infra.components.guard)."""
+        self.tags = tags or {}
+        """Provenance tags for the scalable target and the alarms."""
+        self.depends_on = list(depends_on)
+        """The endpoint: the variant must exist before it can be registered."""
+
+
+def _bound(value: float | None) -> str | None:
+    # The provider takes step bounds as strings.
+    return None if value is None else f"{value:g}"
+
+
+def step_policy_args(spec: StepPolicySpec) -> aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs:
+    return aws.appautoscaling.PolicyStepScalingPolicyConfigurationArgs(
+        adjustment_type=spec.adjustment_type,
+        min_adjustment_magnitude=spec.min_adjustment_magnitude,
+        cooldown=spec.cooldown_s,
+        metric_aggregation_type=spec.aggregation,
+        step_adjustments=[
+            aws.appautoscaling.PolicyStepScalingPolicyConfigurationStepAdjustmentArgs(
+                scaling_adjustment=s.scaling_adjustment,
+                metric_interval_lower_bound=_bound(s.lower_bound),
+                metric_interval_upper_bound=_bound(s.upper_bound),
+            )
+            for s in spec.steps
+        ],
+    )
+
+
+def concurrency_alarm(resource_name: str, spec: AlarmSpec, *, action: pulumi.Input[str], tags: dict,
+                      opts: pulumi.ResourceOptions) -> aws.cloudwatch.MetricAlarm:
+    """The alarm ``spec`` describes, firing ``action`` (a scaling policy ARN)."""
+    return aws.cloudwatch.MetricAlarm(
+        resource_name,
+        name=spec.name,
+        alarm_description=spec.description,
+        namespace=spec.namespace,
+        metric_name=spec.metric_name,
+        dimensions=dict(spec.dimensions),
+        statistic=spec.statistic,
+        period=spec.period_s,
+        evaluation_periods=spec.evaluation_periods,
+        datapoints_to_alarm=spec.datapoints_to_alarm,
+        threshold=spec.threshold,
+        comparison_operator=spec.comparison,
+        treat_missing_data=spec.treat_missing_data,
+        alarm_actions=[action],
+        tags=tags,
+        opts=opts,
+    )
+
+
+def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent: pulumi.Resource,
+                    depends_on: Sequence[pulumi.Resource], replace_on_changes: Sequence[str] = ()
+                    ) -> tuple[aws.appautoscaling.Target, dict[str, pulumi.Output[str]]]:
+    """The scalable target of a spec and the three keys its policies name it by. Deleted before it
+    is replaced: the replacement registers the same resource id."""
+    target = aws.appautoscaling.Target(
+        resource_name,
+        service_namespace=spec.service_namespace,
+        scalable_dimension=spec.scalable_dimension,
+        resource_id=spec.resource_id,
+        min_capacity=spec.min_capacity,
+        max_capacity=spec.max_capacity,
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on), delete_before_replace=True,
+                                    replace_on_changes=list(replace_on_changes) or None),
+    )
+    keys = dict(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
+                service_namespace=target.service_namespace)
+    return target, keys
+
+
+def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, target: dict,
+                               opts: pulumi.ResourceOptions) -> aws.appautoscaling.Policy:
+    """Target tracking on a predefined metric, from the spec."""
+    return aws.appautoscaling.Policy(
+        resource_name,
+        name=spec.name,
+        policy_type=spec.policy_type,
+        target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+            target_value=spec.target_value,
+            disable_scale_in=spec.disable_scale_in,
+            scale_out_cooldown=spec.scale_out_cooldown_s,
+            scale_in_cooldown=spec.scale_in_cooldown_s,
+            predefined_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationPredefinedMetricSpecificationArgs(
+                predefined_metric_type=spec.metric_type,
+            ),
+        ),
+        opts=opts,
+        **target,
+    )
+
+
+def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: AlarmSpec, *, target: dict, tags: dict,
+                           parent: pulumi.Resource) -> tuple[aws.appautoscaling.Policy, aws.cloudwatch.MetricAlarm]:
+    """A step policy and the alarm that invokes it, both from the spec (fixed policy names: the
+    old policy is deleted before its replacement is created)."""
+    created = aws.appautoscaling.Policy(
+        resource_name,
+        name=policy.name,
+        policy_type=policy.policy_type,
+        step_scaling_policy_configuration=step_policy_args(policy),
+        opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
+        **target,
+    )
+    return created, concurrency_alarm(f"{resource_name}-alarm", alarm, action=created.arn, tags=tags,
+                                      opts=pulumi.ResourceOptions(parent=parent))
+
+
+class Autoscaling(pulumi.ComponentResource):
+    """Renders :func:`speech.deploy.scaling.scaling_spec` of the plan into resources, nothing more."""
+
+    spec: ScalingSpec
+    target: aws.appautoscaling.Target
+    scale_out: aws.appautoscaling.Policy
+    scale_in: aws.appautoscaling.Policy
+    surge: aws.appautoscaling.Policy
+
+    def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:Autoscaling", name, None, opts)
+        # Fixed policy names: a replacement must delete before it creates, or the delete of the old
+        # one would remove the new one (same name, same resource id).
+        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        spec = self.spec = scaling_spec(args.plan, args.endpoint_name)
+        self.target, target = scalable_target(f"{name}-target", spec.target,
+                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
+                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
+        self.scale_out = predefined_tracking_policy(f"{name}-scale-out", spec.scale_out, target=target, opts=policy_opts)
+        self.scale_in, self.scale_in_alarm = step_policy_with_alarm(f"{name}-scale-in", spec.scale_in, spec.scale_in_alarm,
+                                                                    target=target, tags=args.tags, parent=self)
+        self.surge, self.surge_alarm = step_policy_with_alarm(f"{name}-surge", spec.surge, spec.surge_alarm,
+                                                              target=target, tags=args.tags, parent=self)
+        self.register_outputs({"resource_id": self.target.resource_id})
+
+
+class AsyncScalingArgs:
+    def __init__(
+        self,
+        *,
+        endpoint_name: str,
+        plan: BatchPlan,
+        instance_type: str,
+        tags: dict[str, str] | None = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+    ) -> None:
+        self.endpoint_name = endpoint_name
+        """Asynchronous endpoint whose AllTraffic variant scales."""
+        self.plan = plan
+        """The batch plan (gate already passed): backlog target, fleet 0..max, cooldowns, wake."""
+        self.instance_type = instance_type
+        """The variant's instance type (tag read by the scaling guard)."""
+        self.tags = tags or {}
+        """Provenance tags for the scalable target and the alarm."""
+        self.depends_on = list(depends_on)
+        """The endpoint: the variant must exist before it can be registered."""
+
+
+class AsyncScaling(pulumi.ComponentResource):
+    """Renders :func:`speech.deploy.scaling.batch_scaling_spec` into resources: a target 0..max, target
+    tracking on the backlog per instance, and the wake step behind HasBacklogWithoutCapacity."""
+
+    spec: BatchScalingSpec
+    target: aws.appautoscaling.Target
+    backlog: aws.appautoscaling.Policy
+    wake: aws.appautoscaling.Policy
+    wake_alarm: aws.cloudwatch.MetricAlarm
+
+    def __init__(self, name: str, args: AsyncScalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:AsyncScaling", name, None, opts)
+        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        spec = self.spec = batch_scaling_spec(args.plan, args.endpoint_name)
+        self.target, target = scalable_target(f"{name}-target", spec.target,
+                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
+                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
+        b = spec.backlog
+        self.backlog = aws.appautoscaling.Policy(
+            f"{name}-backlog",
+            name=b.name,
+            policy_type=b.policy_type,
+            target_tracking_scaling_policy_configuration=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationArgs(
+                target_value=b.target_value,
+                scale_out_cooldown=b.scale_out_cooldown_s,
+                scale_in_cooldown=b.scale_in_cooldown_s,
+                customized_metric_specification=aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationArgs(
+                    metric_name=b.metric_name,
+                    namespace=b.namespace,
+                    statistic=b.statistic,
+                    dimensions=[
+                        aws.appautoscaling.PolicyTargetTrackingScalingPolicyConfigurationCustomizedMetricSpecificationDimensionArgs(
+                            name=k, value=v)
+                        for k, v in b.dimensions
+                    ],
+                ),
+            ),
+            opts=policy_opts,
+            **target,
+        )
+        self.wake, self.wake_alarm = step_policy_with_alarm(f"{name}-wake", spec.wake, spec.wake_alarm, target=target,
+                                                            tags=args.tags, parent=self)
+        self.register_outputs({"resource_id": self.target.resource_id})

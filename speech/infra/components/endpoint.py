@@ -1,0 +1,210 @@
+"""Endpoint of one model: SageMaker Model, endpoint configuration, endpoint (blue/green canary)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.config import ModelConfig
+from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
+from speech.deploy.weights import MODEL_DIR
+from speech.infra.components.observability import model_environment
+
+from speech.deploy.scaling import VARIANT  # noqa: F401  (re-exported: the variant is defined with the scaling names)
+CANARY_PERCENT = 10
+CANARY_WAIT_S = 600
+"""Canary bake time: long enough for the TTFAB and error alarms (minutes) to see real traffic."""
+
+
+def container_environment(model: str, config: ModelConfig, plan: PlanArtifact | None, *, backend: str,
+                          image_digest: pulumi.Input[str], endpoint_name: str) -> dict[str, pulumi.Input[str]]:
+    """The container's settings; user environment first so the program's values win.
+
+    ENDPOINT_NAME and VARIANT_NAME make the container's EMF dimensions those of this endpoint
+    (:func:`speech.infra.components.observability.container_dimensions`).
+    BACKEND and MODEL_DIR are always explicit: the weights layout decides the backend, never the
+    image's default. Without a plan the queue depth stays the container's own default: there is
+    no measured Q_max.
+    """
+    env: dict[str, pulumi.Input[str]] = dict(config.environment)
+    env.update(model_environment(endpoint_name))
+    env.update({"MODEL_NAME": model, "BACKEND": backend, "MODEL_DIR": MODEL_DIR, "SLO_MS": f"{config.plan.slo_ms:g}",
+                "IMAGE_DIGEST": image_digest})
+    if plan is not None:
+        env["QUEUE_MAX_DEPTH"] = str(plan.queue_max_depth)
+        env["PRESSURE_CAPACITY_RPS"] = f"{plan.capacity.throughput_at_target_rps:g}"
+    return env
+
+
+class AsyncInference:
+    """The asynchronous-inference part of an endpoint configuration (a batch model)."""
+
+    def __init__(self, *, s3_output_path: pulumi.Input[str], s3_failure_path: pulumi.Input[str],
+                 success_topic_arn: pulumi.Input[str], error_topic_arn: pulumi.Input[str],
+                 max_concurrent_invocations_per_instance: int | None) -> None:
+        self.s3_output_path = s3_output_path
+        """``s3://<bucket>/<prefix>/`` where SageMaker stores each response body."""
+        self.s3_failure_path = s3_failure_path
+        """``s3://<bucket>/<prefix>/`` where SageMaker stores the error of a failed request."""
+        self.success_topic_arn = success_topic_arn
+        """SNS topic told of each completed request."""
+        self.error_topic_arn = error_topic_arn
+        """SNS topic told of each failed request."""
+        self.max_concurrent_invocations_per_instance = max_concurrent_invocations_per_instance
+        """Requests SageMaker hands one instance at once: the measured Q_max (None before measuring:
+        SageMaker chooses)."""
+
+    def args(self) -> aws.sagemaker.EndpointConfigurationAsyncInferenceConfigArgs:
+        return aws.sagemaker.EndpointConfigurationAsyncInferenceConfigArgs(
+            output_config=aws.sagemaker.EndpointConfigurationAsyncInferenceConfigOutputConfigArgs(
+                s3_output_path=self.s3_output_path,
+                s3_failure_path=self.s3_failure_path,
+                notification_config=aws.sagemaker.EndpointConfigurationAsyncInferenceConfigOutputConfigNotificationConfigArgs(
+                    success_topic=self.success_topic_arn,
+                    error_topic=self.error_topic_arn,
+                ),
+            ),
+            client_config=aws.sagemaker.EndpointConfigurationAsyncInferenceConfigClientConfigArgs(
+                max_concurrent_invocations_per_instance=self.max_concurrent_invocations_per_instance,
+            ),
+        )
+
+
+class EndpointArgs:
+    def __init__(
+        self,
+        *,
+        endpoint_name: str,
+        image: pulumi.Input[str],
+        role_arn: pulumi.Input[str],
+        model_data_s3_uri: pulumi.Input[str],
+        instance_type: str,
+        initial_instance_count: int,
+        environment: dict[str, pulumi.Input[str]],
+        startup_health_check_timeout_s: int,
+        rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
+        tags: dict[str, str] | None = None,
+        depends_on: Sequence[pulumi.Resource] = (),
+        endpoint_depends_on: Sequence[pulumi.Resource] = (),
+        async_inference: AsyncInference | None = None,
+    ) -> None:
+        self.endpoint_name = endpoint_name
+        """Explicit endpoint name (``<stack>-<model>``) so alarms and scaling know it at preview."""
+        self.image = image
+        """Container image pinned by digest (``<repository url>@sha256:...``)."""
+        self.role_arn = role_arn
+        """SageMaker execution role."""
+        self.model_data_s3_uri = model_data_s3_uri
+        """S3 prefix holding the cached weights; SageMaker copies it to /opt/ml/model."""
+        self.instance_type = instance_type
+        """Instance type of the production variant."""
+        self.initial_instance_count = initial_instance_count
+        """The plan's min_instances (autoscaling takes over from there)."""
+        self.environment = environment
+        """Container environment (backend, model dir, queue depth, SLO, ...)."""
+        self.startup_health_check_timeout_s = startup_health_check_timeout_s
+        """Seconds the container has to answer /ping 200 (speech.deploy.hosting.startup_health_check_timeout_s)."""
+        self.rollback_alarm_names = list(rollback_alarm_names)
+        """Alarms that roll a blue/green deployment back."""
+        self.tags = tags or {}
+        """Provenance tags for the model and the endpoint."""
+        self.depends_on = list(depends_on)
+        """What must exist before the model (the weight cache run)."""
+        self.endpoint_depends_on = list(endpoint_depends_on)
+        """What must run before the endpoint is updated (the scaling guard)."""
+        self.async_inference = async_inference
+        """Set for a batch model: the endpoint is asynchronous (S3 in/out, SNS, requests queue)."""
+
+
+def sagemaker_model(resource_name: str, *, image: pulumi.Input[str], environment: pulumi.Input[dict],
+                    role_arn: pulumi.Input[str], model_data_s3_uri: pulumi.Input[str], tags: dict,
+                    opts: pulumi.ResourceOptions) -> aws.sagemaker.Model:
+    """The SageMaker Model both hostings run: the image, its environment, and the cached weights
+    mounted uncompressed from their S3 prefix (SageMaker copies them to /opt/ml/model)."""
+    return aws.sagemaker.Model(
+        resource_name,
+        execution_role_arn=role_arn,
+        primary_container=aws.sagemaker.ModelPrimaryContainerArgs(
+            image=image,
+            environment=environment,
+            model_data_source=aws.sagemaker.ModelPrimaryContainerModelDataSourceArgs(
+                s3_data_sources=[
+                    aws.sagemaker.ModelPrimaryContainerModelDataSourceS3DataSourceArgs(
+                        s3_uri=model_data_s3_uri, s3_data_type="S3Prefix", compression_type="None"
+                    )
+                ]
+            ),
+        ),
+        tags=tags,
+        opts=opts,
+    )
+
+
+class Endpoint(pulumi.ComponentResource):
+    model: aws.sagemaker.Model
+    endpoint_configuration: aws.sagemaker.EndpointConfiguration
+    endpoint: aws.sagemaker.Endpoint
+
+    def __init__(self, name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:Endpoint", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.model = sagemaker_model(f"{name}-model", image=args.image, environment=args.environment,
+                                     role_arn=args.role_arn, model_data_s3_uri=args.model_data_s3_uri, tags=args.tags,
+                                     opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on))
+        self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
+            f"{name}-config",
+            production_variants=[
+                aws.sagemaker.EndpointConfigurationProductionVariantArgs(
+                    variant_name=VARIANT,
+                    model_name=self.model.name,
+                    instance_type=args.instance_type,
+                    initial_instance_count=args.initial_instance_count,
+                    initial_variant_weight=1.0,
+                    container_startup_health_check_timeout_in_seconds=args.startup_health_check_timeout_s,
+                    model_data_download_timeout_in_seconds=MODEL_DATA_DOWNLOAD_TIMEOUT_S,
+                    # Real-time requests are routed per request; an asynchronous endpoint hands its
+                    # queue out up to max_concurrent_invocations_per_instance per instance itself.
+                    routing_configs=None if args.async_inference is not None else [
+                        aws.sagemaker.EndpointConfigurationProductionVariantRoutingConfigArgs(
+                            routing_strategy=ROUTING_STRATEGY
+                        )
+                    ],
+                )
+            ],
+            async_inference_config=args.async_inference.args() if args.async_inference is not None else None,
+            tags=args.tags,
+            opts=child,
+        )
+        rollback = None
+        if args.rollback_alarm_names:
+            rollback = aws.sagemaker.EndpointDeploymentConfigAutoRollbackConfigurationArgs(
+                alarms=[
+                    aws.sagemaker.EndpointDeploymentConfigAutoRollbackConfigurationAlarmArgs(alarm_name=a)
+                    for a in args.rollback_alarm_names
+                ]
+            )
+        self.endpoint = aws.sagemaker.Endpoint(
+            f"{name}-endpoint",
+            name=args.endpoint_name,
+            endpoint_config_name=self.endpoint_configuration.name,
+            deployment_config=aws.sagemaker.EndpointDeploymentConfigArgs(
+                blue_green_update_policy=aws.sagemaker.EndpointDeploymentConfigBlueGreenUpdatePolicyArgs(
+                    traffic_routing_configuration=aws.sagemaker.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationArgs(
+                        type="CANARY",
+                        wait_interval_in_seconds=CANARY_WAIT_S,
+                        canary_size=aws.sagemaker.EndpointDeploymentConfigBlueGreenUpdatePolicyTrafficRoutingConfigurationCanarySizeArgs(
+                            type="CAPACITY_PERCENT", value=CANARY_PERCENT
+                        ),
+                    ),
+                    termination_wait_in_seconds=300,
+                    maximum_execution_timeout_in_seconds=3600,
+                ),
+                auto_rollback_configuration=rollback,
+            ),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=args.endpoint_depends_on),
+        )
+        self.register_outputs({"endpoint_name": self.endpoint.name, "endpoint_arn": self.endpoint.arn})

@@ -1,0 +1,73 @@
+"""The container image, built from container/Dockerfile and pushed to the stack's ECR repository.
+
+pulumi-docker-build (BuildKit) builds it during ``pulumi up``; its ``digest`` output is what the
+Model runs (``<repository url>@<digest>``) and what ``/ping`` reports through IMAGE_DIGEST, so
+the digest bench measures is the digest deployed. The repository keeps tags immutable, so each
+build context gets its own tag: a hash of the files the Dockerfile copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_docker_build as docker_build
+
+ROOT = Path(__file__).resolve().parents[3]
+CONTEXT = "."
+DOCKERFILE = "container/Dockerfile"
+PLATFORM = docker_build.Platform.LINUX_AMD64
+"""SageMaker GPU and CPU instances are x86_64."""
+
+
+def context_tag(root: Path = ROOT) -> str:
+    """``ctx-<12 hex>``: sha256 over the Dockerfile and every file under container/ (what the
+    image copies; .dockerignore keeps the rest of the repository out of the context)."""
+    h = hashlib.sha256()
+    files = [root / DOCKERFILE, root / ".dockerignore"] + sorted(
+        p for p in (root / "container").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
+    for f in files:
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    return f"ctx-{h.hexdigest()[:12]}"
+
+
+class ContainerImageArgs:
+    def __init__(self, *, repository: aws.ecr.Repository, tag: str) -> None:
+        self.repository = repository
+        """The stack's ECR repository (IMMUTABLE tags, scan on push)."""
+        self.tag = tag
+        """Image tag: :func:`context_tag`, new for every change of the build context."""
+
+
+class ContainerImage(pulumi.ComponentResource):
+    image: docker_build.Image
+    uri: pulumi.Output[str]
+    """``<repository url>@sha256:...``: what the SageMaker Model pulls."""
+    digest: pulumi.Output[str]
+
+    def __init__(self, name: str, args: ContainerImageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:ContainerImage", name, None, opts)
+        repo = args.repository
+        auth = aws.ecr.get_authorization_token_output(registry_id=repo.registry_id)
+        self.image = docker_build.Image(
+            f"{name}-image",
+            push=True,
+            context=docker_build.BuildContextArgs(location=CONTEXT),
+            dockerfile=docker_build.DockerfileArgs(location=DOCKERFILE),
+            platforms=[PLATFORM],
+            tags=[repo.repository_url.apply(lambda url: f"{url}:{args.tag}")],
+            registries=[
+                docker_build.RegistryArgs(
+                    address=repo.repository_url.apply(lambda url: url.split("/", 1)[0]),
+                    username=auth.user_name,
+                    password=auth.password,
+                )
+            ],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.digest = self.image.digest
+        self.uri = pulumi.Output.concat(repo.repository_url, "@", self.image.digest)
+        self.register_outputs({"uri": self.uri, "digest": self.digest})

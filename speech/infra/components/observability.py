@@ -1,0 +1,353 @@
+"""Observability: the stack's alarm topic, and per endpoint a dashboard and the alarms that notify
+someone (and, for two of them, roll a blue/green deployment back).
+
+Every alarm is first an :class:`OpsAlarm` built by a pure function (:func:`ops_alarms`), then
+rendered into an ``aws.cloudwatch.MetricAlarm``; tests evaluate the same definitions against
+synthetic metric series (:mod:`speech.deploy.alarm_eval`). The container metrics' namespace, dimensions
+and names come from :mod:`container.telemetry`, the one definition the container emits with.
+
+The scaling alarms (``<endpoint>-scale-in``, ``-surge``, :mod:`speech.infra.components.autoscaling`)
+act through their scaling policies only and do not notify: scale-in is routine, and the surge's
+condition (an instance at Q_max) has its own notifying alarm here, ``<endpoint>-saturation``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pulumi
+import pulumi_aws as aws
+
+from container import telemetry
+
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.plan.calibration import expected_rejection_fraction
+from speech.schema.config import Alerts
+from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, metric_dimensions
+
+SM = METRIC_NAMESPACE
+SM_INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"
+"""Instance metrics of SageMaker endpoints (CPU, GPU and memory utilisation)."""
+
+SLOWDOWN_MARGIN = 0.5
+"""The slowdown alarm fires above the measured uncontended p95 x (1 + this): 50 % slower than when
+it was measured. A service-time p95 over a 10 s flush of an instance at the planned load sits
+near the uncontended value (queueing is excluded); half again is beyond its run-to-run spread in
+the reference ladder, and a 2x slower instance is well past it."""
+SLOWDOWN_PERIOD_S = 60
+SLOWDOWN_EVALUATION_PERIODS = 5
+SLOWDOWN_DATAPOINTS = 4
+"""4 of 5 minutes: one noisy minute (a cold cache, a long sentence mix) does not page."""
+ERRORS_5XX_RATE_PERCENT = 1.0
+"""Server errors above 1 % of invocations for 3 of 5 minutes: something is broken."""
+ERRORS_4XX_RATE_PERCENT = 5.0
+"""Client errors above 5 %: a client sends requests the contract refuses (bad voice, too long)."""
+MODEL_ERRORS_PER_MINUTE = 5
+"""InvocationModelErrors (the container answered non-2xx or failed) per minute, 2 of 3 minutes."""
+
+Comparison = Literal["GreaterThanThreshold", "GreaterThanOrEqualToThreshold", "LessThanThreshold",
+                     "LessThanOrEqualToThreshold"]
+
+
+@dataclass(frozen=True)
+class MetricQuery:
+    """One query of a metric-math alarm: a metric (namespace, name, dimensions, stat) or an expression."""
+
+    id: str
+    expression: str | None = None
+    namespace: str | None = None
+    metric_name: str | None = None
+    dimensions: tuple[tuple[str, str], ...] = ()
+    stat: str | None = None
+    return_data: bool = False
+
+
+@dataclass(frozen=True)
+class OpsAlarm:
+    """An operational alarm of one endpoint, in CloudWatch's terms."""
+
+    key: str
+    """Stable key (``slowdown``, ``errors_5xx_rate``, ...): the outputs map keys to alarm names."""
+    name: str
+    description: str
+    period_s: int
+    evaluation_periods: int
+    datapoints_to_alarm: int
+    threshold: float
+    comparison: Comparison
+    treat_missing_data: Literal["notBreaching", "breaching", "ignore", "missing"] = "notBreaching"
+    namespace: str | None = None
+    metric_name: str | None = None
+    dimensions: tuple[tuple[str, str], ...] = ()
+    statistic: str | None = None
+    queries: tuple[MetricQuery, ...] = ()
+    rollback: bool = False
+    """Also rolls a blue/green deployment back (the endpoint's auto-rollback alarms)."""
+
+
+def container_dimensions(endpoint_name: str, model: str) -> dict[str, str]:
+    """Dimensions of one endpoint variant's container metrics: exactly what the container emits
+    (:func:`container.telemetry.dimensions` with the environment the program sets)."""
+    return telemetry.dimensions(endpoint_name, VARIANT, model)
+
+
+def model_environment(endpoint_name: str) -> dict[str, str]:
+    """The container environment that makes its EMF dimensions :func:`container_dimensions`."""
+    return {telemetry.ENV_ENDPOINT: endpoint_name, telemetry.ENV_VARIANT: VARIANT}
+
+
+def slowdown_threshold_ms(plan: PlanArtifact) -> float:
+    """Measured uncontended p95 TTFAB x (1 + :data:`SLOWDOWN_MARGIN`), milliseconds."""
+    return round(plan.alarms.ttfab_p95_alarm_ms * (1 + SLOWDOWN_MARGIN), 3)
+
+
+def _rate(key: str, name: str, description: str, numerator: list[MetricQuery], denominator: list[MetricQuery],
+          threshold_percent: float, evaluation_periods: int, datapoints: int) -> OpsAlarm:
+    num = "+".join(q.id for q in numerator)
+    den = "+".join(q.id for q in denominator)
+    # IF(...): no arrivals is no rate (0), never a division by zero that CloudWatch drops.
+    expr = MetricQuery(id="rate", expression=f"IF(({den}) > 0, 100 * ({num}) / ({den}), 0)", return_data=True)
+    return OpsAlarm(key=key, name=name, description=description, period_s=60,
+                    evaluation_periods=evaluation_periods, datapoints_to_alarm=datapoints,
+                    threshold=threshold_percent, comparison="GreaterThanThreshold",
+                    queries=(*{q.id: q for q in (*numerator, *denominator)}.values(), expr))
+
+
+def ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, slo_ms: float) -> list[OpsAlarm]:
+    """Every operational alarm of one endpoint. Without a plan the ones with planned thresholds
+    (slowdown, saturation, queue_saturated rate) do not exist: there is nothing measured to compare with."""
+    ep = endpoint_name
+    sm_dims = tuple(sorted(metric_dimensions(ep).items()))
+    c_dims = tuple(container_dimensions(ep, model).items())
+
+    def sm(id_: str, metric: str) -> MetricQuery:
+        return MetricQuery(id=id_, namespace=SM, metric_name=metric, dimensions=sm_dims, stat="Sum")
+
+    def emf(id_: str, metric: str) -> MetricQuery:
+        return MetricQuery(id=id_, namespace=telemetry.NAMESPACE, metric_name=metric, dimensions=c_dims, stat="Sum")
+
+    alarms = [
+        OpsAlarm(
+            key="errors_5xx", name=f"{ep}-5xx", rollback=True,
+            description="server errors (incl. 503 queue_saturated) on the endpoint; rolls a canary back",
+            namespace=SM, metric_name="Invocation5XXErrors", dimensions=sm_dims, statistic="Sum",
+            period_s=60, evaluation_periods=3, datapoints_to_alarm=2, threshold=5,
+            comparison="GreaterThanThreshold",
+        ),
+        OpsAlarm(
+            key="ttfab_slo", name=f"{ep}-ttfab-slo", rollback=True,
+            description=f"TTFAB p95 above the SLO {slo_ms:g} ms; rolls a canary back",
+            namespace=telemetry.NAMESPACE, metric_name=telemetry.TTFAB_P95, dimensions=c_dims, statistic="Maximum",
+            period_s=60, evaluation_periods=3, datapoints_to_alarm=3, threshold=slo_ms,
+            comparison="GreaterThanThreshold",
+        ),
+        _rate("errors_5xx_rate", f"{ep}-5xx-rate",
+              f"5xx answers above {ERRORS_5XX_RATE_PERCENT:g} % of invocations",
+              [sm("e5", "Invocation5XXErrors")], [sm("inv", "Invocations")], ERRORS_5XX_RATE_PERCENT, 5, 3),
+        _rate("errors_4xx_rate", f"{ep}-4xx-rate",
+              f"4xx answers above {ERRORS_4XX_RATE_PERCENT:g} % of invocations: clients send requests the API refuses",
+              [sm("e4", "Invocation4XXErrors")], [sm("inv", "Invocations")], ERRORS_4XX_RATE_PERCENT, 5, 3),
+        OpsAlarm(
+            key="model_errors", name=f"{ep}-model-errors",
+            description=f"more than {MODEL_ERRORS_PER_MINUTE} InvocationModelErrors a minute: the container fails requests",
+            namespace=SM, metric_name="InvocationModelErrors", dimensions=sm_dims, statistic="Sum",
+            period_s=60, evaluation_periods=3, datapoints_to_alarm=2, threshold=MODEL_ERRORS_PER_MINUTE,
+            comparison="GreaterThanThreshold",
+        ),
+    ]
+    if plan is None:
+        return alarms
+    expected = expected_rejection_fraction(plan)
+    alarms += [
+        OpsAlarm(
+            key="slowdown", name=f"{ep}-slowdown",
+            description=f"service time p95 (queueing excluded) above the measured uncontended p95 "
+            f"{plan.alarms.ttfab_p95_alarm_ms:g} ms + {100 * SLOWDOWN_MARGIN:g} %: the instances are slower than "
+            "when they were measured; re-measure (bench qmax) before trusting the scaling plan",
+            namespace=telemetry.NAMESPACE, metric_name=telemetry.SERVICE_P95, dimensions=c_dims, statistic="Average",
+            period_s=SLOWDOWN_PERIOD_S, evaluation_periods=SLOWDOWN_EVALUATION_PERIODS,
+            datapoints_to_alarm=SLOWDOWN_DATAPOINTS, threshold=slowdown_threshold_ms(plan),
+            comparison="GreaterThanThreshold",
+        ),
+        OpsAlarm(
+            key="saturation", name=f"{ep}-saturation",
+            description=f"an instance at Q_max ({plan.alarms.saturation_concurrency:g} in flight): requests beyond it "
+            "get 503 queue_saturated",
+            namespace=SM, metric_name=METRIC, dimensions=sm_dims, statistic="Maximum",
+            period_s=plan.alarms.metric_period_s, evaluation_periods=plan.alarms.datapoints_to_alarm,
+            datapoints_to_alarm=plan.alarms.datapoints_to_alarm, threshold=plan.alarms.saturation_concurrency,
+            comparison="GreaterThanOrEqualToThreshold",
+        ),
+        _rate("queue_saturated_rate", f"{ep}-queue-saturated-rate",
+              f"503 queue_saturated above {100 * expected:g} % of arrivals, what the plan's surge_survival lets through",
+              [emf("rej", telemetry.REJECTED)], [emf("adm", telemetry.ADMITTED), emf("rej", telemetry.REJECTED)],
+              round(100 * expected, 6), 5, 3),
+    ]
+    return alarms
+
+
+def alarm_args(alarm: OpsAlarm, actions: list[pulumi.Input[str]], tags: dict[str, str]) -> dict[str, Any]:
+    """``aws.cloudwatch.MetricAlarm`` arguments of one :class:`OpsAlarm` (names as in MetricAlarmArgs)."""
+    args: dict[str, Any] = dict(
+        name=alarm.name, alarm_description=alarm.description, evaluation_periods=alarm.evaluation_periods,
+        datapoints_to_alarm=alarm.datapoints_to_alarm, threshold=alarm.threshold,
+        comparison_operator=alarm.comparison, treat_missing_data=alarm.treat_missing_data,
+        alarm_actions=actions, ok_actions=actions, tags=tags,
+    )
+    if alarm.queries:
+        args["metric_queries"] = [
+            aws.cloudwatch.MetricAlarmMetricQueryArgs(id=q.id, expression=q.expression, return_data=q.return_data)
+            if q.expression else
+            aws.cloudwatch.MetricAlarmMetricQueryArgs(
+                id=q.id, return_data=q.return_data,
+                metric=aws.cloudwatch.MetricAlarmMetricQueryMetricArgs(
+                    namespace=q.namespace, metric_name=q.metric_name, dimensions=dict(q.dimensions),
+                    stat=q.stat, period=alarm.period_s),
+            )
+            for q in alarm.queries
+        ]
+    else:
+        args.update(namespace=alarm.namespace, metric_name=alarm.metric_name, dimensions=dict(alarm.dimensions),
+                    statistic=alarm.statistic, period=alarm.period_s)
+    return args
+
+
+def dashboard_body(
+    *, endpoint_name: str, model: str, region: str, plan: PlanArtifact | None, slo_ms: float
+) -> dict[str, Any]:
+    """Instances, concurrency vs both thresholds, TTFAB p95 vs SLO, service time vs the slowdown
+    line, pressure index, rejections and errors, GPU utilisation and memory."""
+    ep = ["EndpointName", endpoint_name, "VariantName", VARIANT]
+    c = [x for kv in container_dimensions(endpoint_name, model).items() for x in kv]
+    ns = telemetry.NAMESPACE
+
+    def widget(title: str, metrics: list, annotations: list, x: int, y: int) -> dict[str, Any]:
+        props: dict[str, Any] = {"title": title, "region": region, "view": "timeSeries", "stacked": False,
+                                 "metrics": metrics, "period": 10}
+        if annotations:
+            props["annotations"] = {"horizontal": annotations}
+        return {"type": "metric", "x": x, "y": y, "width": 12, "height": 6, "properties": props}
+
+    thresholds, fleet, slow = [], [], []
+    if plan is not None:
+        thresholds = [
+            {"label": "scale-out target (C_scale_max)", "value": plan.thresholds.scaling_target_value},
+            {"label": "scale-in threshold (C_scale_min)", "value": plan.thresholds.scale_in_threshold},
+            {"label": "Q_max (saturation)", "value": plan.alarms.saturation_concurrency},
+        ]
+        fleet = [{"label": "fleet min", "value": plan.fleet.min_instances},
+                 {"label": "fleet max", "value": plan.fleet.max_instances}]
+        slow = [{"label": "slowdown alarm", "value": slowdown_threshold_ms(plan)},
+                {"label": "measured uncontended p95", "value": plan.alarms.ttfab_p95_alarm_ms}]
+    return {
+        "widgets": [
+            # Application Auto Scaling publishes no desired-count metric: the in-service count is
+            # the number of instances reporting, scaling activity is where it moves between the
+            # plan's floor and ceiling.
+            widget("Instances in service (scaling activity) vs fleet bounds",
+                   [[SM_INSTANCE_NAMESPACE, "CPUUtilization", *ep,
+                     {"stat": "SampleCount", "period": 60, "label": "instances reporting"}]], fleet, 0, 0),
+            widget("ConcurrentRequestsPerModel vs target and scale-in threshold",
+                   [[SM, METRIC, *ep, {"stat": "Maximum"}]], thresholds, 12, 0),
+            widget("TTFAB p95 vs SLO (ms)", [[ns, telemetry.TTFAB_P95, *c, {"stat": "Maximum"}]],
+                   [{"label": "SLO", "value": slo_ms}], 0, 6),
+            widget("Service time p95 vs slowdown alarm (ms)", [[ns, telemetry.SERVICE_P95, *c, {"stat": "Average"}]],
+                   slow, 12, 6),
+            widget("Pressure index (0-100)", [[ns, telemetry.PRESSURE, *c, {"stat": "Maximum"}]], [], 0, 12),
+            widget("Rejections (503 queue_saturated) and errors",
+                   [[ns, telemetry.REJECTED, *c, {"stat": "Sum"}],
+                    [SM, "Invocation5XXErrors", *ep, {"stat": "Sum"}],
+                    [SM, "Invocation4XXErrors", *ep, {"stat": "Sum"}]], [], 12, 12),
+            widget("GPU utilization and memory (%)",
+                   [[SM_INSTANCE_NAMESPACE, "GPUUtilization", *ep, {"stat": "Average"}],
+                    [SM_INSTANCE_NAMESPACE, "GPUMemoryUtilization", *ep, {"stat": "Maximum"}]], [], 0, 18),
+        ]
+    }
+
+
+class AlarmTopicArgs:
+    def __init__(self, *, alerts: Alerts, tags: dict[str, str] | None = None) -> None:
+        self.alerts = alerts
+        """Email and HTTPS subscriptions (``speech-endpoints:alerts``)."""
+        self.tags = tags or {}
+        """Tags for the topic."""
+
+
+class AlarmTopic(pulumi.ComponentResource):
+    """The stack's one SNS topic: every operational alarm notifies it on ALARM and on OK."""
+
+    topic: aws.sns.Topic
+
+    def __init__(self, name: str, args: AlarmTopicArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:AlarmTopic", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.topic = aws.sns.Topic(f"{name}-topic", kms_master_key_id="alias/aws/sns", tags=args.tags, opts=child)
+        for i, addr in enumerate(args.alerts.email):
+            aws.sns.TopicSubscription(f"{name}-email-{i}", topic=self.topic.arn, protocol="email", endpoint=addr,
+                                      opts=child)
+        for i, url in enumerate(args.alerts.https):
+            aws.sns.TopicSubscription(f"{name}-https-{i}", topic=self.topic.arn, protocol="https", endpoint=url,
+                                      endpoint_auto_confirms=False, opts=child)
+        self.register_outputs({"topic_arn": self.topic.arn})
+
+
+class ObservabilityArgs:
+    def __init__(
+        self,
+        *,
+        model: str,
+        endpoint_name: str,
+        region: pulumi.Input[str],
+        plan: PlanArtifact | None,
+        slo_ms: float,
+        topic_arn: pulumi.Input[str],
+        tags: dict[str, str] | None = None,
+    ) -> None:
+        self.model = model
+        """Model key: the container's EMF ``Model`` dimension."""
+        self.endpoint_name = endpoint_name
+        """Endpoint name (known at preview): the ``EndpointName`` dimension."""
+        self.region = region
+        """Region the dashboard's widgets read from."""
+        self.plan = plan
+        """The plan, when measured: alarm thresholds. Without it only the unplanned alarms exist."""
+        self.slo_ms = slo_ms
+        """p95 TTFAB objective, milliseconds."""
+        self.topic_arn = topic_arn
+        """The stack's alarm topic: every alarm here notifies it on ALARM and OK."""
+        self.tags = tags or {}
+        """Tags for the alarms."""
+
+
+class Observability(pulumi.ComponentResource):
+    rollback_alarm_names: list[pulumi.Output[str]]
+    alarms: dict[str, aws.cloudwatch.MetricAlarm]
+    """By :attr:`OpsAlarm.key`."""
+
+    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("speech:index:Observability", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ep, p = args.endpoint_name, args.plan
+        self.alarms = {
+            a.key: aws.cloudwatch.MetricAlarm(
+                f"{name}-{a.key.replace('_', '-')}", **alarm_args(a, [args.topic_arn], args.tags), opts=child)
+            for a in ops_alarms(endpoint_name=ep, model=args.model, plan=p, slo_ms=args.slo_ms)
+        }
+        self.rollback_alarm_names = [self.alarms["errors_5xx"].name, self.alarms["ttfab_slo"].name]
+
+        self.dashboard = aws.cloudwatch.Dashboard(
+            f"{name}-dashboard",
+            dashboard_name=ep,
+            dashboard_body=pulumi.Output.from_input(args.region).apply(
+                lambda r: json.dumps(
+                    dashboard_body(endpoint_name=ep, model=args.model, region=r, plan=p, slo_ms=args.slo_ms)
+                )
+            ),
+            opts=child,
+        )
+        self.dashboard_url = pulumi.Output.concat(
+            "https://", args.region, ".console.aws.amazon.com/cloudwatch/home?region=", args.region,
+            "#dashboards/dashboard/", ep)
+        self.register_outputs({"dashboard": self.dashboard.dashboard_name})

@@ -1,0 +1,12 @@
+"""The fleet simulator: a measured instance model, scaling policies, traces (docs/design.md §10).
+
+Imports :mod:`speech.schema`, :mod:`speech.plan` and :mod:`speech.deploy` (the scaling spec it
+simulates); no I/O.
+
+- :mod:`~speech.sim.instance`: one instance as a birth-death chain on the measured ladder
+- :mod:`~speech.sim.policies`: the policies compared (plan, reference, pressure, qps-ewma, kpa, ...)
+- :mod:`~speech.sim.fleet`: stepping the fleet through a trace, summaries
+- :mod:`~speech.sim.artifact`: the simulation artifact
+- :mod:`~speech.sim.routes`: several routes under one budget, a batch route's backlog
+- :mod:`~speech.sim.traces`, :mod:`~speech.sim.hotload`: trace generators and readers, hot loading
+"""

@@ -1,0 +1,147 @@
+"""Fleet simulator: a traffic trace against a fleet of the measured instance, under a scaling policy.
+
+Pure and vectorized where it can be: numpy tables built once per instance, one scalar loop over
+1 s steps per policy (no per-request work), no I/O, no clock. docs/design.md §10 says what is
+modelled and what is not.
+
+**Instance model (from the measurement only).** The qmax ladder gives X(n), completions per second
+with n requests in the instance (``speech.plan.survival.service_rates``, the plan's own interpolation),
+and TTFAB p50/p95/p99 at each concurrency. An instance is the plan's birth-death chain with the
+admission gate at Q_max (an arrival finding Q_max in the instance is refused with 503). Over time,
+the fleet's mean occupancy per in-service instance m follows the pointwise-stationary fluid
+approximation: dm/dt = lambda (1 - P_block(m)) - D(m), where P_block and D (completions/s) are those
+of the stationary gated chain whose mean occupancy is m. It is integrated with an implicit 1 s
+step (stable for any rate). Routing is least-outstanding, so in-service instances share the load
+evenly (m is one number); a new instance takes its share at once. A request admitted while the
+mean is m finds n requests ahead with the chain's probability at that mean (arrivals see time
+averages) and then has the ladder's TTFAB distribution at concurrency n + 1.
+
+**Fleet.** A new instance serves after the ttotal artifact's measured provisioning phases
+(:func:`startup_s`); it is billed from the moment it is asked for. A removed instance stops
+receiving requests, finishes the ones it holds and is billed until then.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Literal
+from collections.abc import Sequence
+
+from pydantic import Field
+
+from speech.schema.artifacts import SCHEMA_VERSION, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.sim.instance import InstanceModel
+from speech.sim.fleet import Summary
+
+TARGET_TRACKING_HIGH_DATAPOINTS = 3
+"""Datapoints (of one metric period each, all breaching) of the scale-out alarm Application Auto
+Scaling creates for a target-tracking policy. With the high-resolution SageMaker metric the period
+is 10 s, so the hidden alarm fires after 30 s above target (docs/design.md §10.3)."""
+PRESSURE_WINDOW_S = 60
+"""The container's pressure-index window (PRESSURE_WINDOW_S default), one evaluation per window."""
+OCCUPANCY_GRID = 320
+TTFAB_BINS = 480
+SLO_SHARE = 0.95
+"""A minute violates the SLO when fewer than 95 % of its requests got their first audio byte within
+the SLO (its p95 TTFAB, counting a rejected request as never answered, is above the SLO)."""
+
+
+# --- artifact ----------------------------------------------------------------------------------
+
+
+class TraceRecord(Frozen):
+    spec: str
+    name: str
+    seed: int | None = None
+    duration_s: int
+    requests: float
+    peak_rps: float
+    """Busiest minute's mean arrival rate."""
+    source_sha256: str | None = None
+    attribution: str | None = None
+
+
+class PolicyResult(Frozen):
+    policy: str
+    within_slo_share: float
+    rejected_share: float
+    ttfab_p95_ms: float | None
+    ttfab_p99_ms: float | None
+    violation_minutes: int
+    instance_hours: float
+    cost_usd: float | None
+    cost_vs_oracle: float | None
+    scale_out_actions: int
+    scale_in_actions: int
+    flaps: int
+    peak_instances: int
+
+
+class SimulationArtifact(Frozen):
+    """Result of ``bench simulate``: every policy on one trace, with what went in."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["simulation"] = "simulation"
+    model: str
+    slo_ms: float
+    qmax_sha256: str
+    ttotal_sha256: str
+    plan_sha256: str
+    trace: TraceRecord
+    price_per_hour_usd: float | None = None
+    startup_s: float
+    """Start-up of a new instance used (the ttotal artifact's in_service phase)."""
+    planning_total_s: float
+    results: list[PolicyResult] = Field(min_length=1)
+    created_at: datetime | None = None
+    tool: str = "speech.sim.fleet.simulate"
+
+
+def _finite(x: float) -> float | None:
+    return round(x, 3) if x == x and math.isfinite(x) else None
+
+
+def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact, trace, model: InstanceModel,
+                        summaries: Sequence[Summary], price_per_hour: float | None,
+                        created_at: datetime | None = None) -> SimulationArtifact:
+    """The artifact from a run; costs relative to the oracle when it ran."""
+    oracle = next((s for s in summaries if s.policy == "oracle"), None)
+    results = [
+        PolicyResult(
+            policy=s.policy,
+            within_slo_share=round(s.within_slo_share, 6),
+            rejected_share=round(s.rejected_share, 6),
+            ttfab_p95_ms=_finite(s.ttfab_p95_ms),
+            ttfab_p99_ms=_finite(s.ttfab_p99_ms),
+            violation_minutes=s.violation_minutes,
+            instance_hours=round(s.instance_hours, 3),
+            cost_usd=round(s.instance_hours * price_per_hour, 2) if price_per_hour is not None else None,
+            cost_vs_oracle=round(s.instance_hours / oracle.instance_hours, 4) if oracle and oracle.instance_hours > 0 else None,
+            scale_out_actions=s.scale_out_actions,
+            scale_in_actions=s.scale_in_actions,
+            flaps=s.flaps,
+            peak_instances=s.peak_instances,
+        )
+        for s in summaries
+    ]
+    return SimulationArtifact(
+        model=plan.model,
+        slo_ms=plan.inputs.slo_ms,
+        qmax_sha256=canonical_sha256(qmax),
+        ttotal_sha256=canonical_sha256(ttotal),
+        plan_sha256=canonical_sha256(plan),
+        trace=TraceRecord(
+            spec=trace.spec, name=trace.name, seed=trace.seed, duration_s=trace.duration_s,
+            requests=round(trace.total_requests, 3), peak_rps=round(trace.peak_rps, 3),
+            source_sha256=trace.source_sha256, attribution=trace.attribution,
+        ),
+        price_per_hour_usd=price_per_hour,
+        startup_s=model.startup_s,
+        planning_total_s=plan.t_total.planning_s,
+        results=results,
+        created_at=created_at,
+    )
+
+

@@ -1,0 +1,303 @@
+"""Fleet simulator: a traffic trace against a fleet of the measured instance, under a scaling policy.
+
+Pure and vectorized where it can be: numpy tables built once per instance, one scalar loop over
+1 s steps per policy (no per-request work), no I/O, no clock. docs/design.md §10 says what is
+modelled and what is not.
+
+**Instance model (from the measurement only).** The qmax ladder gives X(n), completions per second
+with n requests in the instance (``speech.plan.survival.service_rates``, the plan's own interpolation),
+and TTFAB p50/p95/p99 at each concurrency. An instance is the plan's birth-death chain with the
+admission gate at Q_max (an arrival finding Q_max in the instance is refused with 503). Over time,
+the fleet's mean occupancy per in-service instance m follows the pointwise-stationary fluid
+approximation: dm/dt = lambda (1 - P_block(m)) - D(m), where P_block and D (completions/s) are those
+of the stationary gated chain whose mean occupancy is m. It is integrated with an implicit 1 s
+step (stable for any rate). Routing is least-outstanding, so in-service instances share the load
+evenly (m is one number); a new instance takes its share at once. A request admitted while the
+mean is m finds n requests ahead with the chain's probability at that mean (arrivals see time
+averages) and then has the ladder's TTFAB distribution at concurrency n + 1.
+
+**Fleet.** A new instance serves after the ttotal artifact's measured provisioning phases
+(:func:`startup_s`); it is billed from the moment it is asked for. A removed instance stops
+receiving requests, finishes the ones it holds and is billed until then.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from collections.abc import Sequence
+
+import numpy as np
+
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.sim.policies import History, POLICY_NAMES, Policy, make_policy
+from speech.sim.instance import InstanceModel, build_instance
+
+TARGET_TRACKING_HIGH_DATAPOINTS = 3
+"""Datapoints (of one metric period each, all breaching) of the scale-out alarm Application Auto
+Scaling creates for a target-tracking policy. With the high-resolution SageMaker metric the period
+is 10 s, so the hidden alarm fires after 30 s above target (docs/design.md §10.3)."""
+PRESSURE_WINDOW_S = 60
+"""The container's pressure-index window (PRESSURE_WINDOW_S default), one evaluation per window."""
+OCCUPANCY_GRID = 320
+TTFAB_BINS = 480
+SLO_SHARE = 0.95
+"""A minute violates the SLO when fewer than 95 % of its requests got their first audio byte within
+the SLO (its p95 TTFAB, counting a rejected request as never answered, is above the SLO)."""
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Action:
+    t_s: int
+    before: int
+    after: int
+    reason: str
+
+
+@dataclass
+class Run:
+    """Per-second arrays of one policy's run."""
+
+    policy: str
+    occupancy: np.ndarray
+    grid_pos: np.ndarray
+    """Fractional index into the instance model's occupancy grid, per second."""
+    arrivals: np.ndarray
+    admitted: np.ndarray
+    rejected: np.ndarray
+    serving: np.ndarray
+    billed: np.ndarray
+    """Instances paid for in each second: in service, starting and draining."""
+    actions: list[Action] = field(default_factory=list)
+
+
+def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tuple[float, float, int, float]:
+    """One implicit 1 s step of dm/dt = lam (1 - P_block(m)) - D(m) for one serving unit, on the
+    instance model's grid (lists, for speed): find m' with m' + D(m') + lam (P_block(m') - 1) = m
+    (increasing in m'). Returns (m', P_block(m'), grid index k, weight w of k + 1)."""
+    kmax = len(occ_grid) - 1
+    lo, hi = 0, kmax
+    if occ_grid[hi] + dep[hi] + lam * (blk[hi] - 1.0) <= m:
+        k, w = hi, 0.0
+    elif occ_grid[0] + dep[0] + lam * (blk[0] - 1.0) >= m:
+        k, w = 0, 0.0
+    else:
+        while hi - lo > 1:
+            mid = (lo + hi) >> 1
+            if occ_grid[mid] + dep[mid] + lam * (blk[mid] - 1.0) <= m:
+                lo = mid
+            else:
+                hi = mid
+        g_lo = occ_grid[lo] + dep[lo] + lam * (blk[lo] - 1.0)
+        g_hi = occ_grid[hi] + dep[hi] + lam * (blk[hi] - 1.0)
+        w = (m - g_lo) / (g_hi - g_lo) if g_hi > g_lo else 0.0
+        k = lo
+    if w > 0.0:
+        return occ_grid[k] + w * (occ_grid[k + 1] - occ_grid[k]), blk[k] + w * (blk[k + 1] - blk[k]), k, w
+    return occ_grid[k], blk[k], k, 0.0
+
+
+def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Run:
+    """Step the fleet through the trace one second at a time under ``policy``."""
+    occ_grid = model.occupancy.tolist()
+    dep = model.depart_rps.tolist()
+    blk = model.block.tolist()
+    arr = np.asarray(arrivals, dtype=float).tolist()
+    T = len(arr)
+    hist = History(occupancy=[0.0] * T, arrivals=arr, rejected=[0.0] * T, serving=[0] * T)
+    pos_out, adm_out, billed_out = [0.0] * T, [0.0] * T, [0] * T
+    actions: list[Action] = []
+    n = policy.initial()
+    desired = n
+    pending: deque = deque()
+    draining: list = []
+    startup = model.startup_s
+    tick = policy.tick_s
+    instant = policy.instant
+    m = 0.0
+    for t in range(T):
+        while pending and pending[0] <= t:
+            pending.popleft()
+            m = m * n / (n + 1)
+            n += 1
+        a = arr[t]
+        m, pb, k, w = fluid_step(occ_grid, dep, blk, m, a / n)
+        rej = a * pb
+        hist.occupancy[t] = m
+        hist.rejected[t] = rej
+        hist.serving[t] = n
+        pos_out[t] = k + w
+        adm_out[t] = a - rej
+        if draining:
+            draining = [e for e in draining if e > t]
+        billed_out[t] = n + len(pending) + len(draining)
+        if (t + 1) % tick == 0 and t + 1 < T:
+            decision = policy.decide(t, desired, hist)
+            if decision is not None and decision[0] != desired:
+                new, why = decision
+                new = max(1, new)
+                if instant:
+                    # The oracle's per-second changes are not scaling actions anyone would run.
+                    m = m * n / new
+                    n = desired = new
+                    continue
+                actions.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
+                if new > desired:
+                    pending.extend([t + 1 + startup] * (new - desired))
+                else:
+                    for _ in range(desired - new):
+                        if pending:
+                            pending.pop()
+                        elif n > 1:
+                            # The instance leaves routing and drains what it holds.
+                            rate = dep[k] if dep[k] > 0 else model.saturation_rps
+                            draining.append(t + 1 + math.ceil(m / rate) if m > 0 else t + 1)
+                            n -= 1
+                desired = new
+    return Run(
+        policy=policy.name,
+        occupancy=np.array(hist.occupancy),
+        grid_pos=np.array(pos_out),
+        arrivals=np.asarray(arrivals, dtype=float),
+        admitted=np.array(adm_out),
+        rejected=np.array(hist.rejected),
+        serving=np.array(hist.serving),
+        billed=np.array(billed_out),
+        actions=actions,
+    )
+
+
+# --- summaries ---------------------------------------------------------------------------------
+
+
+def _grid_weights(grid_pos: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Spread per-second weights onto the two grid points around each fractional position."""
+    k = np.floor(grid_pos).astype(int)
+    frac = grid_pos - k
+    out = np.bincount(k, weights * (1 - frac), minlength=size)
+    nxt = np.minimum(k + 1, size - 1)
+    out += np.bincount(nxt, weights * frac, minlength=size)
+    return out[:size]
+
+
+def _quantile(cdf: np.ndarray, bins_ms: np.ndarray, q: float) -> float:
+    if cdf[-1] <= 0:
+        return float("nan")
+    c = cdf / cdf[-1]
+    i = int(np.searchsorted(c, q))
+    if i <= 0:
+        return float(bins_ms[0])
+    if i >= c.size:
+        return float(bins_ms[-1])
+    return float(np.interp(q, [c[i - 1], c[i]], [bins_ms[i - 1], bins_ms[i]]))
+
+
+@dataclass(frozen=True)
+class Summary:
+    policy: str
+    requests: float
+    within_slo_share: float
+    rejected_share: float
+    ttfab_p95_ms: float
+    """Of answered requests."""
+    ttfab_p99_ms: float
+    violation_minutes: int
+    instance_hours: float
+    scale_out_actions: int
+    scale_in_actions: int
+    flaps: int
+    peak_instances: int
+    """Most instances in service at once."""
+
+
+def count_flaps(actions: Sequence[Action], window_s: float) -> int:
+    """Scale-ins followed by a scale-out within ``window_s`` (the planning T_total)."""
+    flaps = 0
+    next_out: int | None = None
+    for a in reversed(actions):
+        if a.after > a.before:
+            next_out = a.t_s
+        elif a.after < a.before and next_out is not None and next_out - a.t_s <= window_s:
+            flaps += 1
+    return flaps
+
+
+def minute_within_share(run: Run, model: InstanceModel, slo_ms: float) -> np.ndarray:
+    """Per minute: share of requests answered within the SLO (a rejected request never is)."""
+    at_slo = model.ttfab_cdf_at(slo_ms)
+    k = np.floor(run.grid_pos).astype(int)
+    frac = run.grid_pos - k
+    nxt = np.minimum(k + 1, at_slo.size - 1)
+    ok = run.admitted * (at_slo[k] * (1 - frac) + at_slo[nxt] * frac)
+    minutes = math.ceil(run.arrivals.size / 60)
+    idx = np.arange(run.arrivals.size) // 60
+    ok_m = np.bincount(idx, ok, minlength=minutes)
+    all_m = np.bincount(idx, run.arrivals, minlength=minutes)
+    return np.where(all_m > 0, ok_m / np.where(all_m > 0, all_m, 1), 1.0)
+
+
+def minute_p95_ms(run: Run, model: InstanceModel) -> np.ndarray:
+    """Per minute: p95 TTFAB of answered requests (for timelines)."""
+    minutes = math.ceil(run.arrivals.size / 60)
+    size = model.occupancy.size
+    idx = np.arange(run.arrivals.size) // 60
+    k = np.floor(run.grid_pos).astype(int)
+    frac = run.grid_pos - k
+    w = np.zeros((minutes, size))
+    np.add.at(w, (idx, k), run.admitted * (1 - frac))
+    np.add.at(w, (idx, np.minimum(k + 1, size - 1)), run.admitted * frac)
+    cdfs = w @ model.cdf
+    return np.array([_quantile(c, model.bins_ms, 0.95) for c in cdfs])
+
+
+def summarize(run: Run, model: InstanceModel, slo_ms: float, planning_total_s: float) -> Summary:
+    total = float(run.arrivals.sum())
+    weights = _grid_weights(run.grid_pos, run.admitted, model.occupancy.size)
+    cdf = weights @ model.cdf
+    within = float(weights @ model.ttfab_cdf_at(slo_ms))
+    share = minute_within_share(run, model, slo_ms)
+    return Summary(
+        policy=run.policy,
+        requests=total,
+        within_slo_share=within / total if total > 0 else 1.0,
+        rejected_share=float(run.rejected.sum()) / total if total > 0 else 0.0,
+        ttfab_p95_ms=_quantile(cdf, model.bins_ms, 0.95),
+        ttfab_p99_ms=_quantile(cdf, model.bins_ms, 0.99),
+        violation_minutes=int((share < SLO_SHARE - 1e-12).sum()),
+        instance_hours=float(run.billed.sum()) / 3600.0,
+        scale_out_actions=sum(1 for a in run.actions if a.after > a.before),
+        scale_in_actions=sum(1 for a in run.actions if a.after < a.before),
+        flaps=count_flaps(run.actions, planning_total_s),
+        peak_instances=int(run.serving.max()) if run.serving.size else 0,
+    )
+
+
+def simulate(
+    plan: PlanArtifact,
+    qmax: QmaxArtifact,
+    ttotal: TtotalArtifact,
+    arrivals: np.ndarray,
+    *,
+    policies: Sequence[str] = POLICY_NAMES,
+    peak_rps: float | None = None,
+    model: InstanceModel | None = None,
+) -> tuple[InstanceModel, list[Run], list[Summary]]:
+    """Run every named policy on the same arrivals; summaries in the order asked."""
+    from speech.sim.traces import peak_rps as trace_peak
+
+    model = model or build_instance(qmax, ttotal, slo_ms=plan.inputs.slo_ms)
+    peak = trace_peak(arrivals) if peak_rps is None else peak_rps
+    runs, sums = [], []
+    for name in policies:
+        pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak)
+        run = run_policy(model, arrivals, pol)
+        runs.append(run)
+        sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))
+    return model, runs, sums
+
+

@@ -1,0 +1,303 @@
+"""Traffic traces for the fleet simulator: arrivals per second, from a CSV or a seeded generator.
+
+Pure: CSV text comes in as a string (the edges read files, :mod:`speech.files`), generators take a
+seed, nothing reads the clock. A trace is an array of expected arrivals per 1 s step (floats, so a
+rate-scaled trace keeps its shape) plus, for replay, a way to draw request timestamps.
+
+Spec grammar (``--trace``): ``KIND[:key=value,...]``
+
+* ``diurnal:peak=5000[,trough=250,hours=24,spikes=3,spike_factor=1.2,spike_s=300,seed=1]``:
+  a tide ``trough + (peak - trough) * (1 - cos(2 pi t / T)) / 2`` over T = hours (trough at the
+  start and end, peak in the middle) with ``spikes`` trapezoid surges (60 s ramp up, ``spike_s``
+  hold, 60 s ramp down) that multiply the tide by ``spike_factor`` at seeded random times in the
+  middle 80 % of the day; then rescaled above the trough so the highest rate is exactly ``peak``.
+  Per-second arrivals are Poisson draws from that rate (seeded).
+* ``steady:rps=N[,duration=3600,seed=1]``: Poisson arrivals at a constant rate.
+* ``step:base=N[,factor=3,at=600,duration=1800,seed=1]``: ``base`` rps, then ``factor x base``
+  from second ``at`` on.
+* ``csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN]``: one row per request, first column
+  a timestamp (ISO date-time or seconds); time-scaled first (``speedup`` divides the gaps,
+  ``duration`` stretches the trace to S seconds), then rate-scaled so its busiest minute averages
+  ``peak`` rps.
+* ``azure-conv`` / ``azure-code``: the shipped Azure LLM inference traces (``data/traces/``),
+  the same keys as ``csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from speech.errors import SpeechError
+
+PEAK_WINDOW_S = 60
+"""A trace's peak is its busiest minute (mean arrivals per second over 60 s), not its busiest
+second: a per-second peak of a Poisson trace is mostly noise."""
+BUILTIN_TRACES = {"azure-conv": "azure-llm-2023-conv.csv", "azure-code": "azure-llm-2023-code.csv"}
+ATTRIBUTION = "Azure LLM inference trace 2023, Microsoft Azure (CC BY 4.0)"
+
+
+class TraceError(SpeechError):
+    """A trace spec or trace file that cannot be used; the message names the key and the fix."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Expected arrivals per 1 s step, with what made them."""
+
+    name: str
+    spec: str
+    arrivals: np.ndarray
+    """Arrivals in each second (float: rate-scaled traces keep fractions)."""
+    seed: int | None = None
+    source_sha256: str | None = None
+    """sha256 of the CSV text a file trace came from."""
+    attribution: str | None = None
+    times_s: np.ndarray | None = field(default=None, repr=False)
+    """Request times (s from the start) of a file trace after time scaling, before rate scaling."""
+    sizes: np.ndarray | None = field(default=None, repr=False)
+    rate_scale: float = 1.0
+
+    @property
+    def duration_s(self) -> int:
+        return int(self.arrivals.size)
+
+    @property
+    def total_requests(self) -> float:
+        return float(self.arrivals.sum())
+
+    @property
+    def peak_rps(self) -> float:
+        return peak_rps(self.arrivals)
+
+    def request_times(self, seed: int = 0, duration_s: float | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Request timestamps (s) for an open-loop replay, plus sizes when the trace has them.
+
+        A file trace at scale k keeps each request floor(k) times plus once more with probability
+        frac(k), each copy at its own uniform offset within the request's second; a generated trace
+        draws its integer arrivals uniformly within each second. Seeded, so a replay is repeatable.
+        """
+        rng = np.random.default_rng(seed)
+        limit = self.duration_s if duration_s is None else min(float(duration_s), self.duration_s)
+        if self.times_s is not None:
+            t = self.times_s
+            k = self.rate_scale
+            copies = np.floor(k).astype(int) + (rng.random(t.size) < k - math.floor(k))
+            base = np.repeat(t, copies)
+            jitter = np.where(np.repeat(copies, copies) > 1, rng.random(base.size) - 0.5, 0.0)
+            times = np.clip(base + jitter, 0.0, None)
+            sizes = np.repeat(self.sizes, copies) if self.sizes is not None else None
+        else:
+            counts = np.rint(self.arrivals[: int(math.ceil(limit))]).astype(int)
+            times = np.repeat(np.arange(counts.size, dtype=float), counts) + rng.random(int(counts.sum()))
+            sizes = None
+        order = np.argsort(times, kind="stable")
+        times = times[order]
+        sizes = sizes[order] if sizes is not None else None
+        keep = times < limit
+        return times[keep], (sizes[keep] if sizes is not None else None)
+
+
+def peak_rps(arrivals: np.ndarray, window_s: int = PEAK_WINDOW_S) -> float:
+    """Highest mean arrival rate over any ``window_s`` consecutive seconds (the whole trace if shorter)."""
+    a = np.asarray(arrivals, dtype=float)
+    if a.size == 0:
+        return 0.0
+    w = min(window_s, a.size)
+    c = np.concatenate([[0.0], np.cumsum(a)])
+    return float(((c[w:] - c[:-w]) / w).max())
+
+
+# --- generators --------------------------------------------------------------------------------
+
+
+def diurnal_rate(
+    *,
+    peak: float,
+    trough: float,
+    duration_s: int,
+    spikes: int,
+    spike_factor: float,
+    spike_s: int,
+    seed: int,
+) -> np.ndarray:
+    """The diurnal tide with trapezoid spikes, rescaled above ``trough`` to reach exactly ``peak``."""
+    t = np.arange(duration_s, dtype=float)
+    tide = trough + (peak - trough) * (1.0 - np.cos(2.0 * np.pi * t / duration_s)) / 2.0
+    rng = np.random.default_rng(seed)
+    boost = np.zeros(duration_s)
+    ramp = 60.0
+    for start in rng.uniform(0.1 * duration_s, 0.9 * duration_s - spike_s - 2 * ramp, size=spikes):
+        up = np.clip((t - start) / ramp, 0.0, 1.0)
+        down = np.clip((start + 2 * ramp + spike_s - t) / ramp, 0.0, 1.0)
+        boost = np.maximum(boost, np.minimum(up, down))
+    rate = tide * (1.0 + (spike_factor - 1.0) * boost)
+    top = rate.max()
+    if top > trough:
+        rate = trough + (rate - trough) * (peak - trough) / (top - trough)
+    return rate
+
+
+def poisson_arrivals(rate: np.ndarray, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).poisson(np.clip(rate, 0.0, None)).astype(float)
+
+
+# --- spec parsing ------------------------------------------------------------------------------
+
+
+def parse_spec(spec: str) -> tuple[str, str | None, dict[str, str]]:
+    """``KIND[:k=v,...]`` -> (kind, path for csv, options). A bare ``*.csv`` is ``csv:PATH``."""
+    spec = spec.strip()
+    if not spec:
+        raise TraceError("--trace is empty; pass e.g. diurnal:peak=5000 or azure-conv:peak=500")
+    if spec.lower().endswith(".csv") and ":" not in spec.split("/")[0]:
+        return "csv", spec, {}
+    kind, _, rest = spec.partition(":")
+    kind = kind.strip().lower()
+    path = None
+    opts: dict[str, str] = {}
+    parts = [p for p in rest.split(",") if p.strip()] if rest else []
+    if kind == "csv":
+        if not parts or "=" in parts[0]:
+            raise TraceError(f"--trace {spec!r}: csv needs a path first, e.g. csv:requests.csv,peak=500")
+        path, parts = parts[0].strip(), parts[1:]
+    for p in parts:
+        k, eq, v = p.partition("=")
+        if not eq or not k.strip():
+            raise TraceError(f"--trace {spec!r}: {p!r} is not key=value; e.g. {kind}:peak=5000,seed=1")
+        opts[k.strip().lower()] = v.strip()
+    return kind, path, opts
+
+
+def _num(opts: dict[str, str], key: str, default, spec: str, *, minimum: float = 0.0, integer: bool = False, strict: bool = False):
+    if key not in opts:
+        return default
+    raw = opts.pop(key)
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        raise TraceError(f"--trace {spec!r}: {key}={raw!r} is not a {'whole ' if integer else ''}number") from None
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        raise TraceError(f"--trace {spec!r}: {key}={raw} must be {'>' if strict else '>='} {minimum:g}")
+    return value
+
+
+def _no_leftovers(opts: dict[str, str], spec: str, allowed: str) -> None:
+    if opts:
+        raise TraceError(f"--trace {spec!r}: unknown key(s) {', '.join(sorted(opts))}; this kind takes {allowed}")
+
+
+def generate(spec: str, default_seed: int = 1) -> Trace:
+    """A built-in generator trace from its spec (no files): diurnal, steady or step."""
+    kind, _, opts = parse_spec(spec)
+    seed = _num(opts, "seed", default_seed, spec, integer=True)
+    if kind == "diurnal":
+        peak = _num(opts, "peak", None, spec, strict=True)
+        if peak is None:
+            raise TraceError(f"--trace {spec!r}: diurnal needs peak=N (requests/s at the busiest minute)")
+        trough = _num(opts, "trough", peak / 20.0, spec)
+        if trough > peak:
+            raise TraceError(f"--trace {spec!r}: trough={trough:g} exceeds peak={peak:g}")
+        hours = _num(opts, "hours", 24.0, spec, strict=True)
+        spikes = _num(opts, "spikes", 3, spec, integer=True)
+        factor = _num(opts, "spike_factor", 1.2, spec, minimum=1.0)
+        spike_s = _num(opts, "spike_s", 300, spec, integer=True, minimum=1)
+        _no_leftovers(opts, spec, "peak, trough, hours, spikes, spike_factor, spike_s, seed")
+        duration = int(round(hours * 3600))
+        if duration < 4 * (spike_s + 120) and spikes:
+            raise TraceError(f"--trace {spec!r}: hours={hours:g} is too short for {spikes} spikes of {spike_s} s; lower spikes or spike_s")
+        rate = diurnal_rate(peak=peak, trough=trough, duration_s=duration, spikes=spikes, spike_factor=factor,
+                            spike_s=spike_s, seed=seed)
+    elif kind == "steady":
+        rps = _num(opts, "rps", None, spec)
+        if rps is None:
+            raise TraceError(f"--trace {spec!r}: steady needs rps=N")
+        duration = _num(opts, "duration", 3600, spec, integer=True, minimum=1)
+        _no_leftovers(opts, spec, "rps, duration, seed")
+        rate = np.full(duration, rps)
+    elif kind == "step":
+        base = _num(opts, "base", None, spec)
+        if base is None:
+            raise TraceError(f"--trace {spec!r}: step needs base=N (rps before the step)")
+        factor = _num(opts, "factor", 3.0, spec)
+        at = _num(opts, "at", 600, spec, integer=True)
+        duration = _num(opts, "duration", 1800, spec, integer=True, minimum=1)
+        _no_leftovers(opts, spec, "base, factor, at, duration, seed")
+        if at >= duration:
+            raise TraceError(f"--trace {spec!r}: at={at} must be before the end (duration={duration})")
+        rate = np.where(np.arange(duration) < at, base, base * factor).astype(float)
+    else:
+        raise TraceError(
+            f"--trace {spec!r}: unknown kind {kind!r}; use diurnal, steady, step, csv:PATH or one of "
+            f"{', '.join(BUILTIN_TRACES)}"
+        )
+    return Trace(name=kind, spec=spec, arrivals=poisson_arrivals(rate, seed), seed=seed)
+
+
+def _parse_times(values: list[str], where: str) -> np.ndarray:
+    try:
+        return np.array([float(v) for v in values])
+    except ValueError:
+        pass
+    try:
+        stamps = np.array([v.strip().replace(" ", "T") for v in values], dtype="datetime64[ns]")
+    except ValueError as err:
+        raise TraceError(f"{where}: first column must be a timestamp (ISO date-time or seconds): {err}") from None
+    return (stamps - stamps.min()).astype("timedelta64[ns]").astype(np.int64) / 1e9
+
+
+def from_csv_text(text: str, *, name: str, spec: str, opts: dict[str, str], attribution: str | None = None) -> Trace:
+    """A file trace: one row per request, first column its timestamp, optional header and size column.
+
+    ``opts`` (consumed): ``speedup`` or ``duration`` (time scaling), ``peak`` (rate scaling to a
+    busiest-minute average), ``size`` (column name or number kept as each request's size).
+    """
+    opts = dict(opts)
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise TraceError(f"{name}: no rows; a trace has one request per row, its timestamp first")
+    header = None
+    try:
+        float(rows[0][0])
+    except ValueError:
+        if not rows[0][0][:1].isdigit():
+            header, rows = [c.strip() for c in rows[0]], rows[1:]
+    if not rows:
+        raise TraceError(f"{name}: only a header, no requests")
+    times = _parse_times([r[0] for r in rows], name)
+    sizes = None
+    if "size" in opts:
+        col = opts.pop("size")
+        idx = header.index(col) if header and col in header else (int(col) if col.isdigit() else None)
+        if idx is None or any(len(r) <= idx for r in rows):
+            raise TraceError(f"{spec!r}: size={col!r} is not a column of {name} (columns: {header or 'unnamed'})")
+        try:
+            sizes = np.array([float(r[idx]) for r in rows])
+        except ValueError:
+            raise TraceError(f"{spec!r}: size column {col!r} has non-numeric values") from None
+    order = np.argsort(times, kind="stable")
+    times = times[order] - times.min()
+    sizes = sizes[order] if sizes is not None else None
+    speedup = _num(opts, "speedup", None, spec, strict=True)
+    duration = _num(opts, "duration", None, spec, strict=True)
+    if speedup is not None and duration is not None:
+        raise TraceError(f"--trace {spec!r}: pass speedup or duration, not both")
+    span = float(times[-1]) if times.size > 1 else 1.0
+    if duration is not None:
+        speedup = span / duration if span > 0 else 1.0
+    if speedup is not None:
+        times = times / speedup
+    peak = _num(opts, "peak", None, spec, strict=True)
+    _no_leftovers(opts, spec, "peak, speedup, duration, size")
+    n_s = int(math.floor(times[-1])) + 1
+    counts = np.bincount(np.floor(times).astype(int), minlength=n_s).astype(float)
+    scale = 1.0 if peak is None else peak / peak_rps(counts)
+    return Trace(
+        name=name, spec=spec, arrivals=counts * scale, source_sha256="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+        attribution=attribution, times_s=times, sizes=sizes, rate_scale=scale,
+    )
