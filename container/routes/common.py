@@ -7,14 +7,14 @@ import logging
 
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import voices as voices_mod
 from ..audio import SAMPLE_RATE
 from ..encode import MEDIA_TYPES, ResponseFormat, encode_all, make_encoder
 from ..engine import Engine, Job
-from ..errors import (BadRequest, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed, ModelNotFound,
+from ..errors import (BadRequest, ClientGone, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed, ModelNotFound,
                       NotAcceptable, NotFound, TextTooLong, UnsupportedMediaType)
 from ..limits import check_content_length, loads_bounded, read_limited
 from ..protocol import OpenAISpeechRequest, SpeechRequest
@@ -117,7 +117,11 @@ async def read_json_body(request: Request) -> bytes:
         raise UnsupportedMediaType(f"Content-Type must be application/json, got {ctype or 'none'!r}")
     limit = state(request).settings.max_body_bytes
     check_content_length(request.headers.get("content-length"), limit)
-    return await read_limited(request.stream(), limit)
+    try:
+        return await read_limited(request.stream(), limit)
+    except ClientDisconnect:
+        log.info("client disconnected before its body was complete")
+        raise ClientGone("client disconnected before the body was complete") from None
 
 
 async def speak(request: Request, model: type[BaseModel]) -> Response:
