@@ -5,7 +5,8 @@ os.cpu_count() counts the host's cores. A container gets fewer: its CPU affinity
 `cpu.max` "QUOTA PERIOD", cgroup v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`, e.g. docker --cpus
 or a SageMaker inference component's NumberOfCpuCoresRequired). Sizing thread pools from the
 host's count over-subscribes the quota and the kernel throttles every thread. The usable count
-is the minimum of affinity and quota (quota rounded down, at least 1); CPU_CORES overrides both.
+is the minimum of affinity and quota (quota rounded down, at least 1); CPU_CORES overrides both
+(rounded down the same way: an inference component's NumberOfCpuCoresRequired comes in 0.25 steps).
 
 Every reader takes the filesystem root, so tests point it at files they write."""
 from __future__ import annotations
@@ -127,12 +128,12 @@ def affinity_count() -> int | None:
         return None
 
 
-def usable_cores(env_value: int | None = None, root: str | Path = "/",
+def usable_cores(env_value: float | None = None, root: str | Path = "/",
                  affinity: int | None = -1) -> Cores:
     """CPU_CORES (env_value) if given, else min(affinity, cgroup quota), else os.cpu_count().
     affinity=-1 reads this process's; tests pass a number (or None for "unknown")."""
-    if env_value is not None:
-        return Cores(int(env_value), "CPU_CORES")
+    if env_value is not None:  # NumberOfCpuCoresRequired may be fractional: round down, at least 1
+        return Cores(max(1, int(env_value)), "CPU_CORES", None, float(env_value) if env_value % 1 else None)
     aff = affinity_count() if affinity == -1 else affinity
     quota, where = cgroup_quota(root)
     quota_cores = None if quota is None else max(1, int(quota))

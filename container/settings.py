@@ -61,9 +61,10 @@ class Settings(BaseSettings):
     metrics_interval_s: float = Field(10.0, gt=0)
 
     # CPU cores this copy may use: set by the program from the inference component's
-    # NumberOfCpuCoresRequired; unset, the minimum of the CPU affinity and the cgroup CPU quota
+    # NumberOfCpuCoresRequired, which may be fractional (0.25 steps): rounded down, at least 1;
+    # unset, the minimum of the CPU affinity and the cgroup CPU quota
     # (container/cores.py), never the host's os.cpu_count() alone.
-    cpu_cores: int | None = Field(None, ge=1, le=1024)
+    cpu_cores: float | None = Field(None, gt=0, le=1024)
     # Compute slots the scheduler may fill at once (default: the usable cores above); onnx uses
     # them either as one wide (multi-threaded) run when a single segment is waiting or as
     # parallel 1-thread runs.

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 
 import httpx
+import pytest
+from pydantic import ValidationError
 
 from container.cores import cgroup_quota, parse_cfs, parse_cpu_max, usable_cores
 from container.settings import Settings
@@ -94,6 +96,16 @@ def test_cpu_cores_overrides_both(tmp_path):
     _v2(tmp_path, "100000 100000")
     c = usable_cores(12, tmp_path, affinity=2)
     assert (c.n, c.source) == (12, "CPU_CORES")
+
+
+def test_fractional_cpu_cores_rounds_down_but_never_to_zero(monkeypatch):
+    monkeypatch.setenv("CPU_CORES", "2.75")
+    assert Settings().cores_info() == {"cores": 2, "source": "CPU_CORES", "affinity": None, "quota": 2.75,
+                                       "infer_cores": 2}
+    assert usable_cores(0.25).n == 1
+    monkeypatch.setenv("CPU_CORES", "0")
+    with pytest.raises(ValidationError, match="cpu_cores"):
+        Settings()
 
 
 def test_nothing_readable_falls_back_to_cpu_count(tmp_path):
