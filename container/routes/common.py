@@ -38,12 +38,16 @@ def engine_of(st: State) -> Engine:
 
 def _validation_error(e: ValidationError, model: type[BaseModel]) -> BadRequest:
     errors = e.errors()
-    unknown = [str(err["loc"][-1]) for err in errors if err.get("type") == "extra_forbidden" and err.get("loc")]
+    unknown = [err["loc"] for err in errors if err.get("type") == "extra_forbidden" and err.get("loc")]
     if unknown:
-        known = ", ".join(f for f in model.model_fields)
-        return BadRequest(f"unknown field{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(repr(f[:60]) for f in unknown[:5])}; this route takes {known}",
-                          param=unknown[0][:60])
+        loc = unknown[0]
+        name = str(loc[-1])[:60]
+        if len(loc) == 1:
+            names = ", ".join(repr(str(x[-1])[:60]) for x in unknown[:5])
+            return BadRequest(f"unknown field{'s' if len(unknown) > 1 else ''} {names}; this route takes "
+                              f"{', '.join(model.model_fields)}", param=name)
+        # nested (OpenAI's voice object): loc is (field, union member, name)
+        return BadRequest(f"unknown field {name!r} in {loc[0]}", param=name)
     parts = []
     for err in errors[:5]:
         loc = ".".join(str(x) for x in err.get("loc", ())) or "body"
