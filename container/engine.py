@@ -146,7 +146,7 @@ class Engine:
                timestamps: bool = False) -> Job:
         if timestamps and not self.backend.supports_timestamps:
             raise BadRequest(f"word timestamps need a model that reports its durations; BACKEND="
-                             f"{self.backend.name} does not (use the onnx backend)")
+                             f"{self.backend.name} does not (use BACKEND=onnx or torch)")
         if self.draining:
             self.metrics.record("rejected")
             raise Draining("server is shutting down")

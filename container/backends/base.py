@@ -85,8 +85,12 @@ class Backend(ABC):
         raise NotImplementedError
 
     def word_times(self, p: Prepared, audio: np.ndarray) -> list[tuple[str, float, float]]:
-        """(word, start s, end s) from the start of this segment's audio."""
-        raise NotImplementedError
+        """(word, start s, end s) from the start of this segment's audio, from the durations
+        infer() stored on the Prepared (container/timing.py)."""
+        from ..timing import word_times
+        if p.durations is None or not p.words:
+            return []
+        return word_times(p.words, p.durations, int(audio.size), self.sample_rate)
 
     def close(self) -> None:  # noqa: B027 - optional hook: a backend with nothing to release keeps the no-op
         """Release what load_weights started (processes, devices); called once at shutdown."""

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ModelLoadError
 from .base import MAX_TOKENS, Backend, Prepared
 from ..voices import parse_voice_spec
-from ..timing import timed_phonemes, word_times
+from ..timing import timed_phonemes
 from .g2p import EspeakPhonemizer
 
 _PARTS = 4
@@ -246,11 +246,6 @@ class OnnxBackend(Backend):
         ps, words = timed_phonemes(text, self.g2p, self.vocab, MAX_TOKENS)
         tokens = [self.vocab[c] for c in ps]
         return Prepared(payload=tokens, voice=voice, speed=speed, n_tokens=len(tokens), words=words)
-
-    def word_times(self, p: Prepared, audio: np.ndarray) -> list[tuple[str, float, float]]:
-        if p.durations is None or not p.words:
-            return []
-        return word_times(p.words, p.durations, int(audio.size), self.sample_rate)
 
     def _style_table(self, voice: str) -> np.ndarray:
         table = self.style.get(voice)

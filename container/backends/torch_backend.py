@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ModelLoadError
 from .base import MAX_TOKENS, Backend, Prepared
+from ..timing import timed_phonemes
 from .g2p import EspeakPhonemizer
 from .torch_model import LocalModel, import_kmodel, resolve_model_files, sha256_file
 
@@ -38,6 +39,7 @@ log = logging.getLogger("container.torch")
 
 class TorchBackend(Backend):
     name = "torch"
+    supports_timestamps = True  # KModel reports its predicted durations (pred_dur)
 
     def __init__(self, settings):
         self.settings = settings
@@ -162,14 +164,23 @@ class TorchBackend(Backend):
         ps = "".join(c for c in ps if c in vocab)[:MAX_TOKENS]
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps))
 
+    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
+        vocab = self.vocab if self._pool is not None else self.local.vocab
+        ps, words = timed_phonemes(text, self.g2p, vocab, MAX_TOKENS)
+        return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps), words=words)
+
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
         # KModel takes one segment per call: its duration step (repeat_interleave over a squeezed
         # pred_dur) fails for batch > 1, so max_batch_size stays 1 (container/README.md).
         if self._pool is not None:
-            return [self._pool.call(p.payload, p.voice, p.speed) if p.payload
-                    else np.zeros(0, np.float32) for p in batch]
-        with self._lane(), self._torch.inference_mode():
-            return [self.local.run(p.payload, p.voice, p.speed) for p in batch]
+            runs = [self._pool.call_timed(p.payload, p.voice, p.speed) if p.payload
+                    else (np.zeros(0, np.float32), None) for p in batch]
+        else:
+            with self._lane(), self._torch.inference_mode():
+                runs = [self.local.run(p.payload, p.voice, p.speed) for p in batch]
+        for p, (_, dur) in zip(batch, runs, strict=True):
+            p.durations = dur
+        return [audio for audio, _ in runs]
 
     def warmup(self) -> None:
         # Every lane once: the first run on a stream pays cuDNN/cuBLAS setup and LSTM weight

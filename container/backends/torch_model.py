@@ -159,13 +159,15 @@ class LocalModel:
         # Upstream packs are (510, 1, 256); one row is then the (1, 256) reference KModel takes.
         return t.float().reshape(-1, 1, STYLE_DIM).to(self.device)
 
-    def run(self, phonemes: str, voice: str, speed: float) -> np.ndarray:
-        """float32 audio for one segment (the caller holds inference_mode and its stream)."""
+    def run(self, phonemes: str, voice: str, speed: float) -> tuple[np.ndarray, np.ndarray | None]:
+        """(float32 audio, predicted frames per input token with both pads) for one segment (the
+        caller holds inference_mode and its stream)."""
         if not phonemes:
-            return np.zeros(0, np.float32)
+            return np.zeros(0, np.float32), None
         table = self.style[voice]
         ref = table[min(len(phonemes), len(table)) - 1]
-        # KModel.forward returns the audio already on the host (.cpu() waits for the current
-        # stream only), so the numpy view below copies nothing more.
-        audio = self.model(phonemes, ref, speed)
-        return audio.float().numpy().ravel()
+        # KModel.forward returns audio and durations already on the host (.cpu() waits for the
+        # current stream only), so the numpy views below copy nothing more.
+        out = self.model(phonemes, ref, speed, return_output=True)
+        dur = None if out.pred_dur is None else out.pred_dur.numpy().reshape(-1)
+        return out.audio.float().numpy().ravel(), dur

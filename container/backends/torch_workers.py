@@ -7,7 +7,8 @@ worker here is its own interpreter with its own copy of the weights (82M paramet
 float32), so launches proceed in parallel on separate CPU cores.
 
 Protocol, one duplex pipe per worker: the parent sends (call_id, phonemes, voice, speed, seed)
-and gets (call_id, float32 audio) or (call_id, error text) back; None asks the worker to stop.
+and gets (call_id, (float32 audio, frames per input token), None) or (call_id, None, error
+text) back; None asks the worker to stop.
 A reader thread per worker hands replies to the waiting caller. When a worker's pipe ends (the
 process died: OOM kill, CUDA fault), every call waiting on it and every later call raise
 WorkerDied at once, never a hang. A worker whose parent dies sees its pipe end and exits, so
@@ -85,8 +86,8 @@ def _worker_main(settings, index: int, conn, warm: bool) -> None:
         try:
             if seed is not None:
                 torch.manual_seed(seed)
-            audio = _run(torch, local, stream, payload, voice, speed)
-            reply = (call_id, np.ascontiguousarray(audio, dtype=np.float32), None)
+            audio, dur = _run(torch, local, stream, payload, voice, speed)
+            reply = (call_id, (np.ascontiguousarray(audio, dtype=np.float32), dur), None)
         except Exception as e:
             reply = (call_id, None, f"{type(e).__name__}: {e}")
         try:
@@ -95,10 +96,10 @@ def _worker_main(settings, index: int, conn, warm: bool) -> None:
             return
 
 
-def _run(torch, local, stream, payload: str, voice: str | None, speed: float | None) -> np.ndarray:
-    """One segment on this worker's copy, on its own CUDA stream when it has one."""
+def _run(torch, local, stream, payload: str, voice: str | None, speed: float | None):
+    """(audio, durations) of one segment on this worker's copy, on its own CUDA stream if any."""
     if not payload:
-        return np.zeros(0, np.float32)
+        return np.zeros(0, np.float32), None
     with torch.inference_mode():
         if stream is None:
             return local.run(payload, voice, speed)
@@ -210,6 +211,10 @@ class WorkerPool:
     def call(self, payload: str, voice: str, speed: float, seed: int | None = None) -> np.ndarray:
         """Run one segment on the least busy live worker; WorkerDied (503) if that worker ends
         first or none is alive."""
+        return self.call_timed(payload, voice, speed, seed)[0]
+
+    def call_timed(self, payload: str, voice: str, speed: float, seed: int | None = None):
+        """call(), plus the model's predicted frames per input token: (audio, durations)."""
         return self._submit(None, (payload, voice, speed, seed)).result()
 
     def warm(self, payload: str, voice: str, speed: float) -> None:

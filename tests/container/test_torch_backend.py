@@ -7,6 +7,7 @@ FRAMES frames. That makes the output length a known number while the audio itsel
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
@@ -146,6 +147,22 @@ def test_torch_server_speaks_offline_from_upstream_layout(upstream_dir, server_f
     assert r.status_code == 200 and r.headers["content-type"] == "audio/wav"
     assert r.content[:4] == b"RIFF"
     assert (len(r.content) - 44) // 2 == _expected_samples(["Hello world."], vocab, FRAMES // 2)
+
+    # Word timestamps from KModel's pred_dur: the duration head is fixed at FRAMES per token, so
+    # every word lasts exactly its phonemes x FRAMES x 25 ms, after the leading pad's FRAMES.
+    r = httpx.post(srv.url + "/dev/captioned_speech", timeout=120,
+                   json={"input": "Hello world.", "voice": VOICE, "response_format": "pcm", "stream": False})
+    assert r.status_code == 200, r.text
+    stamps = r.json()["timestamps"]
+    g2p = EspeakPhonemizer("en-us")
+    frame_s = 600 / 24000
+    assert [t["word"] for t in stamps] == ["Hello", "world"]
+    hello = [c for c in g2p("Hello") if c in vocab]
+    assert stamps[0]["start_time"] == pytest.approx(FRAMES * frame_s)
+    assert stamps[0]["end_time"] - stamps[0]["start_time"] == pytest.approx(len(hello) * FRAMES * frame_s)
+    assert stamps[1]["start_time"] == pytest.approx(stamps[0]["end_time"] + FRAMES * frame_s)  # the space
+    audio_s = len(base64.b64decode(r.json()["audio"])) / 2 / 24000
+    assert stamps[1]["end_time"] < audio_s
 
     log = "".join(srv.stderr)
     assert "NETGUARD" not in log, log[-2000:]
