@@ -57,7 +57,8 @@ def test_broken_cache_layout_fails_at_ping(built, tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAILED at step 'ping'" in proc.stdout
-    assert "model not loaded" in proc.stdout and "lacks *.onnx" in proc.stdout
+    # The container refuses a MODEL_DIR that lacks its backend's files at start-up (exit 3, one line).
+    assert "exited 3 before /ping" in proc.stdout and "lacks *.onnx" in proc.stdout
 
 
 def test_model_env_without_backend_fails_at_ping(built):
@@ -65,7 +66,7 @@ def test_model_env_without_backend_fails_at_ping(built):
     result = rehearse(DEV_STACK, "dev", weights_dir=weights, edit_env=lambda env: env.pop("BACKEND"))
     assert not result.ok and result.failed.step == "ping"
     # The image default (torch) looks for the upstream layout in the onnx directory.
-    assert "model not loaded" in result.failed.detail and "config.json" in result.failed.detail
+    assert "exited 3 before /ping" in result.failed.detail and "config.json" in result.failed.detail
 
 
 def test_unknown_stack_is_bad_input(tmp_path):
