@@ -1,3 +1,4 @@
+import pytest
 """Admission gate, deadline shedding, drain on SIGTERM, missing model: real servers (sine backend
 slowed on purpose so requests overlap predictably)."""
 import asyncio
@@ -6,6 +7,9 @@ import signal
 import time
 
 import httpx
+
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
 
 TEXT = "A tone that stands in for speech."  # one segment
 
