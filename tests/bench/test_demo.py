@@ -22,6 +22,9 @@ from speech.files import load_artifact
 from speech.sim.policies import POLICY_NAMES
 from speech.sim.artifact import SimulationArtifact
 
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

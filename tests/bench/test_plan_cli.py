@@ -145,6 +145,7 @@ def test_stack_config_keeps_other_keys(tmp_path, capsys):
     assert entry.measurements.qmax.fingerprint.image_digest.startswith("sha256:8b1b96bc")
 
 
+@pytest.mark.slow
 def test_plan_imports_neither_pulumi_nor_boto3(tmp_path):
     code = (
         "import sys; from bench.cli import main; rc = main(sys.argv[1:]);"

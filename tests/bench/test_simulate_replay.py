@@ -72,6 +72,7 @@ SERVICE_MS = 20.0
 SLO_MS = 130.0  # floor(130 / 20) = 6
 
 
+@pytest.mark.slow
 def test_replay_against_synthetic_agrees_with_simulation(tmp_path, capsys):
     """Measure the server with a short real ladder, replay a step to 3.2x its capacity open-loop
     against it with its gate at that Q_max, simulate the same arrivals on the measured ladder.

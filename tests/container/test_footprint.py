@@ -1,6 +1,8 @@
 """The copy's memory footprint: /ping's body and the footprint marker on the real onnx server."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -47,6 +49,7 @@ def test_footprint_marker_between_warmup_and_ready(onnx_server):
     assert events.count("footprint") == 1
 
 
+@pytest.mark.slow
 def test_ping_503_has_no_footprint_and_no_marker(server_factory, tmp_path):
     """A model that never loads: /ping stays 503 (SageMaker's contract) and reports no footprint."""
     (tmp_path / "m.onnx").write_bytes(b"not a model")
@@ -58,6 +61,7 @@ def test_ping_503_has_no_footprint_and_no_marker(server_factory, tmp_path):
     assert not any(parse_footprint_line(line) for line in list(srv.stdout))
 
 
+@pytest.mark.slow
 def test_process_tree_counts_worker_processes():
     """The torch backend's workers are child processes with their own weights: they count."""
     child = subprocess.Popen([sys.executable, "-c", "b = bytearray(64 * 2**20); import time; time.sleep(30)"])

@@ -12,6 +12,9 @@ import pytest
 pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
 pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
 
+# torch and a Kokoro model in the real upstream architecture: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

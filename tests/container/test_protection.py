@@ -1,3 +1,4 @@
+import pytest
 """Admission gate, deadline shedding, drain on SIGTERM, missing model: real servers (sine backend
 slowed on purpose so requests overlap predictably)."""
 import asyncio
@@ -7,6 +8,9 @@ import time
 
 import httpx
 import numpy as np
+
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
 
 TEXT = "A tone that stands in for speech."  # one segment
 

@@ -16,6 +16,9 @@ import pytest
 pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
 pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
 
+# torch and a Kokoro model in the real upstream architecture: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 import torch  # noqa: E402
 
 from container.backends.torch_backend import TorchBackend  # noqa: E402

@@ -79,6 +79,7 @@ def test_standard_model_raised_past_its_allocation_exceeds_the_budget(pack, mult
     assert "speech-endpoints:budget.daily_usd" in msg
 
 
+@pytest.mark.slow
 def test_policy_check_cli_passes_multi_and_blocks_a_lowered_budget(tmp_path, capsys):
     assert check_main(["--stack-dir", str(ROOT / "examples"), "--stack", "multi"]) == 0
     assert "OK: no mandatory violation" in capsys.readouterr().out

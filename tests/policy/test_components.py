@@ -51,6 +51,7 @@ def test_example_passes_every_rule(pack, comp):
     assert {p for p in COMPONENT_RULES} <= set(pack.policies)
 
 
+@pytest.mark.slow
 def test_policy_check_cli_passes_the_example(capsys):
     assert check_main(["--stack-dir", str(EXAMPLE_DIR), "--stack", "components"]) == 0
     assert "OK: no mandatory violation" in capsys.readouterr().out
@@ -151,6 +152,7 @@ def test_daily_cost_counts_managed_instance_scaling(pack, comp):
     assert "400 x ml.g5.xlarge" in msg and "$13,517/day" in msg
 
 
+@pytest.mark.slow
 def test_production_config_blocks_the_example_and_first_preview_passes(capsys):
     # config.production.json: reference Q_max/T_total and the assumed footprint may not scale copies.
     args = ["--stack-dir", str(EXAMPLE_DIR), "--stack", "components"]

@@ -4,6 +4,8 @@ planned for another image or instance type is still blocked."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -13,6 +15,9 @@ from tests.policy.conftest import write_built_stack
 
 from policy.check import preview_resources
 from policy.harness import UNKNOWN
+
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -102,6 +102,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
                           text=True, timeout=240, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.slow
 def test_cli_dev_stack_passes_and_blocks_with_strict_config(tmp_path):
     ok = _cli("--stack", "dev", "--stack-dir", str(ROOT))
     assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -117,6 +118,7 @@ def test_cli_dev_stack_passes_and_blocks_with_strict_config(tmp_path):
     assert v["policy"] == "scaling-requires-measured-provenance" and v["resource"] == "kokoro-82m-target"
 
 
+@pytest.mark.slow
 def test_cli_bad_input_exits_2(tmp_path):
     missing = _cli("--stack", "nope", "--stack-dir", str(tmp_path))
     assert missing.returncode == 2 and "Pulumi.nope.yaml" in missing.stderr
@@ -127,6 +129,7 @@ def test_cli_bad_input_exits_2(tmp_path):
     assert res.returncode == 2 and "not valid JSON" in res.stderr
 
 
+@pytest.mark.slow
 def test_cli_refuses_reference_figures_relabelled_as_measured(tmp_path):
     """The one-word relabelling (origin: reference -> measured) names what only a real run has."""
     text = (ROOT / "Pulumi.dev.yaml").read_text()

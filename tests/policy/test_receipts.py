@@ -125,6 +125,7 @@ def test_a_receipt_copied_to_edited_figures_blocks(s3, tmp_path, pack):
             "--min-instances 1 --stack dev`") in msg
 
 
+@pytest.mark.slow
 def test_no_receipt_blocks_with_the_command_that_fixes_it(tmp_path, capsys):
     path = _stack(tmp_path, _entry())
     result = run_preview(path, "dev")  # offline, no --receipts: nothing to read

@@ -30,6 +30,7 @@ def built(tmp_path_factory) -> tuple[dict, Path]:
     return json.loads(proc.stdout), weights
 
 
+@pytest.mark.slow
 def test_dev_stack_rehearses_clean(built):
     report, weights = built
     assert report["ok"] is True and report["failed_step"] is None
@@ -48,6 +49,7 @@ def test_image_env_is_the_dockerfiles():
     assert env["BACKEND"] == "torch" and env["MODEL_DIR"] == "/opt/ml/model" and env["PORT"] == "8080"
 
 
+@pytest.mark.slow
 def test_broken_cache_layout_fails_at_ping(built, tmp_path):
     _, weights = built
     broken = tmp_path / "broken"
@@ -61,6 +63,7 @@ def test_broken_cache_layout_fails_at_ping(built, tmp_path):
     assert "exited 3 before /ping" in proc.stdout and "lacks *.onnx" in proc.stdout
 
 
+@pytest.mark.slow
 def test_model_env_without_backend_fails_at_ping(built):
     _, weights = built
     result = rehearse(DEV_STACK, "dev", weights_dir=weights, edit_env=lambda env: env.pop("BACKEND"))
@@ -69,6 +72,7 @@ def test_model_env_without_backend_fails_at_ping(built):
     assert "exited 3 before /ping" in result.failed.detail and "config.json" in result.failed.detail
 
 
+@pytest.mark.slow
 def test_unknown_stack_is_bad_input(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "speech", "rehearse", "--stack", "nope", "--stack-dir", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
