@@ -10,6 +10,7 @@ from ruamel.yaml import YAML
 
 from bench.cli import main
 from speech.infra.preview import run_preview
+from tests.stack_files import embedded_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
@@ -20,7 +21,7 @@ MODELS = "speech-endpoints:models"
 
 
 def _tcopy(tmp_path: Path) -> Path:
-    example = YAML(typ="safe").load((ROOT / "examples/Pulumi.components.yaml").read_text())
+    example = embedded_stack(ROOT / "examples/Pulumi.components.yaml")
     path = tmp_path / "copy-kokoro-82m-g5xlarge-8b1b96bc.json"
     path.write_text(json.dumps(example["config"][MODELS]["kokoro-82m"]["measurements"]["tcopy"]))
     return path
