@@ -317,19 +317,12 @@ def run(args: argparse.Namespace) -> int:
     out = write_artifact(args.out / name, plan)
     stored_files: list[Path] = []
     if entry is not None:
-        from bench.stack_yaml import store_artifact, write_model_entry
+        from bench.stack_yaml import write_model_entry
 
-        refs: dict[str, ArtifactRef] = {}
-        for kind, art, source in (("qmax", q, args.qmax), ("ttotal", t, args.ttotal), ("tcopy", tcopy, args.tcopy)):
-            if art is None:
-                continue
-            if kind == "tcopy" and tcopy_ref is not None:
-                refs[kind] = tcopy_ref
-                continue
-            refs[kind], written = store_artifact(path.parent, kind, art, source)
-            if written is not None:
-                stored_files.append(written)
-        write_model_entry(path, q.model, entry, refs=refs, allow_config_mismatch=True if args.allow_config_mismatch else None)
+        stored_files = write_model_entry(
+            path, q.model, entry, refs={"tcopy": tcopy_ref} if tcopy_ref is not None else None,
+            sources={"qmax": args.qmax, "ttotal": args.ttotal, "tcopy": args.tcopy},
+            allow_config_mismatch=True if args.allow_config_mismatch else None)
     changes = input_changes(stored, inputs, (old or {}).get("max_instances"), max_instances) if old else []
     if args.json:
         print(plan.model_dump_json(indent=2))

@@ -122,6 +122,23 @@ def entry_config(entry: ModelConfig, refs: dict[str, ArtifactRef]) -> dict[str, 
     return data
 
 
+def artifact_refs(stack_dir: Path, entry: ModelConfig, *, refs: dict[str, ArtifactRef] | None = None,
+                  sources: dict[str, Path | None] | None = None) -> tuple[dict[str, ArtifactRef], list[Path]]:
+    """A reference for each artifact of ``entry`` (given in ``refs``, else :func:`store_artifact`
+    from ``sources``), and the artifact files written for them."""
+    out = dict(refs or {})
+    written: list[Path] = []
+    m = entry.measurements
+    for kind in ARTIFACT_KINDS if m is not None else ():
+        artifact = getattr(m, kind)
+        if artifact is None or kind in out:
+            continue
+        out[kind], file = store_artifact(stack_dir, kind, artifact, (sources or {}).get(kind))
+        if file is not None:
+            written.append(file)
+    return out, written
+
+
 def _write(path: Path, data: dict[str, Any]) -> None:
     buf = io.StringIO()
     _yaml().dump(data, buf)
@@ -129,11 +146,16 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 
 
 def write_model_entry(path: Path, model: str, entry: ModelConfig, *, refs: dict[str, ArtifactRef] | None = None,
-                      allow_config_mismatch: bool | None = None) -> None:
-    """Set ``config.speech-endpoints:models.<model>`` to ``entry`` (artifacts as ``refs``); keep everything else.
+                      sources: dict[str, Path | None] | None = None,
+                      allow_config_mismatch: bool | None = None) -> list[Path]:
+    """Set ``config.speech-endpoints:models.<model>`` to ``entry``; keep everything else. Returns
+    the artifact files written under ``artifacts/`` (:func:`artifact_refs`; ``sources``: the files
+    bench read the artifacts from, referenced where they lie when they are in the repository).
 
     ``allow_config_mismatch`` (when not None) sets the stack-level switch the program reads, so a
     plan made with ``--allow-config-mismatch`` deploys the same way it was planned."""
+    path = Path(path)
+    refs, written = artifact_refs(path.parent, entry, refs=refs, sources=sources)
     data = read_stack_file(path)
     if not data:
         data = {"config": {}}
@@ -143,10 +165,11 @@ def write_model_entry(path: Path, model: str, entry: ModelConfig, *, refs: dict[
     models = config.get(MODELS_KEY)
     if models is None:
         models = config[MODELS_KEY] = {}
-    models[model] = entry_config(entry, refs or {})
+    models[model] = entry_config(entry, refs)
     if allow_config_mismatch is not None:
         config[f"{PROJECT}:allow_config_mismatch"] = allow_config_mismatch
     _write(path, data)
+    return written
 
 
 def migrate_stack_file(path: Path) -> list[tuple[str, ArtifactRef, Path | None]]:

@@ -38,7 +38,7 @@ ROUTES = {
 
 def main(argv: list[str] | None = None) -> int:
     from artifacts.reference.build import reference_qmax, reference_ttotal
-    from bench.stack_yaml import PROJECT, read_stack_file, store_artifact, write_model_entry
+    from bench.stack_yaml import PROJECT, read_stack_file, write_model_entry
     from speech.schema.config import Measurements, ModelConfig
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -51,9 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                             priority=route["priority"], hosting=route.get("hosting", "realtime"),
                             measurements=Measurements(qmax=q, ttotal=t))
         # The artifacts go under examples/artifacts/ (next to the stack file), referenced by path and sha256.
-        refs = {"qmax": store_artifact(args.stack_file.parent, "qmax", q)[0],
-                "ttotal": store_artifact(args.stack_file.parent, "ttotal", t)[0]}
-        write_model_entry(args.stack_file, name, entry, refs=refs)
+        write_model_entry(args.stack_file, name, entry)
     if args.daily_usd is not None:
         from bench.stack_yaml import _yaml
         from speech.files import atomic_write_text

@@ -31,3 +31,19 @@ def embedded_config(stack_file: Path) -> dict[str, Any]:
 def embedded_stack(stack_file: Path) -> dict[str, Any]:
     """The whole stack file (``{"config": ...}``) in the embedded form."""
     return {"config": embedded_config(stack_file)}
+
+
+def copy_stack(stack_file: Path, directory: Path, name: str | None = None) -> Path:
+    """Copy a stack file into ``directory`` (as ``Pulumi.<name>.yaml``) with the artifact files it
+    references, at the same relative paths; returns the new stack file."""
+    stack_file = Path(stack_file)
+    target = Path(directory) / (f"Pulumi.{name}.yaml" if name else stack_file.name)
+    target.write_text(stack_file.read_text())
+    config = YAML(typ="safe").load(stack_file.read_text())["config"]
+    for entry in (config.get(MODELS) or {}).values():
+        for value in ((entry or {}).get("measurements") or {}).values():
+            if isinstance(value, dict) and "path" in value and "kind" not in value:
+                dst = target.parent / value["path"]
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_bytes((stack_file.parent / value["path"]).read_bytes())
+    return target

@@ -227,7 +227,7 @@ def unknown_key_warnings(raw: Mapping[str, Any]) -> list[str]:
     typo of one of ours (then the close match is named)."""
     out = []
     for key in sorted(set(raw) - set(KNOWN_KEYS)):
-        close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.75)
+        close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.7)
         hint = (f"if you meant {PROJECT}:{close[0]}, rename it" if close
                 else f"this project reads {', '.join(f'{PROJECT}:{k}' for k in KNOWN_KEYS)}")
         out.append(f"{PROJECT}:{key}: not a key this project reads, ignored ({hint})")
