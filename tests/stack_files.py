@@ -38,6 +38,7 @@ def copy_stack(stack_file: Path, directory: Path, name: str | None = None) -> Pa
     references, at the same relative paths; returns the new stack file."""
     stack_file = Path(stack_file)
     target = Path(directory) / (f"Pulumi.{name}.yaml" if name else stack_file.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(stack_file.read_text())
     config = YAML(typ="safe").load(stack_file.read_text())["config"]
     for entry in (config.get(MODELS) or {}).values():

@@ -293,6 +293,8 @@ def program_stack_dir() -> Path:
     import pulumi
 
     root = Path(pulumi.get_root_directory() or ".")
+    if not root.is_dir():  # Pulumi's mocks report a placeholder; the program then runs where it started
+        root = Path(".")
     try:
         from ruamel.yaml import YAML
 
