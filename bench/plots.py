@@ -41,6 +41,16 @@ def plot_qmax(a: QmaxArtifact, path: Path) -> Path:
     """p95 TTFAB vs concurrency from 0 ms, the SLO line, Q_max, and every failed level marked with
     why it failed (latency over the SLO, or rejections/errors under it)."""
     plt = _plt()
+    fig = qmax_figure(a)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def qmax_figure(a: QmaxArtifact):
+    """The figure :func:`plot_qmax` saves (tests read its axes)."""
+    plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     xs = [lv.concurrency for lv in a.ladder]
     slo = a.slo.ttfab_p95_ms
@@ -66,10 +76,7 @@ def plot_qmax(a: QmaxArtifact, path: Path) -> Path:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return fig
 
 
 def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
