@@ -231,6 +231,7 @@ def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: 
                      "the demo plans scaling from them anyway so the numbers reach real resources, and the pack "
                      "shows it would block deploying them there. On AWS, measure the endpoint itself."),
         title="speech-endpoints demo: measured on this machine",
+        instance_type=args.instance_type,
     )
     elapsed = time.monotonic() - t_start
     print()

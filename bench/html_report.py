@@ -115,8 +115,12 @@ def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
 
 
 def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_ran: bool,
-           simulation: SimulationArtifact | None, prices: dict[str, float] | None = None) -> Answer:
-    """The top block's numbers and reasons (pure: tests read them without the HTML)."""
+           simulation: SimulationArtifact | None, prices: dict[str, float] | None = None,
+           instance_type: str | None = None) -> Answer:
+    """The top block's numbers and reasons (pure: tests read them without the HTML).
+
+    ``instance_type``: what the stack deploys, when not what was measured (the demo measures this
+    machine and writes an ``ml.*`` entry); fleet and cost are in it."""
     from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR, PRICE_REGION, PRICES_TAKEN
 
     mandatory = [v for v in violations or [] if v.level == "mandatory"]
@@ -133,9 +137,14 @@ def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_
         deploy, blocked = "CAN DEPLOY", False
         reason = f"the policy pack finds no mandatory violation ({len(advisory)} advisory)"
     f = plan.fleet
-    fleet = (f"{f.min_instances}-{f.max_instances} x {plan.fingerprint.instance_type}: target "
-             f"{plan.thresholds.scaling_target_value:g} in flight per instance (Q_max {plan.q_max}), plan verdict "
-             f"{plan.verdict.upper()}")
+    itype = instance_type or plan.fingerprint.instance_type
+    stop = next((x for x in plan.findings if x.level == "stop"), None)
+    if plan.verdict == "stop":
+        fleet = (f"no scaling: the plan stops ({stop.name}: {stop.message})" if stop is not None
+                 else "no scaling: the plan stops")
+    else:
+        fleet = (f"{f.min_instances}-{f.max_instances} x {itype}: target {plan.thresholds.scaling_target_value:g} in "
+                 f"flight per instance (Q_max {plan.q_max}), plan verdict {plan.verdict.upper()}")
     if simulation is not None:
         r = next((x for x in simulation.results if x.policy == "plan"), simulation.results[0])
         simulated = (f"{100 * r.within_slo_share:.2f}% within the SLO ({simulation.slo_ms:g} ms p95 TTFAB), "
@@ -144,15 +153,17 @@ def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_
     else:
         simulated, simulated_reason = "not simulated", "bench simulate did not run"
     table = {**DEFAULT_PRICES_USD_PER_HOUR, **(prices or {})}
-    price = table.get(plan.fingerprint.instance_type)
-    if price is None:
+    price = table.get(itype)
+    if plan.verdict == "stop":
+        cost, cost_reason = "no fleet planned", "a plan that stops deploys no scaling"
+    elif price is None:
         cost = "no price"
-        cost_reason = (f"{plan.fingerprint.instance_type} is not in the price table (speech/schema/prices.py); "
+        cost_reason = (f"{itype} is not in the price table (speech/schema/prices.py); "
                        "set speech-endpoints:budget.prices_usd_per_hour for it")
     else:
         cost = (f"${usd_per_day(f.min_instances, price):,.2f} - ${usd_per_day(f.max_instances, price):,.2f} per day "
                 f"(floor - maximum)")
-        cost_reason = f"{plan.fingerprint.instance_type} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN})"
+        cost_reason = f"{itype} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN})"
         if simulation is not None:
             r = next((x for x in simulation.results if x.policy == "plan"), simulation.results[0])
             mean = r.instance_hours / (simulation.trace.duration_s / 3600)
@@ -167,8 +178,8 @@ def _answer_block(a: Answer) -> str:
     rows = [
         ("Deploy", f"<span class='badge {badge} big'>{html.escape(a.deploy)}</span><br><span class='muted'>"
                    f"{html.escape(a.deploy_reason)}</span>"),
-        ("Fleet", f"<span class='big'>{html.escape(a.fleet.split(':')[0])}</span>:{html.escape(a.fleet.split(':', 1)[1])}"
-         if ":" in a.fleet else html.escape(a.fleet)),
+        ("Fleet", f"<span class='big'>{html.escape(a.fleet.split(':')[0])}</span><br><span class='muted'>"
+                  f"{html.escape(a.fleet.split(':', 1)[1].strip())}</span>" if ":" in a.fleet else html.escape(a.fleet)),
         ("Simulated", f"<span class='big'>{html.escape(a.simulated)}</span><br><span class='muted'>"
                       f"{html.escape(a.simulated_reason)}</span>"),
         ("Cost", f"<span class='big'>{html.escape(a.cost)}</span><br><span class='muted'>{html.escape(a.cost_reason)}</span>"),
@@ -192,13 +203,14 @@ def render_report(
     simulation_pngs: Sequence[Path] = (),
     title: str = "speech-endpoints: measured autoscaling",
     prices: dict[str, float] | None = None,
+    instance_type: str | None = None,
 ) -> str:
     v = plan.verdict
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        _answer_block(answer(plan, violations, policy_ran, simulation, prices)),
+        _answer_block(answer(plan, violations, policy_ran, simulation, prices, instance_type)),
         f"<p>Model <b>{html.escape(plan.model)}</b> on <code>{html.escape(plan.fingerprint.instance_type)}</code> "
         f"(<code>{html.escape(plan.fingerprint.slug)}</code>), origin <b>{html.escape(plan.provenance.origin)}</b>. "
         f"Plan verdict <span class='badge {v}'>{v.upper()}</span> &middot; Q_max <b>{plan.q_max}</b> &middot; "

@@ -79,6 +79,16 @@ def test_unpriced_instance_and_no_pack_say_so(ref):
     assert (a.blocked, a.deploy, a.cost, a.simulated) == (None, "not checked", "no price", "not simulated")
     assert "ml.x9.huge is not in the price table" in a.cost_reason
     assert answer(other, None, False, None, prices={"ml.x9.huge": 2.0}).cost.startswith("$")
+    # Priced as what the stack deploys when that is not what was measured (the demo: local -> ml.g5.xlarge).
+    assert answer(other, None, False, None, instance_type="ml.g5.xlarge").cost.startswith("$")
+
+
+def test_a_plan_that_stops_says_so_instead_of_a_fleet(ref):
+    q, t, _ = ref
+    plan = build_plan(q, t, PlanInputs(peak_rps=200, trough_rps=10), max_instances_cap=2)
+    assert plan.verdict == "stop"
+    a = answer(plan, [], True, None)
+    assert a.fleet.startswith("no scaling: the plan stops (fleet_capacity: ") and a.cost == "no fleet planned"
 
 
 def test_ladder_plot_starts_at_zero_on_integer_concurrency_and_says_why_levels_failed(ref):
