@@ -136,3 +136,18 @@ def test_drift_uses_the_stacks_aws_region(aws_env, tmp_path, capsys, model_confi
     assert main(["drift", "--stack", f"acme/speech-endpoints/{STACK}", "--stack-dir", str(tmp_path)]) == 0
     capsys.readouterr()
     assert main(["drift", "--stack", STACK, "--stack-dir", str(tmp_path), "--region", "us-east-1"]) == 2
+
+
+def test_validate_takes_the_region_from_the_stack(aws_env, tmp_path, capsys, ref_plan):
+    from speech.files import write_artifact
+
+    eu = boto3.session.Session(region_name="eu-west-1")
+    create_endpoint(eu)
+    deploy_scaling(eu, ref_plan)
+    plan = write_artifact(tmp_path / "plan.json", ref_plan)
+    (tmp_path / f"Pulumi.{STACK}.yaml").write_text("config:\n  aws:region: eu-west-1\n")
+    argv = ["validate", "--plan", str(plan), "--endpoint", ENDPOINT]
+    assert main(argv) == 2  # the environment's us-east-1 has no such endpoint
+    capsys.readouterr()
+    assert main([*argv, "--stack", STACK, "--stack-dir", str(tmp_path)]) == 0
+    assert "validate: pass" in capsys.readouterr().out
