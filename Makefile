@@ -19,12 +19,12 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml $(LOCK) container/requirements-nodeps.txt container/requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "$$(grep -m1 '^torch==' container/requirements-torch.txt)"
-	@if $(PY) -m pip install -q "uv==$(UV_VERSION)" && $(UV) --version >/dev/null 2>&1; then \
+	@if $(PY) -m pip install -q "uv==$(UV_VERSION)" >/dev/null 2>&1 && $(UV) --version >/dev/null 2>&1; then \
 	  echo "installing $(LOCK) with uv"; \
 	  $(UV) pip install -q --python $(PY) --no-deps -r $(LOCK) && \
 	  $(UV) pip install -q --python $(PY) --no-deps -e . -r container/requirements-nodeps.txt; \
 	else \
-	  echo "uv not available: installing $(LOCK) with pip"; \
+	  echo "uv $(UV_VERSION) could not be installed: installing $(LOCK) with pip"; \
 	  $(PY) -m pip install -q --no-deps -r $(LOCK) && \
 	  $(PY) -m pip install -q --no-deps -e . -r container/requirements-nodeps.txt; \
 	fi
