@@ -15,6 +15,7 @@ from tests.policy.conftest import write_built_stack
 
 from policy.check import preview_resources
 from policy.harness import UNKNOWN
+from tests.stack_files import embedded_config
 
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow
@@ -67,9 +68,8 @@ def test_fresh_stack_building_its_measured_image_defers_the_digest_to_up(tmp_pat
 
 
 def _stack_with(tmp_path: Path, **entry_changes) -> None:
-    from ruamel.yaml import YAML
 
-    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = embedded_config(ROOT / "Pulumi.dev.yaml")
     config["speech-endpoints:models"]["kokoro-82m"].update(entry_changes)
     # Plan anyway: the program's gate would refuse; the pack must refuse on its own.
     config["speech-endpoints:allow_config_mismatch"] = True

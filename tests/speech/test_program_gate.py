@@ -98,8 +98,17 @@ def test_config_mistakes_name_the_key(kokoro_entry, mutate, key):
 
 
 def test_unknown_and_missing_top_level_keys(kokoro_entry):
-    with pytest.raises(ConfigError, match=r"^speech-endpoints:modles: unknown config key"):
-        parse_stack_config({"modles": {"kokoro-82m": kokoro_entry}})
+    # A key of the project namespace this project does not read is the team's own (or a typo):
+    # warned about, never fatal. Without models there is nothing to deploy: that one is an error.
+    warned: list[str] = []
+    cfg = parse_stack_config({"models": {"kokoro-82m": kokoro_entry}, "owner": "voice-team"}, warn=warned.append)
+    assert list(cfg.models) == ["kokoro-82m"]
+    assert [w for w in warned if w.startswith("speech-endpoints:owner: not a key this project reads, ignored")]
+    warned.clear()
+    with pytest.raises(ConfigError, match=r"^speech-endpoints:models: missing"):
+        parse_stack_config({"modles": {"kokoro-82m": kokoro_entry}}, warn=warned.append)
+    assert warned == ["speech-endpoints:modles: not a key this project reads, ignored (if you meant "
+                      "speech-endpoints:models, rename it)"]
     with pytest.raises(ConfigError, match=r"^speech-endpoints:models: missing"):
         parse_stack_config({})
 
