@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo plan-reference preview clean
+.PHONY: setup test test-fast lint demo plan-reference preview clean
 
 setup: $(STAMP)
 
@@ -17,9 +17,18 @@ $(STAMP): pyproject.toml container/requirements.txt container/requirements-nodep
 	$(PY) -m pip install -q --no-deps -r container/requirements-nodeps.txt
 	touch $(STAMP)
 
-test: setup
+# Lint: ruff, then the docs site (mkdocs.yml): a broken link or anchor fails the build.
+lint: setup
 	$(PY) -m ruff check .
+	$(PY) -m mkdocs build --strict --site-dir out/site
+
+# The whole suite: what CI runs.
+test: lint
 	$(PY) -m pytest -q
+
+# The inner loop while editing: no model, no servers, no subprocesses.
+test-fast: lint
+	SPEECH_TEST_TIER=fast $(PY) -m pytest -q -m "not slow" -p no:cacheprovider
 
 # The plan on the reference artifacts (public figures of a comparable deployment).
 plan-reference: setup
