@@ -122,6 +122,13 @@ def test_bench_subcommands_and_flags_exist():
     assert not wrong, "\n".join(wrong)
 
 
+def test_chain_reference_names_every_bench_subcommand():
+    from bench.cli import COMMANDS
+
+    documented = {sub for (module, sub), flags in INVOCATIONS.items() if module == "bench" and "chain.md" in flags[""]}
+    assert not set(COMMANDS) - documented, f"docs/chain.md quotes no `python -m bench X` for {sorted(set(COMMANDS) - documented)}"
+
+
 OTHERS = sorted(k for k in INVOCATIONS if k[0] != "bench")
 
 
