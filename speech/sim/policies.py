@@ -77,6 +77,21 @@ class ScalingNumbers:
     x_target_rps: float
     """Measured per-instance throughput at C_scale_max."""
     littles_law_instances: int
+    scale_in_percent: int | None = None
+    """PercentChangeInCapacity of the scale-in step (negative); None: ``scale_in_step`` instances."""
+    scale_in_min_removed: int = 1
+    """MinAdjustmentMagnitude of the scale-in step."""
+    floors: tuple[tuple[str, str, int], ...] = ()
+    """Scheduled floors (cron schedule, time zone, min capacity), by time of day."""
+
+    def scale_in_to(self, desired: int) -> int:
+        """Desired count after one scale-in step from ``desired``, as Application Auto Scaling
+        computes it: a percentage of the count rounded toward zero, at least MinAdjustmentMagnitude,
+        never below the floor."""
+        if self.scale_in_percent is None:
+            return max(self.min_instances, desired + self.scale_in_step)
+        remove = max(self.scale_in_min_removed, math.floor(desired * -self.scale_in_percent / 100.0 + 1e-9))
+        return max(self.min_instances, desired - remove)
 
 
 def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
@@ -102,6 +117,9 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
         planning_total_s=plan.t_total.planning_s,
         x_target_rps=plan.capacity.throughput_at_target_rps,
         littles_law_instances=plan.capacity.littles_law_instances,
+        scale_in_percent=scale_in.scaling_adjustment if spec.scale_in.adjustment_type == "PercentChangeInCapacity" else None,
+        scale_in_min_removed=spec.scale_in.min_adjustment_magnitude or 1,
+        floors=tuple((a.schedule, a.timezone, a.min_capacity) for a in spec.scheduled),
     )
 
 
@@ -218,7 +236,7 @@ class AwsPolicy(Policy):
             return best, why
         if low_fire and now >= self.in_until and desired > self.s.min_instances:
             self.in_until = now + self.s.scale_in_cooldown_s
-            return max(self.s.min_instances, desired + self.s.scale_in_step), "scale-in"
+            return self.s.scale_in_to(desired), "scale-in"
         return None
 
 
