@@ -194,8 +194,8 @@ def test_schedule_and_tuned_values_go_into_the_artifact_and_the_stack(tmp_path, 
     assert floors[-1].min_instances == plan.fleet.min_instances  # the release after the ramp
     assert max(f.min_instances for f in floors) == plan.fleet.max_instances  # the peak hour's need
     assert plan.scale_in.step_percent == -20 and plan.promise.seed == 1
-    entry = ModelConfig.model_validate(
-        YAML(typ="safe").load((tmp_path / "Pulumi.dev.yaml").read_text())["config"]["speech-endpoints:models"]["kokoro-82m"])
+    # The stack file references the artifacts (path + sha256); read it as the program does.
+    entry = ModelConfig.model_validate(embedded_config(tmp_path / "Pulumi.dev.yaml")["speech-endpoints:models"]["kokoro-82m"])
     assert entry.plan.schedule == plan.schedule and entry.plan.scale_in_step_share == 0.2
     assert entry.plan.promise == plan.promise and entry.plan.reasons["scale_in_step_share"].startswith("bench tune")
 
