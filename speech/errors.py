@@ -13,6 +13,14 @@ class SpeechError(Exception):
     anything else is a bug and keeps its traceback.
     """
 
+    exit_code = 2
+    """What the CLI exits with (2: bad input, nothing written)."""
+
+
+class OutputError(SpeechError):
+    """An output file or directory cannot be written (missing parent that cannot be made, no
+    permission, read-only or full disk). The previous file, if any, is left as it was."""
+
 
 class ArtifactError(SpeechError):
     """An artifact file is missing, unreadable or does not match its schema."""
