@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from speech.cli import PROJECT, STACK_NAME_RE, stack_name  # noqa: F401  (re-exported)
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
@@ -34,6 +35,8 @@ class Range:
     lo_open: bool = False
     """``lo`` itself is refused (a rate or a duration must be > 0)."""
     hi_open: bool = False
+    hint: str = ""
+    """What to pass instead, e.g. ``e.g. --max-delay-s 900``."""
 
     def holds(self, x: float) -> bool:
         above = x > self.lo if self.lo_open else x >= self.lo
@@ -51,9 +54,9 @@ def _fmt(x: float) -> str:
 
 
 POSITIVE_RPS = Range(0, 100_000, "requests/s", lo_open=True)
-SLO = Range(1, 600_000, "ms")
-SURGE = Range(1, 1.5, hi_open=True)
-DERATE = Range(0, 1, lo_open=True)
+SLO = Range(1, 600_000, "ms", hint="the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000")
+SURGE = Range(1, 1.5, hi_open=True, hint="e.g. --surge-ratio 1.25 (at 1.5 the scale-in threshold reaches 0)")
+DERATE = Range(0, 1, lo_open=True, hint="e.g. --qmax-derate 0.9")
 INSTANCES = Range(1, 10_000, "instances")
 CONCURRENCY = Range(1, 10_000, "requests in flight")
 SETTLE = Range(0, 3_600, "s")
@@ -65,7 +68,7 @@ SEED = Range(0, 2**32 - 1)
 
 RANGES: dict[str, Range] = {
     # plan, copies, simulate, demo
-    "--peak-rps": POSITIVE_RPS,
+    "--peak-rps": Range(0, 100_000, "requests/s", lo_open=True, hint="the busiest-hour rate, e.g. --peak-rps 500"),
     "--trough-rps": POSITIVE_RPS,
     "--slo-ms": SLO,
     "--surge-ratio": SURGE,
@@ -74,7 +77,8 @@ RANGES: dict[str, Range] = {
     "--max-instances": INSTANCES,
     "--min-copies": Range(0, 1_000, "copies"),
     "--margin": Range(0, 1, "(fraction of accelerator memory)", hi_open=True),
-    "--max-delay-s": Range(0, WEEK_S, "s", lo_open=True),
+    "--max-delay-s": Range(0, WEEK_S, "s", lo_open=True,
+                           hint="the acceptable completion delay of a batch request, e.g. --max-delay-s 900"),
     "--price-per-hour": Range(0, 1_000, "USD/h"),
     "--headroom-copies": Range(0, 1_000, "copies"),
     "--copies-fit": Range(1, 1_000, "copies"),
@@ -100,7 +104,7 @@ RANGES: dict[str, Range] = {
     "--recover-window-s": MEASURE,
     "--timeout-s": TIMEOUT,
     "--starts": Range(1, 100, "rounds"),
-    "--load-concurrency": CONCURRENCY,
+    "--load-concurrency": Range(0, 10_000, "requests in flight"),
     # thaw
     "--min": INSTANCES,
     "--max": INSTANCES,
@@ -119,49 +123,25 @@ def bounded(kind: type, flag: str, rng: Range):
     """An argparse ``type=``: parse as ``kind``, refuse nan, inf and values outside ``rng``."""
 
     def parse(text: str):
+        # The message starts with "FLAG VALUE:"; the parser drops argparse's "argument FLAG:" before it.
+        allowed = f"allowed {rng.text()}" + (f"; {rng.hint}" if rng.hint else "")
         try:
             value = kind(text)
         except (TypeError, ValueError):
             noun = "a whole number" if kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}; allowed {rng.text()}") from None
+            raise argparse.ArgumentTypeError(f"{flag} {text}: not {noun}; {allowed}") from None
         if kind is float and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text} is not a finite number; allowed {rng.text()}")
+            raise argparse.ArgumentTypeError(f"{flag} {text}: not a finite number; {allowed}")
         if not rng.holds(value):
-            raise argparse.ArgumentTypeError(f"{text} is outside the allowed range {rng.text()}; pass a value inside it")
+            raise argparse.ArgumentTypeError(f"{flag} {text}: outside the allowed range {rng.text()}; "
+                                             + (rng.hint or "pass a value inside it"))
         return value
 
     parse.__name__ = "number" if kind is float else "whole number"  # argparse names the type in its message
     return parse
 
 
-# --- stack names -------------------------------------------------------------------------------
-
-PROJECT = "speech-endpoints"
-STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
-"""Pulumi: "Stack names may only contain alphanumeric characters, hyphens, underscores, or periods"
-(docs/design.md cites the page); 100 characters at most, and not ``.`` or ``..`` (which would name
-no file of their own)."""
-
-
-def stack_name(text: str) -> str:
-    """``NAME``, ``ORG/NAME`` or ``ORG/PROJECT/NAME`` -> ``NAME`` (the file is Pulumi.NAME.yaml).
-
-    A qualified name's project must be this one; anything else (a path, a slash too many, a
-    character Pulumi refuses) is refused, so a stack name never writes outside --stack-dir."""
-    parts = text.split("/")
-    if len(parts) > 3:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a stack name: use NAME, ORG/NAME or ORG/PROJECT/NAME (Pulumi's forms), e.g. dev")
-    if len(parts) == 3 and parts[1] != PROJECT:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: project {parts[1]!r} is not this one ({PROJECT}); pass {parts[0]}/{PROJECT}/{parts[2]} or the bare name")
-    name = parts[-1]
-    if not STACK_NAME_RE.match(name) or name in (".", "..") or any(not p for p in parts):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a Pulumi stack name: letters, digits, '-', '_' and '.' only, 1 to 100 characters, "
-            "e.g. dev or acme/speech-endpoints/prod")
-    return name
-
+# --- stack names: speech.cli.stack_name (speech-deploy and speech-policy validate the same way) ---
 
 # --- output directories ------------------------------------------------------------------------
 

@@ -66,9 +66,10 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str = "*") -> argparse.ArgumentParser:
     """The parser; only ``command``'s module is imported (the others are listed by name), so
-    ``--help`` and a command's own parse load nothing they do not use. ``command="*"`` loads all."""
+    ``--help`` and a command's own parse load nothing they do not use. ``"*"`` (the default)
+    loads every command, ``""`` none."""
     parser = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -125,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
     JsonAwareParser.json_errors = as_json
-    parser = build_parser(_command_in(argv))
+    parser = build_parser(_command_in(argv) or "")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help/--version (0) or a usage error already printed (2)

@@ -238,7 +238,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         print("no requests sent, no AWS calls made")
         return 0
 
-    target = make_target(args, session=session or (aws.session(args.region) if args.endpoint else None))
+    target = make_target(args, session=session or (aws.session(args.region) if args.endpoint and not getattr(args, "url", None) else None))
     target.check()
     fingerprint = target.fingerprint(args.instance_type, args.image_digest)
     texts, mix = request_mix(args.mix)

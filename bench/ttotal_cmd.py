@@ -423,7 +423,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     for name in ("recover_window_s", "poll_s", "timeout_s"):
         if getattr(args, name) < 0 or (name == "timeout_s" and args.timeout_s == 0):
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name):g}: must be positive")
-    sess = session or (aws.session(args.region) if args.endpoint else None)
+    sess = session or (aws.session(args.region) if args.endpoint and not getattr(args, "url", None) else None)
     target = make_target(args, session=sess)
     target.check()
     fp = target.fingerprint(args.instance_type, args.image_digest)

@@ -1,16 +1,17 @@
 """``python -m policy check``: the pack against the program, offline.
 
-Runs the program under Pulumi's mocks (:func:`speech.infra.preview.run_preview`), starts the real pack
+Runs the program under Pulumi's mocks (as speech-deploy preview does), starts the real pack
 process and sends it every registered resource over the analyzer protocol, exactly as
-``pulumi preview --policy-pack policy`` would. Exit 0: no mandatory violation; 1: at least one;
-2: bad input (stack file, policy config).
+`pulumi preview --policy-pack policy` would. Exit 0: no mandatory violation; 1: at least one;
+2: bad input (stack file, policy config), also a ConfigError the program raises; 130: interrupted.
+With --json the report, and any failure as {"error": {"type", "message", "exit_code"}}, is JSON
+on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
@@ -90,14 +91,17 @@ def run_check(resources: Iterable[Resource], config: dict[str, Any] | None, stac
 
 
 def main(argv: list[str] | None = None) -> int:
-    from speech.errors import SpeechError
+    from speech.cli import (JsonAwareParser, add_verbosity, configure_logging, guarded, parse_or_exit_code,
+                            report_error, stack_name, verbosity, wants_json)
 
-    p = argparse.ArgumentParser(prog="python -m policy check", description=__doc__.split("\n\n")[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stack", required=True, metavar="NAME", help="stack name (reads Pulumi.NAME.yaml)")
+    JsonAwareParser.json_errors = json_out = wants_json(argv)
+    p = JsonAwareParser(prog="speech-policy check", description=__doc__.split("\n\n")[1],
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stack", required=True, type=stack_name, metavar="NAME",
+                   help="stack name, reads Pulumi.NAME.yaml (NAME, ORG/NAME or ORG/PROJECT/NAME)")
     p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
     p.add_argument("--config", type=Path, metavar="FILE", help="policy config JSON (same format as --policy-pack-config)")
-    p.add_argument("--json", action="store_true", help="print violations as JSON")
+    p.add_argument("--json", action="store_true", help="print violations as JSON (errors too)")
     p.add_argument("--first-preview", action="store_true",
                    help="run the program as the engine runs the first preview of a new stack (ids, ARNs, URLs and "
                         "image digests unknown; dependencies sent): what a fresh account's `pulumi preview` sees")
@@ -106,21 +110,28 @@ def main(argv: list[str] | None = None) -> int:
                         "provenance bucket's receipts/ (aws s3 sync s3://BUCKET/receipts/ DIR/receipts/), or "
                         "s3://BUCKET to read it with your AWS credentials; default none, so measured SageMaker "
                         "figures have no receipt and block")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as e:
-        return 2 if e.code else 0
-    try:
+    add_verbosity(p)
+    args, code = parse_or_exit_code(p, argv)
+    if args is None:
+        return code
+    configure_logging(verbosity(args))
+
+    def check() -> int:
         from speech.infra.preview import load_receipts
 
-        config = load_config(args.config)
+        try:
+            config = load_config(args.config)
+        except PolicyConfigError as err:
+            return report_error("PolicyConfigError", str(err), 2, as_json=json_out)
         receipts = load_receipts(args.receipts) if args.receipts else None
         resources, _ = preview_resources(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack,
                                          first_preview=args.first_preview, receipts=receipts)
-        report = run_check(resources, config, args.stack)
-    except (PolicyConfigError, SpeechError) as err:
-        print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
-        return 2
-    print(as_json(report, args.stack) if args.json
-          else render(report, args.stack, args.first_preview, receipts_given=bool(args.receipts)))
-    return 1 if report.mandatory else 0
+        try:
+            report = run_check(resources, config, args.stack)
+        except PolicyConfigError as err:
+            return report_error("PolicyConfigError", str(err), 2, as_json=json_out)
+        print(as_json(report, args.stack) if args.json
+              else render(report, args.stack, args.first_preview, receipts_given=bool(args.receipts)))
+        return 1 if report.mandatory else 0
+
+    return guarded(check, as_json=json_out)
