@@ -34,7 +34,8 @@ def client_config():
     """The one botocore Config of bench's AWS clients: standard retries, :data:`MAX_ATTEMPTS`."""
     from botocore.config import Config
 
-    return Config(retries={"mode": RETRY_MODE, "max_attempts": MAX_ATTEMPTS})
+    # total_max_attempts counts the first call (botocore's max_attempts key counts retries only).
+    return Config(retries={"mode": RETRY_MODE, "total_max_attempts": MAX_ATTEMPTS})
 
 
 def session(region: str | None = None, *, require_credentials: bool = True):

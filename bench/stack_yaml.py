@@ -84,7 +84,7 @@ def lock_path(path: Path) -> Path:
 
 
 @contextmanager
-def stack_lock(path: Path, *, wait_s: float = LOCK_WAIT_S, poll_s: float = 0.1):
+def stack_lock(path: Path, *, wait_s: float | None = None, poll_s: float = 0.1):
     """Hold an exclusive fcntl lock on ``.<file>.lock`` beside the stack file while it is read,
     changed and replaced, so two bench writers never lose each other's change. Waits up to
     ``wait_s`` for another holder, then refuses naming it (pid, command, since when). The lock is
@@ -96,6 +96,7 @@ def stack_lock(path: Path, *, wait_s: float = LOCK_WAIT_S, poll_s: float = 0.1):
     import time
     from datetime import UTC, datetime
 
+    wait_s = LOCK_WAIT_S if wait_s is None else wait_s
     lock = lock_path(path)
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)

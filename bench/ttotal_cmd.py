@@ -435,7 +435,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
         )
     if target.transport != qmax.transport:
         raise UsageError(f"{args.qmax} was measured over {qmax.transport!r} but --transport is {target.transport!r}")
-    log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr))
+    log = (lambda m: None) if args.json or getattr(args, "quiet", False) else (lambda m: print(m, file=sys.stderr))
     started = datetime.now(UTC)
     if args.endpoint:
         c = args.probe_concurrency if args.probe_concurrency is not None else max(1, min(10, qmax.q_max))

@@ -410,18 +410,25 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
         program()
     except Exception as err:
         # A ConfigError raised inside the program (an apply, a component) reaches the user as
-        # that one line (the CLI prints it, exit 2), not as the runtime's traceback around it.
+        # that one line (the CLI prints it, exit 2), not as the runtime's traceback around it,
+        # nor as asyncio's complaints about the tasks the failed run left pending.
         from speech.errors import speech_error_in
 
         mapped = speech_error_in(err)
         if mapped is None:
+            gc.collect()
             raise
+        quiet = logging.getLogger("asyncio")
+        was, quiet.disabled = quiet.disabled, True
+        try:
+            gc.collect()
+        finally:
+            quiet.disabled = was
         raise mapped from None
-    finally:
-        # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
-        # reference cycles: collect them now, or a process running many previews (the test suite)
-        # runs out of file descriptors.
-        gc.collect()
+    # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
+    # reference cycles: collect them now, or a process running many previews (the test suite)
+    # runs out of file descriptors.
+    gc.collect()
 
     resources = []
     for key in mocks.order:
