@@ -277,6 +277,12 @@ def run_sagemaker(
                 if in_service is None:
                     ep = aws.describe_endpoint(sess, endpoint)
                     cur, _ = aws.variant_counts(ep)
+                    status = ep.get("EndpointStatus")
+                    if status in ("Failed", "OutOfService", "UpdateRollbackFailed", "Deleting"):
+                        # Stop now rather than at --timeout-s; Freeze restores (or names the thaw command).
+                        reason = ep.get("FailureReason")
+                        raise TargetError(f"{endpoint} went {status} during the scale-out"
+                                          f"{f' ({reason})' if reason else ''}; nothing measured")
                     if ep.get("EndpointStatus") == "InService" and (cur or 0) >= new:
                         in_service = datetime.fromtimestamp(now, tz=UTC)
                         log(f"{endpoint}: InService with {cur} instances after {now - t0_s:.1f} s")

@@ -146,3 +146,59 @@ def test_access_denied_before_anything_changes_freezes_nothing(deployed, faults,
     error = json.loads(out)["error"]
     assert rc == 2 and "not authorized" in error["message"], error
     assert _snapshot(deployed) == before and not state_path(None, ENDPOINT).exists()
+
+
+def test_endpoint_going_failed_mid_scale_out_stops_and_names_the_way_back(deployed, ref_artifacts, tmp_path,
+                                                                           monkeypatch, capsys):
+    """ttotal's scale-out: the endpoint goes Failed while Updating. The run stops at the next poll
+    (not at --timeout-s), writes nothing, and leaves either the scaling it found or the exact thaw
+    command; once the endpoint is back, that command restores what was there."""
+    from moto.backends import get_backend
+    from moto.sagemaker.models import SageMakerModelBackend
+
+    from speech.files import write_artifact
+    from speech.schema.artifacts import Fingerprint, QmaxArtifact
+
+    from bench import ttotal_cmd
+
+    from .conftest import DIGEST, INSTANCE
+
+    _target(deployed)
+    before = _snapshot(deployed)
+    backend = get_backend("sagemaker")["123456789012"]["us-east-1"]
+    real_update = SageMakerModelBackend.update_endpoint_weights_and_capacities
+    polls = []
+
+    def updating(self, endpoint_name, desired_weights_and_capacities):
+        arn = real_update(self, endpoint_name, desired_weights_and_capacities)
+        self.endpoints[endpoint_name].endpoint_status = "Updating"
+        return arn
+
+    def sleep(s):
+        polls.append(s)
+        if len(polls) == 2:
+            ep = backend.endpoints[ENDPOINT]
+            ep.endpoint_status = "Failed"
+            ep.failure_reason = "the instance failed its health check"
+
+    monkeypatch.setattr(SageMakerModelBackend, "update_endpoint_weights_and_capacities", updating)
+    logs = deployed.client("logs")
+    logs.create_log_group(logGroupName=ttotal_cmd.log_group(ENDPOINT))
+    q = QmaxArtifact.model_validate({**ref_artifacts[0].model_dump(), "fingerprint": Fingerprint.of(INSTANCE, DIGEST).model_dump()})
+    qf = write_artifact(tmp_path / "q.json", q)
+    from bench.cli import build_parser
+
+    args = build_parser("ttotal").parse_args([
+        "ttotal", "--qmax", str(qf), "--endpoint", ENDPOINT, "--poll-s", "0.01", "--probe-concurrency", "0",
+        "--timeout-s", "3600", "--out", str(tmp_path / "out")])
+    with pytest.raises(Exception) as exc:
+        ttotal_cmd.run(args, session=deployed, sleep=sleep)
+    message = str(exc.value)
+    assert len(polls) <= 4  # stopped at the poll that saw Failed, not after the hour
+    assert "Failed" in message and "health check" in message
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    if state_path(None, ENDPOINT).exists():  # the restore could not run on a Failed endpoint: it says how
+        assert f"bench thaw --endpoint {ENDPOINT}" in message
+        backend.endpoints[ENDPOINT].endpoint_status = "InService"
+        assert main(["thaw", "--endpoint", ENDPOINT]) == 0
+    assert _snapshot(deployed) == before and not state_path(None, ENDPOINT).exists()
