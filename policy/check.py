@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-from policy.harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the harness (grpc, the pack's rules) loads when a check runs, not for --help
+    from policy.harness import Diagnostic, Report, Resource
 
 LEVEL_ORDER = ("mandatory", "advisory")
 
@@ -30,6 +33,8 @@ def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = Fal
     sources find (:func:`speech.infra.preview.load_receipts`); none by default."""
     from speech.infra.preview import run_preview
 
+    from policy.harness import Resource
+
     result = run_preview(stack_file, stack, first_preview=first_preview, receipts=receipts)
     resources = [
         Resource(type=r.type, name=r.name, props=r.inputs, parent=r.parent, urn=r.urn,
@@ -42,6 +47,8 @@ def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = Fal
 
 def load_config(path: Path | None) -> dict[str, Any] | None:
     """A ``--policy-pack-config`` style file: {"policy": "advisory" | {"enforcementLevel": ..., prop: ...}}."""
+    from policy.harness import PolicyConfigError
+
     if path is None:
         return None
     try:
@@ -86,6 +93,8 @@ def as_json(report: Report, stack: str) -> str:
 
 
 def run_check(resources: Iterable[Resource], config: dict[str, Any] | None, stack: str) -> Report:
+    from policy.harness import PackClient
+
     with PackClient(stack=stack) as pack:
         return pack.check(resources, config)
 
@@ -118,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def check() -> int:
         from speech.infra.preview import load_receipts
+
+        from policy.harness import PolicyConfigError
 
         try:
             config = load_config(args.config)
