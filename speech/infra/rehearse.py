@@ -368,6 +368,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the checks as JSON (errors too)")
 
 
+DESCRIPTION = """\
+What SageMaker will do with the previewed resources, done locally before an account pays for it:
+build the weight cache with the stack's own buildspec, mount it read-only, start the container
+with the Model's environment, ping, synthesize one sentence, stop, and check that the model
+directory is unchanged."""
 EPILOG = ("Steps: preview, build, read-only, serve, ping, synthesize, stop, unchanged. "
           "Exit 0 all hold; 1 a step failed (named); 2 bad input; 130 interrupted.")
 
@@ -395,7 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     from speech.cli import JsonAwareParser, guarded, parse_or_exit_code, wants_json
 
     JsonAwareParser.json_errors = wants_json(argv)
-    p = JsonAwareParser(prog="speech-deploy rehearse", description=__doc__.split("\n\n")[0], epilog=EPILOG)
+    p = JsonAwareParser(prog="speech-deploy rehearse", description=DESCRIPTION, epilog=EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     args, code = parse_or_exit_code(p, argv)
     return code if args is None else guarded(lambda: run(args), as_json=args.json)

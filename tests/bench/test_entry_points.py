@@ -5,6 +5,7 @@ heavy before it answers. The installed scripts are run in subprocesses (after
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,17 @@ def test_help_texts_explain_every_command():
             if action.option_strings and action.help is not None:
                 assert action.help.strip(), (name, action.option_strings)
             assert action.help is None or ":func:" not in action.help
+
+
+MARKUP = re.compile(r"``|:(func|class|mod|data|meth|attr):`")
+
+
+@pytest.mark.parametrize("name,sub", [("speech-deploy", "preview"), ("speech-deploy", "rehearse"), ("speech-policy", "check"),
+                                      *(("speech-bench", c) for c in ("drift", "qmax", "ttotal", "tcopy", "copies", "capacity",
+                                                                      "plan", "validate", "observe", "thaw", "simulate",
+                                                                      "replay", "demo"))])
+def test_every_subcommand_help_is_plain_text(name, sub):
+    r = run([script(name), sub, "--help"])
+    assert r.returncode == 0 and r.stdout.startswith(f"usage: {name} {sub}")
+    assert not MARKUP.search(r.stdout), MARKUP.search(r.stdout)
+    assert "-q, --quiet" in r.stdout and "--json" in r.stdout
