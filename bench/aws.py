@@ -16,15 +16,73 @@ from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, resource_id
 from speech.deploy.scaling import SCALABLE_DIMENSION as DIMENSION
 from speech.deploy.scaling import SERVICE_NAMESPACE as NAMESPACE
 
-from bench.errors import TargetError
+from bench.errors import AwsSetupError, TargetError
 
 SUSPEND_KEYS = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
 
 
-def session(region: str | None = None):
-    import boto3
+RETRY_MODE = "standard"
+MAX_ATTEMPTS = 5
+"""Every AWS call bench makes: botocore's standard retry mode, 5 attempts in all (the first and
+4 retries). Standard mode retries throttling (ThrottlingException, TooManyRequestsException,
+...), transient errors (HTTP 500, 502, 503, 504, RequestTimeout) and dropped connections, with
+exponential backoff and jitter capped at 20 s; an error that remains after the budget reaches
+the command, which restores what it froze and names it (docs/design.md, "AWS failures")."""
 
-    return boto3.session.Session(region_name=region)
+
+def client_config():
+    """The one botocore Config of bench's AWS clients: standard retries, :data:`MAX_ATTEMPTS`."""
+    from botocore.config import Config
+
+    # total_max_attempts counts the first call (botocore's max_attempts key counts retries only).
+    return Config(retries={"mode": RETRY_MODE, "total_max_attempts": MAX_ATTEMPTS})
+
+
+def session(region: str | None = None, *, require_credentials: bool = True):
+    """A boto3 session whose clients all retry per :func:`client_config`. A missing region or
+    missing credentials is a :class:`~bench.errors.AwsSetupError` (exit 2, one line) here, before
+    any call, in every command alike."""
+    import boto3
+    import botocore.session
+    from botocore.exceptions import BotoCoreError
+
+    core = botocore.session.get_session()
+    core.set_default_client_config(client_config())
+    try:
+        sess = boto3.session.Session(botocore_session=core, region_name=region)
+    except BotoCoreError as err:  # a profile that does not exist, a malformed config file
+        raise AwsSetupError(f"{err}; fix AWS_PROFILE or ~/.aws/config") from None
+    if not sess.region_name:
+        raise AwsSetupError("no AWS region: pass --region REGION (e.g. us-east-1) or set AWS_REGION")
+    if require_credentials:
+        try:
+            creds = sess.get_credentials()
+        except BotoCoreError as err:
+            raise AwsSetupError(f"AWS credentials cannot be loaded ({err}); fix them (aws configure)") from None
+        if creds is None:
+            raise AwsSetupError("no AWS credentials found: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and "
+                                "AWS_SECRET_ACCESS_KEY, or run aws configure / aws sso login")
+    return sess
+
+
+def describe_aws_error(err: BaseException) -> tuple[str, str]:
+    """(name, one line) for a botocore failure that reached the CLI: the operation, AWS's error
+    code and message, and what to do."""
+    from botocore.exceptions import ClientError, NoCredentialsError, NoRegionError, PartialCredentialsError
+
+    if isinstance(err, NoRegionError):
+        return "AwsSetupError", "no AWS region: pass --region REGION (e.g. us-east-1) or set AWS_REGION"
+    if isinstance(err, (NoCredentialsError, PartialCredentialsError)):
+        return "AwsSetupError", f"{err}: set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or run aws configure"
+    if isinstance(err, ClientError):
+        error = (err.response or {}).get("Error", {})
+        code = error.get("Code", "Error")
+        op = getattr(err, "operation_name", "") or "the call"
+        fix = ("grant the permission to this role or user" if "AccessDenied" in code or "Unauthorized" in code
+               else f"AWS still refused after {MAX_ATTEMPTS} attempts; retry later" if "Throttl" in code
+               or "TooManyRequests" in code else "check the names and the region")
+        return "AwsError", f"{op}: {code}: {error.get('Message') or err}; {fix}"
+    return "AwsError", f"{err.__class__.__name__}: {err}; check the network and the region, then retry"
 
 
 def client_error_message(err: Exception) -> str:

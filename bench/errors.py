@@ -16,3 +16,7 @@ class UsageError(BenchError):
 
 class TargetError(BenchError):
     """The endpoint or URL to measure cannot be reached or does not exist (exit 2)."""
+
+
+class AwsSetupError(BenchError):
+    """No AWS region or no credentials: one line, exit 2, before any AWS call."""

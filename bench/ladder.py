@@ -63,7 +63,16 @@ def parse_levels(text: str) -> list[int]:
         raise UsageError(f"--levels {text!r}: levels must be integers >= 1")
     if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
         raise UsageError(f"--levels {text!r}: levels must strictly increase (e.g. 1,2,4,8)")
+    if len(levels) > MAX_LEVELS or levels[-1] > MAX_LEVEL:
+        raise UsageError(f"--levels: {len(levels)} level(s) up to {levels[-1]}; at most {MAX_LEVELS} levels, each "
+                         f"<= {MAX_LEVEL:,} in flight (each level is a settle + measure window); pass fewer")
     return levels
+
+
+MAX_LEVELS = 64
+"""Most levels a ladder may have (a geometric ladder's --factor >= 1.05 stays under ~200 steps to
+10,000 but keeps only distinct integer levels; an explicit list is bounded here)."""
+MAX_LEVEL = 10_000
 
 
 def geometric_levels(start: int, factor: float, max_level: int) -> list[int]:

@@ -238,18 +238,18 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         print("no requests sent, no AWS calls made")
         return 0
 
-    target = make_target(args, session=session or (aws.session(args.region) if args.endpoint else None))
+    target = make_target(args, session=session or (aws.session(args.region) if args.endpoint and not getattr(args, "url", None) else None))
     target.check()
     fingerprint = target.fingerprint(args.instance_type, args.image_digest)
     texts, mix = request_mix(args.mix)
     results: dict[int, LevelResult] = {}
-    display = _Display(not args.json, est.seconds_max, args.slo_ms)
+    display = _Display(not (args.json or getattr(args, "quiet", False)), est.seconds_max, args.slo_ms)
     sm = isinstance(target, SageMakerTarget)
     component = sm and bool(target.inference_component)
     if args.receipt_bucket and not sm:
         raise UsageError("--receipt-bucket: a local run takes no receipt (only SageMaker measurements deploy)")
 
-    log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr))
+    log = (lambda m: None) if args.json or getattr(args, "quiet", False) else (lambda m: print(m, file=sys.stderr))
 
     def measure(c: int):
         wall0, perf0 = time.time(), time.perf_counter()

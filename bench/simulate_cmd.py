@@ -17,7 +17,7 @@ from speech.sim.policies import POLICY_NAMES
 from speech.sim.artifact import SimulationArtifact, simulation_artifact
 from speech.sim.instance import build_instance
 from speech.sim.fleet import simulate
-from speech.sim.traces import BUILTIN_TRACES, ATTRIBUTION, Trace, TraceError, from_csv_text, generate, parse_spec
+from speech.sim.traces import BUILTIN_TRACES, ATTRIBUTION, MAX_TRACE_BYTES, Trace, TraceError, from_csv_text, generate, parse_spec
 
 from bench.errors import UsageError
 from bench.plan_cmd import plan_inputs
@@ -94,6 +94,9 @@ def load_trace(spec: str, seed: int | None = None) -> Trace:
     if kind in BUILTIN_TRACES or kind == "csv":
         file = TRACE_DIR / BUILTIN_TRACES[kind] if kind in BUILTIN_TRACES else Path(path or "")
         try:
+            if file.stat().st_size > MAX_TRACE_BYTES:
+                raise TraceError(f"--trace {spec!r}: {file} is {file.stat().st_size:,} bytes, more than a trace may "
+                                 f"hold ({MAX_TRACE_BYTES // 2**20} MiB)")
             text = file.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise TraceError(f"--trace {spec!r}: no such file {file}; check the path") from None

@@ -339,7 +339,6 @@ class SageMakerTarget:
 
     def __init__(self, endpoint: str, session: Any = None, transport: str = "stream", variant: str = aws.VARIANT,
                  inference_component: str | None = None) -> None:
-        import boto3
 
         self.endpoint = endpoint
         self.variant = variant
@@ -348,7 +347,7 @@ class SageMakerTarget:
         self.component: dict = {}
         self.name = f"sagemaker:{endpoint}"
         self.transport = transport
-        self.session = session or boto3.session.Session()
+        self.session = session or aws.session()
         self._runtime = None
         self._pool: ThreadPoolExecutor | None = None
         self.described: dict = {}

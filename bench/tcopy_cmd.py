@@ -429,7 +429,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     first_identity = {k: v for k, v in first._identity.items() if k not in ("status", "footprint")}
     started = datetime.now(UTC)
     results: list[StartResult] = []
-    progress = _Progress(not args.json, args.starts)
+    progress = _Progress(not (args.json or getattr(args, "quiet", False)), args.starts)
     try:
         with Load(args.url, args.load_concurrency) as load:
             for i in range(args.starts):
@@ -481,7 +481,7 @@ def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], fl
     source = load_artifact(args.footprint_from, CopyArtifact)
     sess = session or aws.session(args.region)
     started = datetime.now(UTC)
-    progress = _Progress(not args.json, args.starts)
+    progress = _Progress(not (args.json or getattr(args, "quiet", False)), args.starts)
     try:
         starts, ic = run_sagemaker(
             sess, args.inference_component, args.starts, poll_s=args.poll_s, timeout_s=args.timeout_s, clock=clock,

@@ -277,6 +277,12 @@ def run_sagemaker(
                 if in_service is None:
                     ep = aws.describe_endpoint(sess, endpoint)
                     cur, _ = aws.variant_counts(ep)
+                    status = ep.get("EndpointStatus")
+                    if status in ("Failed", "OutOfService", "UpdateRollbackFailed", "Deleting"):
+                        # Stop now rather than at --timeout-s; Freeze restores (or names the thaw command).
+                        reason = ep.get("FailureReason")
+                        raise TargetError(f"{endpoint} went {status} during the scale-out"
+                                          f"{f' ({reason})' if reason else ''}; nothing measured")
                     if ep.get("EndpointStatus") == "InService" and (cur or 0) >= new:
                         in_service = datetime.fromtimestamp(now, tz=UTC)
                         log(f"{endpoint}: InService with {cur} instances after {now - t0_s:.1f} s")
@@ -423,7 +429,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     for name in ("recover_window_s", "poll_s", "timeout_s"):
         if getattr(args, name) < 0 or (name == "timeout_s" and args.timeout_s == 0):
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name):g}: must be positive")
-    sess = session or (aws.session(args.region) if args.endpoint else None)
+    sess = session or (aws.session(args.region) if args.endpoint and not getattr(args, "url", None) else None)
     target = make_target(args, session=sess)
     target.check()
     fp = target.fingerprint(args.instance_type, args.image_digest)
@@ -435,7 +441,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
         )
     if target.transport != qmax.transport:
         raise UsageError(f"{args.qmax} was measured over {qmax.transport!r} but --transport is {target.transport!r}")
-    log = (lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr))
+    log = (lambda m: None) if args.json or getattr(args, "quiet", False) else (lambda m: print(m, file=sys.stderr))
     started = datetime.now(UTC)
     if args.endpoint:
         c = args.probe_concurrency if args.probe_concurrency is not None else max(1, min(10, qmax.q_max))

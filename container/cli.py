@@ -8,9 +8,19 @@ import sys
 from . import markers
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("speech-endpoints")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m container",
+    p = argparse.ArgumentParser(prog="speech-container",
                                 description="Kokoro-82M inference server (SageMaker container contract).")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the HTTP/WebSocket server",
                        description="Run the server. Flags override the environment variables of "

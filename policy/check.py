@@ -1,21 +1,25 @@
 """``python -m policy check``: the pack against the program, offline.
 
-Runs the program under Pulumi's mocks (:func:`speech.infra.preview.run_preview`), starts the real pack
+Runs the program under Pulumi's mocks (as speech-deploy preview does), starts the real pack
 process and sends it every registered resource over the analyzer protocol, exactly as
-``pulumi preview --policy-pack policy`` would. Exit 0: no mandatory violation; 1: at least one;
-2: bad input (stack file, policy config).
+`pulumi preview --policy-pack policy` would. Exit 0: no mandatory violation; 1: at least one;
+2: bad input (stack file, policy config), also a ConfigError the program raises; 130: interrupted.
+With --json the report, and any failure as {"error": {"type", "message", "exit_code"}}, is JSON
+on stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
-from policy.harness import Diagnostic, PackClient, PolicyConfigError, Report, Resource
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the harness (grpc, the pack's rules) loads when a check runs, not for --help
+    from policy.harness import Diagnostic, Report, Resource
 
 LEVEL_ORDER = ("mandatory", "advisory")
 
@@ -29,6 +33,8 @@ def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = Fal
     sources find (:func:`speech.infra.preview.load_receipts`); none by default."""
     from speech.infra.preview import run_preview
 
+    from policy.harness import Resource
+
     result = run_preview(stack_file, stack, first_preview=first_preview, receipts=receipts)
     resources = [
         Resource(type=r.type, name=r.name, props=r.inputs, parent=r.parent, urn=r.urn,
@@ -41,6 +47,8 @@ def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = Fal
 
 def load_config(path: Path | None) -> dict[str, Any] | None:
     """A ``--policy-pack-config`` style file: {"policy": "advisory" | {"enforcementLevel": ..., prop: ...}}."""
+    from policy.harness import PolicyConfigError
+
     if path is None:
         return None
     try:
@@ -85,21 +93,25 @@ def as_json(report: Report, stack: str) -> str:
 
 
 def run_check(resources: Iterable[Resource], config: dict[str, Any] | None, stack: str) -> Report:
+    from policy.harness import PackClient
+
     with PackClient(stack=stack) as pack:
         return pack.check(resources, config)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from speech.errors import SpeechError
+    from speech.cli import (JsonAwareParser, add_verbosity, configure_logging, guarded, parse_or_exit_code,
+                            report_error, stack_name, verbosity, wants_json)
 
-    p = argparse.ArgumentParser(prog="python -m policy check", description=__doc__.split("\n\n")[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stack", required=True, metavar="NAME",
-                   help="stack name (reads Pulumi.NAME.yaml): NAME, ORG/NAME or ORG/PROJECT/NAME")
+    JsonAwareParser.json_errors = json_out = wants_json(argv)
+    p = JsonAwareParser(prog="speech-policy check", description=__doc__.split("\n\n")[1],
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stack", required=True, type=stack_name, metavar="NAME",
+                   help="stack name, reads Pulumi.NAME.yaml (NAME, ORG/NAME or ORG/PROJECT/NAME)")
     p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
                    help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
     p.add_argument("--config", type=Path, metavar="FILE", help="policy config JSON (same format as --policy-pack-config)")
-    p.add_argument("--json", action="store_true", help="print violations as JSON")
+    p.add_argument("--json", action="store_true", help="print violations as JSON (errors too)")
     p.add_argument("--first-preview", action="store_true",
                    help="run the program as the engine runs the first preview of a new stack (ids, ARNs, URLs and "
                         "image digests unknown; dependencies sent): what a fresh account's `pulumi preview` sees")
@@ -108,23 +120,32 @@ def main(argv: list[str] | None = None) -> int:
                         "provenance bucket's receipts/ (aws s3 sync s3://BUCKET/receipts/ DIR/receipts/), or "
                         "s3://BUCKET to read it with your AWS credentials; default none, so measured SageMaker "
                         "figures have no receipt and block")
-    try:
-        args = p.parse_args(argv)
-    except SystemExit as e:
-        return 2 if e.code else 0
-    try:
+    add_verbosity(p)
+    args, code = parse_or_exit_code(p, argv)
+    if args is None:
+        return code
+    configure_logging(verbosity(args))
+
+    def check() -> int:
         from speech.infra.preview import load_receipts
         from speech.infra.stack_config import stack_file, stack_name
 
-        config = load_config(args.config)
+        from policy.harness import PolicyConfigError
+
+        try:
+            config = load_config(args.config)
+        except PolicyConfigError as err:
+            return report_error("PolicyConfigError", str(err), 2, as_json=json_out)
         receipts = load_receipts(args.receipts) if args.receipts else None
         stack = stack_name(args.stack)
         resources, _ = preview_resources(stack_file(args.stack_dir, args.stack), stack,
                                          first_preview=args.first_preview, receipts=receipts)
-        report = run_check(resources, config, stack)
-    except (PolicyConfigError, SpeechError) as err:
-        print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
-        return 2
-    print(as_json(report, args.stack) if args.json
-          else render(report, args.stack, args.first_preview, receipts_given=bool(args.receipts)))
-    return 1 if report.mandatory else 0
+        try:
+            report = run_check(resources, config, stack)
+        except PolicyConfigError as err:
+            return report_error("PolicyConfigError", str(err), 2, as_json=json_out)
+        print(as_json(report, args.stack) if args.json
+              else render(report, args.stack, args.first_preview, receipts_given=bool(args.receipts)))
+        return 1 if report.mandatory else 0
+
+    return guarded(check, as_json=json_out)

@@ -1,22 +1,65 @@
-"""``python -m speech preview|rehearse --stack NAME`` (see speech.infra.preview, speech.infra.rehearse)."""
+"""``speech-deploy`` (``python -m speech``): the Pulumi program offline.
 
+  speech-deploy preview --stack NAME    the program under Pulumi's mocks: resources, gates, outputs
+  speech-deploy rehearse --stack NAME   what SageMaker will do with them, done locally first
+
+Each subcommand's --help explains it. Exit 0 ok, 1 a failed step (rehearse), 2 bad input,
+130 interrupted; --json prints the result, and any failure as {"error": {...}}, on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
 import sys
+from collections.abc import Sequence
 
-USAGE = (
-    "usage: python -m speech preview --stack NAME [--stack-dir DIR] [--json] [--first-preview]\n"
-    "       python -m speech rehearse --stack NAME [--stack-dir DIR] [--model NAME] [--weights-dir DIR] [--json]"
-)
+from speech.cli import (EXIT_USAGE, JsonAwareParser, add_common, add_verbosity, configure_logging, guarded,
+                        parse_or_exit_code, verbosity, wants_json)
 
-
-def _main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("preview", "rehearse"):
-        print(USAGE, file=sys.stderr)
-        return 2
-    if argv[0] == "preview":
-        from speech.infra.preview import main
-    else:
-        from speech.infra.rehearse import main
-    return main(argv[1:])
+COMMANDS = {
+    "preview": ("speech.infra.preview", "run the Pulumi program under mocks against Pulumi.NAME.yaml (no AWS calls)"),
+    "rehearse": ("speech.infra.rehearse", "build the weight cache and start the container as SageMaker would, locally"),
+}
 
 
-sys.exit(_main(sys.argv[1:]))
+def build_parser(command: str = "") -> argparse.ArgumentParser:
+    """Only ``command``'s module is imported, so --help and --version answer at once."""
+    import importlib
+
+    parser = JsonAwareParser(prog="speech-deploy", description=__doc__.split("\n\n", 1)[1].strip(),
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=JsonAwareParser)
+    for name, (module, help_) in COMMANDS.items():
+        if name != command:
+            sub.add_parser(name, help=help_, add_help=False)
+            continue
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=help_, formatter_class=argparse.RawDescriptionHelpFormatter,
+                           description=getattr(mod, "DESCRIPTION", None) or (mod.__doc__ or help_).split("\n\n")[0],
+                           epilog=getattr(mod, "EPILOG", None))
+        mod.add_arguments(p)
+        add_verbosity(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    JsonAwareParser.json_errors = as_json = wants_json(argv)
+    command = next((w for w in argv if not w.startswith("-")), "")
+    parser = build_parser(command if command in COMMANDS else "")
+    args, code = parse_or_exit_code(parser, argv)
+    if args is None:
+        return code
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    level = verbosity(args)
+    args.quiet = level < 0
+    configure_logging(level)
+    return guarded(lambda: args._module.run(args), as_json=as_json)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

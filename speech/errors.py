@@ -13,6 +13,14 @@ class SpeechError(Exception):
     anything else is a bug and keeps its traceback.
     """
 
+    exit_code = 2
+    """What the CLI exits with (2: bad input, nothing written)."""
+
+
+class OutputError(SpeechError):
+    """An output file or directory cannot be written (missing parent that cannot be made, no
+    permission, read-only or full disk). The previous file, if any, is left as it was."""
+
 
 class ArtifactError(SpeechError):
     """An artifact file is missing, unreadable or does not match its schema."""
@@ -51,3 +59,36 @@ def describe_validation_error(
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     msg = str(first["msg"]).removeprefix("Value error, ")
     return f"{where + ': ' if where else ''}{label}{name}: {msg}{shown}{more}"
+
+
+def speech_error_in(exc: BaseException) -> SpeechError | None:
+    """The user-facing error an exception carries, if any: a :class:`SpeechError` in its chain
+    (``__cause__``/``__context__``), or one the Pulumi program re-raised as
+    ``pulumi.RunError("ConfigError: ...")`` (the engine prints a RunError as one line; under the
+    mocks it arrives wrapped in the runtime's traceback). None: a bug, which keeps its traceback."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, SpeechError):
+            return e
+        name, sep, message = str(e).partition(": ")
+        cls = _BY_NAME.get(name) if sep else None
+        if cls is not None:
+            return cls(message)
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [cls, *(c for sub in cls.__subclasses__() for c in _subclasses(sub))]
+
+
+class _ByName(dict):
+    """SpeechError subclasses by class name, looked up when first needed (all are defined by then)."""
+
+    def get(self, name, default=None):  # type: ignore[override]
+        return {c.__name__: c for c in _subclasses(SpeechError)}.get(name, default)
+
+
+_BY_NAME = _ByName()

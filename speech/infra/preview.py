@@ -386,11 +386,27 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
 
     try:
         program()
-    finally:
-        # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
-        # reference cycles: collect them now, or a process running many previews (the test suite)
-        # runs out of file descriptors.
-        gc.collect()
+    except Exception as err:
+        # A ConfigError raised inside the program (an apply, a component) reaches the user as
+        # that one line (the CLI prints it, exit 2), not as the runtime's traceback around it,
+        # nor as asyncio's complaints about the tasks the failed run left pending.
+        from speech.errors import speech_error_in
+
+        mapped = speech_error_in(err)
+        if mapped is None:
+            gc.collect()
+            raise
+        quiet = logging.getLogger("asyncio")
+        was, quiet.disabled = quiet.disabled, True
+        try:
+            gc.collect()
+        finally:
+            quiet.disabled = was
+        raise mapped from None
+    # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
+    # reference cycles: collect them now, or a process running many previews (the test suite)
+    # runs out of file descriptors.
+    gc.collect()
 
     resources = []
     for key in mocks.order:
@@ -515,33 +531,51 @@ def render(result: PreviewResult) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import sys
+DESCRIPTION = """\
+Run the Pulumi program under Pulumi's mocks against Pulumi.<stack>.yaml, offline (no AWS calls,
+no Pulumi service): the resources it would create, each model's autoscaling gate, outputs and
+warnings. A ConfigError the program raises is one line and exit 2.
 
-    from speech.errors import SpeechError
+Exit 0 the program ran, 2 bad input (stack file, config, receipts), 130 interrupted.
+"""
 
-    parser = argparse.ArgumentParser(prog="python -m speech preview",
-                                     description="Run the Pulumi program under mocks against Pulumi.<stack>.yaml.")
-    parser.add_argument("--stack", required=True, metavar="NAME", help="stack name: NAME, ORG/NAME or ORG/PROJECT/NAME")
+
+def add_arguments(parser) -> None:
+    from speech.cli import stack_name
+
+    parser.add_argument("--stack", required=True, type=stack_name, metavar="NAME",
+                        help="stack name, reads Pulumi.NAME.yaml (NAME, ORG/NAME or ORG/PROJECT/NAME)")
     parser.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
                         help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
-    parser.add_argument("--json", action="store_true", help="print resources, outputs and gates as JSON")
+    parser.add_argument("--json", action="store_true", help="print resources, outputs and gates as JSON (errors too)")
     parser.add_argument("--first-preview", action="store_true",
                         help="run as the first preview of a new stack: ids, ARNs, URLs and image digests unknown")
     parser.add_argument("--receipts", metavar="DIR|s3://BUCKET",
                         help="where the measurement receipts are read from offline: a copy of the provenance "
                              "bucket's receipts/ (aws s3 sync s3://BUCKET/receipts/ DIR/receipts/), or s3://BUCKET "
                              "to read it with your AWS credentials; default none (measured figures then have none)")
-    args = parser.parse_args(argv)
-    try:
-        from speech.infra.stack_config import stack_file, stack_name
 
-        receipts = load_receipts(args.receipts) if args.receipts else None
-        result = run_preview(stack_file(args.stack_dir, args.stack), stack_name(args.stack), first_preview=args.first_preview,
-                             receipts=receipts)
-    except SpeechError as err:
-        print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
-        return 2
+
+def run(args) -> int:
+    """The preview of ``args.stack``; raises SpeechError for bad input (the caller reports it)."""
+    receipts = load_receipts(args.receipts) if args.receipts else None
+    from speech.infra.stack_config import stack_file, stack_name
+
+    result = run_preview(stack_file(args.stack_dir, args.stack), stack_name(args.stack), first_preview=args.first_preview,
+                         receipts=receipts)
     print(result.to_json() if args.json else render(result))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m speech preview`` (also ``speech-deploy preview``)."""
+    import argparse
+
+    from speech.cli import JsonAwareParser, guarded, parse_or_exit_code, wants_json
+
+    JsonAwareParser.json_errors = wants_json(argv)
+    parser = JsonAwareParser(prog="speech-deploy preview", description=DESCRIPTION,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    args, code = parse_or_exit_code(parser, argv)
+    return code if args is None else guarded(lambda: run(args), as_json=args.json)

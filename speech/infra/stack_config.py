@@ -73,17 +73,30 @@ def migrate_command(stack: str) -> str:
 
 def read_stack_yaml(path: Path) -> dict[str, Any]:
     """``config:`` of a stack file, keys in full (``speech-endpoints:models``; the CLI's shorthand
-    without a namespace is this project's), values as YAML parsed them."""
+    without a namespace is this project's), values as YAML parsed them. Errors name the file, the
+    line, the column and the key (:func:`speech.files.yaml_error_message`)."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
+    from speech.files import non_finite_path, yaml_error_message
+
+    text = ""
     try:
-        data = YAML(typ="safe").load(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
+        data = YAML(typ="safe").load(text)
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such stack file; create it with `python -m bench plan ... --stack <name>` "
                           "or check --stack / --stack-dir") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err.__class__.__name__}); "
+                          "pass a Pulumi.<stack>.yaml text file") from None
     except YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({err.__class__.__name__}); fix the file") from None
+        raise ConfigError(yaml_error_message(path, err, text)) from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a stack file; fix the file") from None
+    bad = non_finite_path(data)
+    if bad:
+        raise ConfigError(f"{path}: {bad}: not a finite number (.nan/.inf); give a number or remove the key")
     if data is None:
         data = {}
     if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):

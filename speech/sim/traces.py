@@ -208,6 +208,7 @@ def generate(spec: str, default_seed: int = 1) -> Trace:
         factor = _num(opts, "spike_factor", 1.2, spec, minimum=1.0)
         spike_s = _num(opts, "spike_s", 300, spec, integer=True, minimum=1)
         _no_leftovers(opts, spec, "peak, trough, hours, spikes, spike_factor, spike_s, seed")
+        _check_generated(spec, hours * 3600, peak)
         duration = int(round(hours * 3600))
         if duration < 4 * (spike_s + 120) and spikes:
             raise TraceError(f"--trace {spec!r}: hours={hours:g} is too short for {spikes} spikes of {spike_s} s; lower spikes or spike_s")
@@ -219,6 +220,7 @@ def generate(spec: str, default_seed: int = 1) -> Trace:
             raise TraceError(f"--trace {spec!r}: steady needs rps=N")
         duration = _num(opts, "duration", 3600, spec, integer=True, minimum=1)
         _no_leftovers(opts, spec, "rps, duration, seed")
+        _check_generated(spec, duration, rps)
         rate = np.full(duration, rps)
     elif kind == "step":
         base = _num(opts, "base", None, spec)
@@ -228,6 +230,7 @@ def generate(spec: str, default_seed: int = 1) -> Trace:
         at = _num(opts, "at", 600, spec, integer=True)
         duration = _num(opts, "duration", 1800, spec, integer=True, minimum=1)
         _no_leftovers(opts, spec, "base, factor, at, duration, seed")
+        _check_generated(spec, duration, base * factor)
         if at >= duration:
             raise TraceError(f"--trace {spec!r}: at={at} must be before the end (duration={duration})")
         rate = np.where(np.arange(duration) < at, base, base * factor).astype(float)
@@ -239,15 +242,67 @@ def generate(spec: str, default_seed: int = 1) -> Trace:
     return Trace(name=kind, spec=spec, arrivals=poisson_arrivals(rate, seed), seed=seed)
 
 
-def _parse_times(values: list[str], where: str) -> np.ndarray:
+def _check_generated(spec: str, duration_s: float, top_rps: float) -> None:
+    """A generated trace's size and rate, before its arrays are allocated."""
+    if duration_s > MAX_TRACE_S:
+        raise TraceError(f"--trace {spec!r}: {duration_s:,.0f} s is longer than a trace may be ({MAX_TRACE_S:,} s, "
+                         "7 days); pass a shorter duration/hours")
+    if top_rps > MAX_RATE_RPS:
+        raise TraceError(f"--trace {spec!r}: {top_rps:g} rps is above {MAX_RATE_RPS:,.0f} rps; pass a lower rate")
+
+
+MAX_TRACE_S = 7 * 86_400
+"""Longest trace, after time scaling: a week of 1 s steps (the simulator holds a few arrays of
+this length per policy). Checked before any per-second array is allocated."""
+MAX_TRACE_BYTES = 256 * 2**20
+"""Largest trace file read (the shipped Azure traces are 0.3 and 0.7 MB)."""
+MAX_RATE_RPS = 1_000_000.0
+"""Highest rate a generated or rate-scaled trace may reach (Poisson draws of more overflow)."""
+
+
+def _column_name(header: list[str] | None, idx: int) -> str:
+    return f"column {idx + 1}" + (f" ({header[idx]!r})" if header and idx < len(header) else "")
+
+
+def _floats(rows: list[tuple[int, list[str]]], idx: int, name: str, header: list[str] | None, what: str) -> np.ndarray:
+    """Column ``idx`` as finite floats; the first bad value is named by file, line and column."""
+    out = np.empty(len(rows))
+    for i, (line, r) in enumerate(rows):
+        raw = r[idx] if idx < len(r) else ""
+        try:
+            v = float(raw)
+        except ValueError:
+            raise TraceError(f"{name}: line {line}, {_column_name(header, idx)}: {raw!r} is not {what}; "
+                             "fix or remove the row") from None
+        if not math.isfinite(v):
+            raise TraceError(f"{name}: line {line}, {_column_name(header, idx)}: {raw!r} is not a finite number; "
+                             "fix or remove the row")
+        out[i] = v
+    return out
+
+
+def _parse_times(rows: list[tuple[int, list[str]]], name: str, header: list[str] | None) -> np.ndarray:
+    """First column as seconds from the earliest request: seconds (finite numbers) when the first
+    row's value is a number, else ISO date-times; the first bad value is named by line."""
+    first = rows[0][1][0].strip()
     try:
-        return np.array([float(v) for v in values])
+        float(first)
+        numeric = True
     except ValueError:
-        pass
-    try:
-        stamps = np.array([v.strip().replace(" ", "T") for v in values], dtype="datetime64[ns]")
-    except ValueError as err:
-        raise TraceError(f"{where}: first column must be a timestamp (ISO date-time or seconds): {err}") from None
+        numeric = False
+    if numeric:
+        return _floats(rows, 0, name, header, "a timestamp in seconds (the first row's is a number)")
+    stamps = np.empty(len(rows), dtype="datetime64[ns]")
+    for i, (line, r) in enumerate(rows):
+        raw = r[0].strip()
+        try:
+            stamps[i] = np.datetime64(raw.replace(" ", "T"), "ns")
+        except (ValueError, OverflowError):
+            raise TraceError(f"{name}: line {line}, {_column_name(header, 0)}: {raw!r} is not an ISO date-time "
+                             "(e.g. 2023-11-16 18:15:46.68); fix or remove the row") from None
+        if np.isnat(stamps[i]):
+            raise TraceError(f"{name}: line {line}, {_column_name(header, 0)}: {raw!r} is not a date-time; fix or "
+                             "remove the row")
     return (stamps - stamps.min()).astype("timedelta64[ns]").astype(np.int64) / 1e9
 
 
@@ -256,30 +311,40 @@ def from_csv_text(text: str, *, name: str, spec: str, opts: dict[str, str], attr
 
     ``opts`` (consumed): ``speedup`` or ``duration`` (time scaling), ``peak`` (rate scaling to a
     busiest-minute average), ``size`` (column name or number kept as each request's size).
+    A bad value is named by file, line and column; the trace after time scaling is at most
+    :data:`MAX_TRACE_S` long, checked before its per-second array is allocated.
     """
     opts = dict(opts)
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if len(text) > MAX_TRACE_BYTES:
+        raise TraceError(f"{name}: {len(text):,} characters, more than a trace may hold ({MAX_TRACE_BYTES // 2**20} MiB)")
+    reader = csv.reader(io.StringIO(text))
+    rows: list[tuple[int, list[str]]] = []
+    try:
+        for r in reader:
+            if r and any(c.strip() for c in r):
+                rows.append((reader.line_num, r))
+    except csv.Error as err:
+        raise TraceError(f"{name}: line {reader.line_num}: not valid CSV ({err}); fix the file") from None
     if not rows:
         raise TraceError(f"{name}: no rows; a trace has one request per row, its timestamp first")
     header = None
     try:
-        float(rows[0][0])
+        float(rows[0][1][0])
     except ValueError:
-        if not rows[0][0][:1].isdigit():
-            header, rows = [c.strip() for c in rows[0]], rows[1:]
+        if not rows[0][1][0].strip()[:1].isdigit():
+            header, rows = [c.strip() for c in rows[0][1]], rows[1:]
     if not rows:
         raise TraceError(f"{name}: only a header, no requests")
-    times = _parse_times([r[0] for r in rows], name)
+    times = _parse_times(rows, name, header)
     sizes = None
     if "size" in opts:
         col = opts.pop("size")
         idx = header.index(col) if header and col in header else (int(col) if col.isdigit() else None)
-        if idx is None or any(len(r) <= idx for r in rows):
-            raise TraceError(f"{spec!r}: size={col!r} is not a column of {name} (columns: {header or 'unnamed'})")
-        try:
-            sizes = np.array([float(r[idx]) for r in rows])
-        except ValueError:
-            raise TraceError(f"{spec!r}: size column {col!r} has non-numeric values") from None
+        short = next((line for line, r in rows if idx is not None and len(r) <= idx), None)
+        if idx is None or short is not None:
+            where = f" (line {short} has {len(dict(rows)[short])} column(s))" if short is not None else ""
+            raise TraceError(f"{spec!r}: size={col!r} is not a column of {name}{where} (columns: {header or 'unnamed'})")
+        sizes = _floats(rows, idx, name, header, "a number (the size column)")
     order = np.argsort(times, kind="stable")
     times = times[order] - times.min()
     sizes = sizes[order] if sizes is not None else None
@@ -294,9 +359,15 @@ def from_csv_text(text: str, *, name: str, spec: str, opts: dict[str, str], attr
         times = times / speedup
     peak = _num(opts, "peak", None, spec, strict=True)
     _no_leftovers(opts, spec, "peak, speedup, duration, size")
+    if times[-1] >= MAX_TRACE_S:
+        raise TraceError(f"{name}: spans {times[-1]:,.0f} s{' after time scaling' if speedup is not None else ''}, longer "
+                         f"than a trace may be ({MAX_TRACE_S:,} s, 7 days of 1 s steps); pass speedup=X or duration=S "
+                         "in --trace, or check the timestamps (seconds, not milliseconds?)")
     n_s = int(math.floor(times[-1])) + 1
     counts = np.bincount(np.floor(times).astype(int), minlength=n_s).astype(float)
     scale = 1.0 if peak is None else peak / peak_rps(counts)
+    if peak is not None and peak > MAX_RATE_RPS:
+        raise TraceError(f"--trace {spec!r}: peak={peak:g} is above {MAX_RATE_RPS:,.0f} rps; pass a lower peak")
     return Trace(
         name=name, spec=spec, arrivals=counts * scale, source_sha256="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
         attribution=attribution, times_s=times, sizes=sizes, rate_scale=scale,

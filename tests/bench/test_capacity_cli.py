@@ -82,7 +82,7 @@ def test_copies_that_fit_nowhere_exit_1(tmp_path, capsys):
          "exceeds its accelerator_memory_mib"),
         ({**FLEET, "models": {}}, [], "field models"),
         (FLEET, ["--model", "nope", "--delta-concurrency", "1"], "--model 'nope' is not in the fleet's models (kokoro-82m)"),
-        (FLEET, ["--model", "kokoro-82m", "--delta-concurrency", "0"], "--delta-concurrency: must be > 0"),
+        (FLEET, ["--model", "kokoro-82m", "--delta-concurrency", "0"], "--delta-concurrency 0: outside the allowed range 0 < x"),
         (FLEET, ["--model", "kokoro-82m"], "pass both --model NAME and --delta-concurrency N"),
         (FLEET, ["--write-fleet", "x.json"], "--write-fleet and --copy-plan need --from-endpoint"),
     ],

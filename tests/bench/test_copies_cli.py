@@ -51,8 +51,8 @@ def test_copy_that_fits_nowhere_exits_1(tmp_path, qmax_ref, capsys):
     ("extra", "message"),
     [
         (["--instance-type", "ml.zz.huge"], "--instance-type 'ml.zz.huge' is not in the instance table"),
-        (["--min-copies", "-1"], "--min-copies: must be >= 0"),
-        (["--margin", "1.5"], "--margin: must be 0 <= X < 1"),
+        (["--min-copies", "-1"], "--min-copies -1: outside the allowed range 0 <= x <= 1000 copies"),
+        (["--margin", "1.5"], "--margin 1.5: outside the allowed range 0 <= x < 1"),
         (["--surge-ratio", "2"], "--surge-ratio"),
     ],
 )

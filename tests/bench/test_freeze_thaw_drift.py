@@ -98,7 +98,9 @@ def test_killed_run_leaves_state_drift_reports_and_thaw_restores(deployed, capsy
     # A new measurement refuses to freeze over the saved state (it would save the frozen one).
     rc = main(["qmax", "--endpoint", ENDPOINT, "--levels", "1", "--settle-s", "0", "--measure-s", "1",
                "--out", str(tmp_path / "o"), "--json"])
-    assert rc == 2 and "thaw" in capsys.readouterr().err
+    # Under --json the failure is one JSON object on stdout.
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert rc == 2 and error["exit_code"] == 2 and "thaw" in error["message"]
 
     capsys.readouterr()
     assert main(["thaw", "--endpoint", ENDPOINT, "--json"]) == 0

@@ -148,9 +148,10 @@ def test_text_report_names_verdict_and_command(setup, tmp_path, capsys):
 def test_window_without_data_is_exit_2_and_writes_nothing(setup, tmp_path, capsys):
     sess, plan, pf, qf, arts, listed = setup
     rc, out, err = _observe(capsys, pf, arts, tmp_path / "out", "--json")
-    assert rc == 2 and out == ""
-    line = err.strip()
-    assert len(line.splitlines()) == 1 and line.startswith("UsageError: no data for") and "widen --since" in line
+    # Under --json the failure is one JSON object on stdout, nothing on stderr.
+    error = json.loads(out)["error"]
+    assert rc == 2 and err == "" and error["type"] == "UsageError" and error["exit_code"] == 2
+    assert error["message"].startswith("no data for") and "widen --since" in error["message"]
     assert not (tmp_path / "out").exists()
 
 
