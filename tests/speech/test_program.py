@@ -3,8 +3,12 @@ stack, equal to what ``bench plan`` computes from the same artifacts."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pulumi
@@ -181,8 +185,11 @@ def test_weight_cache_runs_the_shipped_script_before_the_model(dev_run):
     assert model_uri == f"s3://{env['WEIGHTS_BUCKET']}/{env['WEIGHTS_PREFIX']}/"
     source = _one(mocks, "aws:s3/bucketObjectv2:BucketObjectv2", "kokoro-82m-cache-source")
     assert project["source"]["type"] == "S3" and project["source"]["location"] == f"kokoro-82m-weights/{source['key']}"
-    assert set(source["source"].assets) >= {"weight_cache.sh", "container/cli.py", "container/backends/onnx.py"}
-    assert source["source"].assets["weight_cache.sh"].text == (ROOT / "speech/deploy/weight_cache.sh").read_text()
+    # The object is the archive's exact bytes (what `speech rehearse` unpacks), its sha256 beside it.
+    with zipfile.ZipFile(io.BytesIO(base64.b64decode(source["contentBase64"]))) as zf:
+        assert set(zf.namelist()) >= {"weight_cache.sh", "container/cli.py", "container/backends/onnx.py", "container/voices.py"}
+        assert zf.read("weight_cache.sh") == (ROOT / "speech/deploy/weight_cache.sh").read_bytes()
+    assert source["metadata"]["sha256"] == hashlib.sha256(base64.b64decode(source["contentBase64"])).hexdigest()
     run = _one(mocks, "aws:lambda/invocation:Invocation", "kokoro-82m-cache-run")
     assert run["triggers"]["cache_key"] in env["WEIGHTS_PREFIX"]
 

@@ -14,12 +14,13 @@ trigger polls every POLL_S seconds until TRIGGER_TIMEOUT_S - MARGIN_S, which cov
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pulumi
 import pulumi_aws as aws
 
-from speech.deploy.weights import SCRIPT_NAME, WeightsLayout
+from speech.deploy.weights import SCRIPT_NAME, WeightsLayout, source_archive
 from speech.deploy.iam import assume_role_policy, cache_build_policy, cache_trigger_policy
 
 BUILD_TIMEOUT_MIN = 8
@@ -145,11 +146,16 @@ class ModelCache(pulumi.ComponentResource):
                 lambda a: f"arn:aws:logs:{a[0]}:{a[1]}:log-group:{group}"
             )
 
+        # The archive's exact bytes (speech.deploy.weights.source_archive), not an archive Pulumi zips
+        # itself: ``speech rehearse`` unpacks these same bytes from the preview, and its sha256 is here.
+        self.archive = source_archive(args.inputs)
         self.source = aws.s3.BucketObjectv2(
             f"{name}-source",
             bucket=args.bucket_name,
             key=args.source_key,
-            source=pulumi.AssetArchive({path: pulumi.StringAsset(data.decode()) for path, data in args.inputs.items()}),
+            content_base64=base64.b64encode(self.archive.data).decode(),
+            content_type="application/zip",
+            metadata={"sha256": self.archive.sha256},
             tags=args.tags,
             opts=child,
         )
@@ -238,4 +244,4 @@ class ModelCache(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.trigger_policy, self.project]),
         )
         self.register_outputs({"project": self.project.name, "invocation": self.invocation.result,
-                               "weights_prefix": args.weights_prefix})
+                               "weights_prefix": args.weights_prefix, "source_sha256": self.archive.sha256})
