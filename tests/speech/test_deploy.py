@@ -36,10 +36,16 @@ def fresh(kokoro_entry, write_stack):
 def test_image_is_built_pushed_and_run_by_digest(fresh):
     [img] = fresh.of_type("docker-build:index:Image")
     i = img.inputs
-    assert i["push"] is True and i["platforms"] == ["linux/amd64"]
+    assert i["platforms"] == ["linux/amd64"]
     assert i["context"] == {"location": "."} and i["dockerfile"] == {"location": "container/Dockerfile"}
-    [tag] = i["tags"]
-    assert re.fullmatch(re.escape(REPO_URL) + r":ctx-[0-9a-f]{12}", tag)
+    # No build on preview (no Docker daemon, no multi-GB build for a preview) ...
+    assert i["buildOnPreview"] is False
+    # ... and pushed by digest, no registry tag: nothing a rebuild of the same context (other bytes)
+    # can collide with in the IMMUTABLE repository. The context hash is a label.
+    assert not i.get("tags") and i["push"] is False
+    [export] = i["exports"]
+    assert {k: export["image"][k] for k in ("names", "push", "pushByDigest")} == {"names": [REPO_URL], "push": True, "pushByDigest": True}
+    assert re.fullmatch(r"ctx-[0-9a-f]{12}", i["labels"]["speech.context"])
     assert i["registries"][0]["address"] == "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
     model = fresh.named("kokoro-82m-model").inputs["primaryContainer"]
     digest = fresh.outputs["endpoints"]["kokoro-82m"]["image"].split("@")[1]

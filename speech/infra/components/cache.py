@@ -22,6 +22,7 @@ import pulumi_aws as aws
 
 from speech.deploy.weights import SCRIPT_NAME, WeightsLayout, source_archive
 from speech.deploy.iam import assume_role_policy, cache_build_policy, cache_trigger_policy
+from speech.infra.components.lambda_code import RETRY_CODE, retry_budget_s
 
 BUILD_TIMEOUT_MIN = 8
 """CodeBuild build timeout (minutes; AWS minimum 5). pip + export + sync take 2-4 minutes."""
@@ -40,8 +41,9 @@ def trigger_wait_s() -> int:
 
 
 def build_may_take_s() -> int:
-    """The longest a build can take before CodeBuild itself stops it (queued + running), plus one poll."""
-    return (QUEUED_TIMEOUT_MIN + BUILD_TIMEOUT_MIN) * 60 + POLL_S
+    """The longest a build can take before CodeBuild itself stops it (queued + running), plus one
+    poll, plus the IAM-propagation retries of StartBuild."""
+    return (QUEUED_TIMEOUT_MIN + BUILD_TIMEOUT_MIN) * 60 + POLL_S + retry_budget_s()
 
 
 def buildspec(layout: WeightsLayout) -> str:
@@ -67,16 +69,16 @@ def buildspec(layout: WeightsLayout) -> str:
     return json.dumps(spec, indent=2)
 
 
-TRIGGER_CODE = f'''\
-import time
+TRIGGER_CODE = RETRY_CODE + f'''
 import boto3
 
 
 def handler(event, context):
     cb = boto3.client("codebuild")
-    build_id = cb.start_build(projectName=event["project"])["build"]["id"]
+    # The role policy allowing StartBuild was created moments ago on a first deploy: retried while denied.
+    build_id = with_iam_retry(cb.start_build, projectName=event["project"])["build"]["id"]
     while context.get_remaining_time_in_millis() > {MARGIN_S * 1000}:
-        build = cb.batch_get_builds(ids=[build_id])["builds"][0]
+        build = with_iam_retry(cb.batch_get_builds, ids=[build_id])["builds"][0]
         if build["buildStatus"] == "SUCCEEDED":
             return {{"build": build_id, "status": "SUCCEEDED"}}
         if build["buildStatus"] != "IN_PROGRESS":
