@@ -219,3 +219,32 @@ def test_dashboard_shows_thresholds_slo_and_pressure(dev_run):
     assert "SpeechEndpoints/Container" in metrics and "PressureIndex" in metrics and "Invocation5XXErrors" in metrics
     assert "GPUUtilization" in metrics and "GPUMemoryUtilization" in metrics and "ServiceTimep95" in metrics
     assert all(w["region"] == "us-east-1" for w in widgets.values())
+
+
+def test_alarm_topic_key_admits_cloudwatch(dev_run):
+    """CloudWatch publishes to an SSE-KMS topic only with kms:Decrypt + kms:GenerateDataKey* on its
+    key; the AWS-managed alias/aws/sns cannot grant that, so the topic has its own key."""
+    mocks, _ = dev_run
+    topic = _one(mocks, "aws:sns/topic:Topic", "alarms-topic")
+    key = _one(mocks, "aws:kms/key:Key", "alarms-key")
+    assert topic["kmsMasterKeyId"] != "alias/aws/sns" and topic["kmsMasterKeyId"].startswith("arn:aws:kms:")
+    assert key["enableKeyRotation"] is True
+    statements = json.loads(key["policy"])["Statement"]
+    cw = [s for s in statements if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}]
+    assert len(cw) == 1 and set(cw[0]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    # ... and the account keeps administering its key (without it no one could).
+    assert any(s["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"} for s in statements)
+
+
+def test_rollback_alarm_does_not_count_the_designed_503(dev_run):
+    """A surge during an update answers 503 queue_saturated by design; the rollback alarm counts
+    Invocation5XXErrors less those rejections (both summed per minute)."""
+    from container import telemetry
+
+    mocks, _ = dev_run
+    alarm = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-obs-errors-5xx")
+    queries = {q["id"]: q for q in alarm["metricQueries"]}
+    assert queries["e5"]["metric"]["metricName"] == "Invocation5XXErrors"
+    assert queries["rej"]["metric"]["metricName"] == telemetry.REJECTED
+    assert queries["rej"]["metric"]["namespace"] == telemetry.NAMESPACE
+    assert queries["failed"]["returnData"] is True and "FILL(e5, 0) - FILL(rej, 0)" in queries["failed"]["expression"]
