@@ -959,6 +959,22 @@ def rule_iam_no_wildcards(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
                        f"{', '.join(sorted(ALLOWED_ON_STAR))}, may use '*'); fix: name the ARNs")
 
 
+AWS_MANAGED_SNS_KEY = "alias/aws/sns"
+
+
+def rule_topic_key_usable(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    """CloudWatch publishes to an SSE-KMS topic only with kms:Decrypt and kms:GenerateDataKey* on its
+    key; the AWS-managed key's policy admits no service principal and cannot be edited, so alarm
+    notifications to such a topic are never delivered (docs/first-deploy.md)."""
+    if res.type != "aws:sns/topic:Topic":
+        return
+    key = res.get("kmsMasterKeyId")
+    if isinstance(key, str) and key.split(":")[-1] in (AWS_MANAGED_SNS_KEY, f"alias/{AWS_MANAGED_SNS_KEY}"):
+        yield (f"{res.label} kmsMasterKeyId is {fmt(key)}, the AWS-managed key: CloudWatch alarms cannot publish to it "
+               "and no notification arrives; fix: a customer-managed aws.kms.Key whose policy lets "
+               "cloudwatch.amazonaws.com use kms:Decrypt and kms:GenerateDataKey* (speech.deploy.iam.alarm_topic_key_policy)")
+
+
 def rule_ecr_hygiene(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
     if res.type != "aws:ecr/repository:Repository":
         return
