@@ -147,6 +147,7 @@ def test_initial_count_reads_the_invocation_result():
     assert initial_count('{"desired_instance_count": 5, "source": "desired 5 now"}', 1) == 5
     assert initial_count('{"status": "SUCCEEDED"}', 2) == 2 and initial_count("not json", 2) == 2
     assert initial_count('{"desired_instance_count": 0}', 1) == 1
+    assert initial_count('{"desired_instance_count": 9}', 1, 4) == 4
 
 
 def test_the_new_configuration_starts_from_the_capacity_read():

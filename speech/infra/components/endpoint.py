@@ -180,8 +180,8 @@ class Endpoint(pulumi.ComponentResource):
                           "startup_timeout_s": str(args.startup_health_check_timeout_s)},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.endpoint_depends_on),
             )
-            floor = args.initial_instance_count
-            count = self.capacity.result.apply(lambda r: initial_count(r, floor))
+            floor, ceiling = args.initial_instance_count, args.capacity_ceiling or args.initial_instance_count
+            count = self.capacity.result.apply(lambda r: initial_count(r, floor, ceiling))
         self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
             f"{name}-config",
             production_variants=[

@@ -121,11 +121,13 @@ class ScalingGuard(pulumi.ComponentResource):
         self.register_outputs({"result": self.invocation.result})
 
 
-def initial_count(result: str, floor: int) -> int:
+def initial_count(result: str, floor: int, ceiling: int | None = None) -> int:
     """The initial instance count of a new endpoint configuration from the capacity read's result
-    (``{"desired_instance_count": n}``); the floor when the result carries none."""
+    (``{"desired_instance_count": n}``), within [floor, ceiling]; the floor when it carries none."""
     try:
         n = json.loads(result).get("desired_instance_count")
     except (TypeError, ValueError, AttributeError):
         return floor
-    return int(n) if isinstance(n, int | float) and n >= floor else floor
+    if not isinstance(n, int | float) or n < floor:
+        return floor
+    return int(min(n, ceiling)) if ceiling is not None else int(n)
