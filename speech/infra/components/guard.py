@@ -1,4 +1,6 @@
 """Safe instance-type changes: scaling is deregistered before the endpoint update, re-registered after.
+The same function also reads the variant's desired instance count before a new endpoint
+configuration is made (``desired_count``), so an update keeps the capacity it has (below).
 
 SageMaker refuses UpdateEndpoint when it changes the instance type of a variant that is a
 registered scalable target. Pulumi updates the endpoint before anything registered after it, so
@@ -23,20 +25,44 @@ import pulumi_aws as aws
 
 from speech.deploy.scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE
 from speech.deploy.iam import assume_role_policy, scaling_guard_policy
+from speech.infra.components.lambda_code import RETRY_CODE, retry_budget_s
 
 TAG_INSTANCE_TYPE = "speech:instance-type"
 """Tag on the scalable target whose change replaces it (delete first, then create)."""
 REPLACE_ON = [f'tags["{TAG_INSTANCE_TYPE}"]']
+GUARD_TIMEOUT_S = 60 + retry_budget_s()
+"""The guard's Lambda timeout: a minute for the call itself, plus the IAM-propagation retries."""
 
-GUARD_CODE = '''\
+GUARD_CODE = RETRY_CODE + '''
 import boto3
 
 
+def desired_count(event):
+    """The variant's desired instance count now, within [floor, ceiling]; the floor when the
+    endpoint does not exist yet (a first deploy) or reports no such variant."""
+    sm = boto3.client("sagemaker")
+    try:
+        ep = with_iam_retry(sm.describe_endpoint, EndpointName=event["endpoint_name"])
+    except sm.exceptions.ClientError as err:
+        if err.response.get("Error", {}).get("Code") == "ValidationException":  # "Could not find endpoint"
+            return {"desired_instance_count": event["floor"], "source": "no endpoint yet"}
+        raise
+    for v in ep.get("ProductionVariants", []):
+        if v.get("VariantName") == event["variant"]:
+            now = int(v.get("DesiredInstanceCount") or v.get("CurrentInstanceCount") or 0)
+            kept = max(event["floor"], min(event["ceiling"], now))
+            return {"desired_instance_count": kept, "source": f"desired {now} now"}
+    return {"desired_instance_count": event["floor"], "source": "no such variant"}
+
+
 def handler(event, context):
+    if event.get("action") == "desired_count":
+        return desired_count(event)
     aas = boto3.client("application-autoscaling")
     try:
-        aas.deregister_scalable_target(ServiceNamespace="@SERVICE_NAMESPACE@", ResourceId=event["resource_id"],
-                                       ScalableDimension="@SCALABLE_DIMENSION@")
+        # Denied while the role policy created moments ago propagates (first deploy): retried.
+        with_iam_retry(aas.deregister_scalable_target, ServiceNamespace="@SERVICE_NAMESPACE@",
+                       ResourceId=event["resource_id"], ScalableDimension="@SCALABLE_DIMENSION@")
     except aas.exceptions.ObjectNotFoundException:
         return {"deregistered": False, "instance_type": event["instance_type"]}
     return {"deregistered": True, "instance_type": event["instance_type"]}
@@ -69,7 +95,8 @@ class ScalingGuard(pulumi.ComponentResource):
         self.role = aws.iam.Role(f"{name}", assume_role_policy=json.dumps(assume_role_policy("lambda.amazonaws.com")),
                                  tags=args.tags, opts=child)
         self.function = aws.lambda_.Function(
-            f"{name}", role=self.role.arn, runtime="python3.12", handler="index.handler", timeout=60,
+            f"{name}", role=self.role.arn, runtime="python3.12", handler="index.handler",
+            timeout=GUARD_TIMEOUT_S,
             code=pulumi.AssetArchive({"index.py": pulumi.StringAsset(GUARD_CODE)}), tags=args.tags, opts=child,
         )
         self.policy = aws.iam.RolePolicy(
@@ -92,3 +119,15 @@ class ScalingGuard(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.policy]),
         )
         self.register_outputs({"result": self.invocation.result})
+
+
+def initial_count(result: str, floor: int, ceiling: int | None = None) -> int:
+    """The initial instance count of a new endpoint configuration from the capacity read's result
+    (``{"desired_instance_count": n}``), within [floor, ceiling]; the floor when it carries none."""
+    try:
+        n = json.loads(result).get("desired_instance_count")
+    except (TypeError, ValueError, AttributeError):
+        return floor
+    if not isinstance(n, int | float) or n < floor:
+        return floor
+    return int(min(n, ceiling)) if ceiling is not None else int(n)
