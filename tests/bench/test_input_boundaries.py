@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.stack_files import copy_stack
+
 from bench.cli import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,9 +169,8 @@ def test_stack_yaml_errors_name_line_column_and_key(work, capsys, text, needles)
 
 def _stack_with_other_image(tmp_path: Path) -> Path:
     """The dev stack without its pinned image: the program builds one whose digest is not the measured one."""
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
-    text = re.sub(r"\n      image: [^\n]*\n", "\n", text, count=1)
-    (tmp_path / "Pulumi.other.yaml").write_text(text)
+    stack = copy_stack(ROOT / "Pulumi.dev.yaml", tmp_path, "other")  # with the artifacts it references
+    stack.write_text(re.sub(r"\n      image: [^\n]*\n", "\n", stack.read_text(), count=1))
     return tmp_path
 
 
