@@ -79,11 +79,11 @@ def test_weight_norm_folding_is_exact(tmp_path):
         from kokoro import KModel
         ref_model = KModel(repo_id="hexgrad/Kokoro-82M", config=str(tmp_path / "config.json"),
                            model=str(tmp_path / "kokoro-v1_0.pth")).eval()
-        assert backend._fold_weight_norm() == 0  # nothing left to fold
+        assert backend.local.fold_weight_norm() == 0  # nothing left to fold
         unfolded_hooks = sum(type(h).__name__ == "WeightNorm" for m in ref_model.modules()
                              for h in m._forward_pre_hooks.values())
         assert unfolded_hooks == 89
-        table = backend.style[VOICE]
+        table = backend.local.style[VOICE]
         torch.manual_seed(7)
         with torch.inference_mode():
             want = ref_model(p.payload, table[len(p.payload) - 1], 1.0).numpy()
