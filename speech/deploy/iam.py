@@ -200,7 +200,8 @@ def async_execution_policy(*, bucket_arn: str, input_prefix: str, output_prefix:
         "Version": "2012-10-17",
         "Statement": [
             {"Sid": "ReadAsyncInput", "Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [under(input_prefix)]},
-            {"Sid": "WriteAsyncOutput", "Effect": "Allow", "Action": ["s3:PutObject"],
+            # A large response is a multipart upload; an interrupted one is aborted, not left to bill.
+            {"Sid": "WriteAsyncOutput", "Effect": "Allow", "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
              "Resource": [under(output_prefix), under(failure_prefix)]},
             {"Sid": "NotifyAsync", "Effect": "Allow", "Action": ["sns:Publish"],
              "Resource": [success_topic_arn, error_topic_arn]},
@@ -222,5 +223,39 @@ def async_invoke_policy(*, endpoint_arn: str, bucket_arn: str, input_prefix: str
             {"Sid": "PutRequests", "Effect": "Allow", "Action": ["s3:PutObject"], "Resource": [under(input_prefix)]},
             {"Sid": "GetResponses", "Effect": "Allow", "Action": ["s3:GetObject"],
              "Resource": [under(output_prefix), under(failure_prefix)]},
+        ],
+    }
+
+
+ALARM_PUBLISHER = "cloudwatch.amazonaws.com"
+"""The service principal that publishes alarm notifications to SNS."""
+ALARM_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey*"]
+"""What a publisher to an SSE-KMS topic needs on its key (SNS developer guide, "Enable
+compatibility between event sources from AWS services and encrypted topics")."""
+
+
+def alarm_topic_key_policy(account_id: str) -> Doc:
+    """Key policy of the alarm topic's customer-managed key: the account administers the key
+    through IAM (AWS's default key policy statement; without it the key cannot be managed), and
+    CloudWatch may use it to publish. The AWS-managed ``alias/aws/sns`` cannot do this: its policy
+    admits only principals of the account and cannot be edited, so CloudWatch's alarm actions fail
+    to publish and no notification arrives."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountAdministersKey",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "CloudWatchAlarmsPublish",
+                "Effect": "Allow",
+                "Principal": {"Service": ALARM_PUBLISHER},
+                "Action": ALARM_KEY_ACTIONS,
+                "Resource": "*",
+            },
         ],
     }

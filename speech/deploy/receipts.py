@@ -110,6 +110,13 @@ def receipt_problem(model: str, claim: ReceiptClaim, read: str, *, bucket: str, 
             f"config records no {claim.kind}_receipt (expected {claim.expected_key!r} for artifact {sha}), so nothing "
             f"shows bench produced it. {fix}"))
     url = f"s3://{bucket}/{claim.key}"
+    if read == NO_RECEIPT and why:
+        region = claim.artifact.provenance.region
+        return ReceiptProblem("receipt_missing", (
+            f"{where}: the receipt at {url} could not be read{f' in {region}' if region else ''} ({why}): the bucket "
+            f"does not exist, belongs to another account, is in another region than the measurement, or denies "
+            f"this stack's credentials. Fix: name the bucket bench wrote the receipt to (measured_on.receipt_bucket) "
+            f"and let this account read it, or {fix[len('Fix: '):]}"))
     if read == NO_RECEIPT:
         return ReceiptProblem("receipt_missing", (
             f"{where}: no receipt at {url} (expected one with artifact_sha256 {sha}): the run was made without "

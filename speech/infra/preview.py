@@ -152,11 +152,14 @@ class SpeechMocks:
     """
 
     def __init__(self, region: str = DEFAULT_REGION, account_id: str = ACCOUNT_ID, first_preview: bool = False,
-                 receipts: dict[str, str] | None = None) -> None:
+                 receipts: dict[str, str] | None = None, bucket_errors: dict[str, str] | None = None) -> None:
         self.region = region
         self.account_id = account_id
         self.first_preview = first_preview
         self.receipts = dict(receipts or {})
+        self.bucket_errors = dict(bucket_errors or {})
+        """Bucket -> the error the S3 data sources fail with there (no such bucket, another
+        account's, another region's), as the provider reports it."""
         self.invokes: list[tuple[str, dict[str, Any]]] = []
         """Every data-source call the program made: (token, arguments)."""
         self.autonames: dict[tuple[str, str], dict[str, str]] = {}
@@ -228,6 +231,9 @@ class SpeechMocks:
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region, "id": self.region,
                     "endpoint": f"ec2.{self.region}.amazonaws.com", "description": self.region}
+        if args.token in ("aws:s3/getObjects:getObjects", "aws:s3/getObject:getObject") and \
+                args.args.get("bucket") in self.bucket_errors:
+            return {}, [("bucket", self.bucket_errors[args.args["bucket"]])]
         if args.token == "aws:s3/getObjects:getObjects":
             bucket, prefix = args.args.get("bucket"), args.args.get("prefix") or ""
             return {"bucket": bucket, "id": bucket, "keys": sorted(k for k in self.receipts if k.startswith(prefix)),
@@ -243,13 +249,14 @@ class SpeechMocks:
         return {}
 
 
-def make_mocks(region: str = DEFAULT_REGION, first_preview: bool = False, receipts: dict[str, str] | None = None) -> Any:
+def make_mocks(region: str = DEFAULT_REGION, first_preview: bool = False, receipts: dict[str, str] | None = None,
+               bucket_errors: dict[str, str] | None = None) -> Any:
     import pulumi
 
     class _Mocks(SpeechMocks, pulumi.runtime.Mocks):
         pass
 
-    return _Mocks(region=region, first_preview=first_preview, receipts=receipts)
+    return _Mocks(region=region, first_preview=first_preview, receipts=receipts, bucket_errors=bucket_errors)
 
 
 def _make_monitor(mocks: Any) -> Any:
@@ -293,7 +300,7 @@ def _make_monitor(mocks: Any) -> Any:
 
 def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGION, project: str = PROJECT,
                   logger: logging.Logger | None = None, first_preview: bool = False,
-                  receipts: dict[str, str] | None = None) -> tuple[Any, Any]:
+                  receipts: dict[str, str] | None = None, bucket_errors: dict[str, str] | None = None) -> tuple[Any, Any]:
     """Reset Pulumi's runtime and install fresh mocks + config; returns (mocks, monitor).
 
     ``first_preview``: run as the engine runs the first preview of a new stack (dry run, nothing
@@ -311,7 +318,7 @@ def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGI
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)  # set_mocks only makes a new root stack when none exists
     pulumi.runtime.set_all_config(dict(config), [])
-    mocks = make_mocks(region, first_preview=first_preview, receipts=receipts)
+    mocks = make_mocks(region, first_preview=first_preview, receipts=receipts, bucket_errors=bucket_errors)
     monitor = _make_monitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=first_preview, logger=logger, monitor=monitor)
     return mocks, monitor
@@ -346,13 +353,14 @@ def stack_config_values(stack_file: Path) -> dict[str, str]:
 
 
 def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False,
-                receipts: dict[str, str] | None = None) -> PreviewResult:
+                receipts: dict[str, str] | None = None, bucket_errors: dict[str, str] | None = None) -> PreviewResult:
     """Run the program against ``stack_file`` under mocks. Raises :class:`ConfigError` (or another
     :class:`speech.errors.SpeechError`) for user mistakes.
 
     ``first_preview``: the first preview of a new stack; resource inputs are then reported as the
     engine sends them (unknowns as its sentinel string, numbers as doubles).
-    ``receipts``: what the S3 data sources find (:func:`load_receipts`); none by default."""
+    ``receipts``: what the S3 data sources find (:func:`load_receipts`); none by default.
+    ``bucket_errors``: buckets whose reads fail, with the provider's error (:class:`SpeechMocks`)."""
     import pulumi
 
     from speech.infra.program import define_stack, plan_stack
@@ -375,7 +383,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
     logger.propagate = False
 
     mocks, monitor = install_mocks(stack, config, region=region, logger=logger, first_preview=first_preview,
-                                   receipts=receipts)
+                                   receipts=receipts, bucket_errors=bucket_errors)
     resolved: dict[str, Any] = {}
     decided: dict[str, Any] = {}
     final: dict[str, Any] = {}

@@ -6,6 +6,7 @@ under Pulumi's mocks, so all three run exactly this code.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -85,25 +86,70 @@ class ModelOutputs:
     """The final gate: the config gate, then the receipts once read (an Output while they are)."""
 
 
+async def _invoke_data_source(token: str, args: dict) -> tuple[dict | None, bool]:
+    """(result, known) of one data source, its failure raised to the caller (who turns it into a
+    reason) instead of failing the program. The output form of an invoke (``get_objects_output``)
+    would fail the whole program when the provider errors (every Output is awaited at the end);
+    the plain form (``invoke_async``) does not declare its inputs' dependencies, so the engine would
+    answer a bucket still to be created with a read that fails, not with "unknown". So the SDK's
+    own invoke is called with the output form's dependency check (pulumi.runtime.invoke._invoke,
+    check_dependencies=True): unknown while a dependency is pending creation, errors raised here."""
+    from pulumi.runtime.invoke import _invoke
+
+    result = await _invoke(token, args, pulumi.InvokeOutputOptions(), None, None, check_dependencies=True)
+    return (result.value if result.is_known else None), bool(result.is_known)
+
+
+def _read_receipt_object(claim: ReceiptClaim, bucket: pulumi.Input[str]) -> pulumi.Output[tuple]:
+    """(tag value, why, bucket name) of one claim, read with the S3 data sources in the artifact's
+    own region. A read that fails (no such bucket, another account's, another region's, access
+    denied) is no receipt, with the provider's error as the reason: the gate then says
+    receipt_missing and the preview goes on, where the failed data source used to fail the whole
+    preview. A read the engine answers unknown (the bucket is created in this update) stays unknown."""
+    region = {"region": claim.artifact.provenance.region} if claim.artifact.provenance.region else {}
+
+    async def read() -> tuple[tuple | None, bool]:
+        try:
+            found, known = await _invoke_data_source("aws:s3/getObjects:getObjects",
+                                                     {"bucket": bucket, "prefix": claim.key, **region})
+            if not known or found is None:
+                return None, False
+            name = found.get("bucket")
+            if claim.key not in (found.get("keys") or []):
+                return (NO_RECEIPT, None, name), True
+            obj, known = await _invoke_data_source("aws:s3/getObject:getObject",
+                                                   {"bucket": name, "key": claim.key, **region})
+            if not known or obj is None:
+                return None, False
+            return (*read_receipt(obj.get("body"), claim), name), True
+        except Exception as err:  # noqa: BLE001  the SDK raises a failed invoke as a plain Exception
+            name = await pulumi.Output.from_input(bucket).future()
+            return (NO_RECEIPT, f"the read failed: {err}", name), True
+
+    task = asyncio.ensure_future(read())
+
+    async def value() -> tuple | None:
+        return (await task)[0]
+
+    async def known() -> bool:
+        return (await task)[1]
+
+    return pulumi.Output(set(), value(), known())
+
+
 def read_receipts(claims: list[ReceiptClaim], own_bucket: pulumi.Input[str]) -> dict[str, pulumi.Output[tuple]]:
     """Per artifact kind: (what was read, why it is not a receipt, bucket name), read with the S3
-    data sources at preview. The object is listed first: ``getObject`` on a missing key fails the
-    whole preview, while a missing receipt must only keep scaling off with its fix. While the bucket
-    is still to be created (a new stack's first preview) the engine answers unknown, and so is this."""
+    data sources at preview (:func:`_read_receipt_object`). The object is listed first: ``getObject``
+    on a missing key fails, while a missing receipt must only keep scaling off with its fix. While
+    the bucket is still to be created (a new stack's first preview) the engine answers unknown, and
+    so is this."""
     reads: dict[str, pulumi.Output[tuple]] = {}
     for claim in claims:
         bucket = claim.bucket or own_bucket
         if claim.key is None:
             reads[claim.kind] = pulumi.Output.from_input(bucket).apply(lambda b: (NO_RECEIPT, None, b))
             continue
-
-        def fetch(listing: aws.s3.GetObjectsResult, c: ReceiptClaim = claim) -> pulumi.Output[tuple] | tuple:
-            if c.key not in (listing.keys or []):
-                return (NO_RECEIPT, None, listing.bucket)
-            obj = aws.s3.get_object_output(bucket=listing.bucket, key=c.key)
-            return obj.apply(lambda o: (*read_receipt(o.body, c), listing.bucket))
-
-        reads[claim.kind] = aws.s3.get_objects_output(bucket=bucket, prefix=claim.key).apply(fetch)
+        reads[claim.kind] = _read_receipt_object(claim, bucket)
     return reads
 
 
@@ -185,7 +231,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     observability = Observability(
         f"{name}-obs",
         ObservabilityArgs(model=name, endpoint_name=ep_name, region=region, plan=plan, slo_ms=cfg.plan.slo_ms,
-                          topic_arn=topic_arn, tags=base_tags),
+                          topic_arn=topic_arn, hosting=cfg.hosting, tags=base_tags),
     )
     if cfg.hosting == "components":
         return _deploy_components(dep, ep_name=ep_name, image=image, image_digest=image_digest, role_arn=foundation.role.arn,
@@ -340,8 +386,9 @@ def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Inpu
             role_arn=role_arn,
             model_data_s3_uri=weights_s3_uri,
             instance_type=cfg.instance_type,
-            environment=container_environment(name, cfg, plan, backend=backend, image_digest=image_digest,
-                                              endpoint_name=ep_name),
+            environment=component_environment(
+                container_environment(name, cfg, plan, backend=backend, image_digest=image_digest, endpoint_name=ep_name),
+                spec),
             startup_health_check_timeout_s=startup_health_check_timeout_s(
                 cfg.measurements.ttotal if cfg.measurements is not None else None
             ),
@@ -367,6 +414,18 @@ def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Inpu
                                       scaling=_scaling_of(final, lambda g: scaling_output(g, plan, dep.document_key,
                                                                                           copy_plan=cp, budget=dep.budget)),
                                       inference_component=component.inference_component.inference_component_name)
+
+
+def component_environment(env: dict[str, pulumi.Input[str]], spec) -> dict[str, pulumi.Input[str]]:
+    """A copy's environment: ``CPU_CORES`` is the component's NumberOfCpuCoresRequired, the cores
+    SageMaker reserves for one copy; the container sizes its engine and threads from it (it would
+    otherwise see the host's cores and run every packed copy on all of them). Fractional values are
+    passed as they are (the container rounds down, at least 1). A variant (one container per
+    instance) gets none: its container owns the instance, and the affinity and cgroup it reads are
+    the instance's vCPUs, with no table of ours to drift from the host. Without a measured CPU use
+    the component reserves no cores, and none are set."""
+    cores = spec.compute.cpu_cores
+    return {**env, "CPU_CORES": f"{cores:g}"} if cores else env
 
 
 def gate_after_receipts(dep: ModelDeployment, claims: list[ReceiptClaim], reads: dict[str, pulumi.Output[tuple]],
@@ -402,7 +461,8 @@ def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pu
     deployments = plan_stack(config)
     account_id = aws.get_caller_identity_output().account_id
     region = aws.get_region_output().region
-    topic = AlarmTopic("alarms", AlarmTopicArgs(alerts=config.alerts, tags={"speech:stack": pulumi.get_stack()}))
+    topic = AlarmTopic("alarms", AlarmTopicArgs(alerts=config.alerts, account_id=account_id,
+                                                tags={"speech:stack": pulumi.get_stack()}))
     # pulumi-aws-native only for the inference components, in pulumi-aws's region.
     native = (native_provider("aws-native", region)
               if any(dep.config.hosting == "components" for dep in deployments.values()) else None)

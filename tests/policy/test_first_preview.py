@@ -85,3 +85,72 @@ def test_scaling_for_another_image_is_blocked(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     [v] = [v for v in _mandatory(proc) if v["policy"] == "deployment-matches-fingerprint"]
     assert "deploys image digest sha256:abababababab" in v["message"]
+
+
+# --- preview-time parity: what the pack sees in a first preview is what `pulumi up` creates --------
+
+STAGING = "staging-kokoro-82m"
+
+
+def _external_receipts_stack(tmp_path: Path) -> tuple[Path, dict]:
+    from ruamel.yaml import YAML
+    from tests.policy.policy_edits import receipts_of, with_evidence, with_receipt_keys
+
+    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    entry = with_receipt_keys(with_evidence(config["speech-endpoints:models"]["kokoro-82m"], STAGING))
+    entry["measured_on"] = {"endpoint": STAGING, "why": "staging runs the release image",
+                            "receipt_bucket": "staging-provenance"}
+    config["speech-endpoints:models"]["kokoro-82m"] = entry
+    path = tmp_path / "Pulumi.ext.yaml"
+    path.write_text(json.dumps({"config": config}))
+    return path, receipts_of(entry)
+
+
+def test_first_preview_with_an_external_receipt_bucket_shows_its_scaling(tmp_path, pack):
+    """Receipts in a bucket that already exists are read in the first preview too (the read does not
+    wait on anything this update creates): the scaling `pulumi up` creates is in the preview."""
+    path, receipts = _external_receipts_stack(tmp_path)
+    resources, result = preview_resources(path, "ext", first_preview=True, receipts=receipts)
+    [gate] = result.gates
+    assert gate.enabled, gate.reason
+    assert [r for r in resources if r.type == "aws:appautoscaling/target:Target"]
+    report = pack.check(resources)
+    assert not report.mandatory, [d.message for d in report.mandatory]
+
+
+def test_first_preview_with_an_unreadable_external_bucket_is_the_gates_reason(tmp_path):
+    path, receipts = _external_receipts_stack(tmp_path)
+    from speech.infra.preview import run_preview
+
+    result = run_preview(path, "ext", first_preview=True, receipts=receipts,
+                         bucket_errors={"staging-provenance": "NoSuchBucket: The specified bucket does not exist"})
+    [gate] = result.gates
+    assert not gate.enabled and "could not be read" in gate.reason and "NoSuchBucket" in gate.reason
+    assert not result.of_type("aws:appautoscaling/target:Target")
+
+
+def test_first_preview_of_an_async_route_passes_without_realtime_alarms(tmp_path, pack):
+    from tests.speech.test_batch_program import batch_entry
+    from ruamel.yaml import YAML
+
+    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    models = config["speech-endpoints:models"]
+    models["narration"] = batch_entry(models["kokoro-82m"])
+    path = tmp_path / "Pulumi.batch.yaml"
+    path.write_text(json.dumps({"config": config}))
+    resources, _ = preview_resources(path, "batch", first_preview=True)
+    report = pack.check(resources)
+    assert not report.mandatory, [d.message for d in report.mandatory]
+    names = [r.name for r in resources if r.type == "aws:cloudwatch/metricAlarm:MetricAlarm"]
+    assert "narration-obs-errors-5xx" in names
+    assert not [n for n in names if n.startswith("narration-obs-") and ("ttfab" in n or n.endswith("-rate"))]
+    assert [r for r in resources if r.type == "aws:appautoscaling/target:Target" and "narration" in r.name]
+
+
+def test_first_preview_of_a_components_route_passes_and_sets_the_copy_cores(pack):
+    resources, _ = preview_resources(ROOT / "examples" / "Pulumi.components.yaml", "components", first_preview=True)
+    report = pack.check(resources)
+    assert not report.mandatory, [d.message for d in report.mandatory]
+    by = {r.name: r for r in resources}
+    assert by["kokoro-82m-model"].props["primaryContainer"]["environment"]["CPU_CORES"] == "1.25"
+    assert [r for r in resources if r.type == "aws:appautoscaling/target:Target"]

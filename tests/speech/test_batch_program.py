@@ -120,7 +120,7 @@ def test_outputs_and_iam(two_routes):
 
     execution = json.loads(r.named("narration-async-execution-async").inputs["policy"])
     by_sid = {s["Sid"]: s for s in execution["Statement"]}
-    assert by_sid["WriteAsyncOutput"]["Action"] == ["s3:PutObject"]
+    assert by_sid["WriteAsyncOutput"]["Action"] == ["s3:PutObject", "s3:AbortMultipartUpload"]
     assert sorted(x.rsplit("/", 2)[-2] for x in by_sid["WriteAsyncOutput"]["Resource"]) == ["failure", "output"]
     assert by_sid["NotifyAsync"]["Action"] == ["sns:Publish"] and len(by_sid["NotifyAsync"]["Resource"]) == 2
     assert not any("*" == s["Resource"] for s in execution["Statement"])
@@ -187,3 +187,34 @@ def test_unmeasured_batch_route_is_async_without_scaling(kokoro_entry, write_sta
     out = r.outputs
     assert out["scaling"]["narration"]["reason_code"] == "unmeasured" and out["scaling"]["narration"]["min"] is None
     assert out["endpoints"]["narration"]["async"]["max_concurrent_invocations_per_instance"] is None
+
+
+def _metrics_read(alarm_inputs: dict) -> set[str]:
+    """Every SageMaker/container metric name an alarm reads (single metric or metric math)."""
+    names = {alarm_inputs.get("metricName")} - {None}
+    for q in alarm_inputs.get("metricQueries") or []:
+        if q.get("metric"):
+            names.add(q["metric"]["metricName"])
+    return names
+
+
+def test_async_route_carries_no_realtime_alarm(two_routes):
+    """An async job's first byte is its whole file (a TTFAB SLO alarm would sit in ALARM under any
+    backlog and roll every update back), and SageMaker publishes no Invocations for an asynchronous
+    endpoint (a rate over it never evaluates)."""
+    from container import telemetry
+    from speech.infra.components.observability import ASYNC_UNPUBLISHED
+
+    r = two_routes
+    alarms = {a.name: a.inputs for a in r.of_type(ALARM)}
+    batch = {n: a for n, a in alarms.items() if n.startswith("narration-") and a.get("name", "").startswith("t-narration")}
+    assert batch, sorted(alarms)
+    for name, a in batch.items():
+        assert not (_metrics_read(a) & set(ASYNC_UNPUBLISHED)), name
+        assert telemetry.TTFAB_P95 not in _metrics_read(a) and "ttfab" not in a["name"], name
+    rollback = r.named("narration-endpoint").inputs["deploymentConfig"]["autoRollbackConfiguration"]["alarms"]
+    assert [x["alarmName"] for x in rollback] == ["t-narration-5xx"]
+    # The real-time route keeps both of its.
+    rt = r.named("kokoro-82m-endpoint").inputs["deploymentConfig"]["autoRollbackConfiguration"]["alarms"]
+    assert [x["alarmName"] for x in rt] == ["t-kokoro-82m-5xx", "t-kokoro-82m-ttfab-slo"]
+    assert {"t-kokoro-82m-5xx-rate", "t-kokoro-82m-ttfab-slo"} <= {a["name"] for a in alarms.values()}

@@ -223,3 +223,17 @@ def test_component_args_exist_in_the_installed_aws_native():
     assert {"min_memory_required_in_mb", "number_of_accelerator_devices_required",
             "number_of_cpu_cores_required"} <= params(sm.InferenceComponentComputeResourceRequirementsArgs)
     assert json.dumps(sm.InferenceComponentCapacitySizeType.CAPACITY_PERCENT) == '"CAPACITY_PERCENT"'
+
+
+def test_each_copy_is_told_the_cores_its_component_reserves(example):
+    """The container reads its usable cores from CPU_CORES: the component's NumberOfCpuCoresRequired,
+    not the host's count that every packed copy would otherwise use."""
+    (ic,) = example.of_type(T_IC)
+    reserved = ic.inputs["specification"]["computeResourceRequirements"]["numberOfCpuCoresRequired"]
+    env = example.named("kokoro-82m-model").inputs["primaryContainer"]["environment"]
+    assert env["CPU_CORES"] == f"{reserved:g}" == "1.25"
+
+
+def test_a_variant_leaves_its_cores_to_the_instance():
+    dev = run_preview(ROOT / "Pulumi.dev.yaml", "dev")
+    assert "CPU_CORES" not in dev.named("kokoro-82m-model").inputs["primaryContainer"]["environment"]

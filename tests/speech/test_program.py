@@ -3,8 +3,12 @@ stack, equal to what ``bench plan`` computes from the same artifacts."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pulumi
@@ -184,9 +188,12 @@ def test_weight_cache_runs_the_shipped_script_before_the_model(dev_run):
     assert model_uri == f"s3://{env['WEIGHTS_BUCKET']}/{env['WEIGHTS_PREFIX']}/"
     source = _one(mocks, "aws:s3/bucketObjectv2:BucketObjectv2", "kokoro-82m-cache-source")
     assert project["source"]["type"] == "S3" and project["source"]["location"] == f"kokoro-82m-weights/{source['key']}"
-    assert set(source["source"].assets) >= {"weight_cache.sh", "weight_fetch.py", "container/cli.py",
-                                            "container/backends/onnx.py"}
-    assert source["source"].assets["weight_cache.sh"].text == (ROOT / "speech/deploy/weight_cache.sh").read_text()
+    # The object is the archive's exact bytes (what `speech rehearse` unpacks), its sha256 beside it.
+    with zipfile.ZipFile(io.BytesIO(base64.b64decode(source["contentBase64"]))) as zf:
+        assert set(zf.namelist()) >= {"weight_cache.sh", "weight_fetch.py", "container/cli.py", "container/backends/onnx.py",
+                                       "container/voices.py"}
+        assert zf.read("weight_cache.sh") == (ROOT / "speech/deploy/weight_cache.sh").read_bytes()
+    assert source["metadata"]["sha256"] == hashlib.sha256(base64.b64decode(source["contentBase64"])).hexdigest()
     run = _one(mocks, "aws:lambda/invocation:Invocation", "kokoro-82m-cache-run")
     assert run["triggers"]["cache_key"] in env["WEIGHTS_PREFIX"]
 
@@ -216,3 +223,32 @@ def test_dashboard_shows_thresholds_slo_and_pressure(dev_run):
     assert "SpeechEndpoints/Container" in metrics and "PressureIndex" in metrics and "Invocation5XXErrors" in metrics
     assert "GPUUtilization" in metrics and "GPUMemoryUtilization" in metrics and "ServiceTimep95" in metrics
     assert all(w["region"] == "us-east-1" for w in widgets.values())
+
+
+def test_alarm_topic_key_admits_cloudwatch(dev_run):
+    """CloudWatch publishes to an SSE-KMS topic only with kms:Decrypt + kms:GenerateDataKey* on its
+    key; the AWS-managed alias/aws/sns cannot grant that, so the topic has its own key."""
+    mocks, _ = dev_run
+    topic = _one(mocks, "aws:sns/topic:Topic", "alarms-topic")
+    key = _one(mocks, "aws:kms/key:Key", "alarms-key")
+    assert topic["kmsMasterKeyId"] != "alias/aws/sns" and topic["kmsMasterKeyId"].startswith("arn:aws:kms:")
+    assert key["enableKeyRotation"] is True
+    statements = json.loads(key["policy"])["Statement"]
+    cw = [s for s in statements if s["Principal"] == {"Service": "cloudwatch.amazonaws.com"}]
+    assert len(cw) == 1 and set(cw[0]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    # ... and the account keeps administering its key (without it no one could).
+    assert any(s["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"} for s in statements)
+
+
+def test_rollback_alarm_does_not_count_the_designed_503(dev_run):
+    """A surge during an update answers 503 queue_saturated by design; the rollback alarm counts
+    Invocation5XXErrors less those rejections (both summed per minute)."""
+    from container import telemetry
+
+    mocks, _ = dev_run
+    alarm = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-obs-errors-5xx")
+    queries = {q["id"]: q for q in alarm["metricQueries"]}
+    assert queries["e5"]["metric"]["metricName"] == "Invocation5XXErrors"
+    assert queries["rej"]["metric"]["metricName"] == telemetry.REJECTED
+    assert queries["rej"]["metric"]["namespace"] == telemetry.NAMESPACE
+    assert queries["failed"]["returnData"] is True and "FILL(e5, 0) - FILL(rej, 0)" in queries["failed"]["expression"]

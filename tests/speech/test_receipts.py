@@ -125,6 +125,28 @@ def test_the_program_reads_the_receipts_of_a_measured_on_endpoint_from_its_bucke
     assert result.of_type("aws:appautoscaling/target:Target")
 
 
+@pytest.mark.parametrize("error", [
+    "reading S3 Bucket (staging-provenance): NoSuchBucket: The specified bucket does not exist",
+    "listing S3 Bucket (staging-provenance) Objects: operation error S3: ListObjectsV2, https response error "
+    "StatusCode: 403, api error AccessDenied: Access Denied",
+    "listing S3 Bucket (staging-provenance) Objects: operation error S3: ListObjectsV2, https response error "
+    "StatusCode: 301, api error PermanentRedirect: the bucket is in another region",
+])
+def test_an_unreadable_receipt_bucket_is_the_gates_reason_not_a_failed_preview(kokoro_entry, write_stack, error):
+    entry = _measured(kokoro_entry, "staging-kokoro-82m")
+    entry["measured_on"] = {"endpoint": "staging-kokoro-82m", "why": "staging runs the release image",
+                            "receipt_bucket": "staging-provenance"}
+    result = run_preview(write_stack({"kokoro-82m": entry}), receipts=receipts_of(entry),
+                         bucket_errors={"staging-provenance": error})
+    gate, scaling = _gate(result)
+    assert not gate.enabled and scaling["reason_code"] == "receipt_missing"
+    assert "could not be read in us-east-1" in gate.reason and error.split(": ")[-1] in gate.reason
+    assert not result.of_type("aws:appautoscaling/target:Target")
+    # The reads name the artifact's region, not the provider's default.
+    regions = {a.get("region") for tok, a in result.invokes if tok.startswith("aws:s3/getObject")}
+    assert regions == {entry["measurements"]["qmax"]["provenance"]["region"]} == {"us-east-1"}
+
+
 def test_a_receipt_of_another_endpoint_keeps_scaling_off(kokoro_entry, write_stack):
     entry = _measured(kokoro_entry)
     bodies = receipts_of(entry)

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from speech.infra.rehearse import image_environment, rehearse
+from speech.deploy import weights
+from speech.infra.preview import run_preview
+from speech.infra.rehearse import _isolation, image_environment, rehearse
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -53,6 +55,10 @@ def test_cpu_stack_rehearses_clean(built):
     by = {c["step"]: c["detail"] for c in report["checks"]}
     assert "BACKEND=onnx" in by["preview"] and "start-up timeout 600 s" in by["preview"]
     assert "image ENV of container/Dockerfile.cpu" in by["serve"]
+    # The build ran the archive the preview uploads (same sha256), alone.
+    source = run_preview(CPU_STACK, "cpu").named("kokoro-82m-cache-source").inputs
+    assert f"source archive sha256 {source['metadata']['sha256']} " in by["build"]
+    assert "nothing from the repository on sys.path" in by["build"]
     # The build wrote exactly the onnx backend's layout, and its manifest.
     assert sorted(os.listdir(weights)) == ["MANIFEST.sha256", "kokoro-v1.0.int8.onnx", "kokoro-v1.0.int8.sha256",
                                            "vocab.json", "voices.npz"]
@@ -161,3 +167,25 @@ def test_unknown_stack_is_bad_input(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "speech", "rehearse", "--stack", "nope", "--stack-dir", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2 and proc.stderr.startswith("ConfigError: ") and "Traceback" not in proc.stderr
+
+
+def test_a_module_left_out_of_the_archive_fails_the_build_and_is_named(monkeypatch):
+    """The archive's list without container/voices.py (the bug this replaced): the shipped archive
+    alone cannot export, and the rehearsal says which module is missing."""
+    full = weights.export_sources
+    monkeypatch.setattr(weights, "export_sources", lambda *a, **k: tuple(f for f in full(*a, **k) if f != "container/voices.py"))
+    result = rehearse(CPU_STACK, "cpu")
+    assert not result.ok and result.failed.step == "build"
+    assert "cannot import container.voices: the archive lacks it" in result.failed.detail
+
+
+def test_isolation_reads_the_build_log(tmp_path):
+    src = tmp_path / "source"
+    src.mkdir()
+    ok = f"weight-cache: exporter {src}/container/__init__.py\nweight-cache: sys.path {[str(src), '/usr/lib/python3.11']!r}\n"
+    assert _isolation(ok, src) is None
+    leaked = f"weight-cache: exporter {ROOT}/container/__init__.py\nweight-cache: sys.path {[str(ROOT)]!r}\n"
+    assert "not from the unpacked archive" in _isolation(leaked, src)
+    on_path = f"weight-cache: exporter {src}/container/__init__.py\nweight-cache: sys.path {[str(src), str(ROOT)]!r}\n"
+    assert "holds the repository" in _isolation(on_path, src)
+    assert "does not say" in _isolation("", src)

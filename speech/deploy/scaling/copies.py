@@ -119,7 +119,13 @@ def wake_cooldown_s(copy_plan: Any) -> int:
 
 def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
     """Every copy at or below the per-copy C_scale_min for the whole scale-in window: remove a copy.
-    Missing data breaches: an idle component publishes nothing and should shrink to its floor."""
+
+    Missing data breaches when the copy floor is at least 1: an idle component publishes nothing
+    and shrinks to its floor, and there is no wake to undo. With a floor of 0 missing data is
+    ``missing``: at zero copies, and while a woken copy starts, there is no data; breaching would keep
+    the alarm in ALARM, CloudWatch re-invokes a persisting alarm's Auto Scaling action, and the -1
+    step could cancel the wake's +1. All-missing leaves ALARM (INSUFFICIENT_DATA) instead, so
+    nothing removes the copy being started; an idle copy still goes once it publishes low values."""
     from speech.plan.realtime import scale_in_evaluation_periods
 
     period = copy_plan.inputs.metric_period_s
@@ -137,7 +143,7 @@ def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
         datapoints_to_alarm=periods,
         threshold=threshold,
         comparison="LessThanOrEqualToThreshold",
-        treat_missing_data="breaching",
+        treat_missing_data="missing" if copy_plan.copies.min_copies == 0 else "breaching",
     )
 
 
@@ -197,7 +203,9 @@ def component_scaling_spec(copy_plan: Any, endpoint_name: str, component_name: s
         ("scale_in_alarm", "threshold"): f"deployed per-copy C_scale_min = (1-2h) x Q_max per copy {copy_plan.q_max_per_copy}",
         ("scale_in_alarm", "evaluation_periods"): f"scale-in window max(3, ceil(300 s / period)) = {periods_in} periods",
         ("scale_in_alarm", "datapoints_to_alarm"): f"every one of the {periods_in} periods must breach",
-        ("scale_in_alarm", "treat_missing_data"): "an idle component publishes nothing; it shrinks to its floor",
+        ("scale_in_alarm", "treat_missing_data"): ("no data at zero copies or while a woken copy starts: missing, so the "
+                                                   "-1 step cannot cancel the wake" if zero else
+                                                   "an idle component publishes nothing; it shrinks to its floor"),
         ("wake", "cooldown_s"): "max(60 s, the measured start of the first copy: T_total from zero instances, else T_copy)",
         ("wake", "steps"): "one copy when a request finds none",
         ("wake_alarm", "threshold"): "the first request that found no copy",

@@ -14,13 +14,15 @@ trigger polls every POLL_S seconds until TRIGGER_TIMEOUT_S - MARGIN_S, which cov
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pulumi
 import pulumi_aws as aws
 
-from speech.deploy.weights import SCRIPT_NAME, WeightsLayout
+from speech.deploy.weights import SCRIPT_NAME, WeightsLayout, source_archive
 from speech.deploy.iam import assume_role_policy, cache_build_policy, cache_trigger_policy
+from speech.infra.components.lambda_code import RETRY_CODE, retry_budget_s
 
 BUILD_TIMEOUT_MIN = 8
 """CodeBuild build timeout (minutes; AWS minimum 5). pip + export + sync take 2-4 minutes."""
@@ -39,8 +41,9 @@ def trigger_wait_s() -> int:
 
 
 def build_may_take_s() -> int:
-    """The longest a build can take before CodeBuild itself stops it (queued + running), plus one poll."""
-    return (QUEUED_TIMEOUT_MIN + BUILD_TIMEOUT_MIN) * 60 + POLL_S
+    """The longest a build can take before CodeBuild itself stops it (queued + running), plus one
+    poll, plus the IAM-propagation retries of StartBuild."""
+    return (QUEUED_TIMEOUT_MIN + BUILD_TIMEOUT_MIN) * 60 + POLL_S + retry_budget_s()
 
 
 def buildspec(layout: WeightsLayout) -> str:
@@ -67,16 +70,16 @@ def buildspec(layout: WeightsLayout) -> str:
     return json.dumps(spec, indent=2)
 
 
-TRIGGER_CODE = f'''\
-import time
+TRIGGER_CODE = RETRY_CODE + f'''
 import boto3
 
 
 def handler(event, context):
     cb = boto3.client("codebuild")
-    build_id = cb.start_build(projectName=event["project"])["build"]["id"]
+    # The role policy allowing StartBuild was created moments ago on a first deploy: retried while denied.
+    build_id = with_iam_retry(cb.start_build, projectName=event["project"])["build"]["id"]
     while context.get_remaining_time_in_millis() > {MARGIN_S * 1000}:
-        build = cb.batch_get_builds(ids=[build_id])["builds"][0]
+        build = with_iam_retry(cb.batch_get_builds, ids=[build_id])["builds"][0]
         if build["buildStatus"] == "SUCCEEDED":
             return {{"build": build_id, "status": "SUCCEEDED"}}
         if build["buildStatus"] != "IN_PROGRESS":
@@ -146,11 +149,16 @@ class ModelCache(pulumi.ComponentResource):
                 lambda a: f"arn:aws:logs:{a[0]}:{a[1]}:log-group:{group}"
             )
 
+        # The archive's exact bytes (speech.deploy.weights.source_archive), not an archive Pulumi zips
+        # itself: ``speech rehearse`` unpacks these same bytes from the preview, and its sha256 is here.
+        self.archive = source_archive(args.inputs)
         self.source = aws.s3.BucketObjectv2(
             f"{name}-source",
             bucket=args.bucket_name,
             key=args.source_key,
-            source=pulumi.AssetArchive({path: pulumi.StringAsset(data.decode()) for path, data in args.inputs.items()}),
+            content_base64=base64.b64encode(self.archive.data).decode(),
+            content_type="application/zip",
+            metadata={"sha256": self.archive.sha256},
             tags=args.tags,
             opts=child,
         )
@@ -240,4 +248,4 @@ class ModelCache(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.trigger_policy, self.project]),
         )
         self.register_outputs({"project": self.project.name, "invocation": self.invocation.result,
-                               "weights_prefix": args.weights_prefix})
+                               "weights_prefix": args.weights_prefix, "source_sha256": self.archive.sha256})

@@ -23,20 +23,24 @@ import pulumi_aws as aws
 
 from speech.deploy.scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE
 from speech.deploy.iam import assume_role_policy, scaling_guard_policy
+from speech.infra.components.lambda_code import RETRY_CODE, retry_budget_s
 
 TAG_INSTANCE_TYPE = "speech:instance-type"
 """Tag on the scalable target whose change replaces it (delete first, then create)."""
 REPLACE_ON = [f'tags["{TAG_INSTANCE_TYPE}"]']
+GUARD_TIMEOUT_S = 60 + retry_budget_s()
+"""The guard's Lambda timeout: a minute for the call itself, plus the IAM-propagation retries."""
 
-GUARD_CODE = '''\
+GUARD_CODE = RETRY_CODE + '''
 import boto3
 
 
 def handler(event, context):
     aas = boto3.client("application-autoscaling")
     try:
-        aas.deregister_scalable_target(ServiceNamespace="@SERVICE_NAMESPACE@", ResourceId=event["resource_id"],
-                                       ScalableDimension="@SCALABLE_DIMENSION@")
+        # Denied while the role policy created moments ago propagates (first deploy): retried.
+        with_iam_retry(aas.deregister_scalable_target, ServiceNamespace="@SERVICE_NAMESPACE@",
+                       ResourceId=event["resource_id"], ScalableDimension="@SCALABLE_DIMENSION@")
     except aas.exceptions.ObjectNotFoundException:
         return {"deregistered": False, "instance_type": event["instance_type"]}
     return {"deregistered": True, "instance_type": event["instance_type"]}
@@ -69,7 +73,8 @@ class ScalingGuard(pulumi.ComponentResource):
         self.role = aws.iam.Role(f"{name}", assume_role_policy=json.dumps(assume_role_policy("lambda.amazonaws.com")),
                                  tags=args.tags, opts=child)
         self.function = aws.lambda_.Function(
-            f"{name}", role=self.role.arn, runtime="python3.12", handler="index.handler", timeout=60,
+            f"{name}", role=self.role.arn, runtime="python3.12", handler="index.handler",
+            timeout=GUARD_TIMEOUT_S,
             code=pulumi.AssetArchive({"index.py": pulumi.StringAsset(GUARD_CODE)}), tags=args.tags, opts=child,
         )
         self.policy = aws.iam.RolePolicy(

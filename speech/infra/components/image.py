@@ -4,8 +4,17 @@ container/Dockerfile.cpu (CPU: slim Python, onnxruntime, no CUDA or torch, BACKE
 
 pulumi-docker-build (BuildKit) builds it during ``pulumi up``; its ``digest`` output is what the
 Model runs (``<repository url>@<digest>``) and what ``/ping`` reports through IMAGE_DIGEST, so
-the digest bench measures is the digest deployed. The repository keeps tags immutable, so each
-build context gets its own tag: a hash of the files the Dockerfile copies.
+the digest bench measures is the digest deployed.
+
+Pushed by digest, with no tag: the repository keeps tags immutable, and a tag named after the
+build context collides as soon as the same context is built twice into different bytes (builds are
+not bit-reproducible: another machine, a revert A -> B -> A), which ECR refuses. A push by digest
+names nothing that can already exist; the Model runs ``<repository>@<digest>`` either way. The
+context hash stays on the image as the OCI label ``speech.context``.
+
+Never built on preview (``build_on_preview=False``): a preview needs no Docker daemon and does not
+build the multi-GB CUDA image; the digest is unknown there and checked against the measurements at
+``pulumi up``, before the Model (speech.infra.program).
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ DOCKERFILES = {"torch": DOCKERFILE, "onnx": DOCKERFILE_CPU}
 def dockerfile_for(backend: str) -> str:
     """The Dockerfile whose image has ``backend``'s runtime (torch: CUDA torch + kokoro; onnx: onnxruntime)."""
     return DOCKERFILES[backend]
-
+CONTEXT_LABEL = "speech.context"
+"""OCI label carrying :func:`context_tag` on the pushed image."""
 PLATFORM = docker_build.Platform.LINUX_AMD64
 """SageMaker GPU and CPU instances are x86_64."""
 
@@ -52,7 +62,7 @@ class ContainerImageArgs:
         self.repository = repository
         """The stack's ECR repository (IMMUTABLE tags, scan on push)."""
         self.tag = tag
-        """Image tag: :func:`context_tag` of the Dockerfile built, new for every change of the build context."""
+        """:func:`context_tag` of the Dockerfile built: the image's ``speech.context`` label (not a registry tag)."""
         self.backend = backend
         """The backend the Model runs (speech.deploy.weights): picks the Dockerfile (:data:`DOCKERFILES`)."""
 
@@ -69,11 +79,14 @@ class ContainerImage(pulumi.ComponentResource):
         auth = aws.ecr.get_authorization_token_output(registry_id=repo.registry_id)
         self.image = docker_build.Image(
             f"{name}-image",
-            push=True,
+            push=False,
+            build_on_preview=False,
             context=docker_build.BuildContextArgs(location=CONTEXT),
             dockerfile=docker_build.DockerfileArgs(location=dockerfile_for(args.backend)),
             platforms=[PLATFORM],
-            tags=[repo.repository_url.apply(lambda url: f"{url}:{args.tag}")],
+            labels={CONTEXT_LABEL: args.tag},
+            exports=[docker_build.ExportArgs(image=docker_build.ExportImageArgs(
+                names=[repo.repository_url], push=True, push_by_digest=True))],
             registries=[
                 docker_build.RegistryArgs(
                     address=repo.repository_url.apply(lambda url: url.split("/", 1)[0]),

@@ -25,6 +25,7 @@ from container import telemetry
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.calibration import expected_rejection_fraction
 from speech.schema.config import Alerts
+from speech.deploy.iam import alarm_topic_key_policy
 from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, metric_dimensions
 
 SM = METRIC_NAMESPACE
@@ -115,9 +116,40 @@ def _rate(key: str, name: str, description: str, numerator: list[MetricQuery], d
                     queries=(*{q.id: q for q in (*numerator, *denominator)}.values(), expr))
 
 
-def ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, slo_ms: float) -> list[OpsAlarm]:
+Hosting = Literal["realtime", "async", "components"]
+
+ASYNC_UNPUBLISHED = ("Invocations", "InvocationsPerInstance", "OverheadLatency")
+"""SageMaker metrics an asynchronous endpoint does not publish (SageMaker developer guide, "Alarms
+and logs for tracking metrics from asynchronous endpoints"): no alarm of such a route may read them."""
+
+
+def _server_errors(ep: str, sm_dims: tuple, c_dims: tuple) -> OpsAlarm:
+    """Server errors that are not the designed overload answer: Invocation5XXErrors less the
+    container's own 503 queue_saturated count (EMF, same minute). A surge the plan lets through
+    (expected_rejection_fraction) during a deployment is load, not a broken update, and must not roll
+    it back. FILL(..., 0): a minute without either series counts 0, so the difference stays defined."""
+    e5 = MetricQuery(id="e5", namespace=SM, metric_name="Invocation5XXErrors", dimensions=sm_dims, stat="Sum")
+    rej = MetricQuery(id="rej", namespace=telemetry.NAMESPACE, metric_name=telemetry.REJECTED, dimensions=c_dims, stat="Sum")
+    expr = MetricQuery(id="failed", expression="IF(FILL(e5, 0) > FILL(rej, 0), FILL(e5, 0) - FILL(rej, 0), 0)",
+                       return_data=True)
+    return OpsAlarm(
+        key="errors_5xx", name=f"{ep}-5xx", rollback=True,
+        description="server errors other than the designed 503 queue_saturated (Invocation5XXErrors minus the "
+                    "container's rejections); rolls a deployment back",
+        period_s=60, evaluation_periods=3, datapoints_to_alarm=2, threshold=5,
+        comparison="GreaterThanThreshold", queries=(e5, rej, expr),
+    )
+
+
+def ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, slo_ms: float,
+               hosting: Hosting = "realtime") -> list[OpsAlarm]:
     """Every operational alarm of one endpoint. Without a plan the ones with planned thresholds
-    (slowdown, saturation, queue_saturated rate) do not exist: there is nothing measured to compare with."""
+    (slowdown, saturation, queue_saturated rate) do not exist: there is nothing measured to compare with.
+
+    ``hosting: async`` (a batch route): no TTFAB SLO alarm (a job's first byte is its whole file, so
+    it sits above any real-time SLO under a normal backlog and would roll back every update) and no
+    rate over Invocations (not published for asynchronous endpoints, :data:`ASYNC_UNPUBLISHED`); the
+    batch route's own delay alarm is in :mod:`speech.infra.components.batch_io`."""
     ep = endpoint_name
     sm_dims = tuple(sorted(metric_dimensions(ep).items()))
     c_dims = tuple(container_dimensions(ep, model).items())
@@ -129,13 +161,7 @@ def ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, slo
         return MetricQuery(id=id_, namespace=telemetry.NAMESPACE, metric_name=metric, dimensions=c_dims, stat="Sum")
 
     alarms = [
-        OpsAlarm(
-            key="errors_5xx", name=f"{ep}-5xx", rollback=True,
-            description="server errors (incl. 503 queue_saturated) on the endpoint; rolls a canary back",
-            namespace=SM, metric_name="Invocation5XXErrors", dimensions=sm_dims, statistic="Sum",
-            period_s=60, evaluation_periods=3, datapoints_to_alarm=2, threshold=5,
-            comparison="GreaterThanThreshold",
-        ),
+        _server_errors(ep, sm_dims, c_dims),
         OpsAlarm(
             key="ttfab_slo", name=f"{ep}-ttfab-slo", rollback=True,
             description=f"TTFAB p95 above the SLO {slo_ms:g} ms; rolls a canary back",
@@ -149,6 +175,10 @@ def ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, slo
         _rate("errors_4xx_rate", f"{ep}-4xx-rate",
               f"4xx answers above {ERRORS_4XX_RATE_PERCENT:g} % of invocations: clients send requests the API refuses",
               [sm("e4", "Invocation4XXErrors")], [sm("inv", "Invocations")], ERRORS_4XX_RATE_PERCENT, 5, 3),
+    ]
+    if hosting == "async":
+        alarms = [a for a in alarms if a.key not in ("ttfab_slo", "errors_5xx_rate", "errors_4xx_rate")]
+    alarms += [
         OpsAlarm(
             key="model_errors", name=f"{ep}-model-errors",
             description=f"more than {MODEL_ERRORS_PER_MINUTE} InvocationModelErrors a minute: the container fails requests",
@@ -268,22 +298,38 @@ def dashboard_body(
 
 
 class AlarmTopicArgs:
-    def __init__(self, *, alerts: Alerts, tags: dict[str, str] | None = None) -> None:
+    def __init__(self, *, alerts: Alerts, account_id: pulumi.Input[str], tags: dict[str, str] | None = None) -> None:
         self.alerts = alerts
         """Email and HTTPS subscriptions (``speech-endpoints:alerts``)."""
+        self.account_id = account_id
+        """The account whose IAM administers the topic's key."""
         self.tags = tags or {}
         """Tags for the topic."""
 
 
 class AlarmTopic(pulumi.ComponentResource):
-    """The stack's one SNS topic: every operational alarm notifies it on ALARM and on OK."""
+    """The stack's one SNS topic: every operational alarm notifies it on ALARM and on OK.
+
+    Encrypted with a customer-managed key whose policy admits CloudWatch: CloudWatch publishes to
+    an SSE-KMS topic only with kms:Decrypt and kms:GenerateDataKey* on its key, and the AWS-managed
+    key alias/aws/sns grants neither to a service and cannot be changed (docs/design.md, alarm topic)."""
 
     topic: aws.sns.Topic
+    key: aws.kms.Key
 
     def __init__(self, name: str, args: AlarmTopicArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:AlarmTopic", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.topic = aws.sns.Topic(f"{name}-topic", kms_master_key_id="alias/aws/sns", tags=args.tags, opts=child)
+        self.key = aws.kms.Key(
+            f"{name}-key",
+            description="alarm topic encryption: CloudWatch alarm actions may publish with it",
+            enable_key_rotation=True,
+            deletion_window_in_days=7,
+            policy=pulumi.Output.from_input(args.account_id).apply(lambda a: json.dumps(alarm_topic_key_policy(a))),
+            tags=args.tags,
+            opts=child,
+        )
+        self.topic = aws.sns.Topic(f"{name}-topic", kms_master_key_id=self.key.arn, tags=args.tags, opts=child)
         for i, addr in enumerate(args.alerts.email):
             aws.sns.TopicSubscription(f"{name}-email-{i}", topic=self.topic.arn, protocol="email", endpoint=addr,
                                       opts=child)
@@ -303,8 +349,11 @@ class ObservabilityArgs:
         plan: PlanArtifact | None,
         slo_ms: float,
         topic_arn: pulumi.Input[str],
+        hosting: Hosting = "realtime",
         tags: dict[str, str] | None = None,
     ) -> None:
+        self.hosting = hosting
+        """How the model is hosted: which alarms apply (:func:`ops_alarms`)."""
         self.model = model
         """Model key: the container's EMF ``Model`` dimension."""
         self.endpoint_name = endpoint_name
@@ -333,9 +382,10 @@ class Observability(pulumi.ComponentResource):
         self.alarms = {
             a.key: aws.cloudwatch.MetricAlarm(
                 f"{name}-{a.key.replace('_', '-')}", **alarm_args(a, [args.topic_arn], args.tags), opts=child)
-            for a in ops_alarms(endpoint_name=ep, model=args.model, plan=p, slo_ms=args.slo_ms)
+            for a in ops_alarms(endpoint_name=ep, model=args.model, plan=p, slo_ms=args.slo_ms, hosting=args.hosting)
         }
-        self.rollback_alarm_names = [self.alarms["errors_5xx"].name, self.alarms["ttfab_slo"].name]
+        self.rollback_alarm_names = [self.alarms[a.key].name for a in ops_alarms(
+            endpoint_name=ep, model=args.model, plan=p, slo_ms=args.slo_ms, hosting=args.hosting) if a.rollback]
 
         self.dashboard = aws.cloudwatch.Dashboard(
             f"{name}-dashboard",
