@@ -214,6 +214,10 @@ POLICIES = [
     resource_policy("iam-no-wildcard-actions",
                     "IAM policies allow explicit actions only (no '*' or 'service:*', no Allow + NotAction).",
                     rules.rule_iam_no_wildcards, MANDATORY),
+    resource_policy("alarm-topic-key-usable",
+                    "An SNS topic is not encrypted with the AWS-managed key alias/aws/sns: CloudWatch alarm actions "
+                    "cannot publish to it (its key policy cannot admit cloudwatch.amazonaws.com).",
+                    rules.rule_topic_key_usable, MANDATORY),
     resource_policy("ecr-immutable-scanned",
                     "ECR repositories have immutable tags and scan on push.",
                     rules.rule_ecr_hygiene, ADVISORY),

@@ -758,6 +758,10 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
                 count, source = managed_max, f"{configs[0].label} managedInstanceScaling.maxInstanceCount"
             else:
                 count, source = at(v, "initialInstanceCount"), f"{configs[0].label} initialInstanceCount"
+                if count is UNKNOWN and (ceiling := _kept_count_ceiling(stack, e)) is not None:
+                    # The count is read from the running variant at `up` (capacity kept across an
+                    # update) and clamped to this ceiling: the bound is known at preview.
+                    count, source = ceiling, f"{configs[0].label} initialInstanceCount (at most the capacity read's ceiling)"
             n = as_number(count)
             if count is UNKNOWN or itype is UNKNOWN:
                 yield (f"{PREVIEW}: {e.label} variant {fmt(vname)}: instance type or {source} is unknown, so the daily "
@@ -784,6 +788,23 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
         )
     if not blocked:
         yield from _stack_budget(deployed, cache)
+
+
+def _kept_count_ceiling(stack: Stack, endpoint: Res) -> float | None:
+    """The ceiling of the capacity read (``<model>-capacity`` Invocation, action ``desired_count``)
+    that sets this endpoint's initial instance count, or None when there is none."""
+    name = endpoint.get("name")
+    for r in stack.of("aws:lambda/invocation:Invocation"):
+        raw = r.get("input")
+        if not isinstance(raw, str) or has_unknown(raw):
+            continue
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and doc.get("action") == "desired_count" and doc.get("endpoint_name") == name:
+            return as_number(doc.get("ceiling"))
+    return None
 
 
 def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: ProvenanceCache) -> StackViolations:
@@ -957,6 +978,22 @@ def rule_iam_no_wildcards(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
                 yield (f"{res.label} {where} Statement[{f.statement}] allows {list(f.actions)} on Resource '*', expected "
                        "the resources they need (only actions without resource-level permissions, such as "
                        f"{', '.join(sorted(ALLOWED_ON_STAR))}, may use '*'); fix: name the ARNs")
+
+
+AWS_MANAGED_SNS_KEY = "alias/aws/sns"
+
+
+def rule_topic_key_usable(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    """CloudWatch publishes to an SSE-KMS topic only with kms:Decrypt and kms:GenerateDataKey* on its
+    key; the AWS-managed key's policy admits no service principal and cannot be edited, so alarm
+    notifications to such a topic are never delivered (docs/first-deploy.md)."""
+    if res.type != "aws:sns/topic:Topic":
+        return
+    key = res.get("kmsMasterKeyId")
+    if isinstance(key, str) and key.split(":")[-1] in (AWS_MANAGED_SNS_KEY, f"alias/{AWS_MANAGED_SNS_KEY}"):
+        yield (f"{res.label} kmsMasterKeyId is {fmt(key)}, the AWS-managed key: CloudWatch alarms cannot publish to it "
+               "and no notification arrives; fix: a customer-managed aws.kms.Key whose policy lets "
+               "cloudwatch.amazonaws.com use kms:Decrypt and kms:GenerateDataKey* (speech.deploy.iam.alarm_topic_key_policy)")
 
 
 def rule_ecr_hygiene(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:

@@ -252,6 +252,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
                                                        max_delay_s=cfg.plan.max_delay_s, topic_arn=topic_arn,
                                                        tags=base_tags))
     max_concurrent = dep.batch.max_concurrent_invocations_per_instance if dep.batch is not None else None
+    keep_capacity = batch_io is None and plan is not None and dep.gate.enabled
     environment = container_environment(name, cfg, plan, backend=layout.backend, image_digest=image_digest,
                                         endpoint_name=ep_name)
     if batch_io is not None:
@@ -270,6 +271,10 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
             instance_type=cfg.instance_type,
             initial_instance_count=dep.min_instances,
             environment=environment,
+            # A real-time route that scales: each update starts the new fleet with the desired count
+            # of the one it replaces (SageMaker starts it at the configuration's initial count).
+            capacity_function=guard.function.name if keep_capacity else None,
+            capacity_ceiling=plan.fleet.max_instances if keep_capacity and plan is not None else None,
             startup_health_check_timeout_s=startup_health_check_timeout_s(
                 cfg.measurements.ttotal if cfg.measurements is not None else None
             ),

@@ -259,3 +259,10 @@ def test_ecr_mutable_tags_is_advisory(pack, built):
     set_path(named(built, "kokoro-82m-images"), "imageTagMutability", "MUTABLE")
     [d] = pack.check(built).of("ecr-immutable-scanned")
     assert d.level == "advisory" and "imageTagMutability is 'MUTABLE', expected 'IMMUTABLE'" in d.message
+
+
+def test_alarm_topic_on_the_aws_managed_key_is_blocked(pack, dev):
+    assert not pack.check(dev).of("alarm-topic-key-usable")
+    set_path(named(dev, "alarms-topic"), "kmsMasterKeyId", "alias/aws/sns")
+    [d] = pack.check(dev).of("alarm-topic-key-usable")
+    assert d.level == "mandatory" and "CloudWatch alarms cannot publish" in d.message and "cloudwatch.amazonaws.com" in d.message

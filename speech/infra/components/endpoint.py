@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pulumi
@@ -84,6 +85,8 @@ class EndpointArgs:
         instance_type: str,
         initial_instance_count: int,
         environment: dict[str, pulumi.Input[str]],
+        capacity_function: pulumi.Input[str] | None = None,
+        capacity_ceiling: int | None = None,
         startup_health_check_timeout_s: int,
         rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
         tags: dict[str, str] | None = None,
@@ -102,7 +105,13 @@ class EndpointArgs:
         self.instance_type = instance_type
         """Instance type of the production variant."""
         self.initial_instance_count = initial_instance_count
-        """The plan's min_instances (autoscaling takes over from there)."""
+        """The plan's min_instances (autoscaling takes over from there): the floor of the initial count."""
+        self.capacity_function = capacity_function
+        """The scaling guard's function: when set, every new endpoint configuration starts with the
+        variant's desired count read just before it (within [initial_instance_count, capacity_ceiling]),
+        so a blue/green update does not start the new fleet at the floor under load."""
+        self.capacity_ceiling = capacity_ceiling
+        """The plan's max_instances: the most instances a kept count may be."""
         self.environment = environment
         """Container environment (backend, model dir, queue depth, SLO, ...)."""
         self.startup_health_check_timeout_s = startup_health_check_timeout_s
@@ -154,6 +163,25 @@ class Endpoint(pulumi.ComponentResource):
         self.model = sagemaker_model(f"{name}-model", image=args.image, environment=args.environment,
                                      role_arn=args.role_arn, model_data_s3_uri=args.model_data_s3_uri, tags=args.tags,
                                      opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on))
+        count: pulumi.Input[int] = args.initial_instance_count
+        self.capacity = None
+        if args.capacity_function is not None:
+            from speech.infra.components.guard import initial_count
+
+            # Re-read whenever a new endpoint configuration is made (a new Model, instance type or
+            # start-up timeout), and only then: the same configuration keeps the count it was made with.
+            self.capacity = aws.lambda_.Invocation(
+                f"{name}-capacity",
+                function_name=args.capacity_function,
+                input=json.dumps({"action": "desired_count", "endpoint_name": args.endpoint_name, "variant": VARIANT,
+                                  "floor": args.initial_instance_count,
+                                  "ceiling": args.capacity_ceiling or args.initial_instance_count}),
+                triggers={"model": self.model.name, "instance_type": args.instance_type,
+                          "startup_timeout_s": str(args.startup_health_check_timeout_s)},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=args.endpoint_depends_on),
+            )
+            floor, ceiling = args.initial_instance_count, args.capacity_ceiling or args.initial_instance_count
+            count = self.capacity.result.apply(lambda r: initial_count(r, floor, ceiling))
         self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
             f"{name}-config",
             production_variants=[
@@ -161,7 +189,7 @@ class Endpoint(pulumi.ComponentResource):
                     variant_name=VARIANT,
                     model_name=self.model.name,
                     instance_type=args.instance_type,
-                    initial_instance_count=args.initial_instance_count,
+                    initial_instance_count=count,
                     initial_variant_weight=1.0,
                     container_startup_health_check_timeout_in_seconds=args.startup_health_check_timeout_s,
                     # A torch variant on a GPU host needs a CUDA 12 driver (speech.deploy.hosting).

@@ -1,4 +1,6 @@
 """Safe instance-type changes: scaling is deregistered before the endpoint update, re-registered after.
+The same function also reads the variant's desired instance count before a new endpoint
+configuration is made (``desired_count``), so an update keeps the capacity it has (below).
 
 SageMaker refuses UpdateEndpoint when it changes the instance type of a variant that is a
 registered scalable target. Pulumi updates the endpoint before anything registered after it, so
@@ -35,7 +37,27 @@ GUARD_CODE = RETRY_CODE + '''
 import boto3
 
 
+def desired_count(event):
+    """The variant's desired instance count now, within [floor, ceiling]; the floor when the
+    endpoint does not exist yet (a first deploy) or reports no such variant."""
+    sm = boto3.client("sagemaker")
+    try:
+        ep = with_iam_retry(sm.describe_endpoint, EndpointName=event["endpoint_name"])
+    except sm.exceptions.ClientError as err:
+        if err.response.get("Error", {}).get("Code") == "ValidationException":  # "Could not find endpoint"
+            return {"desired_instance_count": event["floor"], "source": "no endpoint yet"}
+        raise
+    for v in ep.get("ProductionVariants", []):
+        if v.get("VariantName") == event["variant"]:
+            now = int(v.get("DesiredInstanceCount") or v.get("CurrentInstanceCount") or 0)
+            kept = max(event["floor"], min(event["ceiling"], now))
+            return {"desired_instance_count": kept, "source": f"desired {now} now"}
+    return {"desired_instance_count": event["floor"], "source": "no such variant"}
+
+
 def handler(event, context):
+    if event.get("action") == "desired_count":
+        return desired_count(event)
     aas = boto3.client("application-autoscaling")
     try:
         # Denied while the role policy created moments ago propagates (first deploy): retried.
@@ -97,3 +119,15 @@ class ScalingGuard(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.policy]),
         )
         self.register_outputs({"result": self.invocation.result})
+
+
+def initial_count(result: str, floor: int, ceiling: int | None = None) -> int:
+    """The initial instance count of a new endpoint configuration from the capacity read's result
+    (``{"desired_instance_count": n}``), within [floor, ceiling]; the floor when it carries none."""
+    try:
+        n = json.loads(result).get("desired_instance_count")
+    except (TypeError, ValueError, AttributeError):
+        return floor
+    if not isinstance(n, int | float) or n < floor:
+        return floor
+    return int(min(n, ceiling)) if ceiling is not None else int(n)
