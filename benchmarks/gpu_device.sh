@@ -6,6 +6,11 @@
 #   bash benchmarks/gpu_device.sh             # on the GPU machine: ~3.5 min, table on stdout
 #   bash benchmarks/gpu_device.sh --dry-run   # anywhere: tiny sizes on CPU
 #
+# The rehearsed torch layout: with GPU_DEVICE_MODEL_DIR set to a directory that
+#   python -m speech rehearse --stack-dir examples --stack gpu --weights-out out/gpu-weights
+# kept (the weight-cache build's output: config.json, kokoro-v1_0.pth, voices/*.pt, MANIFEST.sha256;
+# carry it to the device), every side serves exactly that directory; without it the benchmark writes
+# the same layout itself (same random architecture, same 2 frames per phoneme).
 # One run compares, on the same machine: one request at a time (baseline), the in-process
 # TORCH_STREAMS layout, and TORCH_WORKERS=4 and 8 (spawned processes, a model copy each). Writes
 # to $OUT (default out/gpu): gpu_throughput.md/.json, gpu_throughput.partial.json (rows so far,
@@ -66,6 +71,11 @@ EOF
 } 2>&1 | tee "$OUT/env.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || { echo "gpu_device.sh: imports missing (see above)" >&2; exit 1; }
 
+if [ -n "${GPU_DEVICE_MODEL_DIR:-}" ]; then
+  [ -f "$GPU_DEVICE_MODEL_DIR/config.json" ] || { echo "gpu_device.sh: GPU_DEVICE_MODEL_DIR=$GPU_DEVICE_MODEL_DIR has no config.json (make it with speech rehearse --weights-out)" >&2; exit 2; }
+  MAIN+=(--model-dir "$GPU_DEVICE_MODEL_DIR")
+  echo "model: $GPU_DEVICE_MODEL_DIR ($(wc -l < "$GPU_DEVICE_MODEL_DIR/MANIFEST.sha256" 2>/dev/null || echo '?') files in its manifest)" | tee -a "$OUT/env.txt"
+fi
 timeout "$T_MAIN" "${PY[@]}" benchmarks/gpu_throughput.py "${MAIN[@]}" --out-dir "$OUT" 2>&1 | tee "$OUT/log.txt"
 rc=${PIPESTATUS[0]}
 [ "$rc" = 0 ] || { echo "gpu_device.sh: main run failed (exit $rc; 124 = ran past ${T_MAIN}s; rows so far in $OUT/gpu_throughput.partial.json)" >&2; exit 1; }
@@ -76,7 +86,8 @@ if [ "${1:-}" != "--dry-run" ] && command -v nvidia-cuda-mps-control >/dev/null 
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
   if nvidia-cuda-mps-control -d; then
     echo; echo "--- under NVIDIA MPS: levels 8,32"
-    timeout 100 "${PY[@]}" benchmarks/gpu_throughput.py --levels 8,32 --seconds 5 --workers 4,8 --out-dir "$OUT/mps" 2>&1 \
+    timeout 100 "${PY[@]}" benchmarks/gpu_throughput.py --levels 8,32 --seconds 5 --workers 4,8 \
+      ${GPU_DEVICE_MODEL_DIR:+--model-dir "$GPU_DEVICE_MODEL_DIR"} --out-dir "$OUT/mps" 2>&1 \
       | tee -a "$OUT/log.txt" || echo "gpu_device.sh: the MPS run did not finish (the main table stands)"
     echo quit | nvidia-cuda-mps-control
   else

@@ -13,8 +13,11 @@ from dataclasses import dataclass
 
 from .errors import BadRequest, UnknownVoice
 
-# OpenAI's built-in voice names -> candidates, first available wins. Upstream Kokoro v1.0 names
-# come first (the torch backend serves them), then the five voices the packaged int8 export ships.
+# OpenAI's built-in voice names -> candidates, first available wins. Upstream Kokoro v1.0 English
+# voices come first (a/b: American/British English; the torch backend serves them from the upstream
+# layout, whose weight-cache build refuses a voices/ folder lacking any of them:
+# speech/deploy/weights.py REQUIRED_VOICES), then the five Japanese voices of the packaged int8
+# export (the onnx backend's only voices).
 DEFAULT_OPENAI_VOICES: dict[str, tuple[str, ...]] = {
     "alloy": ("af_alloy", "jf_alpha"),
     "ash": ("am_adam", "jm_kumo"),
@@ -104,10 +107,16 @@ def effective_aliases(overrides: dict[str, tuple[str, ...]]) -> dict[str, tuple[
     return {**DEFAULT_OPENAI_VOICES, **overrides}
 
 
+PREFERRED_DEFAULT_VOICES = ("af_heart",)
+"""The default voice when none is configured and the backend has it: upstream's own default and its
+best-graded English voice (VOICES.md); otherwise the first voice in name order."""
+
+
 def default_voice(available: tuple[str, ...], configured: str | None) -> str | None:
     if configured and configured in available:
         return configured
-    return available[0] if available else None
+    preferred = next((v for v in PREFERRED_DEFAULT_VOICES if v in available), None)
+    return preferred or (available[0] if available else None)
 
 
 def _usable(spec: str, available: set[str], blends: bool) -> VoiceSpec | None:

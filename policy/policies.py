@@ -1,7 +1,7 @@
 """The pack's policies: pulumi_policy wrappers around the validators in :mod:`policy.rules`.
 
-Blocking rules (provenance, plan match, feasibility, fingerprint, receipts, one path, cost, public
-buckets, wildcard IAM, instance types, target tags) are mandatory; hygiene (encryption, ECR,
+Blocking rules (provenance, plan match, feasibility, fingerprint, receipts, one path, cost, GPU
+instance with a GPU backend, public buckets, wildcard IAM, instance types, target tags) are mandatory; hygiene (encryption, ECR,
 reference-figures notice) is advisory. Any of them can be re-levelled or disabled through policy
 config (``pulumi preview --policy-pack-config``, or ``python -m policy check --config``).
 """
@@ -126,6 +126,9 @@ COST_SCHEMA = PolicyConfigSchema(properties={
                           "default": DEFAULT_HOURLY_PRICES_USD,
                           "description": "USD per instance-hour by SageMaker instance type; merged over the defaults."},
 })
+PRICE_SCHEMA = PolicyConfigSchema(properties={
+    "hourly-prices-usd": COST_SCHEMA.properties["hourly-prices-usd"],
+})
 INSTANCE_SCHEMA = PolicyConfigSchema(properties={
     "allowed-instance-types": {"type": "array", "items": {"type": "string"}, "default": DEFAULT_ALLOWED_INSTANCE_TYPES,
                                "description": "SageMaker instance types endpoint variants may use."},
@@ -180,6 +183,10 @@ POLICIES = [
     stack_policy("daily-cost-ceiling",
                  "Maximum instances x hourly price x 24 over all endpoints stays within the daily budget.",
                  rules.rule_daily_cost, MANDATORY, COST_SCHEMA),
+    stack_policy("gpu-instance-runs-gpu-backend",
+                 "A model on an NVIDIA-GPU instance type does not run a CPU-only backend (BACKEND=onnx): the GPU "
+                 "would sit idle at a GPU's price; the message quotes the ratio to the cheapest CPU instance that fits.",
+                 rules.rule_backend_matches_instance, MANDATORY, PRICE_SCHEMA),
     stack_policy("s3-no-public-access",
                  "Every bucket has a public access block with all four flags on and no public ACL.",
                  rules.rule_bucket_not_public, MANDATORY),

@@ -115,23 +115,34 @@ def execution_role_policy(
     }
 
 
-def cache_build_policy(*, bucket_arn: str, weights_prefix: str, log_group_arn: str) -> Doc:
-    """CodeBuild role of the weight-cache job: write (and list) its model's weights prefix, its logs."""
+def cache_build_policy(*, bucket_arn: str, weights_prefix: str, log_group_arn: str,
+                       source_s3_uri: str | None = None) -> Doc:
+    """CodeBuild role of the weight-cache job: write (and list) its model's weights prefix, its logs;
+    with an ``s3://`` weights source, read that folder (or that one archive) too."""
     prefix = weights_prefix.strip("/")
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "SyncOwnWeights",
-                "Effect": "Allow",
-                # GetObjectVersion: CodeBuild reads its S3 source by version in a versioned bucket.
-                "Action": ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"],
-                "Resource": [f"{bucket_arn}/{prefix}/*"],
-            },
-            _list_prefix_statement(bucket_arn, prefix),
-            _logs_statement(log_group_arn),
-        ],
-    }
+    statements: list[dict] = [
+        {
+            "Sid": "SyncOwnWeights",
+            "Effect": "Allow",
+            # GetObjectVersion: CodeBuild reads its S3 source by version in a versioned bucket.
+            "Action": ["s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"],
+            "Resource": [f"{bucket_arn}/{prefix}/*"],
+        },
+        _list_prefix_statement(bucket_arn, prefix),
+        _logs_statement(log_group_arn),
+    ]
+    if source_s3_uri is not None:
+        bucket, _, key = source_s3_uri.removeprefix("s3://").partition("/")
+        partition = bucket_arn.split(":")[1]
+        src_arn = f"arn:{partition}:s3:::{bucket}"
+        if key.endswith("/"):
+            statements.append({"Sid": "ReadWeightsSource", "Effect": "Allow", "Action": ["s3:GetObject"],
+                               "Resource": [f"{src_arn}/{key}*"]})
+            statements.append({**_list_prefix_statement(src_arn, key.strip("/")), "Sid": "ListWeightsSource"})
+        else:
+            statements.append({"Sid": "ReadWeightsSource", "Effect": "Allow", "Action": ["s3:GetObject"],
+                               "Resource": [f"{src_arn}/{key}"]})
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 def cache_trigger_policy(*, project_arn: str, log_group_arn: str) -> Doc:

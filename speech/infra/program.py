@@ -27,7 +27,7 @@ from speech.infra.components.inference import (
 )
 from speech.infra.components.observability import AlarmTopic, AlarmTopicArgs
 from speech.infra.components.guard import ScalingGuard, ScalingGuardArgs
-from speech.infra.components.image import ContainerImage, ContainerImageArgs, context_tag
+from speech.infra.components.image import ContainerImage, ContainerImageArgs, context_tag, dockerfile_for
 from speech.schema.config import ECR_REPO_RE, StackConfig
 from speech.errors import SpeechError
 from speech.deploy.gate import GateDecision, ModelDeployment, apply_budget, image_matches_measurements, plan_model, with_receipts
@@ -38,10 +38,11 @@ from speech.deploy.outputs import (
     OUTPUTS_VERSION, async_output, batch_scaling_output, endpoint_output, observability_output, scaling_output,
 )
 from speech.deploy.provenance import TAG_MODEL, provenance_tags
+from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR
 from speech.schema.receipts import NO_RECEIPT, RECEIPT_TAGS
 from speech.deploy.receipts import ReceiptClaim, read_receipt, receipt_claims, receipt_problem
 from speech.infra.stack_config import load_stack_config
-from speech.deploy.weights import cache_inputs, cache_key, weights_layout
+from speech.deploy.weights import cache_inputs, cache_key, layout_for_instance
 
 
 def endpoint_name(model: str) -> str:
@@ -56,9 +57,12 @@ def plan_stack(config: StackConfig) -> dict[str, ModelDeployment]:
         for name, model in config.models.items()
     }
     deployments, _ = apply_budget(deployments, config, endpoints={name: endpoint_name(name) for name in deployments})
+    prices = config.budget.prices() if config.budget is not None else DEFAULT_PRICES_USD_PER_HOUR
     for name, dep in deployments.items():
         endpoint_name(name)
-        weights_layout(dep.config.weights_source, f"speech-endpoints:models.{name}.weights_source")
+        # The weights decide the backend, the instance decides which backend it can run: both, now.
+        layout_for_instance(dep.config.instance_type, dep.config.weights_source, f"speech-endpoints:models.{name}",
+                            prices)
     return deployments
 
 
@@ -155,7 +159,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     """All resources of one model; returns its parts of the stack outputs."""
     name, cfg, plan = dep.name, dep.config, dep.plan
     ep_name = endpoint_name(name)
-    layout = weights_layout(cfg.weights_source, f"speech-endpoints:models.{name}.weights_source")
+    layout = layout_for_instance(cfg.instance_type, cfg.weights_source, f"speech-endpoints:models.{name}")
     inputs = cache_inputs()
     key = cache_key(layout, inputs)
     base_tags = {TAG_MODEL: name, "speech:stack": pulumi.get_stack()}
@@ -208,7 +212,10 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         image_digest: pulumi.Input[str] = cfg.image_digest or ""
     else:
         assert foundation.repository is not None
-        built = ContainerImage(f"{name}-image", ContainerImageArgs(repository=foundation.repository, tag=context_tag()))
+        # The image of the backend the weights need: CUDA torch (Dockerfile) or onnxruntime (Dockerfile.cpu).
+        tag = context_tag(dockerfile_for(layout.backend))
+        built = ContainerImage(f"{name}-image", ContainerImageArgs(repository=foundation.repository, tag=tag,
+                                                                  backend=layout.backend))
         image_digest = built.digest
 
         def checked(uri_digest: list[str]) -> str:

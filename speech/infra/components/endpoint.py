@@ -10,7 +10,7 @@ import pulumi_aws as aws
 
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.config import ModelConfig
-from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
+from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY, inference_ami_version
 from speech.deploy.weights import MODEL_DIR
 from speech.infra.components.observability import model_environment
 
@@ -192,6 +192,8 @@ class Endpoint(pulumi.ComponentResource):
                     initial_instance_count=count,
                     initial_variant_weight=1.0,
                     container_startup_health_check_timeout_in_seconds=args.startup_health_check_timeout_s,
+                    # A torch variant on a GPU host needs a CUDA 12 driver (speech.deploy.hosting).
+                    inference_ami_version=inference_ami_version(args.instance_type, args.environment.get("BACKEND")),
                     model_data_download_timeout_in_seconds=MODEL_DATA_DOWNLOAD_TIMEOUT_S,
                     # Real-time requests are routed per request; an asynchronous endpoint hands its
                     # queue out up to max_concurrent_invocations_per_instance per instance itself.

@@ -1,4 +1,6 @@
-"""The container image, built from container/Dockerfile and pushed to the stack's ECR repository.
+"""The container image, built from the Dockerfile of the backend the weights need, and pushed to
+the stack's ECR repository: container/Dockerfile (GPU: CUDA torch + kokoro, BACKEND=torch) or
+container/Dockerfile.cpu (CPU: slim Python, onnxruntime, no CUDA or torch, BACKEND=onnx).
 
 pulumi-docker-build (BuildKit) builds it during ``pulumi up``; its ``digest`` output is what the
 Model runs (``<repository url>@<digest>``) and what ``/ping`` reports through IMAGE_DIGEST, so
@@ -27,17 +29,27 @@ import pulumi_docker_build as docker_build
 ROOT = Path(__file__).resolve().parents[3]
 CONTEXT = "."
 DOCKERFILE = "container/Dockerfile"
+"""The GPU image (BACKEND=torch)."""
+DOCKERFILE_CPU = "container/Dockerfile.cpu"
+"""The CPU image (BACKEND=onnx)."""
+DOCKERFILES = {"torch": DOCKERFILE, "onnx": DOCKERFILE_CPU}
+
+
+def dockerfile_for(backend: str) -> str:
+    """The Dockerfile whose image has ``backend``'s runtime (torch: CUDA torch + kokoro; onnx: onnxruntime)."""
+    return DOCKERFILES[backend]
 CONTEXT_LABEL = "speech.context"
 """OCI label carrying :func:`context_tag` on the pushed image."""
 PLATFORM = docker_build.Platform.LINUX_AMD64
 """SageMaker GPU and CPU instances are x86_64."""
 
 
-def context_tag(root: Path = ROOT) -> str:
-    """``ctx-<12 hex>``: sha256 over the Dockerfile and every file under container/ (what the
+def context_tag(dockerfile: str = DOCKERFILE, root: Path = ROOT) -> str:
+    """``ctx-<12 hex>``: sha256 over the Dockerfile built and every file under container/ (what the
     image copies; .dockerignore keeps the rest of the repository out of the context)."""
     h = hashlib.sha256()
-    files = [root / DOCKERFILE, root / ".dockerignore"] + sorted(
+    h.update(dockerfile.encode() + b"\0")
+    files = [root / dockerfile, root / ".dockerignore"] + sorted(
         p for p in (root / "container").rglob("*") if p.is_file() and "__pycache__" not in p.parts
     )
     for f in files:
@@ -46,11 +58,13 @@ def context_tag(root: Path = ROOT) -> str:
 
 
 class ContainerImageArgs:
-    def __init__(self, *, repository: aws.ecr.Repository, tag: str) -> None:
+    def __init__(self, *, repository: aws.ecr.Repository, tag: str, backend: str = "torch") -> None:
         self.repository = repository
         """The stack's ECR repository (IMMUTABLE tags, scan on push)."""
         self.tag = tag
-        """:func:`context_tag`: the image's ``speech.context`` label (not a registry tag)."""
+        """:func:`context_tag` of the Dockerfile built: the image's ``speech.context`` label (not a registry tag)."""
+        self.backend = backend
+        """The backend the Model runs (speech.deploy.weights): picks the Dockerfile (:data:`DOCKERFILES`)."""
 
 
 class ContainerImage(pulumi.ComponentResource):
@@ -68,7 +82,7 @@ class ContainerImage(pulumi.ComponentResource):
             push=False,
             build_on_preview=False,
             context=docker_build.BuildContextArgs(location=CONTEXT),
-            dockerfile=docker_build.DockerfileArgs(location=DOCKERFILE),
+            dockerfile=docker_build.DockerfileArgs(location=dockerfile_for(args.backend)),
             platforms=[PLATFORM],
             labels={CONTEXT_LABEL: args.tag},
             exports=[docker_build.ExportArgs(image=docker_build.ExportImageArgs(

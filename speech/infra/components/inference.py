@@ -21,7 +21,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_aws_native as aws_native
 
-from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
+from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY, inference_ami_version
 from speech.deploy.scaling import ComponentScalingSpec
 from speech.infra.components.autoscaling import predefined_tracking_policy, scalable_target, step_policy_with_alarm
 from speech.infra.components.endpoint import sagemaker_model
@@ -112,6 +112,8 @@ class ComponentEndpoint(pulumi.ComponentResource):
                 aws.sagemaker.EndpointConfigurationProductionVariantArgs(
                     variant_name=spec.variant,
                     instance_type=args.instance_type,
+                    # A torch model on a GPU host needs a CUDA 12 driver (speech.deploy.hosting).
+                    inference_ami_version=inference_ami_version(args.instance_type, args.environment.get("BACKEND")),
                     # SageMaker starts at least one instance (InitialInstanceCount >= 1) even when
                     # managed instance scaling may later release them all.
                     initial_instance_count=max(1, inst.min_instance_count),
