@@ -25,7 +25,7 @@ from speech.schema.config import PlanInputs
 from speech.errors import PlanInputError
 from speech.plan.realtime import (
     derated_q_max, finding_bracketed, finding_fingerprint, finding_instances, finding_provenance, instances_for,
-    scale_in_cooldown_s, verdict, weakest_origin,
+    require_one_model, scale_in_cooldown_s, verdict, weakest_origin,
 )
 from speech.plan.survival import throughput_at
 
@@ -293,10 +293,7 @@ def build_batch_plan(
     if inputs.max_delay_s is None:
         raise PlanInputError("a batch plan needs max_delay_s, the acceptable completion delay in seconds "
                              "(plan.max_delay_s in stack config, --max-delay-s for bench plan)")
-    if qmax.model != ttotal.model:
-        raise PlanInputError(
-            f"qmax artifact is for model {qmax.model!r} but ttotal for {ttotal.model!r}; use artifacts of one model"
-        )
+    require_one_model(qmax, ttotal, "ttotal")
     if max_instances_cap is not None and max_instances_cap < 1:
         raise PlanInputError(f"max_instances {max_instances_cap} must be at least 1 (the endpoint scales from 0 to it)")
     fp_finding = finding_fingerprint(qmax, ttotal, allow_config_mismatch)

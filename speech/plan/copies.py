@@ -31,6 +31,7 @@ from speech.plan.realtime import (
     SURVIVAL_OK, UTILIZATION_OK, _surge, c_scale_max, c_scale_min, derated_q_max, finding_bracketed, finding_cloudwatch_ratio,
     finding_derate, finding_invocation, finding_slo, headroom, instances_for, littles_law_instances, min_safe_instances,
     planning_t_total, scale_in_cooldown_s, scale_out_cooldown_s, to_cloudwatch, verdict, w_max_s, weakest_origin,
+    ScaleInWording, require_one_model, scale_in_safety,
 )
 from speech.schema.copy_plan import (  # noqa: F401
     COPY_METRIC, COPY_METRIC_TYPE, COPY_PLAN_SCHEMA_VERSION, COPY_SCALABLE_DIMENSION, copy_resource_id,
@@ -266,6 +267,13 @@ def finding_copy_surge(surge: Surge, c_max: float, q_max: int, planning_t_copy_s
     )
 
 
+COPY_SCALE_IN = ScaleInWording(
+    ok="copy floor {floor} >= {safe}: removing a copy at {c_min:g} never lifts the rest past {c_max:g}",
+    warn="copy floor {floor} < min safe {safe}: removing a copy from fewer than {safe} at C_scale_min {c_min:g} can "
+         "push the rest past C_scale_max {c_max:g} (flap); raise min_copies to {safe}",
+)
+
+
 def finding_copy_scale_in(floor: int, safe: int, c_max: float, c_min: float) -> Finding:
     if floor == 0:
         return Finding(
@@ -275,18 +283,7 @@ def finding_copy_scale_in(floor: int, safe: int, c_max: float, c_min: float) -> 
             "(T_copy) or an instance (T_total), and SageMaker needs a step policy on "
             "NoCapacityInvocationFailures to leave zero; choose it only where that cold start is acceptable",
         )
-    if floor >= safe:
-        return Finding(
-            name="scale_in_safety",
-            level="ok",
-            message=f"copy floor {floor} >= {safe}: removing a copy at {c_min:g} never lifts the rest past {c_max:g}",
-        )
-    return Finding(
-        name="scale_in_safety",
-        level="warn",
-        message=f"copy floor {floor} < min safe {safe}: removing a copy from fewer than {safe} at C_scale_min "
-        f"{c_min:g} can push the rest past C_scale_max {c_max:g} (flap); raise min_copies to {safe}",
-    )
+    return scale_in_safety(floor, safe, c_max, c_min, COPY_SCALE_IN)
 
 
 def finding_copy_fleet(copies: CopyCounts, instances: ManagedInstances, needed_instances: int, cap: int | None) -> Finding:
@@ -356,10 +353,7 @@ def build_copy_plan(
     surge ratio out of range, a negative floor); infeasible but well-formed inputs give a plan
     whose verdict is ``stop``.
     """
-    if qmax.model != copy.model:
-        raise PlanInputError(
-            f"qmax artifact is for model {qmax.model!r} but the copy artifact for {copy.model!r}; use artifacts of one model"
-        )
+    require_one_model(qmax, copy, "the copy artifact")
     if ttotal is not None and ttotal.model != qmax.model:
         raise PlanInputError(f"ttotal artifact is for model {ttotal.model!r}, not {qmax.model!r}")
     if min_copies < 0:

@@ -8,6 +8,8 @@ docstring states the rule and the units (docs/design.md §3).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 from speech.schema.plan_artifacts import (
     Alarms, Capacity, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, Surge, Thresholds, TTotalSummary,
@@ -185,20 +187,43 @@ def finding_surge(surge: Surge, c_max: float, q_max: int, planning_total_s: floa
     return Finding(name="surge_survival", level=level, message=msg)
 
 
+@dataclass(frozen=True)
+class ScaleInWording:
+    """How :func:`scale_in_safety` words its finding for one kind of unit (instances, copies)."""
+
+    ok: str
+    """``floor >= safe``: format fields floor, safe, c_min, c_max."""
+    warn: str
+    """``floor < safe``: the same fields, and the fix."""
+
+
+INSTANCE_SCALE_IN = ScaleInWording(
+    ok="floor {floor} >= {safe}: scaling in at {c_min:g} never lifts survivors past {c_max:g}",
+    warn="floor {floor} < min safe {safe}: scaling in from fewer than {safe} instances at C_scale_min {c_min:g} can "
+         "push survivors past C_scale_max {c_max:g} (scale-out flap); safe from {safe} instances (--min-instances {safe})",
+)
+
+
+def scale_in_safety(floor: int, safe: int, c_max: float, c_min: float, wording: ScaleInWording) -> Finding:
+    """``scale_in_safety``: ok when the floor (units) is at least the smallest safe fleet ``safe``
+    (units; removing one unit at C_scale_min ``c_min`` then leaves the rest at or below C_scale_max
+    ``c_max``, both in requests per unit), else warn: below it a scale-in can flap back out."""
+    fields = {"floor": floor, "safe": safe, "c_min": c_min, "c_max": c_max}
+    if floor >= safe:
+        return Finding(name="scale_in_safety", level="ok", message=wording.ok.format(**fields))
+    return Finding(name="scale_in_safety", level="warn", message=wording.warn.format(**fields))
+
+
 def finding_scale_in(min_instances: int, safe: int, c_max: float, c_min: float) -> Finding:
-    if min_instances >= safe:
-        return Finding(
-            name="scale_in_safety",
-            level="ok",
-            message=f"floor {min_instances} >= {safe}: scaling in at {c_min:g} never lifts survivors past {c_max:g}",
+    return scale_in_safety(min_instances, safe, c_max, c_min, INSTANCE_SCALE_IN)
+
+
+def require_one_model(qmax: QmaxArtifact, other: Any, other_name: str) -> None:
+    """Raise :class:`PlanInputError` unless ``other`` (the ``other_name`` artifact) measured the same model as ``qmax``."""
+    if qmax.model != other.model:
+        raise PlanInputError(
+            f"qmax artifact is for model {qmax.model!r} but {other_name} for {other.model!r}; use artifacts of one model"
         )
-    return Finding(
-        name="scale_in_safety",
-        level="warn",
-        message=f"floor {min_instances} < min safe {safe}: scaling in from fewer than {safe} instances at "
-        f"C_scale_min {c_min:g} can push survivors past C_scale_max {c_max:g} (scale-out flap); "
-        f"safe from {safe} instances (--min-instances {safe})",
-    )
 
 
 def finding_bracketed(q: QmaxArtifact) -> Finding:
@@ -386,10 +411,7 @@ def build_plan(
     range, artifacts of different models or fingerprints without ``allow_config_mismatch``).
     Infeasible but well-formed inputs give a plan whose verdict is ``stop``.
     """
-    if qmax.model != ttotal.model:
-        raise PlanInputError(
-            f"qmax artifact is for model {qmax.model!r} but ttotal for {ttotal.model!r}; use artifacts of one model"
-        )
+    require_one_model(qmax, ttotal, "ttotal")
     fp_finding = finding_fingerprint(qmax, ttotal, allow_config_mismatch)
     h = headroom(inputs.surge_ratio)
     q = derated_q_max(qmax.q_max, inputs.qmax_derate)
