@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from policy.recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache
+from policy.recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache, provenance_tags_of
 from policy.resources import (
     T_ENDPOINT,
     UNKNOWN,
@@ -154,3 +154,18 @@ def _model(stack: Stack, config: Res, variant: Mapping[str, Any]) -> tuple[Res |
         f"{config.label} variant modelName {fmt(at(variant, 'modelName'))} matches no SageMaker model in this stack; "
         "fix: create the model in the same stack"
     )
+
+
+def target_tags_problem(target: Res, endpoint: Res, endpoint_tags: Mapping[str, str]) -> tuple[str | None, bool]:
+    """(message, readable): why ``target``'s provenance tags are not ``endpoint``'s (None when they
+    are), and whether the target has readable provenance tags at all (False: nothing else about
+    them can be compared)."""
+    try:
+        ttags = provenance_tags_of(target)
+    except NoProvenance as err:
+        return f"{err.message} (its endpoint {endpoint.label} has them)", False
+    diff = [f"{k}={ttags[k]!r} (endpoint: {endpoint_tags[k]!r})" for k in ttags if ttags[k] != endpoint_tags[k]]
+    if not diff:
+        return None, True
+    return (f"{target.label} carries provenance different from {endpoint.label}: {'; '.join(diff)}; fix: tag both "
+            "from the same plan (speech.deploy.provenance.provenance_tags)"), True

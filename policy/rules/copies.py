@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from policy.recompute import REQUIRED_TAGS, NoProvenance, ProvenanceCache, copy_plan_of, provenance_tags_of
+from policy.recompute import REQUIRED_TAGS, NoProvenance, ProvenanceCache, copy_plan_of
 from policy.resources import (
     MISSING,
     T_ALARM,
@@ -24,7 +24,7 @@ from policy.resources import (
     native_tags,
     step_direction,
 )
-from policy.rules.common import FIX_HAND_EDIT, PREVIEW, StackViolations, _model_of, scaled_variants
+from policy.rules.common import FIX_HAND_EDIT, PREVIEW, StackViolations, _model_of, scaled_variants, target_tags_problem
 from policy.rules.compare import plan_differences
 from speech.deploy import provenance as pv
 from speech.deploy import scaling
@@ -294,15 +294,11 @@ def rule_component_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Prove
         bound = pv.target_binding_problem(prov.model, m, c.endpoint_name, prov.document.measured_on)
         if bound:
             yield f"{t.label} scales {c.ic.label}, but {bound}", t.urn
-        try:
-            ttags = provenance_tags_of(t)
-        except NoProvenance as err:
-            yield f"{err.message} (its endpoint {c.endpoint.label} has them)", t.urn
+        problem, readable = target_tags_problem(t, c.endpoint, prov.tags)
+        if problem:
+            yield problem, t.urn
+        if not readable:
             continue
-        diff = [f"{k}={ttags[k]!r} (endpoint: {prov.tags[k]!r})" for k in ttags if ttags[k] != prov.tags[k]]
-        if diff:
-            yield (f"{t.label} carries provenance different from {c.endpoint.label}: {'; '.join(diff)}; fix: tag both "
-                   "from the same plan (speech.deploy.provenance.provenance_tags)", t.urn)
         ic_tags = native_tags(c.ic.get("tags"))
         if isinstance(ic_tags, Mapping) and any(at(ic_tags, k) != prov.tags[k] for k in REQUIRED_TAGS):
             yield (f"{c.ic.label} does not carry {c.endpoint.label}'s provenance tags; fix: tag both from the same plan",

@@ -17,7 +17,7 @@ from policy.resources import (
     fmt,
     has_unknown,
 )
-from policy.rules.common import PREVIEW, Deferred, StackViolations, _model, _model_of, _provenance, scaled_variants
+from policy.rules.common import PREVIEW, Deferred, StackViolations, _model, _model_of, _provenance, scaled_variants, target_tags_problem
 from policy.rules.copies import _component_model, components_on
 from speech.deploy import provenance as pv
 from speech.deploy import receipts as rc
@@ -55,18 +55,9 @@ def rule_measured_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Proven
             if isinstance(endpoint, str) else None
         if bound:
             yield f"{t.label} scales {s.endpoint.label}, but {bound}", t.urn
-        try:
-            ttags = provenance_tags_of(t)
-        except NoProvenance as err:
-            yield f"{err.message} (its endpoint {s.endpoint.label} has them)", t.urn
-            continue
-        diff = [f"{k}={ttags[k]!r} (endpoint: {prov.tags[k]!r})" for k in ttags if ttags[k] != prov.tags[k]]
-        if diff:
-            yield (
-                f"{t.label} carries provenance different from {s.endpoint.label}: {'; '.join(diff)}; "
-                "fix: tag both from the same plan (speech.deploy.provenance.provenance_tags)",
-                t.urn,
-            )
+        problem, _ = target_tags_problem(t, s.endpoint, prov.tags)
+        if problem:
+            yield problem, t.urn
 
 
 # --- deployment-matches-fingerprint ------------------------------------------------------------
