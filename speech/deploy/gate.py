@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
 from speech.schema.artifacts import Fingerprint
 from speech.plan.batch import BatchPlan, build_batch_plan
-from speech.schema.config import ModelConfig, StackConfig
+from speech.schema.config import Measurements, ModelConfig, StackConfig
 from speech.errors import ConfigError, FingerprintMismatch, PlanInputError
 from speech.plan.realtime import build_plan
 from speech.deploy.provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
@@ -264,18 +264,7 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
         raise ConfigError(f"{key}.measurements: {err}") from None
     except PlanInputError as err:
         raise ConfigError(f"{key}: {err}") from None
-    doc = ProvenanceDocument(
-        model=name,
-        instance_type=model.instance_type,
-        image=model.image or BUILT_IMAGE,
-        inputs=model.plan,
-        measurements=m,
-        allow_config_mismatch=allow_config_mismatch,
-        max_instances_cap=model.max_instances,
-        measured_on=model.measured_on,
-        hosting=model.hosting,
-        components=model.components_inputs if model.hosting == "components" else None,
-    )
+    doc = provenance_document(name, model, m, allow_config_mismatch=allow_config_mismatch)
     copy_plan = copy_plan_of(name, model, allow_config_mismatch=allow_config_mismatch)
     fits = next((f for f in copy_plan.findings if f.name == "copy_fits"), None) if copy_plan is not None else None
     if fits is not None and fits.level == "stop":
@@ -353,23 +342,31 @@ def gate_batch(model: ModelConfig, plan: BatchPlan, *, name: str, endpoint: str,
     )
 
 
+def provenance_document(name: str, model: ModelConfig, measurements: Measurements, *,
+                        allow_config_mismatch: bool) -> ProvenanceDocument:
+    """The provenance document of a model deployment (any hosting): everything its plan is
+    recomputed from; ``components`` inputs only for ``hosting: components``."""
+    return ProvenanceDocument(
+        model=name,
+        instance_type=model.instance_type,
+        image=model.image or BUILT_IMAGE,
+        inputs=model.plan,
+        measurements=measurements,
+        allow_config_mismatch=allow_config_mismatch,
+        max_instances_cap=model.max_instances,
+        measured_on=model.measured_on,
+        hosting=model.hosting,
+        components=model.components_inputs if model.hosting == "components" else None,
+    )
+
+
 def _plan_batch_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mismatch: bool) -> ModelDeployment:
     """A ``hosting: async`` model: the batch plan (speech.plan.batch) instead of the real-time one."""
     m = model.measurements
     assert m is not None
     batch = build_batch_plan(m.qmax, m.ttotal, model.plan, allow_config_mismatch=allow_config_mismatch,
                              max_instances_cap=model.max_instances)
-    doc = ProvenanceDocument(
-        model=name,
-        instance_type=model.instance_type,
-        image=model.image or BUILT_IMAGE,
-        inputs=model.plan,
-        measurements=m,
-        allow_config_mismatch=allow_config_mismatch,
-        max_instances_cap=model.max_instances,
-        measured_on=model.measured_on,
-        hosting=model.hosting,
-    )
+    doc = provenance_document(name, model, m, allow_config_mismatch=allow_config_mismatch)
     return ModelDeployment(
         name=name,
         config=model,
