@@ -19,6 +19,7 @@ from policy.resources import (
 from policy.rules.common import FIX_HAND_EDIT, PREVIEW, StackViolations, scaled_variants
 from speech.deploy import provenance as pv
 from speech.deploy import scaling
+from speech.plan.budget import USD_TOL
 
 # --- daily-cost-ceiling ------------------------------------------------------------------------
 
@@ -74,7 +75,7 @@ def rule_daily_cost(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache
             lines.append(f"{e.label}/{vname}: {fmt(n)} x {itype} x ${price:g}/h x 24 = ${cost:,.0f}")
             prev = deployed.get(e.urn)
             deployed[e.urn] = (e, itype if isinstance(itype, str) else None, (prev[2] if prev else 0.0) + (n or 0))
-    if budget is not None and not blocked and total > budget + 1e-9:
+    if budget is not None and not blocked and total > budget + USD_TOL:
         yield (
             f"the stack can reach ${total:,.0f}/day at maximum scale ({'; '.join(lines)}), above the daily budget "
             f"${budget:,.0f} (policy config daily-budget-usd); fix: cap the fleet (max_instances in stack config, "

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from speech.schema.units import EPS
 from speech.schema.plan_artifacts import Cooldowns, Finding
 from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
@@ -105,7 +106,7 @@ def backlog_target_per_instance(throughput_rps: float, budget_s: float) -> int:
     """
     if throughput_rps <= 0 or budget_s <= 0:
         return 0
-    return int(math.floor(throughput_rps * budget_s + 1e-9))
+    return int(math.floor(throughput_rps * budget_s + EPS))
 
 
 def worst_delay_s(backlog_per_instance: float, throughput_rps: float, cold_start_s: float) -> float:
@@ -119,7 +120,7 @@ def batch_scale_out_cooldown_s(measured_total_s: float) -> int:
     Instances added for a backlog drain it only once they serve, T_total later; until then the
     backlog per instance stays high, and a shorter cooldown would add again for the same backlog.
     Never shorter than one period of the 1-minute metric, which could not show a step yet."""
-    return max(ASYNC_METRIC_PERIOD_S, math.ceil(measured_total_s - 1e-9))
+    return max(ASYNC_METRIC_PERIOD_S, math.ceil(measured_total_s - EPS))
 
 
 # --- findings ----------------------------------------------------------------------------------

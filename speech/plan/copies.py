@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from speech.schema.units import EPS, UNBOUNDED
 from speech.schema.plan_artifacts import Capacity, Cooldowns, Finding, Surge, Thresholds, TTotalSummary
 from speech.schema.artifacts import CopyArtifact, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
@@ -71,7 +72,7 @@ def reserve(measured: float, margin: float = FOOTPRINT_MARGIN) -> float:
 
 def accelerator_devices_per_copy(reserved_mib: float, device_memory_mib: int) -> int:
     """ceil(reserved / one device's memory), at least 1: SageMaker gives a copy whole devices."""
-    return max(1, math.ceil(reserved_mib / device_memory_mib - 1e-9))
+    return max(1, math.ceil(reserved_mib / device_memory_mib - EPS))
 
 
 def copies_sharing_devices(reserved_mib: float, devices: int, device_memory_mib: int) -> int:
@@ -84,12 +85,12 @@ def copies_sharing_devices(reserved_mib: float, devices: int, device_memory_mib:
 
 def min_memory_required_mb(host_memory_mib: float, margin: float = FOOTPRINT_MARGIN) -> int:
     """MinMemoryRequiredInMb: ceil(RSS x (1 + margin)), at least 128."""
-    return max(MIN_MEMORY_REQUIRED_MB, math.ceil(reserve(host_memory_mib, margin) - 1e-9))
+    return max(MIN_MEMORY_REQUIRED_MB, math.ceil(reserve(host_memory_mib, margin) - EPS))
 
 
 def cpu_cores_required(cores: float, margin: float = FOOTPRINT_MARGIN) -> float:
     """NumberOfCpuCoresRequired: cores x (1 + margin) rounded up to a multiple of 0.25, at least 0.25."""
-    steps = math.ceil(reserve(cores, margin) / MIN_CPU_CORES_REQUIRED - 1e-9)
+    steps = math.ceil(reserve(cores, margin) / MIN_CPU_CORES_REQUIRED - EPS)
     return max(1, steps) * MIN_CPU_CORES_REQUIRED
 
 
@@ -115,7 +116,7 @@ def packing(footprint_copy: CopyArtifact, spec: InstanceSpec, margin: float = FO
     cores = by_cpu = None
     if fp.cpu_cores is not None:
         cores = cpu_cores_required(fp.cpu_cores, margin)
-        by_cpu = int(spec.vcpus // cores + 1e-9)
+        by_cpu = int(spec.vcpus // cores + EPS)
         limits["cpu_cores"] = by_cpu
     limited_by = min(limits, key=lambda k: limits[k])
     per_instance = limits[limited_by]
@@ -387,7 +388,7 @@ def build_copy_plan(
     )
     at_peak = instances_for(inputs.peak_rps, x_target)
     at_trough = instances_for(inputs.trough_rps, x_target)
-    safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
+    safe = min_safe_instances(c_max, c_min) if c_min > 0 else UNBOUNDED
 
     pack = packing(copy, spec, margin)
     # With no copy fitting (a stop finding) the counts assume one copy per instance so the model

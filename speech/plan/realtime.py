@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from speech.schema.units import EPS, UNBOUNDED
 from speech.schema.plan_artifacts import (
     Alarms, Capacity, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, Surge, Thresholds, TTotalSummary,
 )
@@ -91,7 +92,7 @@ def planning_t_total(measured_total_s: float, reaction: ReactionPolicy) -> TTota
 
 def derated_q_max(measured_q_max: int, qmax_derate: float) -> int:
     """Q_max to plan with: floor(measured Q_max x qmax_derate), requests in flight per instance."""
-    return int(math.floor(measured_q_max * qmax_derate + 1e-9))
+    return int(math.floor(measured_q_max * qmax_derate + EPS))
 
 
 def scale_in_cooldown_s(planning_total_s: float) -> int:
@@ -117,16 +118,16 @@ def min_safe_instances(c_max: float, c_min: float) -> int:
         raise PlanInputError("scale-in threshold is 0: lower the surge ratio below 1.5")
     ratio = c_max / c_min
     if ratio <= 1.0:
-        return 10**6
+        return UNBOUNDED
     # N/(N-1) <= ratio  <=>  N >= ratio / (ratio - 1); a tiny epsilon keeps exact ratios exact.
-    return max(2, math.ceil(ratio / (ratio - 1.0) - 1e-9))
+    return max(2, math.ceil(ratio / (ratio - 1.0) - EPS))
 
 
 def instances_for(rate_rps: float, per_instance_rps: float) -> int:
     """ceil(rate / per-instance throughput), at least 1."""
     if per_instance_rps <= 0:
-        return 10**6
-    return max(1, math.ceil(rate_rps / per_instance_rps - 1e-9))
+        return UNBOUNDED
+    return max(1, math.ceil(rate_rps / per_instance_rps - EPS))
 
 
 def min_fleet(floor: int, trough_rps: float, per_instance_at_target_rps: float) -> int:
@@ -138,7 +139,7 @@ def min_fleet(floor: int, trough_rps: float, per_instance_at_target_rps: float) 
 
 def littles_law_instances(peak_rps: float, service_mean_s: float, c_max: float) -> int:
     """The common (wrong for queueing servers) sizing: ceil(lambda x S / C_scale_max)."""
-    return max(1, math.ceil(peak_rps * service_mean_s / c_max - 1e-9)) if c_max > 0 else 10**6
+    return max(1, math.ceil(peak_rps * service_mean_s / c_max - EPS)) if c_max > 0 else UNBOUNDED
 
 
 # --- findings ----------------------------------------------------------------------------------
@@ -436,7 +437,7 @@ def build_plan(
         littles_law_capacity_rps=round(little * x_target, 2),
     )
     needed = instances_for(inputs.peak_rps, x_target)
-    safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
+    safe = min_safe_instances(c_max, c_min) if c_min > 0 else UNBOUNDED
     floor_n = min_fleet(inputs.min_instances, inputs.trough_rps, x_target)
     max_n = max(floor_n, needed if max_instances_cap is None else min(needed, max_instances_cap))
 
@@ -464,7 +465,7 @@ def build_plan(
     ]
     if inputs.qmax_derate < 1.0:
         findings.append(finding_derate(qmax.q_max, q, inputs.qmax_derate))
-    if abs(inputs.slo_ms - qmax.slo.ttfab_p95_ms) > 1e-9:
+    if abs(inputs.slo_ms - qmax.slo.ttfab_p95_ms) > EPS:
         findings.append(
             Finding(
                 name="slo_match",

@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from speech.schema.units import EPS
+
 SCHEMA_VERSION = 1
 """Schema of artifacts that never changed shape (plan). qmax and ttotal are at 2 and still read 1
 (see :data:`QMAX_SCHEMA_VERSION`, :data:`TTOTAL_SCHEMA_VERSION`)."""
@@ -364,7 +366,7 @@ def nearest_rank(values: list[float], fraction: float) -> float:
     """Nearest-rank percentile: the ceil(fraction x n)-th smallest value (p95 of fewer than 20
     samples is their maximum: no interpolation invents a start that never happened)."""
     ordered = sorted(values)
-    return ordered[max(1, math.ceil(fraction * len(ordered) - 1e-9)) - 1]
+    return ordered[max(1, math.ceil(fraction * len(ordered) - EPS)) - 1]
 
 
 class CopyFootprint(Frozen):

@@ -37,6 +37,7 @@ from typing import Literal
 
 import numpy as np
 
+from speech.schema.units import EPS
 from speech.plan.capacity import FleetInstance, FleetModel, FleetState, evaluate_capacity
 from speech.sim.fleet import Action, Run, Summary, fluid_step, summarize
 from speech.sim.policies import History, Policy
@@ -84,7 +85,7 @@ class CopyFleet:
     @property
     def copies_fit(self) -> int:
         """floor(instance memory / copy memory): copies one instance can hold."""
-        return int(math.floor(self.instance_memory_mib / self.copy_memory_mib + 1e-9))
+        return int(math.floor(self.instance_memory_mib / self.copy_memory_mib + EPS))
 
 
 @dataclass

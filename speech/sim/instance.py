@@ -42,6 +42,9 @@ SLO_SHARE = 0.95
 """A minute violates the SLO when fewer than 95 % of its requests got their first audio byte within
 the SLO (its p95 TTFAB, counting a rejected request as never answered, is above the SLO)."""
 
+MIN_SATURATION_RPS = 1e-9
+"""Scale of the rate grid when the saturation throughput is 0 (a grid of zeros would have no shape)."""
+
 
 # --- instance ----------------------------------------------------------------------------------
 
@@ -116,7 +119,7 @@ def build_instance(qmax: QmaxArtifact, ttotal: TtotalArtifact | None, *, grid: i
     rates = service_rates(levels, q)
     sat = float(rates[-1])
     # Dense sweep of arrival rates, then a grid even in occupancy (plus fine steps near idle).
-    dense = np.concatenate([[0.0], np.geomspace(1e-5, 40.0, 4000)]) * max(sat, 1e-9)
+    dense = np.concatenate([[0.0], np.geomspace(1e-5, 40.0, 4000)]) * max(sat, MIN_SATURATION_RPS)
     dense_mean = gated_chain(dense, rates) @ np.arange(q + 1)
     targets = np.unique(np.concatenate([np.geomspace(1e-4, 1.0, 24), np.linspace(0.0, dense_mean[-1], grid)]))
     targets = targets[targets <= dense_mean[-1]]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speech.schema.units import EPS
 from speech.schema.artifacts import QmaxArtifact
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.realtime import instances_for, to_cloudwatch
@@ -199,7 +200,7 @@ class AwsPolicy(Policy):
         best, why = desired, ""
         if tt_fire:
             base = self.tt_base if now < self.tt_until else desired
-            new = min(self.max_n, math.ceil(base * metric / self.s.target_value - 1e-9))
+            new = min(self.max_n, math.ceil(base * metric / self.s.target_value - EPS))
             if new > best:
                 best, why = new, "target-tracking"
         if surge_fire and now >= self.surge_until:
@@ -286,7 +287,7 @@ class QpsEwmaPolicy(Policy):
         return self.s.min_instances
 
     def _size(self, rps: float) -> int:
-        return min(self.s.max_instances, max(self.s.min_instances, math.ceil(rps / (self.HIGH * self.limit) - 1e-9)))
+        return min(self.s.max_instances, max(self.s.min_instances, math.ceil(rps / (self.HIGH * self.limit) - EPS)))
 
     def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         rps = sum(h.arrivals[t + 1 - self.tick_s : t + 1]) / self.tick_s
@@ -332,8 +333,8 @@ class KpaPolicy(Policy):
             lo = max(0, t + 1 - window)
             return sum(o * n for o, n in zip(h.occupancy[lo : t + 1], h.serving[lo : t + 1], strict=True)) / (t + 1 - lo)
 
-        stable = math.ceil(total(self.STABLE_S) / self.target - 1e-9)
-        panic = math.ceil(total(self.PANIC_S) / self.target - 1e-9)
+        stable = math.ceil(total(self.STABLE_S) / self.target - EPS)
+        panic = math.ceil(total(self.PANIC_S) / self.target - EPS)
         serving = h.serving[t]
         now = t + 1
         if panic >= self.PANIC_THRESHOLD * serving:
@@ -371,7 +372,7 @@ class OraclePolicy(Policy):
     instant = True
 
     def __init__(self, arrivals: np.ndarray, x_target_rps: float) -> None:
-        self.need = np.maximum(1, np.ceil(np.asarray(arrivals) / x_target_rps - 1e-9)).astype(int).tolist()
+        self.need = np.maximum(1, np.ceil(np.asarray(arrivals) / x_target_rps - EPS)).astype(int).tolist()
 
     def initial(self) -> int:
         return self.need[0] if self.need else 1

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from speech.schema.units import EPS
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.fleet import Summary, simulate
@@ -174,7 +175,7 @@ def simulate_backlog(plan, ttotal: TtotalArtifact, arrivals: np.ndarray) -> Back
             if breach >= plan.wake.datapoints_to_alarm:
                 desired, breach, last_out = plan.wake.instances_added, 0, t
         else:
-            want = min(plan.max_instances, math.ceil(b / target - 1e-9))
+            want = min(plan.max_instances, math.ceil(b / target - EPS))
             if want > have and t - last_out >= plan.cooldowns.scale_out_s:
                 desired, last_out = want, t
             elif want < have and t - last_in >= plan.cooldowns.scale_in_s and t - last_out >= plan.cooldowns.scale_in_s:

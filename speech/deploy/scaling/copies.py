@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from speech.schema.units import EPS
 from speech.schema.aws import (
     ALARM_STATISTIC, COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, INSTANCE_SCALING_ENABLED,
     METRIC_NAMESPACE, NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC, SERVICE_NAMESPACE, SUFFIX_SCALE_IN,
@@ -94,7 +95,7 @@ def wake_cooldown_s(copy_plan: Any) -> int:
         start = t_total.measured_s
     else:
         start = copy_plan.t_copy.measured_s
-    return max(WAKE_COOLDOWN_MIN_S, math.ceil(start - 1e-9))
+    return max(WAKE_COOLDOWN_MIN_S, math.ceil(start - EPS))
 
 
 def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:

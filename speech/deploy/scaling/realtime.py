@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from speech.schema.units import EPS
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.aws import (
     ALARM_STATISTIC, METRIC, METRIC_NAMESPACE, SCALE_IN_INSTANCES, SCALE_OUT_METRIC_TYPE, SUFFIX_SCALE_IN, SUFFIX_SCALE_OUT,
@@ -30,8 +31,8 @@ def surge_adjustment(plan: PlanArtifact) -> SurgeStep:
     factor = plan.inputs.surge_ratio * plan.q_max / plan.thresholds.c_scale_max
     grow = factor - 1.0
     return SurgeStep(
-        percent=max(1, math.ceil(100 * grow - 1e-9)),
-        min_instances_added=max(2, math.ceil(plan.fleet.min_safe_instances * grow - 1e-9)),
+        percent=max(1, math.ceil(100 * grow - EPS)),
+        min_instances_added=max(2, math.ceil(plan.fleet.min_safe_instances * grow - EPS)),
     )
 
 
@@ -46,7 +47,7 @@ def surge_cooldown_s(plan: PlanArtifact) -> int:
     Within the cooldown a repeated breach adds only what a larger step would add beyond the
     capacity already added, so one surge per start-up is what this buys; target tracking keeps
     adding in between at its own, proportional pace."""
-    return max(plan.cooldowns.scale_out_s, math.ceil(plan.t_total.measured_s - 1e-9))
+    return max(plan.cooldowns.scale_out_s, math.ceil(plan.t_total.measured_s - EPS))
 
 
 def scale_in_alarm(plan: PlanArtifact, endpoint_name: str, variant: str) -> AlarmSpec:
