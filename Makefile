@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml container/requirements.txt container/requirements-nodep
 
 test: setup
 	$(PY) -m ruff check .
+	$(PY) -m mypy speech
 	$(PY) -m pytest -q
 
 # The plan on the reference artifacts (public figures of a comparable deployment).

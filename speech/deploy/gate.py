@@ -178,11 +178,12 @@ def gate_components(model: ModelConfig, copy_plan: CopyPlan | None, *, name: str
 def copy_plan_of(name: str, model: ModelConfig, *, allow_config_mismatch: bool = False) -> CopyPlan | None:
     """The copy plan of a ``hosting: components`` model (speech.plan.copies.build_copy_plan), or None
     for other hosting; inputs it refuses become a :class:`ConfigError` naming the config key."""
-    if model.hosting != "components" or model.measurements is None or model.measurements.tcopy is None:
+    m = model.measurements
+    if model.hosting != "components" or m is None or m.tcopy is None:
         return None
     from speech.plan.copies import build_copy_plan
 
-    m, inputs = model.measurements, model.components_inputs
+    inputs = model.components_inputs
     try:
         return build_copy_plan(m.qmax, m.tcopy, model.plan, instance=model.instance_type, ttotal=m.ttotal,
                                min_copies=inputs.min_copies, max_instances_cap=model.max_instances,
@@ -310,13 +311,16 @@ def apply_budget(deployments: Mapping[str, ModelDeployment], config: StackConfig
             out[name] = replace(dep, budget=alloc)
             continue
         doc = dep.document.model_copy(update={"budget": alloc, "stack_budget": config.budget})
-        kw = dict(name=name, endpoint=endpoints[name], allow_config_mismatch=config.allow_config_mismatch)
+        endpoint, mismatch = endpoints[name], config.allow_config_mismatch
         if dep.batch is not None:
             batch = apply_batch_allocation(dep.batch, alloc)
-            plan, decision, cap = None, gate_batch(dep.config, batch, **kw), batch.max_instances
+            decision = gate_batch(dep.config, batch, name=name, endpoint=endpoint, allow_config_mismatch=mismatch)
+            plan, cap = None, batch.max_instances
         else:
+            assert dep.plan is not None  # a deployment without either plan was passed through above
             batch, plan = None, apply_allocation(dep.plan, alloc)
-            decision, cap = gate(dep.config, plan, **kw), plan.fleet.max_instances
+            decision = gate(dep.config, plan, name=name, endpoint=endpoint, allow_config_mismatch=mismatch)
+            cap = plan.fleet.max_instances
         if decision.enabled and alloc.max_instances < alloc.peak_instances:
             decision = replace(decision, reason=f"{decision.reason}; capped by the daily budget at {cap} of the "
                                f"{alloc.peak_instances} instances its peak needs ({alloc.priority})")

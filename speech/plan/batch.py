@@ -15,7 +15,7 @@ Pure arithmetic (no I/O, no clock, no boto3), one function (:func:`build_batch_p
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
@@ -30,7 +30,7 @@ from speech.plan.realtime import (
 )
 from speech.plan.survival import throughput_at
 
-BATCH_SCHEMA_VERSION = 1
+BATCH_SCHEMA_VERSION: Final = 1
 
 ASYNC_METRIC_PERIOD_S = 60
 """SageMaker publishes the asynchronous endpoint metrics (ApproximateBacklogSizePerInstance,
@@ -337,7 +337,7 @@ def build_batch_plan(
         findings=[],
         verdict="ok",
         provenance=Provenance(
-            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),  # type: ignore[arg-type]
+            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),
             source="bench plan",
             tool="speech.plan.batch.build_batch_plan",
         ),

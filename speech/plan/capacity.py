@@ -14,7 +14,7 @@ same on every machine.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
@@ -24,7 +24,7 @@ from speech.schema.artifacts import Frozen, Level
 from speech.schema.copy_plan import CopyPlan
 from speech.errors import PlanInputError
 
-FLEET_SCHEMA_VERSION = 1
+FLEET_SCHEMA_VERSION: Final = 1
 MEMORY_EPS_MIB = 1e-6
 """Float slack when comparing memory (MiB): a copy that fits exactly fits."""
 

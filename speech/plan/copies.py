@@ -136,7 +136,7 @@ def packing(footprint_copy: CopyArtifact, spec: InstanceSpec, margin: float = FO
         reserved_cpu_cores=cores,
         copies_by_cpu=by_cpu,
         copies_per_instance=per_instance,
-        limited_by=limited_by,  # type: ignore[arg-type]
+        limited_by=limited_by,
         memory_used_fraction=round(used, 6),
     )
 
@@ -467,7 +467,7 @@ def build_copy_plan(
         findings=findings,
         verdict=verdict(findings),
         provenance=Provenance(
-            origin=weakest_origin(qmax.provenance.origin, copy.provenance.origin),  # type: ignore[arg-type]
+            origin=weakest_origin(qmax.provenance.origin, copy.provenance.origin),
             source="speech.plan.copies.build_copy_plan",
             tool="speech.plan.copies.build_copy_plan",
         ),

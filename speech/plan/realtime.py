@@ -520,7 +520,7 @@ def build_plan(
         findings=findings,
         verdict=verdict(findings),
         provenance=Provenance(
-            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),  # type: ignore[arg-type]
+            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),
             source="bench plan",
             tool="speech.plan.realtime.build_plan",
         ),
@@ -540,9 +540,9 @@ def _surge(levels: list[tuple[int, float]], q: int, c_max: float, planning_s: fl
         )
     lam = arrival_for_mean_occupancy(c_max, rates)
     util = lam / rates[-1]
-    common = dict(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s)
-    p_ramp = reach_probability(**common, ramp_ratio=surge_ratio)
-    p_steady = reach_probability(**common)
+    p_ramp = reach_probability(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s,
+                               ramp_ratio=surge_ratio)
+    p_steady = reach_probability(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s)
     return Surge(
         utilization=round(util, 6),
         arrival_rps=round(lam, 6),

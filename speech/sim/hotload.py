@@ -220,9 +220,9 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
                 # the instance holding the fewest, so that instances empty out and can go.
                 starting = [(c, i) for i in instances for c in i.copies if c > t]
                 if starting:
-                    c, inst = max(starting, key=lambda ci: ci[0])
-                    inst.copies.remove(c)
-                    pending.remove(c)
+                    start_at, inst = max(starting, key=lambda ci: ci[0])
+                    inst.copies.remove(start_at)
+                    pending.remove(start_at)
                     heapq.heapify(pending)
                 elif n > 1:
                     inst = min((i for i in instances if i.copies), key=lambda i: (len(i.copies), i.ready_at))
@@ -233,7 +233,7 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
                 else:
                     break
                 remove -= 1
-            keep = []
+            keep: list[_Instance] = []
             spare = 0
             for inst in sorted(instances, key=lambda i: -len(i.copies)):
                 needed = mode == "hot-load" and spare < fleet.headroom_copies

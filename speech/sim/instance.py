@@ -53,10 +53,11 @@ def startup_s(ttotal: TtotalArtifact) -> float:
     """Seconds from "more capacity asked for" to the new instance taking traffic: the ``in_service``
     phase when it applies (SageMaker), else ``ready`` (local process), else the measured total.
     What follows in_service (the queue draining to normal latency) is simulated, not added."""
-    by_name = {p.name: p for p in ttotal.phases if p.applicable and p.offset_s is not None}
+    offsets = {p.name: p.offset_s for p in ttotal.phases if p.applicable and p.offset_s is not None}
     for name in ("in_service", "ready"):
-        if name in by_name:
-            return float(by_name[name].offset_s)
+        offset = offsets.get(name)
+        if offset is not None:
+            return float(offset)
     return float(ttotal.measured_total_s)
 
 

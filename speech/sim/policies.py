@@ -99,7 +99,8 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
         saturation_threshold=spec.surge_alarm.threshold,
         surge_periods=spec.surge_alarm.evaluation_periods,
         surge_percent=surge.scaling_adjustment,
-        surge_min_added=spec.surge.min_adjustment_magnitude,
+        # The instance spec always sets the surge's smallest step (surge_adjustment); 0 would mean none.
+        surge_min_added=spec.surge.min_adjustment_magnitude or 0,
         planning_total_s=plan.t_total.planning_s,
         x_target_rps=plan.capacity.throughput_at_target_rps,
         littles_law_instances=plan.capacity.littles_law_instances,
@@ -141,7 +142,8 @@ class _Alarm:
     """A CloudWatch alarm with M of N datapoints: in ALARM while at least M of the last N breach."""
 
     def __init__(self, m: int, n: int) -> None:
-        self.m, self.window = m, deque(maxlen=n)
+        self.m = m
+        self.window: deque[bool] = deque(maxlen=n)
 
     def add(self, breaching: bool) -> bool:
         self.window.append(breaching)

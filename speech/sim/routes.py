@@ -33,6 +33,7 @@ import numpy as np
 from speech.schema.units import EPS
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
+from speech.plan.batch import BatchPlan
 from speech.sim.fleet import Summary, simulate
 from speech.sim.instance import build_instance, startup_s
 
@@ -135,8 +136,8 @@ class BacklogRun:
     """Requests still waiting when the trace ends."""
 
 
-def simulate_backlog(plan, ttotal: TtotalArtifact, arrivals: np.ndarray) -> BacklogRun:
-    """A batch plan (speech.plan.batch.BatchPlan) on a trace: the asynchronous endpoint's queue and its
+def simulate_backlog(plan: BatchPlan, ttotal: TtotalArtifact, arrivals: np.ndarray) -> BacklogRun:
+    """A batch plan on a trace: the asynchronous endpoint's queue and its
     backlog scaling, as a fluid model with 1 s steps.
 
     What it models: every in-service instance completes ``throughput_per_instance_rps`` (X(Q_max),

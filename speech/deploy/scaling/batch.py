@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from speech.deploy.scaling.spec import IDENTITY, AlarmSpec, StepPolicySpec, TargetSpec, _meta, _rule_of, one_step_policy, variant_target
+from speech.deploy.scaling.spec import AlarmSpec, StepPolicySpec, TargetSpec, _meta, _rule_of, one_step_policy, variant_target
 from speech.schema.aws import (
     METRIC, METRIC_NAMESPACE, SUFFIX_WAKE, TARGET_TRACKING, VARIANT,
 )
@@ -39,7 +39,7 @@ class BacklogTrackingSpec:
     """Target tracking on ApproximateBacklogSizePerInstance (a customized metric specification);
     it scales in too, down to the target's minimum of zero."""
 
-    name: str = field(**IDENTITY)
+    name: str = field(compare=False)
     policy_type: str = field(metadata=_meta("the backlog per instance tracks a target"))
     metric_name: str = field(metadata=_meta("backlog per instance of the asynchronous endpoint"))
     namespace: str = field(metadata=_meta("SageMaker's endpoint metrics"))

@@ -17,9 +17,8 @@ def _meta(rule: str) -> dict:
     return {"rule": rule}
 
 
-IDENTITY = dict(compare=False)
-"""Names and descriptions identify a resource (the readers find it by them); :func:`diff` skips
-them."""
+# Names and descriptions identify a resource (the readers find it by them): field(compare=False),
+# so :func:`diff` skips them.
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class TargetSpec:
 class TargetTrackingSpec:
     """Scale-out: target tracking on ConcurrentRequestsPerModel at the deployed C_scale_max."""
 
-    name: str = field(**IDENTITY)
+    name: str = field(compare=False)
     policy_type: str = field(metadata=_meta("scale-out tracks a target"))
     metric_type: str = field(metadata=_meta(
         "ConcurrentRequestsPerModel at 10 s, the metric Q_max was measured against and the period the plan's "
@@ -63,7 +62,7 @@ class StepSpec:
 class StepPolicySpec:
     """A step scaling policy fired by one alarm."""
 
-    name: str = field(**IDENTITY)
+    name: str = field(compare=False)
     policy_type: str = field(metadata=_meta("an alarm fires a step"))
     adjustment_type: str = field(metadata=_meta("how a step changes capacity"))
     steps: tuple[StepSpec, ...] = field(metadata=_meta("the planned step"))
@@ -76,8 +75,8 @@ class StepPolicySpec:
 class AlarmSpec:
     """A CloudWatch alarm on the variant's ConcurrentRequestsPerModel that fires a step policy."""
 
-    name: str = field(**IDENTITY)
-    description: str = field(**IDENTITY)
+    name: str = field(compare=False)
+    description: str = field(compare=False)
     namespace: str = field(metadata=_meta("SageMaker's endpoint metrics"))
     metric_name: str = field(metadata=_meta("the metric Q_max was measured against"))
     dimensions: tuple[tuple[str, str], ...] = field(metadata=_meta("this endpoint's variant"))

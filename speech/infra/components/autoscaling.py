@@ -8,6 +8,7 @@ cooldown. Surge: a step policy that grows the fleet by a fraction at once when i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -91,9 +92,17 @@ def concurrency_alarm(resource_name: str, spec: AlarmSpec, *, action: pulumi.Inp
     )
 
 
+class TargetKeys(TypedDict):
+    """The three keys a scaling policy names its scalable target by (``**keys`` into a Policy)."""
+
+    resource_id: pulumi.Output[str]
+    scalable_dimension: pulumi.Output[str]
+    service_namespace: pulumi.Output[str]
+
+
 def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent: pulumi.Resource,
                     depends_on: Sequence[pulumi.Resource], replace_on_changes: Sequence[str] = ()
-                    ) -> tuple[aws.appautoscaling.Target, dict[str, pulumi.Output[str]]]:
+                    ) -> tuple[aws.appautoscaling.Target, TargetKeys]:
     """The scalable target of a spec and the three keys its policies name it by. Deleted before it
     is replaced: the replacement registers the same resource id."""
     target = aws.appautoscaling.Target(
@@ -107,12 +116,12 @@ def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent:
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on), delete_before_replace=True,
                                     replace_on_changes=list(replace_on_changes) or None),
     )
-    keys = dict(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
-                service_namespace=target.service_namespace)
+    keys = TargetKeys(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
+                      service_namespace=target.service_namespace)
     return target, keys
 
 
-def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, target: dict,
+def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, target: TargetKeys,
                                opts: pulumi.ResourceOptions) -> aws.appautoscaling.Policy:
     """Target tracking on a predefined metric, from the spec."""
     return aws.appautoscaling.Policy(
@@ -133,7 +142,7 @@ def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, 
     )
 
 
-def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: AlarmSpec, *, target: dict, tags: dict,
+def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: AlarmSpec, *, target: TargetKeys, tags: dict,
                            parent: pulumi.Resource) -> tuple[aws.appautoscaling.Policy, aws.cloudwatch.MetricAlarm]:
     """A step policy and the alarm that invokes it, both from the spec (fixed policy names: the
     old policy is deleted before its replacement is created)."""

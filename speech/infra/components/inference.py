@@ -35,7 +35,7 @@ ROLLING_WAIT_S = 600
 ROLLING_TIMEOUT_S = 3600
 
 
-def native_tags(tags: dict[str, str]) -> list[aws_native.TagArgs]:
+def native_tags(tags: dict[str, pulumi.Input[str]]) -> list[aws_native.TagArgs]:
     """pulumi-aws-native takes tags as a list of key/value pairs (sorted, so the input is stable)."""
     return [aws_native.TagArgs(key=k, value=v) for k, v in sorted(tags.items())]
 
@@ -57,9 +57,9 @@ class ComponentEndpointArgs:
         instance_type: str,
         environment: dict[str, pulumi.Input[str]],
         startup_health_check_timeout_s: int,
-        provider: aws_native.Provider,
+        provider: pulumi.ProviderResource,
         rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
-        tags: dict[str, str] | None = None,
+        tags: dict[str, pulumi.Input[str]] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
     ) -> None:
         self.endpoint_name = endpoint_name
