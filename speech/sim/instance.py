@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speech.errors import SimulationInputError
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.plan.survival import service_rates
 
@@ -115,7 +116,7 @@ def build_instance(qmax: QmaxArtifact, ttotal: TtotalArtifact | None, *, grid: i
     Without a ttotal artifact new instances serve at once (for fixed fleets)."""
     q = qmax.q_max
     if q < 1:
-        raise ValueError("Q_max is 0: no concurrency met the SLO, there is nothing to simulate")
+        raise SimulationInputError("Q_max is 0: no concurrency met the SLO, there is nothing to simulate")
     levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
     rates = service_rates(levels, q)
     sat = float(rates[-1])

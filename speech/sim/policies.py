@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speech.errors import SimulationInputError
 from speech.schema.units import EPS
 from speech.schema.artifacts import QmaxArtifact
 from speech.schema.plan_artifacts import PlanArtifact
@@ -407,6 +408,6 @@ def make_policy(name: str, *, plan: PlanArtifact, qmax: QmaxArtifact, model: Ins
         return FixedPolicy("fixed-peak", max(s.min_instances, instances_for(peak_rps, s.x_target_rps)))
     if name == "oracle":
         return OraclePolicy(arrivals, s.x_target_rps)
-    raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
+    raise SimulationInputError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
 
 
