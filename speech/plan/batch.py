@@ -15,9 +15,9 @@ Pure arithmetic (no I/O, no clock, no boto3), one function (:func:`build_batch_p
 from __future__ import annotations
 
 import math
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from speech.schema.units import EPS
 from speech.schema.plan_artifacts import Cooldowns, Finding
@@ -246,7 +246,8 @@ class BatchPlan(Frozen):
     """The batch plan artifact (``bench plan`` writes it for a batch model; the program deploys it)."""
 
     schema_version: Literal[1] = BATCH_SCHEMA_VERSION
-    kind: Literal["batch_plan"] = "batch_plan"
+    kind: Literal["batch-plan"] = "batch-plan"
+    """Artifact kinds are spelled with hyphens (``copy-plan``, ``batch-plan``); the old ``batch_plan`` still loads."""
     model: str
     fingerprint: Fingerprint
     inputs: BatchInputsRecord
@@ -275,6 +276,17 @@ class BatchPlan(Frozen):
 
     def finding(self, name: str) -> Finding:
         return next(f for f in self.findings if f.name == name)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_kind_spelling(cls, data: Any) -> Any:
+        """Batch plans written before the kinds were spelled one way say ``batch_plan``."""
+        if isinstance(data, dict) and data.get("kind") == OLD_BATCH_PLAN_KIND:
+            return {**data, "kind": "batch-plan"}
+        return data
+
+
+OLD_BATCH_PLAN_KIND = "batch_plan"
 
 
 def build_batch_plan(
