@@ -3,24 +3,57 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+UV := $(VENV)/bin/uv
+UV_VERSION := 0.13.9
+LOCK := requirements.lock
 
-.PHONY: setup test demo plan-reference preview clean
+.PHONY: setup test test-fast lint demo lock plan-reference preview clean
 
 setup: $(STAMP)
 
-# torch goes in alone and first (pinned CPU build), so kokoro after it cannot pull a CUDA torch.
-$(STAMP): pyproject.toml container/requirements.txt container/requirements-nodeps.txt container/requirements-torch.txt
+# 1. torch alone and first, with pip: the pinned CPU build (pip takes it from the machine's own
+#    configuration, where a CUDA build would otherwise be resolved); uv does not read pip's
+#    configuration, so it never sees torch. 2. uv (pinned) into the venv; where it cannot be had,
+#    pip does the rest. 3. Everything else from the lock with --no-deps: exact pins, no resolution.
+# 4. The project (editable) and kokoro-onnx, both --no-deps (see requirements.lock's header).
+$(STAMP): pyproject.toml $(LOCK) container/requirements-nodeps.txt container/requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "$$(grep -m1 '^torch==' container/requirements-torch.txt)"
-	$(PY) -m pip install -q -r container/requirements-torch.txt
-	$(PY) -m pip install -q -e '.[pulumi,container,dev]' -r container/requirements.txt
-	$(PY) -m pip install -q --no-deps -r container/requirements-nodeps.txt
+	@if $(PY) -m pip install -q "uv==$(UV_VERSION)" >/dev/null 2>&1 && $(UV) --version >/dev/null 2>&1; then \
+	  echo "installing $(LOCK) with uv"; \
+	  $(UV) pip install -q --python $(PY) --no-deps -r $(LOCK) && \
+	  $(UV) pip install -q --python $(PY) --no-deps -e . -r container/requirements-nodeps.txt; \
+	else \
+	  echo "uv $(UV_VERSION) could not be installed: installing $(LOCK) with pip"; \
+	  $(PY) -m pip install -q --no-deps -r $(LOCK) && \
+	  $(PY) -m pip install -q --no-deps -e . -r container/requirements-nodeps.txt; \
+	fi
+	@problems="$$($(PY) -m pip check 2>&1 | grep -v -E '^kokoro-onnx .* requires phonemizer' | grep -v '^No broken requirements' || true)"; \
+	  if [ -n "$$problems" ]; then echo "$$problems"; echo "$(LOCK) is inconsistent with what it installs: run make lock"; exit 1; fi
 	touch $(STAMP)
 
-test: setup
+# Re-resolve the lock after changing pyproject.toml or container/requirements*.txt (needs uv: make setup).
+lock:
+	$(UV) pip compile pyproject.toml --extra pulumi --extra container --extra dev container/requirements.txt \
+	  container/requirements-torch.txt --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+	  --find-links "$$($(PY) -m pip config get global.find-links 2>/dev/null || echo /opt/wheels)" \
+	  --no-emit-find-links --no-emit-package torch --no-header -o $(LOCK).new
+	{ sed -n '/^# requirements.lock/,/^# resolution at setup time/p' $(LOCK); cat $(LOCK).new; } > $(LOCK).tmp
+	rm $(LOCK).new && mv $(LOCK).tmp $(LOCK)
+
+# Lint: ruff, mypy on speech/ ([tool.mypy]), then the layer contracts (import-linter, [tool.importlinter] in pyproject.toml).
+lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy speech
+	$(VENV)/bin/lint-imports --no-cache
+
+# The whole suite: what CI runs.
+test: lint
 	$(PY) -m pytest -q
+
+# The inner loop while editing: no model, no servers, no subprocesses (tests/conftest.py enforces it).
+test-fast: lint
+	SPEECH_TEST_TIER=fast $(PY) -m pytest -q -m "not slow" -p no:cacheprovider
 
 # The plan on the reference artifacts (public figures of a comparable deployment).
 plan-reference: setup

@@ -58,6 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settle-s", type=float, default=2.0, metavar="S", help="per level, discarded (default 2)")
     p.add_argument("--measure-s", type=float, default=8.0, metavar="S", help="per level, measured (default 8)")
     p.add_argument("--quick", action="store_true", help="a reduced chain for CI: levels 1,2, short windows")
+    p.add_argument("--report-only", action="store_true",
+                   help="no container and no measurement: re-run simulate, preview+policy and the report on the newest "
+                        "qmax, ttotal and plan artifacts already in --out (a previous demo's)")
     p.add_argument("--serve-cmd", default=f"{shlex.quote(sys.executable)} -m container serve",
                    help="command that starts the container (default: python -m container serve)")
 
@@ -139,6 +142,23 @@ def run(args: argparse.Namespace) -> int:
     t_start = time.monotonic()
     # SIGTERM (e.g. from a CI runner) takes the same path as Ctrl-C: stop the container, write nothing half.
     previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    if getattr(args, "report_only", False):
+        signal.signal(signal.SIGTERM, previous)
+        qmax_path, ttotal_path = _newest(out, "qmax-*.json"), _newest(out, "ttotal-*.json")
+        qmax, ttotal = load_artifact(qmax_path, QmaxArtifact), load_artifact(ttotal_path, TtotalArtifact)
+        plan = load_artifact(_newest(out, "plan-*.json"), PlanArtifact)
+        _say("report", f"re-using {qmax_path.name}, {ttotal_path.name} and the plan in {out}")
+        from bench.plots import plot_qmax, plot_ttotal
+
+        plot_qmax(qmax, qmax_path.with_suffix(".png"))
+        plot_ttotal(ttotal, ttotal_path.with_suffix(".png"))
+    else:
+        qmax_path, ttotal_path, qmax, ttotal, plan = _measure_and_plan(args, out, previous)
+    return _after_plan(args, out, t_start, qmax_path, ttotal_path, qmax, ttotal, plan)
+
+
+def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
+    """container -> qmax -> ttotal -> plan; the container stopped on every path."""
     container: Container | None = None
     try:
         _say("container", "starting the inference container (real Kokoro-82M, onnx on CPU)...")
@@ -172,11 +192,17 @@ def run(args: argparse.Namespace) -> int:
             container.stop()
             _say("container", "stopped")
         signal.signal(signal.SIGTERM, previous)
+    return qmax_path, ttotal_path, qmax, ttotal, plan
 
+
+def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: Path, ttotal_path: Path,
+                qmax: QmaxArtifact, ttotal: TtotalArtifact, plan: PlanArtifact) -> int:
     plan_path = _newest(out, "plan-*.json")
     simulation, simulation_pngs = _simulate(args, out, qmax_path, ttotal_path, plan_path, plan)
 
-    stack_file = args.stack_dir / f"Pulumi.{args.stack}.yaml"
+    from speech.infra.stack_config import stack_file as stack_path
+
+    stack_file = stack_path(args.stack_dir, args.stack)
     _say("preview+policy", f"the Pulumi program under mocks on {stack_file}, every resource sent to the policy pack")
     violations, gates = _preview_and_policy(stack_file, args.stack)
     for g in gates:
@@ -205,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
                      "the demo plans scaling from them anyway so the numbers reach real resources, and the pack "
                      "shows it would block deploying them there. On AWS, measure the endpoint itself."),
         title="speech-endpoints demo: measured on this machine",
+        instance_type=args.instance_type,
     )
     elapsed = time.monotonic() - t_start
     print()
@@ -247,7 +274,7 @@ def _simulate(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path:
     path = _newest(out, "simulation-*.json")
     art = load_artifact(path, SimulationArtifact)
     stem = path.with_suffix("")
-    pngs = [Path(f"{stem}-cost-vs-slo.png")] + [Path(f"{stem}-{r.policy}.png") for r in art.results]
+    pngs = [Path(f"{stem}-cost-vs-slo.png"), Path(f"{stem}-timeline.png")]
     return art, [p for p in pngs if p.exists()]
 
 

@@ -15,12 +15,12 @@ from speech.schema.config import ModelConfig, StackConfig
 from speech.errors import ConfigError
 from speech.plan.batch import build_batch_plan
 from speech.plan.realtime import build_plan
-from speech.infra.stack_config import parse_stack_config
+from speech.infra.stack_config import load_stack_file, stack_file, stack_name, stack_region
 
 from bench import aws
 from bench.errors import TargetError, UsageError
 from bench.scaling_check import Issue, compare, compare_batch
-from bench.stack_yaml import MODELS_KEY, PROJECT, read_stack_file
+from bench.stack_yaml import MODELS_KEY, read_stack_file
 
 DESCRIPTION = """\
 Compare what is deployed for each model of a stack (scalable target min/max and suspended
@@ -46,11 +46,14 @@ Exit 0 and `preflight-ok` when clean, 1 on any drift, 2 bad input (no such stack
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stack", required=True, metavar="NAME", help="stack whose Pulumi.NAME.yaml describes the models")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
+    p.add_argument("--stack", required=True, metavar="NAME",
+                   help="stack whose Pulumi.NAME.yaml describes the models (NAME, ORG/NAME or ORG/PROJECT/NAME)")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
+                   help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
     p.add_argument("--endpoint", metavar="NAME", help="endpoint name when not <stack>-<model> (needs one model or --model)")
     p.add_argument("--model", metavar="NAME", help="check only this model")
-    p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
+    p.add_argument("--region", metavar="REGION",
+                   help="AWS region (default: the stack's aws:region, else the environment's)")
     p.add_argument("--json", action="store_true", help="print {ok, endpoints: {name: [issues]}} as JSON")
 
 
@@ -61,10 +64,10 @@ def load_stack(path: Path) -> StackConfig:
     models = config.get(MODELS_KEY)
     if not models:
         raise ConfigError(f"{path}: no {MODELS_KEY} entry; nothing to check (run bench plan --stack first)")
-    # The program's own parser: the same checks (unknown keys, every field) and the same messages.
-    raw = {k.removeprefix(f"{PROJECT}:"): v for k, v in config.items() if k.startswith(f"{PROJECT}:")}
+    # The program's own parser: the same checks (every field, artifact references and their sha256)
+    # and the same messages.
     try:
-        return parse_stack_config(raw)
+        return load_stack_file(path)
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
 
@@ -113,7 +116,9 @@ def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_
 
 
 def run(args: argparse.Namespace, session=None) -> int:
-    stack = load_stack(args.stack_dir / f"Pulumi.{args.stack}.yaml")
+    path = stack_file(args.stack_dir, args.stack)
+    stack = load_stack(path)
+    name_of_stack = stack_name(args.stack)
     models = stack.models
     if args.model:
         if args.model not in models:
@@ -132,10 +137,11 @@ def run(args: argparse.Namespace, session=None) -> int:
         )
     if args.endpoint and len(models) > 1:
         raise UsageError("--endpoint names one endpoint: add --model to say which model it serves")
-    sess = session or aws.session(args.region)
+    # The region the program deploys into (aws:region) unless --region says otherwise.
+    sess = session or aws.session(args.region or stack_region(path))
     report: dict[str, list[dict]] = {}
     for name, m in models.items():
-        endpoint = args.endpoint or f"{args.stack}-{name}"
+        endpoint = args.endpoint or f"{name_of_stack}-{name}"
         described = aws.describe_endpoint(sess, endpoint)  # a missing endpoint is bad input, not drift
         plan, why = None, "the stack has no measurements for it"
         if m.measurements is not None:

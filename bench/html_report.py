@@ -1,5 +1,7 @@
-"""One self-contained HTML page: ladder plot, phase waterfall, plan numbers with formulas, the
-simulated comparison of scaling policies, findings and policy verdicts. Images are embedded
+"""One self-contained HTML page that answers first: can this stack deploy (the pack's verdict and
+its one reason), the planned fleet, the simulated SLO and rejected shares with why, and the cost
+in USD/day; then the policy verdicts, ladder plot, phase waterfall, plan numbers with formulas,
+the simulated comparison of scaling policies and the findings. Images are embedded
 (base64) so the page can be mailed or attached to CI."""
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .advisory{color:#9a6700;font-weight:600}.badge{display:inline-block;padding:.15em .6em;border-radius:1em;color:#fff}
 .badge.ok{background:#1a7f37}.badge.warn{background:#bf8700}.badge.stop{background:#cf222e}
 img{max-width:100%;border:1px solid #eee}.muted{color:#666;font-size:.9em}code{background:#f6f8fa;padding:0 .3em}
+.answer{border:2px solid #ddd;border-radius:.5em;padding:.6em 1em;margin:1em 0}
+.answer.blocked{border-color:#cf222e;background:#fff5f5}.answer.deployable{border-color:#1a7f37;background:#f3fbf5}
+.answer table{width:100%;font-size:1em}.answer td{border:0;border-bottom:1px solid #eee;vertical-align:top}
+.answer td:first-child{width:9em;font-weight:600;color:#444}.big{font-size:1.25em;font-weight:700}
 """
 
 
@@ -62,6 +68,126 @@ class Markup(str):
     """Already-escaped HTML."""
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What the top of the report answers, each with its reason: can the stack deploy, the fleet,
+    what the simulation says of the plan, and what it costs."""
+
+    deploy: str
+    deploy_reason: str
+    blocked: bool | None
+    """True: a mandatory violation; False: none; None: the pack was not run."""
+    fleet: str
+    simulated: str
+    simulated_reason: str
+    cost: str
+    cost_reason: str
+
+
+def usd_per_day(instances: float, price_per_hour_usd: float) -> float:
+    """Instances held all day at an hourly price: instances x USD/h x 24 h."""
+    from speech.schema.prices import HOURS_PER_DAY
+
+    return instances * price_per_hour_usd * HOURS_PER_DAY
+
+
+def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
+    """Why the simulated plan rejected what it rejected: the fleet at its ceiling, or arrivals over
+    Q_max per instance while a scale-out was under way (T_total), compared with the oracle."""
+    r = a.results[[x.policy for x in a.results].index("plan")] if any(x.policy == "plan" for x in a.results) else a.results[0]
+    oracle = next((x for x in a.results if x.policy == "oracle"), None)
+    gate = f"the admission gate answers 503 once an instance holds Q_max {plan.q_max} in flight"
+    if r.rejected_share <= 0:
+        return f"nothing rejected: {gate}, and the fleet always grew before that"
+    if r.peak_instances >= plan.fleet.max_instances:
+        why = (f"the fleet reached its maximum of {plan.fleet.max_instances} instances (peak {plan.inputs.peak_rps:g} rps "
+               f"planned, busiest minute {a.trace.peak_rps:,.1f} rps), so beyond it {gate}")
+    else:
+        why = (f"traffic grew faster than instances start: a scale-out serves only after T_total {plan.t_total.planning_s:.0f} s "
+               f"(measured {plan.t_total.measured_s:.0f} s), and meanwhile {gate}")
+        surge = next((f for f in plan.findings if f.name == "surge_survival"), None)
+        if surge is not None and surge.level != "ok":
+            why += " (the plan's surge_survival finding predicted it)"
+    if oracle is not None:
+        why += (f"; the oracle (exactly the instances needed, no start-up) rejects {100 * oracle.rejected_share:.2f}%, so "
+                + ("part of it is capacity no policy has" if oracle.rejected_share > 0 else "start-up time is the cause"))
+    return why
+
+
+def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_ran: bool,
+           simulation: SimulationArtifact | None, prices: dict[str, float] | None = None,
+           instance_type: str | None = None) -> Answer:
+    """The top block's numbers and reasons (pure: tests read them without the HTML).
+
+    ``instance_type``: what the stack deploys, when not what was measured (the demo measures this
+    machine and writes an ``ml.*`` entry); fleet and cost are in it."""
+    from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR, PRICE_REGION, PRICES_TAKEN
+
+    mandatory = [v for v in violations or [] if v.level == "mandatory"]
+    advisory = [v for v in violations or [] if v.level != "mandatory"]
+    if not policy_ran:
+        deploy, reason, blocked = "not checked", "the policy pack was not run", None
+    elif mandatory:
+        first = mandatory[0]
+        policies = sorted({v.policy for v in mandatory})
+        more = f" ({len(mandatory)} mandatory violations of {', '.join(policies)}; all below)" if len(mandatory) > 1 else ""
+        deploy = f"BLOCKED: cannot deploy ({first.policy})"
+        reason, blocked = f"{first.resource}: {first.message}{more}", True
+    else:
+        deploy, blocked = "CAN DEPLOY", False
+        reason = f"the policy pack finds no mandatory violation ({len(advisory)} advisory)"
+    f = plan.fleet
+    itype = instance_type or plan.fingerprint.instance_type
+    stop = next((x for x in plan.findings if x.level == "stop"), None)
+    if plan.verdict == "stop":
+        fleet = (f"no scaling: the plan stops ({stop.name}: {stop.message})" if stop is not None
+                 else "no scaling: the plan stops")
+    else:
+        fleet = (f"{f.min_instances}-{f.max_instances} x {itype}: target {plan.thresholds.scaling_target_value:g} in "
+                 f"flight per instance (Q_max {plan.q_max}), plan verdict {plan.verdict.upper()}")
+    if simulation is not None:
+        r = next((x for x in simulation.results if x.policy == "plan"), simulation.results[0])
+        simulated = (f"{100 * r.within_slo_share:.2f}% within the SLO ({simulation.slo_ms:g} ms p95 TTFAB), "
+                     f"{100 * r.rejected_share:.2f}% rejected")
+        simulated_reason = f"on {simulation.trace.spec}: {rejection_reason(plan, simulation)}"
+    else:
+        simulated, simulated_reason = "not simulated", "bench simulate did not run"
+    table = {**DEFAULT_PRICES_USD_PER_HOUR, **(prices or {})}
+    price = table.get(itype)
+    if plan.verdict == "stop":
+        cost, cost_reason = "no fleet planned", "a plan that stops deploys no scaling"
+    elif price is None:
+        cost = "no price"
+        cost_reason = (f"{itype} is not in the price table (speech/schema/prices.py); "
+                       "set speech-endpoints:budget.prices_usd_per_hour for it")
+    else:
+        cost = (f"${usd_per_day(f.min_instances, price):,.2f} - ${usd_per_day(f.max_instances, price):,.2f} per day "
+                f"(floor - maximum)")
+        cost_reason = f"{itype} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN})"
+        if simulation is not None:
+            r = next((x for x in simulation.results if x.policy == "plan"), simulation.results[0])
+            mean = r.instance_hours / (simulation.trace.duration_s / 3600)
+            cost += f"; ${usd_per_day(mean, price):,.2f} per day at the simulated mean fleet"
+            cost_reason += f"; the simulated plan held {mean:.2f} instances on average over the trace"
+    return Answer(deploy, reason, blocked, fleet, simulated, simulated_reason, cost, cost_reason)
+
+
+def _answer_block(a: Answer) -> str:
+    cls = "blocked" if a.blocked else "deployable" if a.blocked is False else ""
+    badge = "stop" if a.blocked else "ok" if a.blocked is False else "warn"
+    rows = [
+        ("Deploy", f"<span class='badge {badge} big'>{html.escape(a.deploy)}</span><br><span class='muted'>"
+                   f"{html.escape(a.deploy_reason)}</span>"),
+        ("Fleet", f"<span class='big'>{html.escape(a.fleet.split(':')[0])}</span><br><span class='muted'>"
+                  f"{html.escape(a.fleet.split(':', 1)[1].strip())}</span>" if ":" in a.fleet else html.escape(a.fleet)),
+        ("Simulated", f"<span class='big'>{html.escape(a.simulated)}</span><br><span class='muted'>"
+                      f"{html.escape(a.simulated_reason)}</span>"),
+        ("Cost", f"<span class='big'>{html.escape(a.cost)}</span><br><span class='muted'>{html.escape(a.cost_reason)}</span>"),
+    ]
+    body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    return f"<div class='answer {cls}' id='answer'><table>{body}</table></div>"
+
+
 def render_report(
     *,
     plan: PlanArtifact,
@@ -76,12 +202,15 @@ def render_report(
     simulation: SimulationArtifact | None = None,
     simulation_pngs: Sequence[Path] = (),
     title: str = "speech-endpoints: measured autoscaling",
+    prices: dict[str, float] | None = None,
+    instance_type: str | None = None,
 ) -> str:
     v = plan.verdict
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
+        _answer_block(answer(plan, violations, policy_ran, simulation, prices, instance_type)),
         f"<p>Model <b>{html.escape(plan.model)}</b> on <code>{html.escape(plan.fingerprint.instance_type)}</code> "
         f"(<code>{html.escape(plan.fingerprint.slug)}</code>), origin <b>{html.escape(plan.provenance.origin)}</b>. "
         f"Plan verdict <span class='badge {v}'>{v.upper()}</span> &middot; Q_max <b>{plan.q_max}</b> &middot; "
@@ -89,6 +218,7 @@ def render_report(
         f" / scale-in <b>{plan.thresholds.scale_in_threshold:g}</b> &middot; fleet "
         f"<b>{plan.fleet.min_instances}-{plan.fleet.max_instances}</b></p>",
         f"<p class='muted'>Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.</p>",
+        _GENERATED_MARK,
         "<h2>Q_max: the concurrency ladder</h2>",
         _img(ladder_png, "p95 TTFAB vs concurrency"),
         _table(
@@ -127,8 +257,22 @@ def render_report(
             ["level", "finding", "why"],
             [(Markup(f"<span class='{f.level}'>{f.level}</span>"), f.name, f.message) for f in plan.findings],
         ),
-        "<h2>Policy pack</h2>",
     ]
+    parts[parts.index(_GENERATED_MARK) + 1:parts.index(_GENERATED_MARK) + 1] = _policy_section(
+        violations, policy_ran, policy_note)
+    parts.remove(_GENERATED_MARK)
+    steps = list(next_steps)
+    if steps:
+        parts.append("<h2>Next</h2><ol>" + "".join(f"<li><code>{html.escape(s)}</code></li>" for s in steps) + "</ol>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+_GENERATED_MARK = "<!-- generated -->"
+
+
+def _policy_section(violations: list[PolicyViolation] | None, policy_ran: bool, policy_note: str | None) -> list[str]:
+    parts = ["<h2>Policy pack</h2>"]
     if not policy_ran:
         parts.append("<p class='muted'>The policy pack was not run.</p>")
     elif not violations:
@@ -144,16 +288,12 @@ def render_report(
         )
     if policy_note:
         parts.append(f"<p class='muted'>{html.escape(policy_note)}</p>")
-    steps = list(next_steps)
-    if steps:
-        parts.append("<h2>Next</h2><ol>" + "".join(f"<li><code>{html.escape(s)}</code></li>" for s in steps) + "</ol>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return parts
 
 
 def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> list[str]:
     """The policy comparison table (the same columns as ``bench simulate``), the cost-vs-SLO scatter
-    and one timeline per policy."""
+    and one timeline with every policy overlaid."""
     if a is None:
         return []
     tr = a.trace
@@ -180,12 +320,9 @@ def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> l
         "needed each second, no start-up); flaps: a scale-in followed by a scale-out within the planning T_total "
         f"({a.planning_total_s:.1f} s). <code>python -m bench simulate --help</code> runs longer traces.</p>",
     ]
-    parts += [_img(p, "cost vs SLO, every policy") for p in scatter]
-    for r in a.results:
-        timeline = next((p for p in paths if p.stem.endswith(f"-{r.policy}")), None)
-        if timeline is not None:
-            parts += [f"<h3>{html.escape(r.policy)}</h3>",
-                      _img(timeline, f"{r.policy}: offered load, instances, p95 TTFAB vs SLO")]
+    parts += [_img(p, "cost vs SLO, every policy, with the SLO target") for p in scatter]
+    parts += [_img(p, "every policy over time: rejected requests, instances in service, p95 TTFAB vs SLO")
+              for p in paths if p.stem.endswith("-timeline")]
     return parts
 
 

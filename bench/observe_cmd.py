@@ -60,10 +60,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ttotal", type=Path, metavar="FILE", help="the ttotal artifact (default: found in --artifacts)")
     p.add_argument("--artifacts", type=Path, default=Path("artifacts"), metavar="DIR",
                    help="where to look for them by sha256 (default artifacts/, searched recursively)")
-    p.add_argument("--stack", metavar="NAME", help="add --stack NAME to the recommended bench plan command")
+    p.add_argument("--stack", metavar="NAME",
+                   help="add --stack NAME to the recommended bench plan command; its aws:region is the default region")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
     p.add_argument("--emf-model", metavar="NAME", help="Model dimension of the container's metrics (default: the plan's model)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where the calibration artifact goes")
-    p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
+    p.add_argument("--region", metavar="REGION", help="AWS region (default: --stack's aws:region, else the environment's)")
     p.add_argument("--json", action="store_true", help="print the calibration artifact as JSON")
 
 
@@ -145,7 +147,10 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
     ttotal_path = find_by_sha(args.ttotal, args.artifacts, TtotalArtifact, plan.inputs.ttotal_sha256, "--ttotal")
     ttotal_arg = str(ttotal_path) if ttotal_path else f"<ttotal artifact {plan.inputs.ttotal_sha256[:19]}>"
 
-    sess = session or aws.session(args.region)
+    from speech.infra.stack_config import command_region
+
+    sess = session or aws.session(command_region(args.region, args.stack, getattr(args, "stack_dir", Path(".")),
+                                                 must_exist=False))
     aws.describe_endpoint(sess, args.endpoint)
     end = (now or datetime.now(UTC)).replace(microsecond=0)
     end = end - timedelta(seconds=end.timestamp() % PERIOD_S)

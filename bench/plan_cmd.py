@@ -6,6 +6,7 @@ from speech.schema.artifacts import canonical_sha256
 from speech.schema.receipts import needs_receipt, receipt_key
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from pydantic import ValidationError
 
 from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact, plan_filename
-from speech.schema.config import Measurements, ModelConfig, PlanInputs
+from speech.schema.config import ArtifactRef, Measurements, ModelConfig, PlanInputs
+from speech.infra.stack_config import stack_file
 from speech.files import load_artifact, write_artifact
 from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
 from speech.plan.realtime import build_plan
@@ -30,8 +32,11 @@ Turn measured artifacts into autoscaling numbers with zero AWS calls.
   cooldowns: out clamp(T/2, 10, 30) s, in max(300, 3 T_total) s
   fleet sized from the measured throughput curve, surge survival from an exact chain
 
-Writes plan-<model>.json into --out; with --stack NAME also writes the artifacts and inputs
-into Pulumi.NAME.yaml (other keys kept). Exit 0 ok/warn, 1 stop finding, 2 bad input.
+Writes plan-<model>.json into --out; with --stack NAME also writes the inputs and the artifacts
+into Pulumi.NAME.yaml (other keys kept): each artifact by path and sha256, the file committed
+under artifacts/ (copied there when it lies outside the repository). A re-plan keeps the
+inputs stored in the entry unless a flag overrides them, and prints what changed.
+Exit 0 ok/warn, 1 stop finding, 2 bad input.
 
 A batch route (--max-delay-s S): an asynchronous endpoint scaled on its backlog down to zero.
   throughput per instance X = ladder throughput at Q_max; MaxConcurrentInvocationsPerInstance = Q_max
@@ -40,9 +45,12 @@ A batch route (--max-delay-s S): an asynchronous endpoint scaled on its backlog 
 Writes batch-plan-<model>.json (and, with --stack, the entry as priority batch, hosting async).
 
 Several models: `bench plan --stack NAME` alone re-plans every model of Pulumi.NAME.yaml from
-the measurements embedded there, under the stack's daily budget (speech-endpoints:budget:
+the measurements it references, under the stack's daily budget (speech-endpoints:budget:
 critical models at their peak, standard capped with a warning, batch gets the rest), and writes
 plan-<model>.json for each plus budget-NAME.json (the allocation).
+
+Stack files whose artifacts are embedded (the earlier form) still load, with a warning:
+`bench plan --stack NAME --migrate-config` rewrites them as references.
 """
 
 FLAG_OF = {
@@ -71,24 +79,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="qmax artifact (bench qmax); without --qmax/--ttotal/--peak-rps, --stack NAME re-plans every model")
     p.add_argument("--ttotal", type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
     p.add_argument("--peak-rps", type=float, metavar="N", help="busiest-hour requests/s")
-    p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
-    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
-    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X",
-                   help="growth absorbed within one scale-out, 1 <= X < 1.5 (default 1.25)")
-    p.add_argument("--min-instances", type=int, default=1, metavar="N", help="instance floor (default 1)")
+    p.add_argument("--trough-rps", type=float, default=None, metavar="N",
+                   help="quietest-hour requests/s (default: the stack entry's, else 1, or peak if lower)")
+    p.add_argument("--slo-ms", type=float, default=None, metavar="MS",
+                   help="p95 TTFAB SLO (default: the stack entry's, else the SLO the ladder was judged by)")
+    p.add_argument("--surge-ratio", type=float, default=None, metavar="X",
+                   help="growth absorbed within one scale-out, 1 <= X < 1.5 (default: the stack entry's, else 1.25)")
+    p.add_argument("--min-instances", type=int, default=None, metavar="N",
+                   help="instance floor (default: the stack entry's, else 1)")
     p.add_argument("--max-instances", type=int, default=None, metavar="N",
-                   help="hard cap on the fleet (a stop finding when below the need)")
-    p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X",
+                   help="hard cap on the fleet, a stop finding when below the need (default: the stack entry's, else none)")
+    p.add_argument("--qmax-derate", type=float, default=None, metavar="X",
                    help="plan with floor(measured Q_max x X), 0 < X <= 1, until the endpoint is re-measured "
-                        "(bench observe recommends it when the deployed endpoint is slower than its ladder; default 1)")
+                        "(bench observe recommends it when the deployed endpoint is slower than its ladder; default: "
+                        "the stack entry's, else 1)")
     p.add_argument("--max-delay-s", type=float, default=None, metavar="S",
                    help="plan a batch route: an asynchronous endpoint whose requests may take up to S seconds from "
                         "submission to their response in S3, a cold start from zero included (writes batch-plan-<model>.json)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where plan-<model>.json goes (default artifacts/)")
     p.add_argument("--json", action="store_true", help="print the plan artifact as JSON instead of the report")
     p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
-    p.add_argument("--stack", metavar="NAME", help="write artifacts + inputs into Pulumi.NAME.yaml")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
+    p.add_argument("--stack", metavar="NAME",
+                   help="write the inputs and the artifacts (by path and sha256) into Pulumi.NAME.yaml; NAME, ORG/NAME "
+                        "or ORG/PROJECT/NAME. A re-plan keeps the entry's stored inputs unless a flag overrides them")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
+                   help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
+    p.add_argument("--migrate-config", action="store_true",
+                   help="with --stack NAME alone: rewrite artifacts embedded in the stack file as references (path and "
+                        "sha256), writing each under artifacts/ unless the same artifact is already there")
     p.add_argument("--image", metavar="REPO@sha256:...",
                    help="existing ECR image for the stack entry, <account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:... "
                    "(default: keep the entry's image; none: the program builds container/Dockerfile)")
@@ -99,36 +117,87 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "measured locally (the program and the policy pack then see the fingerprint differ)")
 
 
-def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
-    trough = args.trough_rps if args.trough_rps is not None else min(1.0, args.peak_rps) if args.peak_rps > 0 else 1.0
+DEFAULTS = {"surge_ratio": 1.25, "min_instances": 1, "qmax_derate": 1.0}
+"""What a flag means when neither it nor the stack entry gives a value (PlanInputs' defaults)."""
+
+
+def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact, stored: dict | None = None) -> PlanInputs:
+    """The flags over the stack entry's stored inputs (``stored``) over the defaults.
+
+    Every stored input a flag does not override is kept, fields bench has no flag for included
+    (``reaction``, and what later versions add). ``max_delay_s`` is not carried over: it chooses
+    the kind of plan, and a plan without ``--max-delay-s`` is a real-time one."""
+    values = {k: v for k, v in (stored or {}).items() if k != "max_delay_s" and v is not None}
+    given = {field: getattr(args, field, None) for field in FLAG_OF}
+    values.update({k: v for k, v in given.items() if v is not None})
+    values.setdefault("slo_ms", qmax.slo.ttfab_p95_ms)
+    peak = values.get("peak_rps")
+    values.setdefault("trough_rps", min(1.0, peak) if isinstance(peak, (int, float)) and peak > 0 else 1.0)
+    for field, default in DEFAULTS.items():
+        values.setdefault(field, default)
     try:
-        return PlanInputs(
-            slo_ms=args.slo_ms if args.slo_ms is not None else qmax.slo.ttfab_p95_ms,
-            surge_ratio=args.surge_ratio,
-            peak_rps=args.peak_rps,
-            trough_rps=trough,
-            min_instances=args.min_instances,
-            qmax_derate=args.qmax_derate,
-            max_delay_s=getattr(args, "max_delay_s", None),
-        )
+        return PlanInputs(**values)
     except ValidationError as err:
         loc = err.errors()[0]["loc"]
         # A field maps to its flag; a model-level check (trough vs peak) names both flags.
         flag = FLAG_OF.get(str(loc[0]), str(loc[0])) if loc else "--trough-rps/--peak-rps"
         fix = FIX_OF.get(flag, "see --help") if loc else "the trough cannot exceed the peak"
-        raise UsageError(f"{describe_validation_error(err, key=lambda _: flag)}; {fix}") from None
+        kept = [f"{k} {v:g}" for k, v in values.items()
+                if k in (stored or {}) and given.get(k) is None and isinstance(v, (int, float))]
+        stored_hint = f" (kept from the stack entry: {', '.join(kept)}; a flag overrides it)" if kept and not loc else ""
+        raise UsageError(f"{describe_validation_error(err, key=lambda _: flag)}{stored_hint}; {fix}") from None
+
+
+def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_max: int | None) -> list[str]:
+    """What a re-plan changes in the stack entry's inputs, one phrase each (empty: nothing)."""
+    if not old:
+        return []
+    before = PlanInputs.model_validate(old).model_dump(mode="json") if _valid_inputs(old) else dict(old)
+    after = new.model_dump(mode="json")
+    out = [f"{k} {_fmt(before.get(k))} -> {_fmt(after.get(k))}" for k in sorted(set(before) | set(after))
+           if before.get(k) != after.get(k)]
+    if old_max != new_max:
+        out.append(f"max_instances {_fmt(old_max)} -> {_fmt(new_max)}")
+    return out
+
+
+def _valid_inputs(old: dict) -> bool:
+    try:
+        PlanInputs.model_validate(old)
+        return True
+    except ValidationError:
+        return False
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "unset"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def stored_tcopy(stack_path: Path, model: str, old: dict) -> tuple[CopyArtifact | None, ArtifactRef | None]:
+    """The copy artifact a components entry already has (by reference or embedded), and its reference."""
+    from speech.files import parse_artifact
+    from speech.infra.stack_config import is_reference, read_reference
+
+    value = (old.get("measurements") or {}).get("tcopy")
+    if value is None:
+        return None, None
+    key = f"speech-endpoints:models.{model}.measurements.tcopy"
+    ref, data = read_reference(value, stack_path.parent, key) if is_reference(value) else (None, value)
+    return parse_artifact(json.loads(json.dumps(data, default=str)), CopyArtifact, key), ref
 
 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
-                t: TtotalArtifact, tcopy: CopyArtifact | None = None) -> ModelConfig:
-    from bench.stack_yaml import existing_model_entry
-
-    path = args.stack_dir / f"Pulumi.{args.stack}.yaml"
-    old = existing_model_entry(path, q.model) or {}
+                t: TtotalArtifact, tcopy: CopyArtifact | None = None, *, old: dict | None = None,
+                max_instances: int | None = None) -> ModelConfig:
+    old = old or {}
     # hosting: components keeps its copy artifact and inputs across a re-plan of Q_max and T_total.
     components = tcopy is not None or old.get("hosting") == "components"
-    if tcopy is None and components:
-        tcopy = (old.get("measurements") or {}).get("tcopy")
     # No image: the program builds and pushes container/Dockerfile, and checks its digest against
     # the measurements' when the push is done.
     image = args.image or old.get("image")
@@ -154,7 +223,7 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs
                 ttotal_receipt=receipt_key(t.model, "ttotal", canonical_sha256(t)) if needs_receipt(t) else None,
                 tcopy=tcopy,
             ),
-            max_instances=args.max_instances,
+            max_instances=max_instances,
             **{**{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on") if k in old
                   and not (components and k == "hosting")},
                **({"hosting": "components", "components": old.get("components")} if components else {}),
@@ -172,9 +241,45 @@ def _has_budget(path: Path) -> bool:
     return bool((read_stack_file(path).get("config") or {}).get(f"{PROJECT}:budget"))
 
 
+def run_migrate(args: argparse.Namespace) -> int:
+    """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
+    then loads to the same config (checked before this returns)."""
+    from bench.plan_stack import load_stack
+    from bench.stack_yaml import migrate_stack_file
+
+    path = stack_file(args.stack_dir, args.stack)
+    before_bytes = path.stat().st_size if path.exists() else 0
+    before = load_stack(path, warn=lambda _m: None)
+    changes = migrate_stack_file(path)
+    after = load_stack(path)
+    if after != before:  # cannot happen unless an artifact file changed under us: say so, loudly
+        raise UsageError(f"{path}: after migration the stack loads to a different config; restore it from version "
+                         "control and re-run --migrate-config")
+    if args.json:
+        print(json.dumps({"stack": args.stack, "file": str(path), "bytes_before": before_bytes,
+                          "bytes_after": path.stat().st_size,
+                          "references": [{"key": k, "path": r.path, "sha256": r.sha256, "written": w is not None}
+                                         for k, r, w in changes]}, indent=2))
+        return 0
+    if not changes:
+        print(f"{path}: no embedded artifact; nothing to migrate")
+        return 0
+    for key, ref, written in changes:
+        print(f"{key} -> {ref.path} ({ref.sha256}){' written' if written else ', already in the repository'}")
+    print(f"\nwrote {path}: {before_bytes:,} -> {path.stat().st_size:,} bytes; the stack loads to the same config. "
+          "Commit the artifact files with it")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from speech.infra.stack_config import stack_name
+
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
+    if getattr(args, "migrate_config", False):
+        if given or not args.stack:
+            raise UsageError("--migrate-config rewrites a stack file: pass --stack NAME alone (no --qmax/--ttotal/--peak-rps)")
+        return run_migrate(args)
     if not given and args.stack:
         from bench.plan_stack import run_stack
 
@@ -190,35 +295,57 @@ def run(args: argparse.Namespace) -> int:
     tcopy = load_artifact(args.tcopy, CopyArtifact) if args.tcopy is not None else None
     if tcopy is not None and not args.stack:
         raise UsageError("--tcopy only goes into a stack entry (--stack NAME); to see the copy plan run bench copies")
-    inputs = plan_inputs(args, q)
+    path = stack_file(args.stack_dir, args.stack) if args.stack else None
+    old = None
+    if path is not None:
+        from bench.stack_yaml import existing_model_entry
+
+        old = _plain(existing_model_entry(path, q.model))
+    tcopy_ref = None
+    if tcopy is None and old and old.get("hosting") == "components":
+        tcopy, tcopy_ref = stored_tcopy(path, q.model, old)
+    stored = (old or {}).get("plan") if isinstance((old or {}).get("plan"), dict) else None
+    inputs = plan_inputs(args, q, stored)
+    max_instances = args.max_instances if args.max_instances is not None else (old or {}).get("max_instances")
     batch = inputs.max_delay_s is not None
     plan: PlanArtifact | BatchPlan = (build_batch_plan if batch else build_plan)(
-        q, t, inputs, allow_config_mismatch=args.allow_config_mismatch, max_instances_cap=args.max_instances
+        q, t, inputs, allow_config_mismatch=args.allow_config_mismatch, max_instances_cap=max_instances
     )
     # Build everything that can fail before writing anything.
-    entry = stack_entry(args, plan, inputs, q, t, tcopy) if args.stack else None
+    entry = stack_entry(args, plan, inputs, q, t, tcopy, old=old, max_instances=max_instances) if path else None
     name = batch_plan_filename(plan) if isinstance(plan, BatchPlan) else plan_filename(plan)
     out = write_artifact(args.out / name, plan)
+    stored_files: list[Path] = []
     if entry is not None:
         from bench.stack_yaml import write_model_entry
 
-        write_model_entry(
-            args.stack_dir / f"Pulumi.{args.stack}.yaml",
-            q.model,
-            entry,
-            allow_config_mismatch=True if args.allow_config_mismatch else None,
-        )
+        stored_files = write_model_entry(
+            path, q.model, entry, refs={"tcopy": tcopy_ref} if tcopy_ref is not None else None,
+            sources={"qmax": args.qmax, "ttotal": args.ttotal, "tcopy": args.tcopy},
+            allow_config_mismatch=True if args.allow_config_mismatch else None)
+    changes = input_changes(stored, inputs, (old or {}).get("max_instances"), max_instances) if old else []
     if args.json:
         print(plan.model_dump_json(indent=2))
     else:
         print(render_batch_plan(plan) if isinstance(plan, BatchPlan) else render_plan(plan))
-        print(f"\nwrote {out}" + (f" and {args.stack_dir / f'Pulumi.{args.stack}.yaml'}" if entry else ""))
-        if entry is not None and _has_budget(args.stack_dir / f"Pulumi.{args.stack}.yaml"):
+        print(f"\nwrote {out}" + (f" and {path}" if entry else "")
+              + (f"; stored {', '.join(str(f) for f in stored_files)} (commit it: the stack references it)"
+                 if stored_files else ""))
+        if old is not None:
+            print(f"stack {stack_name(args.stack)!r}, {q.model}: "
+                  + ("inputs changed: " + "; ".join(changes) if changes
+                     else "inputs unchanged (kept the entry's stored inputs; flags override them)"))
+        if entry is not None and _has_budget(path):
             print(f"note: stack {args.stack!r} has a daily budget; this plan is before it. Run "
                   f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
                   "(what the program deploys)")
     sys.stdout.flush()
     return 1 if plan.verdict == "stop" else 0
+
+
+def _plain(value: object) -> dict | None:
+    # ruamel's round-trip containers -> plain JSON values.
+    return json.loads(json.dumps(value, default=str)) if value is not None else None
 
 
 def render_batch_plan(p: BatchPlan) -> str:

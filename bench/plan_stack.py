@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact, plan_filename
 from speech.schema.config import StackConfig
@@ -21,7 +20,7 @@ from speech.errors import ConfigError
 from speech.files import write_artifact
 from speech.deploy.gate import ModelDeployment, apply_budget, plan_model
 from speech.deploy.hosting import endpoint_name
-from speech.infra.stack_config import PROJECT, parse_stack_config
+from speech.infra.stack_config import Warn, load_stack_file, stack_file, stack_name
 
 from speech.plan.batch import batch_plan_filename
 from bench.report import MARK
@@ -31,21 +30,12 @@ def budget_filename(stack: str) -> str:
     return f"budget-{stack}.json"
 
 
-def load_stack(path: Path) -> StackConfig:
-    """The stack file's ``speech-endpoints:*`` config as the program reads it (same parser)."""
-    from bench.stack_yaml import read_stack_file
-
+def load_stack(path: Path, *, warn: Warn | None = None) -> StackConfig:
+    """The stack file's ``speech-endpoints:*`` config as the program reads it (same parser; artifact
+    references resolved against the file's directory)."""
     if not path.exists():
         raise ConfigError(f"{path}: no such stack file; write models into it with bench plan --qmax ... --stack NAME")
-    config = read_stack_file(path).get("config") or {}
-    prefix = f"{PROJECT}:"
-    raw: dict[str, Any] = {k[len(prefix):]: _plain(v) for k, v in config.items() if str(k).startswith(prefix)}
-    return parse_stack_config(raw)
-
-
-def _plain(value: Any) -> Any:
-    # ruamel's round-trip containers -> plain JSON values, as the Pulumi engine hands them over.
-    return json.loads(json.dumps(value, default=str))
+    return load_stack_file(path, warn=warn)
 
 
 def plan_stack(config: StackConfig, stack: str) -> tuple[dict[str, ModelDeployment], BudgetAllocation | None]:
@@ -85,7 +75,8 @@ def render(stack: str, deployments: dict[str, ModelDeployment], allocation: Budg
 
 def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     """Re-plan every model of ``Pulumi.<stack>.yaml``; exit 1 when a plan or the budget has a stop."""
-    config = load_stack(stack_dir / f"Pulumi.{stack}.yaml")
+    config = load_stack(stack_file(stack_dir, stack))
+    stack = stack_name(stack)
     deployments, allocation = plan_stack(config, stack)
     # Everything is computed; only now write, each file atomically.
     written: list[Path] = []

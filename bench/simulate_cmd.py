@@ -70,7 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policies", default=",".join(POLICY_NAMES), metavar="A,B,...", help="policies to run (default all)")
     p.add_argument("--price-per-hour", type=float, default=None, metavar="USD", help="instance price, for costs in USD")
     p.add_argument("--out", type=Path, default=Path("out/simulate"), metavar="DIR", help="artifact directory (default out/simulate)")
-    p.add_argument("--plot", action="store_true", help="also write a timeline per policy and a cost-vs-SLO scatter (PNG)")
+    p.add_argument("--plot", action="store_true", help="also write one timeline of every policy overlaid and a cost-vs-SLO scatter (PNG)")
     p.add_argument("--json", action="store_true", help="print the simulation artifact as JSON instead of the table")
     g = p.add_argument_group("hot loading (copies before instances)")
     g.add_argument("--hot-load", type=Path, metavar="COPY_FILE",

@@ -58,7 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--settle-s", type=float, default=10.0, metavar="S", help="per live check, discarded (default 10)")
     p.add_argument("--measure-s", type=float, default=30.0, metavar="S", help="per live check, measured (default 30)")
     p.add_argument("--mix", default="mixed", choices=["short", "mixed", "long"], help="request texts (default mixed)")
-    p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
+    p.add_argument("--region", metavar="REGION",
+                   help="AWS region (default: --stack's aws:region, else the environment's)")
+    p.add_argument("--stack", metavar="NAME", help="stack whose aws:region the endpoint is in (reads Pulumi.NAME.yaml)")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR", help="freeze state directory (see bench thaw)")
     p.add_argument("--json", action="store_true", help="print {ok, issues, live} as JSON")
     p.add_argument("--cloudwatch-wait-s", type=float, default=180.0, metavar="S",
@@ -152,7 +155,10 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
     live_rows: list[dict] = []
     sess = None
     if args.endpoint:
-        sess = session or aws.session(args.region)
+        from speech.infra.stack_config import command_region
+
+        sess = session or aws.session(command_region(args.region, getattr(args, "stack", None),
+                                                     getattr(args, "stack_dir", Path("."))))
         aws.describe_endpoint(sess, args.endpoint)
         issues += compare(plan, aws.read_deployed(sess, args.endpoint))
     if args.live:

@@ -76,7 +76,7 @@ def write_random_upstream_model(dest: Path, frames_per_token: int = FRAMES_PER_T
     frames at speed 1.0. Keys carry upstream's "module." prefix (it was saved from DataParallel)."""
     import torch
 
-    from container.backends.torch_backend import _import_kmodel
+    from container.backends.torch_model import import_kmodel as _import_kmodel
     KModel = _import_kmodel()
     # find_spec locates the package without importing it: kokoro_onnx's __init__ would pull in
     # onnxruntime and its own G2P, none of which this needs.

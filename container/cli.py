@@ -52,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         except ValidationError as exc:
             print(f"invalid settings: {exc}", file=sys.stderr)
             return 2
+        from .preflight import model_dir_problem
+        problem = model_dir_problem(settings)
+        if problem:
+            print(f"container cannot start: {problem}", file=sys.stderr, flush=True)
+            return 3
         return serve(settings, args.log_level)
     if args.command == "export-model":
         return _export(args.dest)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .audio import to_pcm16
 from .backends.base import Backend, Prepared
-from .errors import ContainerError, Draining, ModelUnavailable, QueueSaturated, ShedDeadline
+from .errors import BadRequest, ContainerError, Draining, ModelUnavailable, QueueSaturated, ShedDeadline
 from .metrics import MetricsRecorder
 from .settings import Settings
 from .text import pack_segments, split_segments
@@ -44,6 +44,8 @@ class Job:
     arrival: float
     seq: int
     stream: bool
+    timestamps: bool = False
+    """Word timestamps wanted: each item chunks() yields is (pcm, [(word, start s, end s)])."""
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     started: bool = False
     finished: bool = False
@@ -56,14 +58,17 @@ class Job:
     its service time is the uncontended one, comparable with the measured c=1 p95."""
     audio_samples: int = 0
     _results: dict = field(default_factory=dict)
+    _words: dict = field(default_factory=dict)
     _next: int = 0
+    _released_samples: int = 0
 
     @property
     def ttfab_ms(self) -> float | None:
         return None if self.first_byte_at is None else (self.first_byte_at - self.arrival) * 1000
 
     async def chunks(self):
-        """PCM16 chunks in order; raises the ContainerError that ended the job, if any."""
+        """PCM16 chunks in order ((pcm, words) pairs with timestamps); raises the ContainerError
+        that ended the job, if any."""
         while True:
             item = await self.out.get()
             if item is _END:
@@ -137,7 +142,11 @@ class Engine:
             self._s_per_token = 0.7 * self._s_per_token + 0.3 * (seconds / tokens)
 
     # ---- admission -------------------------------------------------------------------
-    def submit(self, text: str, voice: str, speed: float, stream: bool = True) -> Job:
+    def submit(self, text: str, voice: str, speed: float, stream: bool = True,
+               timestamps: bool = False) -> Job:
+        if timestamps and not self.backend.supports_timestamps:
+            raise BadRequest(f"word timestamps need a model that reports its durations; BACKEND="
+                             f"{self.backend.name} does not (use BACKEND=onnx or torch)")
         if self.draining:
             self.metrics.record("rejected")
             raise Draining("server is shutting down")
@@ -153,7 +162,7 @@ class Engine:
             segments = pack_segments(segments, self.s.max_segment_chars)
         job = Job(id=uuid.uuid4().hex, segments=segments, voice=voice, speed=speed,
                   arrival=time.monotonic(), seq=next(self._seq),
-                  stream=stream and not self.s.serialize)
+                  stream=stream and not self.s.serialize, timestamps=timestamps)
         self.active.add(job)
         self._idle.clear()
         self.metrics.record("admitted")
@@ -175,8 +184,8 @@ class Engine:
             for i, seg in enumerate(job.segments):
                 if job.finished:
                     return
-                p = await loop.run_in_executor(self._g2p_pool, self.backend.prepare,
-                                               seg, job.voice, job.speed)
+                prepare = self.backend.prepare_timed if job.timestamps else self.backend.prepare
+                p = await loop.run_in_executor(self._g2p_pool, prepare, seg, job.voice, job.speed)
                 if job.finished:
                     return
                 key = ((job.seq, i) if self.s.serialize else
@@ -291,7 +300,8 @@ class Engine:
                 self.calibrate((time.monotonic() - t0) / len(batch),
                                int(np.mean([r.prepared.n_tokens for r in batch])))
             for r, audio in zip(batch, audios, strict=True):
-                self._deliver(r.job, r.index, audio)
+                words = self.backend.word_times(r.prepared, audio) if r.job.timestamps else None
+                self._deliver(r.job, r.index, audio, words)
         except ModelUnavailable as e:
             # The backend lost its model (a torch worker process died): these requests get the
             # 503 with its reason, and /ping turns 503 so the instance is taken out of service.
@@ -310,24 +320,35 @@ class Engine:
             self._wake.set()
 
     # ---- output ----------------------------------------------------------------------
-    def _deliver(self, job: Job, index: int, audio: np.ndarray) -> None:
+    def _deliver(self, job: Job, index: int, audio: np.ndarray,
+                 words: list[tuple[str, float, float]] | None = None) -> None:
         if job.finished:
             return
         job._results[index] = to_pcm16(audio)
+        job._words[index] = words or []
         job.audio_samples += int(audio.size)
         while job._next in job._results:
             pcm = job._results.pop(job._next)
+            # Segment-relative times -> times from the start of the request's audio.
+            offset = job._released_samples / self.backend.sample_rate
+            seg_words = [(w, round(a + offset, 3), round(b + offset, 3)) for w, a, b in job._words.pop(job._next)]
+            job._released_samples += len(pcm) // 2
             job._next += 1
+            item = (pcm, seg_words) if job.timestamps else pcm
             if job.stream:
                 if job.first_byte_at is None:
                     self._mark_first_byte(job)
-                job.out.put_nowait(pcm)
+                job.out.put_nowait(item)
             else:
-                job._results.setdefault("all", []).append(pcm)
+                job._results.setdefault("all", []).append(item)
         if job._next == len(job.segments):
             if not job.stream:
                 self._mark_first_byte(job)
-                job.out.put_nowait(b"".join(job._results.pop("all", [])))
+                parts = job._results.pop("all", [])
+                if job.timestamps:
+                    job.out.put_nowait((b"".join(p for p, _ in parts), [w for _, ws in parts for w in ws]))
+                else:
+                    job.out.put_nowait(b"".join(parts))
             self._finish(job, None)
 
     def _mark_first_byte(self, job: Job) -> None:

@@ -44,6 +44,13 @@ class InvalidJSON(BadRequest):
     code = "invalid_json"
 
 
+class ClientGone(BadRequest):
+    """The client closed the connection before its body was complete: nobody reads the answer,
+    so it is a plain 4xx (logged at info), not an unhandled error with a traceback."""
+
+    code = "client_disconnected"
+
+
 class NotFound(ContainerError):
     status, code = 404, "not_found"
 

@@ -1,16 +1,17 @@
 """One settings model, read from the environment (SageMaker passes configuration as env vars)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    _cores = PrivateAttr(default=None)
 
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
@@ -59,9 +60,15 @@ class Settings(BaseSettings):
     pressure_window_s: float = Field(60.0, gt=0)
     metrics_interval_s: float = Field(10.0, gt=0)
 
-    # Compute slots the scheduler may fill at once; onnx uses them either as one wide
-    # (multi-threaded) run when a single segment is waiting or as parallel 1-thread runs.
-    infer_cores: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1)
+    # CPU cores this copy may use: set by the program from the inference component's
+    # NumberOfCpuCoresRequired, which may be fractional (0.25 steps): rounded down, at least 1;
+    # unset, the minimum of the CPU affinity and the cgroup CPU quota
+    # (container/cores.py), never the host's os.cpu_count() alone.
+    cpu_cores: float | None = Field(None, gt=0, le=1024)
+    # Compute slots the scheduler may fill at once (default: the usable cores above); onnx uses
+    # them either as one wide (multi-threaded) run when a single segment is waiting or as
+    # parallel 1-thread runs.
+    infer_cores: int | None = Field(None, ge=1)
     # Baseline mode for benchmarks: one request at a time, whole utterance, no segment streaming.
     serialize: bool = False
     max_segment_chars: int = Field(300, ge=20)
@@ -116,6 +123,24 @@ class Settings(BaseSettings):
         if isinstance(v, str):
             v = [p.strip() for p in v.split(",") if p.strip()]
         return tuple(v)
+
+    @model_validator(mode="after")
+    def _derive_cores(self):
+        from .cores import usable_cores
+        cores = usable_cores(self.cpu_cores)
+        self._cores = cores
+        if self.infer_cores is None:
+            self.infer_cores = cores.n
+        return self
+
+    @property
+    def usable_cores(self) -> int:
+        return self._cores.n
+
+    def cores_info(self) -> dict:
+        """What /ping and the start-up log say about the cores: the count, where it came from,
+        and INFER_CORES (the engine's slots) when set apart from it."""
+        return {**self._cores.as_dict(), "infer_cores": self.infer_cores}
 
     @model_validator(mode="after")
     def _derive_body_limit(self):

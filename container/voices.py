@@ -157,3 +157,20 @@ def resolve_voice(requested: str | None, *, available: tuple[str, ...], aliases:
         raise BadRequest(f"voice {requested[:80]!r} is a blend; this backend does not blend voices",
                          param="voice")
     return spec.canonical
+
+
+# Kokoro's voice names say language and gender in their first two letters (af_heart: American
+# English, female), as upstream's VOICES.md lists them; other names (the sine backend's) say neither.
+KOKORO_LANGUAGES = {
+    "a": "en-us", "b": "en-gb", "e": "es", "f": "fr", "h": "hi", "i": "it", "j": "ja",
+    "p": "pt-br", "z": "zh",
+}
+_KOKORO_NAME = re.compile(r"^([abefhijpz])([fm])_[a-z0-9]+$")
+
+
+def voice_info(name: str) -> dict:
+    """{"id", "name", "language", "gender"} for GET /v1/audio/voices (None where not known)."""
+    m = _KOKORO_NAME.match(name)
+    return {"id": name, "name": name,
+            "language": KOKORO_LANGUAGES[m.group(1)] if m else None,
+            "gender": {"f": "female", "m": "male"}[m.group(2)] if m else None}

@@ -2,7 +2,8 @@
 
     python examples/build_multi.py [--daily-usd 800]
 
-Each route gets its own artifacts, built by artifacts/reference/build.py under the route's name:
+Each route gets its own artifacts (examples/artifacts/, referenced by path and sha256), built by
+artifacts/reference/build.py under the route's name:
 the reference figures (public numbers of someone else's ml.g5.xlarge endpoint, origin
 ``reference``), whose provenance source says they were applied to that route, not measured on it.
 Replace them with each endpoint's own measurements (bench qmax, bench ttotal, bench plan --stack)
@@ -37,20 +38,22 @@ ROUTES = {
 
 def main(argv: list[str] | None = None) -> int:
     from artifacts.reference.build import reference_qmax, reference_ttotal
-    from bench.stackfile import PROJECT, read_stack_file, write_model_entry
-    from speech.config import Measurements, ModelConfig
+    from bench.stack_yaml import PROJECT, read_stack_file, write_model_entry
+    from speech.schema.config import Measurements, ModelConfig
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--stack-file", type=Path, default=ROOT / "examples/Pulumi.multi.yaml")
     p.add_argument("--daily-usd", type=float, default=None, help="set speech-endpoints:budget.daily_usd too")
     args = p.parse_args(argv)
     for name, route in ROUTES.items():
+        q, t = reference_qmax(name), reference_ttotal(name)
         entry = ModelConfig(instance_type="ml.g5.xlarge", image=IMAGE, plan=route["plan"],
                             priority=route["priority"], hosting=route.get("hosting", "realtime"),
-                            measurements=Measurements(qmax=reference_qmax(name), ttotal=reference_ttotal(name)))
+                            measurements=Measurements(qmax=q, ttotal=t))
+        # The artifacts go under examples/artifacts/ (next to the stack file), referenced by path and sha256.
         write_model_entry(args.stack_file, name, entry)
     if args.daily_usd is not None:
-        from bench.stackfile import _yaml
+        from bench.stack_yaml import _yaml
         from speech.files import atomic_write_text
         import io
 

@@ -94,8 +94,10 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m policy check", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--stack", required=True, metavar="NAME", help="stack name (reads Pulumi.NAME.yaml)")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
+    p.add_argument("--stack", required=True, metavar="NAME",
+                   help="stack name (reads Pulumi.NAME.yaml): NAME, ORG/NAME or ORG/PROJECT/NAME")
+    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
+                   help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
     p.add_argument("--config", type=Path, metavar="FILE", help="policy config JSON (same format as --policy-pack-config)")
     p.add_argument("--json", action="store_true", help="print violations as JSON")
     p.add_argument("--first-preview", action="store_true",
@@ -112,12 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2 if e.code else 0
     try:
         from speech.infra.preview import load_receipts
+        from speech.infra.stack_config import stack_file, stack_name
 
         config = load_config(args.config)
         receipts = load_receipts(args.receipts) if args.receipts else None
-        resources, _ = preview_resources(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack,
+        stack = stack_name(args.stack)
+        resources, _ = preview_resources(stack_file(args.stack_dir, args.stack), stack,
                                          first_preview=args.first_preview, receipts=receipts)
-        report = run_check(resources, config, args.stack)
+        report = run_check(resources, config, stack)
     except (PolicyConfigError, SpeechError) as err:
         print(f"{err.__class__.__name__}: {err}", file=sys.stderr)
         return 2

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,3 +29,52 @@ def ttotal_ref():
     from speech.files import load_artifact
 
     return load_artifact(TTOTAL_REF, TtotalArtifact)
+
+
+# --- test tiers ----------------------------------------------------------------------------------
+# `make test` runs everything (CI). `make test-fast` (SPEECH_TEST_TIER=fast, -m "not slow") is the
+# inner loop: no model, no servers, no subprocesses. A test that needs any of them is marked `slow`
+# (per test, or per module with `pytestmark = pytest.mark.slow`); in the fast tier a test that tries
+# to start a process or listen on a socket fails at once and says to mark it, so the tier stays honest.
+
+FAST = os.environ.get("SPEECH_TEST_TIER") == "fast"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: needs the real model, a server, a subprocess or the pack process (not in make test-fast)")
+
+
+HEAVY_FIXTURES = frozenset({"onnx_server", "server_factory", "container_url", "async_server", "synthetic_40ms", "real_pack"})
+"""Fixtures that start the real model, a server or the pack process (``real_pack``; ``pack`` calls the
+policies in process): a test using one is `slow` by itself."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+class _SlowOnly(RuntimeError):
+    pass
+
+
+def _refuse(what):
+    def refuse(*args, **kwargs):
+        raise _SlowOnly(f"this test {what} in the fast tier: mark it @pytest.mark.slow")
+    return refuse
+
+
+def pytest_collection_finish(session):
+    """In the fast tier, from the end of collection on: patched for the whole run, so module- and
+    session-scoped fixtures that start a server are caught too (a function-scoped guard would run
+    after them). Collection itself may import what it likes."""
+    if not FAST:
+        return
+    subprocess.Popen.__init__ = _refuse("starts a subprocess")  # type: ignore[method-assign]
+    socket.socket.listen = _refuse("listens on a socket")  # type: ignore[method-assign]
+    try:
+        import onnxruntime
+    except ImportError:  # without the container extra there is no model to load either
+        return
+    onnxruntime.InferenceSession.__init__ = _refuse("loads the real model")  # type: ignore[method-assign]

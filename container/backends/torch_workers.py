@@ -7,7 +7,8 @@ worker here is its own interpreter with its own copy of the weights (82M paramet
 float32), so launches proceed in parallel on separate CPU cores.
 
 Protocol, one duplex pipe per worker: the parent sends (call_id, phonemes, voice, speed, seed)
-and gets (call_id, float32 audio) or (call_id, error text) back; None asks the worker to stop.
+and gets (call_id, (float32 audio, frames per input token), None) or (call_id, None, error
+text) back; None asks the worker to stop.
 A reader thread per worker hands replies to the waiting caller. When a worker's pipe ends (the
 process died: OOM kill, CUDA fault), every call waiting on it and every later call raise
 WorkerDied at once, never a hang. A worker whose parent dies sees its pipe end and exits, so
@@ -46,16 +47,27 @@ def _worker_main(settings, index: int, conn, warm: bool) -> None:
     try:
         import torch
 
-        from .torch_backend import TorchBackend
+        from .torch_model import LocalModel, import_kmodel, resolve_model_files
 
         # One run at a time in this process: concurrency comes from the other workers.
-        s = settings.model_copy(update={"torch_workers": 0, "torch_streams": 1})
-        backend = TorchBackend(s)
-        backend.init_framework()
-        backend.load_weights()
+        device = settings.torch_device
+        stream = None
+        if device == "cuda":
+            # A stream of its own, as each in-process run has (the default stream syncs with all).
+            stream = torch.cuda.Stream()
+            name = torch.cuda.get_device_name()
+        else:
+            # Denormal floats make x86 arithmetic many times slower; audio has no use for them.
+            torch.set_flush_denormal(True)
+            torch.set_num_threads(max(1, settings.infer_cores))
+            name = f"{torch.get_num_threads()} intra-op threads"
+        local = LocalModel(torch, import_kmodel(), device)
+        local.load(*resolve_model_files(settings.model_dir))
         if warm:
-            backend.warmup()
-        conn.send(("ready", os.getpid(), backend.layout))
+            # The child has no G2P: a fixed phoneme string ("warming up.") does the first-call set-up.
+            _run(torch, local, stream, "".join(c for c in "wˈɔɹmɪŋ ˈʌp." if c in local.vocab),
+                 min(local.style), 1.0)
+        conn.send(("ready", os.getpid(), f"{device} ({name}), one run at a time"))
     except BaseException as e:  # any load failure goes back as text: the parent raises it as a 503
         detail = getattr(e, "detail", None) or f"{type(e).__name__}: {e}"
         try:
@@ -63,7 +75,6 @@ def _worker_main(settings, index: int, conn, warm: bool) -> None:
         except OSError:
             pass
         return
-    from .base import Prepared
     while True:
         try:
             msg = conn.recv()
@@ -75,15 +86,25 @@ def _worker_main(settings, index: int, conn, warm: bool) -> None:
         try:
             if seed is not None:
                 torch.manual_seed(seed)
-            audio = backend.infer([Prepared(payload=payload, voice=voice, speed=speed,
-                                            n_tokens=len(payload))], threads=1)[0]
-            reply = (call_id, np.ascontiguousarray(audio, dtype=np.float32), None)
+            audio, dur = _run(torch, local, stream, payload, voice, speed)
+            reply = (call_id, (np.ascontiguousarray(audio, dtype=np.float32), dur), None)
         except Exception as e:
             reply = (call_id, None, f"{type(e).__name__}: {e}")
         try:
             conn.send(reply)
         except (BrokenPipeError, OSError):
             return
+
+
+def _run(torch, local, stream, payload: str, voice: str | None, speed: float | None):
+    """(audio, durations) of one segment on this worker's copy, on its own CUDA stream if any."""
+    if not payload:
+        return np.zeros(0, np.float32), None
+    with torch.inference_mode():
+        if stream is None:
+            return local.run(payload, voice, speed)
+        with torch.cuda.stream(stream):
+            return local.run(payload, voice, speed)
 
 
 class _Worker:
@@ -190,6 +211,10 @@ class WorkerPool:
     def call(self, payload: str, voice: str, speed: float, seed: int | None = None) -> np.ndarray:
         """Run one segment on the least busy live worker; WorkerDied (503) if that worker ends
         first or none is alive."""
+        return self.call_timed(payload, voice, speed, seed)[0]
+
+    def call_timed(self, payload: str, voice: str, speed: float, seed: int | None = None):
+        """call(), plus the model's predicted frames per input token: (audio, durations)."""
         return self._submit(None, (payload, voice, speed, seed)).result()
 
     def warm(self, payload: str, voice: str, speed: float) -> None:

@@ -324,26 +324,10 @@ def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGI
 def stack_config_values(stack_file: Path) -> dict[str, str]:
     """``config:`` of a Pulumi.<stack>.yaml as the engine hands it to a program: structured values
     as JSON strings, plain strings as they are."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from speech.infra.stack_config import read_stack_yaml
 
-    try:
-        data = YAML(typ="safe").load(Path(stack_file).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{stack_file}: no such stack file; create it with `python -m bench plan ... --stack <name>`") from None
-    except YAMLError as err:
-        raise ConfigError(f"{stack_file}: not valid YAML ({err.__class__.__name__}); fix the file") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):
-        raise ConfigError(f"{stack_file}: top level must be a mapping with a 'config' mapping")
-    out = {}
-    for key, value in (data.get("config") or {}).items():
-        key = str(key)
-        if ":" not in key:
-            key = f"{PROJECT}:{key}"  # the CLI's shorthand for the project namespace
-        out[key] = value if isinstance(value, str) else json.dumps(value, default=str)
-    return out
+    return {key: value if isinstance(value, str) else json.dumps(value, default=str)
+            for key, value in read_stack_yaml(stack_file).items()}
 
 
 def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False,
@@ -359,8 +343,10 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
     from speech.infra.program import define_stack, plan_stack
     from speech.infra.stack_config import load_stack_config
 
+    from speech.infra.stack_config import stack_name
+
     stack_file = Path(stack_file)
-    stack = stack or stack_file.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    stack = stack_name(stack or stack_file.name.removeprefix("Pulumi.").removesuffix(".yaml"))
     config = stack_config_values(stack_file)
     region = config.get("aws:region", DEFAULT_REGION)
 
@@ -383,7 +369,9 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
 
     @pulumi.runtime.test
     def program() -> Any:
-        stack_config = load_stack_config()
+        # Artifact references are resolved against the stack file's directory, as the program
+        # resolves them against the project directory it runs in.
+        stack_config = load_stack_config(base_dir=stack_file.parent)
         decided.update(plan_stack(stack_config))
         gates: dict[str, Any] = {}
         outputs = define_stack(stack_config, gates)
@@ -536,8 +524,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m speech preview",
                                      description="Run the Pulumi program under mocks against Pulumi.<stack>.yaml.")
-    parser.add_argument("--stack", required=True, metavar="NAME")
-    parser.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR")
+    parser.add_argument("--stack", required=True, metavar="NAME", help="stack name: NAME, ORG/NAME or ORG/PROJECT/NAME")
+    parser.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
+                        help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
     parser.add_argument("--json", action="store_true", help="print resources, outputs and gates as JSON")
     parser.add_argument("--first-preview", action="store_true",
                         help="run as the first preview of a new stack: ids, ARNs, URLs and image digests unknown")
@@ -547,8 +536,10 @@ def main(argv: list[str] | None = None) -> int:
                              "to read it with your AWS credentials; default none (measured figures then have none)")
     args = parser.parse_args(argv)
     try:
+        from speech.infra.stack_config import stack_file, stack_name
+
         receipts = load_receipts(args.receipts) if args.receipts else None
-        result = run_preview(args.stack_dir / f"Pulumi.{args.stack}.yaml", args.stack, first_preview=args.first_preview,
+        result = run_preview(stack_file(args.stack_dir, args.stack), stack_name(args.stack), first_preview=args.first_preview,
                              receipts=receipts)
     except SpeechError as err:
         print(f"{err.__class__.__name__}: {err}", file=sys.stderr)

@@ -203,14 +203,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_ready(proc: subprocess.Popen, base: str, timeout_s: float) -> Check:
+def wait_ready(proc: subprocess.Popen, base: str, timeout_s: float, log_path: Path | None = None) -> Check:
+    """/ping 200 within the start-up timeout. A container that exits first (it refuses a MODEL_DIR
+    lacking its backend's files, exit 3) is named with the last line it printed (``log_path``)."""
     import httpx
 
     t0 = time.monotonic()
     last = "no answer"
     while time.monotonic() - t0 < timeout_s:
         if proc.poll() is not None:
-            return Check("ping", False, f"the container exited {proc.returncode} before /ping answered 200",
+            said = ""
+            if log_path is not None and log_path.exists():
+                lines = log_path.read_text(errors="replace").strip().splitlines()
+                said = f": {lines[-1]}" if lines else ""
+            return Check("ping", False, f"the container exited {proc.returncode} before /ping answered 200{said}",
                          time.monotonic() - t0)
         try:
             r = httpx.get(f"{base}/ping", timeout=2.0)
@@ -321,7 +327,7 @@ def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_
                 record(Check("serve", True, f"python -m container serve, pid {proc.pid}, the Model's environment "
                              f"({len(plan.environment)} variables; local: {'; '.join(notes)})"))
                 base = f"http://127.0.0.1:{port}"
-                ok = record(wait_ready(proc, base, plan.startup_timeout_s)) and record(synthesize(base))
+                ok = record(wait_ready(proc, base, plan.startup_timeout_s, tmpdir / "container.log")) and record(synthesize(base))
                 drain = float(env.get("DRAIN_TIMEOUT_S", 25))
                 stopped = stop(proc, drain)
                 if not ok:

@@ -74,9 +74,46 @@ ECR_REPO_RE = re.compile(
 """What SageMaker pulls from without a VPC registry setup: a private ECR repository URI."""
 
 
+SHA256_RE = r"^sha256:[0-9a-f]{64}$"
+
+
+class ArtifactRef(Frozen):
+    """A measured artifact by reference, as stack config stores it: a JSON file committed in the
+    repository and the sha256 of its bytes (``sha256sum FILE`` prints the hex part).
+
+    The readers (speech.infra.stack_config) resolve ``path`` against the stack file's directory,
+    read the file and refuse it when its bytes hash to anything else, so the stack is still
+    reproducible from its config: the config pins the exact bytes, git keeps them."""
+
+    path: Annotated[str, Field(min_length=1)]
+    """Relative to the directory of ``Pulumi.<stack>.yaml`` (the project directory, where Pulumi runs
+    the program), with ``/`` separators, e.g. ``artifacts/reference/qmax-kokoro-82m-....json``."""
+    sha256: Annotated[str, Field(pattern=SHA256_RE)]
+    """``sha256:`` and the 64 hex digits of the file's bytes."""
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        if v.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", v) or "\\" in v:
+            raise ValueError(
+                f"path {v!r} must be relative to the stack file's directory with / separators (e.g. "
+                "artifacts/qmax-....json): an absolute path does not exist on another machine"
+            )
+        if not v.endswith(".json"):
+            raise ValueError(f"path {v!r} is not a JSON artifact file (bench writes *.json)")
+        return v
+
+
+ARTIFACT_REF_KEYS = frozenset(ArtifactRef.model_fields)
+"""The keys of a reference; an artifact embedded in config has ``kind`` and ``schema_version`` instead."""
+
+
 class Measurements(Frozen):
-    """The measured artifacts, embedded as structured config (never file paths: the stack must
-    be reproducible from its own config)."""
+    """The measured artifacts a model is planned from, as the program uses them (resolved).
+
+    In stack config each artifact is an :class:`ArtifactRef` (``{path, sha256}``) that the config
+    readers replace by the file's content before this model validates it; an artifact embedded in
+    config (the earlier form) still validates here, and the readers warn about it."""
 
     qmax: QmaxArtifact
     ttotal: TtotalArtifact
@@ -381,7 +418,9 @@ class StackConfig(Frozen):
 
 
 __all__ = [
+    "ARTIFACT_REF_KEYS",
     "Alerts",
+    "ArtifactRef",
     "Budget",
     "ComponentsConfig",
     "DIGEST_RE",

@@ -15,6 +15,8 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import ModelConfig
 from speech.files import load_artifact
+from speech.infra.stack_config import file_sha256
+from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
@@ -136,7 +138,11 @@ def test_stack_config_keeps_other_keys(tmp_path, capsys):
     assert config["aws:region"] == "eu-west-1" and config["other:key"] == "keep-me"
     models = config["speech-endpoints:models"]
     assert models["other-model"] == {"instance_type": "ml.g5.2xlarge"}
-    entry = ModelConfig.model_validate(models["kokoro-82m"])
+    # The artifacts (outside the stack's directory) are copied under artifacts/ and referenced.
+    refs = models["kokoro-82m"]["measurements"]
+    assert refs["qmax"] == {"path": f"artifacts/{QMAX.name}", "sha256": file_sha256((tmp_path / "artifacts" / QMAX.name).read_bytes())}
+    assert refs["ttotal"]["path"] == f"artifacts/{TTOTAL.name}"
+    entry = ModelConfig.model_validate(embedded_config(stack)["speech-endpoints:models"]["kokoro-82m"])
     assert entry.measurements.qmax == load_artifact(QMAX, QmaxArtifact)
     assert entry.measurements.ttotal == load_artifact(TTOTAL, TtotalArtifact)
     assert entry.plan.peak_rps == 5000 and entry.plan.surge_ratio == 1.25
@@ -145,6 +151,7 @@ def test_stack_config_keeps_other_keys(tmp_path, capsys):
     assert entry.measurements.qmax.fingerprint.image_digest.startswith("sha256:8b1b96bc")
 
 
+@pytest.mark.slow
 def test_plan_imports_neither_pulumi_nor_boto3(tmp_path):
     code = (
         "import sys; from bench.cli import main; rc = main(sys.argv[1:]);"

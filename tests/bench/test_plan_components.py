@@ -10,6 +10,7 @@ from ruamel.yaml import YAML
 
 from bench.cli import main
 from speech.infra.preview import run_preview
+from tests.stack_files import embedded_config, embedded_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
@@ -20,7 +21,7 @@ MODELS = "speech-endpoints:models"
 
 
 def _tcopy(tmp_path: Path) -> Path:
-    example = YAML(typ="safe").load((ROOT / "examples/Pulumi.components.yaml").read_text())
+    example = embedded_stack(ROOT / "examples/Pulumi.components.yaml")
     path = tmp_path / "copy-kokoro-82m-g5xlarge-8b1b96bc.json"
     path.write_text(json.dumps(example["config"][MODELS]["kokoro-82m"]["measurements"]["tcopy"]))
     return path
@@ -32,13 +33,17 @@ def _plan(tmp_path: Path, *extra: str) -> int:
 
 
 def _entry(tmp_path: Path) -> dict:
-    return YAML(typ="safe").load((tmp_path / "Pulumi.c.yaml").read_text())["config"][MODELS]["kokoro-82m"]
+    """The entry with its artifact references replaced by the files' content."""
+    return embedded_config(tmp_path / "Pulumi.c.yaml")[MODELS]["kokoro-82m"]
 
 
 def test_tcopy_writes_a_components_entry_the_program_deploys(tmp_path, capsys):
     assert _plan(tmp_path, "--tcopy", str(_tcopy(tmp_path))) == 0
     entry = _entry(tmp_path)
     assert entry["hosting"] == "components" and entry["measurements"]["tcopy"]["kind"] == "copy"
+    # The copy artifact lies in the stack's directory: referenced where it is, not copied.
+    raw = YAML(typ="safe").load((tmp_path / "Pulumi.c.yaml").read_text())["config"][MODELS]["kokoro-82m"]
+    assert raw["measurements"]["tcopy"]["path"] == "copy-kokoro-82m-g5xlarge-8b1b96bc.json"
     result = run_preview(tmp_path / "Pulumi.c.yaml")
     assert [r.name for r in result.of_type("aws-native:sagemaker:InferenceComponent")] == ["kokoro-82m-component"]
     assert result.outputs["scaling"]["kokoro-82m"]["dimension"] == "sagemaker:inference-component:DesiredCopyCount"

@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from bench.cli import main
 from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
 from speech.schema.artifacts import canonical_sha256
 from speech.files import load_artifact
+from tests.stack_files import copy_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 MULTI = ROOT / "examples/Pulumi.multi.yaml"
 
 
 def stack_copy(directory: Path, daily_usd: float | None = None, stack: str = "multi") -> Path:
-    path = directory / f"Pulumi.{stack}.yaml"
-    shutil.copy(MULTI, path)
+    path = copy_stack(MULTI, directory, stack)
     if daily_usd is not None:
         path.write_text(path.read_text().replace("daily_usd: 800", f"daily_usd: {daily_usd:g}"))
     return path

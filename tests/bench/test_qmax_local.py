@@ -38,6 +38,7 @@ def test_qmax_finds_known_capacity_bracketed(synthetic_40ms, tmp_path, capsys):
     assert path.with_suffix(".png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_bidirectional_transport(tmp_path):
     with SyntheticServer(service_ms=10) as s:
         rc = main(["qmax", "--url", s.url, "--transport", "bidirectional", "--slo-ms", "35", "--levels", "1,2,4,8",
@@ -48,6 +49,7 @@ def test_bidirectional_transport(tmp_path):
     assert a.transport == "bidirectional" and a.bracketed and 2 <= a.q_max <= 3
 
 
+@pytest.mark.slow
 def test_gate_rejections_fail_a_level(tmp_path):
     with SyntheticServer(service_ms=5, queue_max=3) as s:
         rc = main(["qmax", "--url", s.url, "--slo-ms", "1000", "--levels", "2,3,6", "--no-refine", "--settle-s", "0.1",

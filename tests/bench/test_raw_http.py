@@ -171,6 +171,7 @@ def test_session_uses_uvloop_when_installed():
 
 
 @pytest.mark.parametrize("engine", ["starlette", "raw"])
+@pytest.mark.slow
 def test_synthetic_lane_is_exact_in_closed_loop(engine):
     """N clients against one lane of S: throughput 1/S and TTFAB ~ N x S, with no per-request
     overhead piling up on top of S (it used to add ~0.5 ms a request)."""
@@ -187,6 +188,7 @@ def test_synthetic_lane_is_exact_in_closed_loop(engine):
     assert n * s_ms - 3 <= r.pct(50) <= n * s_ms + 1.5
 
 
+@pytest.mark.slow
 def test_raw_engine_contract():
     with SyntheticServer(service_ms=5, queue_max=1, engine="raw") as srv:
         assert httpx.get(srv.url + "/ping").json()["engine"] == "raw"

@@ -16,6 +16,9 @@ from speech.schema.artifacts import TtotalArtifact
 from speech.files import load_artifact
 from bench.synthetic import free_port
 
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 # The real model (onnx on CPU): what bench measures in the demo and what users run locally.
 SERVE = f"{sys.executable} -m container serve"
 

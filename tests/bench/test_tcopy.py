@@ -51,6 +51,7 @@ def _children() -> set[int]:
     return set(process_tree()) - {os.getpid()}
 
 
+@pytest.mark.slow
 def test_tcopy_times_real_copies_and_reads_their_footprint(sine_first, tmp_path, capsys):
     before = _children()
     rc = main(["tcopy", "--url", sine_first.url, "--serve-cmd", SERVE.format(backend="sine"), "--starts", "2",
@@ -80,6 +81,7 @@ def load_fingerprint(url: str):
     return t.fingerprint()
 
 
+@pytest.mark.slow
 def test_tcopy_refuses_a_copy_of_another_model(sine_first, tmp_path, capsys):
     """The first copy serves sine; a --serve-cmd starting onnx is not a copy of it (exit 2, nothing written)."""
     rc = main(["tcopy", "--url", sine_first.url, "--serve-cmd", SERVE.format(backend="onnx"), "--starts", "1",
@@ -89,6 +91,7 @@ def test_tcopy_refuses_a_copy_of_another_model(sine_first, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_tcopy_copy_that_dies_is_exit_1(sine_first, tmp_path, capsys):
     rc = main(["tcopy", "--url", sine_first.url, "--serve-cmd", f"{sys.executable} -c 'import sys; sys.exit(3)' {{port}}",
                "--starts", "1", "--load-concurrency", "0", "--out", str(tmp_path / "out")])
@@ -102,6 +105,7 @@ def test_tcopy_copy_that_dies_is_exit_1(sine_first, tmp_path, capsys):
     (["--load-concurrency", "-1"], "--load-concurrency -1"),
     (["--timeout-s", "0"], "--timeout-s 0"),
 ])
+@pytest.mark.slow
 def test_tcopy_bad_flags_are_exit_2(sine_first, tmp_path, capsys, argv, needle):
     rc = main(["tcopy", "--url", sine_first.url, "--out", str(tmp_path / "out"), *argv])
     err = capsys.readouterr().err
@@ -117,6 +121,7 @@ def test_tcopy_unreachable_first_copy_is_exit_2(tmp_path, capsys):
     assert rc == 2 and "cannot connect" in err
 
 
+@pytest.mark.slow
 def test_tcopy_on_the_real_onnx_model(tmp_path, capsys):
     """One start of the int8 ONNX Kokoro-82M beside a running one: markers, /ping 200, footprint."""
     first = ServerProc({"BACKEND": "onnx"})

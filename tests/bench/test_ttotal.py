@@ -28,6 +28,7 @@ def _qmax_file(tmp_path, ref_artifacts, fp: Fingerprint, transport="stream"):
     return write_artifact(tmp_path / "q.json", q)
 
 
+@pytest.mark.slow
 def test_local_process_phases_from_real_markers(synthetic_40ms, ref_artifacts, tmp_path, capsys):
     t = HttpTarget(synthetic_40ms.url)
     t.check()

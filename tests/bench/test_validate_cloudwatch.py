@@ -41,6 +41,7 @@ class LateMetrics:
 
 
 @pytest.mark.parametrize("cloudwatch_per_request", [1.0, 2.0])
+@pytest.mark.slow
 def test_live_reads_the_target_in_cloudwatch_units(deployed, ref_plan, tmp_path, capsys, cloudwatch_per_request):
     plan_file = write_artifact(tmp_path / "plan.json", ref_plan)
     c_ok = round(0.8 * ref_plan.thresholds.c_scale_max)  # 30 in flight on the one instance

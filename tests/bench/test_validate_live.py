@@ -59,6 +59,7 @@ def _validate(capsys, plan_file: str, url: str) -> tuple[int, dict]:
     return rc, json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_live_passes_when_the_plan_matches_the_server(tmp_path, capsys):
     plan_file = _plan(SERVICE_MS, GATE, tmp_path)  # C_scale_max 6: checks at 5 and at 9 in flight
     with SyntheticServer(service_ms=SERVICE_MS, queue_max=GATE) as s:
@@ -73,6 +74,7 @@ def test_live_passes_when_the_plan_matches_the_server(tmp_path, capsys):
     assert (GATE - 1) * SERVICE_MS <= gate["p95_ms"] <= SLO_MS
 
 
+@pytest.mark.slow
 def test_live_fails_when_the_plan_overstates_the_server(tmp_path, capsys):
     # Planned on a server 4x as fast: Q_max 40, C_scale_max 30. The container enforces the plan's
     # queue depth, as the program deploys it, but this server sustains only 10 within the SLO.
@@ -91,6 +93,7 @@ def test_live_fails_when_the_plan_overstates_the_server(tmp_path, capsys):
     assert f"p95 TTFAB {gate['p95_ms']:.0f} ms" in past_qmax and "SLO 400 ms" in past_qmax
 
 
+@pytest.mark.slow
 def test_live_names_a_missing_gate(tmp_path, capsys):
     plan_file = _plan(SERVICE_MS, GATE, tmp_path)
     with SyntheticServer(service_ms=SERVICE_MS) as s:  # no admission gate: queues without bound

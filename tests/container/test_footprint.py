@@ -1,12 +1,15 @@
 """The copy's memory footprint: /ping's body and the footprint marker on the real onnx server."""
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
 import time
 
 import httpx
+import numpy as np
 
 from container.footprint import FootprintCache, measure, process_tree
 from container.markers import emit_footprint, parse_footprint_line, parse_stage_line
@@ -46,14 +49,19 @@ def test_footprint_marker_between_warmup_and_ready(onnx_server):
     assert events.count("footprint") == 1
 
 
+@pytest.mark.slow
 def test_ping_503_has_no_footprint_and_no_marker(server_factory, tmp_path):
     """A model that never loads: /ping stays 503 (SageMaker's contract) and reports no footprint."""
-    srv = server_factory({"BACKEND": "onnx", "MODEL_DIR": str(tmp_path / "missing")}, wait=False)
+    (tmp_path / "m.onnx").write_bytes(b"not a model")
+    np.savez(tmp_path / "voices.npz", jf_alpha=np.zeros((510, 1, 256), np.float32))
+    (tmp_path / "vocab.json").write_text('{"vocab": {"a": 1}}')
+    srv = server_factory({"BACKEND": "onnx", "MODEL_DIR": str(tmp_path)}, wait=False)
     r = srv.wait_ready(timeout=60, want=503)
     assert r.json()["status"] == "error" and "footprint" not in r.json()
     assert not any(parse_footprint_line(line) for line in list(srv.stdout))
 
 
+@pytest.mark.slow
 def test_process_tree_counts_worker_processes():
     """The torch backend's workers are child processes with their own weights: they count."""
     child = subprocess.Popen([sys.executable, "-c", "b = bytearray(64 * 2**20); import time; time.sleep(30)"])

@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 
 from tests.container.conftest import ServerProc
 
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 RSS_GROWTH_MB = 40
 

@@ -122,11 +122,36 @@ def test_models_list_and_retrieve(client):
 
 def test_voices_listing(onnx_server):
     body = httpx.get(onnx_server.url + "/v1/audio/voices", timeout=10).json()
-    assert "jf_alpha" in body["voices"] and body["blends"] is True
+    assert {"id": "jf_alpha", "name": "jf_alpha", "language": "ja", "gender": "female"} in body["voices"]
+    assert {"id": "jm_kumo", "name": "jm_kumo", "language": "ja", "gender": "male"} in body["voices"]
+    assert body["blends"] is True
+    ids = [v["id"] for v in body["voices"]]
     # every OpenAI built-in name resolves to a voice this backend has
     for name in ("alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer",
                  "verse", "marin", "cedar"):
-        assert body["aliases"][name] in body["voices"]
+        assert body["aliases"][name] in ids
+    # Kokoro-FastAPI's pre-0.3 shape for its older clients: bare names, same order
+    legacy = httpx.get(onnx_server.url + "/v1/audio/voices?legacy=true", timeout=10).json()
+    assert legacy["voices"] == ids
+    bad = httpx.get(onnx_server.url + "/v1/audio/voices?legacy=perhaps", timeout=10)
+    assert bad.status_code == 400 and bad.json()["error"]["param"] == "legacy"
+
+
+@pytest.mark.parametrize("path,body,field,hint", [
+    ("/v1/audio/speech", {"input": "Hi.", "voice": "alloy", "temperature": 0.3}, "temperature", "input"),
+    ("/v1/audio/speech", {"input": "Hi.", "voice": {"id": "alloy", "colour": "red"}}, "colour", "in voice"),
+    ("/dev/captioned_speech", {"input": "Hi.", "lang_code": "a"}, "lang_code", "return_timestamps"),
+])
+def test_unknown_fields_are_a_400_naming_the_field(onnx_server, path, body, field, hint):
+    r = httpx.post(onnx_server.url + path, json=body, timeout=10)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error" and err["code"] == "bad_request"
+    assert err["param"] == field and repr(field) in err["message"] and hint in err["message"]
+    # the SageMaker route stays lenient: clients there predate the schema
+    r = httpx.post(onnx_server.url + "/invocations", json={"text": "Hi.", "temperature": 0.3,
+                                                             "stream": False}, timeout=60)
+    assert r.status_code == 200
 
 
 @pytest.mark.parametrize("kwargs,exc,code,param", [

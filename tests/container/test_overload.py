@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 import websockets
 
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 J = {"content-type": "application/json"}
 TEXT = "A tone that stands in for speech."  # one segment
 LONG = " ".join(f"Sentence number {i} is here." for i in range(8))  # eight segments

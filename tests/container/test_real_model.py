@@ -1,3 +1,4 @@
+import pytest
 """The real int8 Kokoro-82M on onnxruntime, through a real server."""
 import io
 import json
@@ -8,6 +9,9 @@ import numpy as np
 import soundfile as sf
 
 from container.markers import STAGES, parse_stage_line
+
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
 
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 PARAGRAPH = ("Streaming speech starts playing before the whole text is spoken. "

@@ -7,9 +7,11 @@ FRAMES frames. That makes the output length a known number while the audio itsel
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +26,9 @@ import pytest
 # Not in the CPU image; the Makefile installs them from container/requirements-torch.txt.
 pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
 pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
+
+# torch and a Kokoro model in the real upstream architecture: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
 
 import torch  # noqa: E402
 
@@ -146,22 +151,40 @@ def test_torch_server_speaks_offline_from_upstream_layout(upstream_dir, server_f
     assert r.content[:4] == b"RIFF"
     assert (len(r.content) - 44) // 2 == _expected_samples(["Hello world."], vocab, FRAMES // 2)
 
+    # Word timestamps from KModel's pred_dur: the duration head is fixed at FRAMES per token, so
+    # every word lasts exactly its phonemes x FRAMES x 25 ms, after the leading pad's FRAMES.
+    r = httpx.post(srv.url + "/dev/captioned_speech", timeout=120,
+                   json={"input": "Hello world.", "voice": VOICE, "response_format": "pcm", "stream": False})
+    assert r.status_code == 200, r.text
+    stamps = r.json()["timestamps"]
+    g2p = EspeakPhonemizer("en-us")
+    frame_s = 600 / 24000
+    assert [t["word"] for t in stamps] == ["Hello", "world"]
+    hello = [c for c in g2p("Hello") if c in vocab]
+    assert stamps[0]["start_time"] == pytest.approx(FRAMES * frame_s)
+    assert stamps[0]["end_time"] - stamps[0]["start_time"] == pytest.approx(len(hello) * FRAMES * frame_s)
+    assert stamps[1]["start_time"] == pytest.approx(stamps[0]["end_time"] + FRAMES * frame_s)  # the space
+    audio_s = len(base64.b64decode(r.json()["audio"])) / 2 / 24000
+    assert stamps[1]["end_time"] < audio_s
+
     log = "".join(srv.stderr)
     assert "NETGUARD" not in log, log[-2000:]
 
 
-def test_missing_pth_gives_503_naming_it(upstream_dir, tmp_path, server_factory):
+def test_missing_pth_refuses_to_start_naming_it(upstream_dir, tmp_path):
+    """A layout without the weights is a deployment mistake: serve exits at once, naming the
+    file and the layout (no model load, no port, no retry loop)."""
     model_dir, guard, _ = upstream_dir
     shutil.copyfile(model_dir / "config.json", tmp_path / "config.json")
     shutil.copytree(model_dir / "voices", tmp_path / "voices")
-    srv = server_factory(_env(tmp_path, guard), wait=False)
-    r = srv.wait_ready(timeout=120, want=503)
-    assert r.status_code == 503
-    body = r.json()
-    assert body["status"] == "error"
-    assert "lacks *.pth" in body["detail"] and str(tmp_path) in body["detail"], body
-    assert "config.json" not in body["detail"].split("lacks", 1)[1]
-    assert "NETGUARD" not in "".join(srv.stderr)
+    env = {**os.environ, **_env(tmp_path, guard)}
+    r = subprocess.run([sys.executable, "-m", "container", "serve", "--port", "0"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("container cannot start:"))
+    assert "lacks *.pth (kokoro-v1_0.pth" in line and str(tmp_path) in line, line
+    assert "config.json (" not in line and "voices/*.pt (" not in line  # only what is missing
+    assert "NETGUARD" not in r.stderr
 
 
 def test_checkpoint_that_does_not_match_config_is_refused(upstream_dir, tmp_path):

@@ -16,6 +16,9 @@ import pytest
 pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
 pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
 
+# torch and a Kokoro model in the real upstream architecture: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 import torch  # noqa: E402
 
 from container.backends.torch_backend import TorchBackend  # noqa: E402
@@ -80,6 +83,11 @@ def test_workers_match_in_process_audio_and_a_dead_worker_is_an_error(model_dir)
             got = pooled._pool.call(p.payload, p.voice, p.speed, seed=11)  # unless it is busy)
             assert got.dtype == np.float32 and got.shape == want.shape
             assert float(np.abs(got - want).max()) == 0.0
+        # the worker sends the model's durations back with the audio (word timestamps)
+        audio, dur = pooled._pool.call_timed(p.payload, p.voice, p.speed, seed=11)
+        assert dur.shape == (len(p.payload) + 2,) and int(dur.sum()) * 600 == audio.size == want.size
+        timed = pooled.prepare_timed("Hello there.", "af_random", 1.0)
+        assert [w for w, _, _ in pooled.word_times(timed, pooled.infer([timed], 1)[0])] == ["Hello", "there"]
         with ThreadPoolExecutor(2) as ex:  # two at once: each worker takes one
             outs = list(ex.map(lambda _: pooled.infer([p], threads=1)[0], range(2)))
         assert all(o.shape == want.shape for o in outs)

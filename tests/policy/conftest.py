@@ -11,6 +11,7 @@ import pytest
 from policy.check import preview_resources
 from policy.harness import PackClient, Resource
 from policy.inprocess import InProcessPack
+from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,9 +46,8 @@ def write_built_stack(directory: Path, *, measurements: bool = False, stack: str
     """The dev stack's model as a new user starts it: no image (the program builds it)."""
     import json
 
-    from ruamel.yaml import YAML
 
-    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = embedded_config(ROOT / "Pulumi.dev.yaml")
     entry = config["speech-endpoints:models"]["kokoro-82m"]
     del entry["image"]
     if not measurements:

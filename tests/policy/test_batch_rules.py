@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 from tests.policy.policy_edits import messages, named, set_path
 
 from policy.check import preview_resources
+from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE = "batch-scaling-matches-plan"
@@ -21,7 +21,7 @@ REALTIME_RULES = ("scaling-matches-plan", "one-scaling-path-per-variant", "scali
 
 @pytest.fixture(scope="module")
 def _two_routes(tmp_path_factory):
-    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = embedded_config(ROOT / "Pulumi.dev.yaml")
     models = config["speech-endpoints:models"]
     batch = copy.deepcopy(models["kokoro-82m"])
     batch.update(priority="batch", hosting="async")

@@ -11,6 +11,7 @@ from tests.policy.policy_edits import messages, named, set_path
 
 from policy.check import main as check_main
 from policy.check import preview_resources
+from tests.stack_files import copy_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 MULTI = ROOT / "examples/Pulumi.multi.yaml"
@@ -18,9 +19,9 @@ POLICY = "daily-cost-ceiling"
 
 
 def lowered(directory: Path, daily_usd: float, stack: str = "low") -> Path:
-    text = MULTI.read_text()
+    path = copy_stack(MULTI, directory, stack)  # with the artifacts it references
+    text = path.read_text()
     assert "daily_usd: 800" in text
-    path = directory / f"Pulumi.{stack}.yaml"
     path.write_text(text.replace("daily_usd: 800", f"daily_usd: {daily_usd:g}"))
     return path
 
@@ -79,6 +80,7 @@ def test_standard_model_raised_past_its_allocation_exceeds_the_budget(pack, mult
     assert "speech-endpoints:budget.daily_usd" in msg
 
 
+@pytest.mark.slow
 def test_policy_check_cli_passes_multi_and_blocks_a_lowered_budget(tmp_path, capsys):
     assert check_main(["--stack-dir", str(ROOT / "examples"), "--stack", "multi"]) == 0
     assert "OK: no mandatory violation" in capsys.readouterr().out

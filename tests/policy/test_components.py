@@ -9,12 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 from tests.policy.policy_edits import messages, named, set_path
 
 from policy.check import main as check_main
 from policy.check import load_config, preview_resources
 from policy.harness import Resource
+from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_DIR = ROOT / "examples"
@@ -35,7 +35,7 @@ def comp(_components) -> list[Resource]:
 
 
 def _stack_with(tmp_path: Path, edit) -> list[Resource]:
-    config = YAML(typ="safe").load((EXAMPLE_DIR / "Pulumi.components.yaml").read_text())["config"]
+    config = embedded_config(EXAMPLE_DIR / "Pulumi.components.yaml")
     edit(config[MODELS]["kokoro-82m"])
     path = tmp_path / "Pulumi.c2.yaml"
     path.write_text(json.dumps({"config": config}))
@@ -51,6 +51,7 @@ def test_example_passes_every_rule(pack, comp):
     assert {p for p in COMPONENT_RULES} <= set(pack.policies)
 
 
+@pytest.mark.slow
 def test_policy_check_cli_passes_the_example(capsys):
     assert check_main(["--stack-dir", str(EXAMPLE_DIR), "--stack", "components"]) == 0
     assert "OK: no mandatory violation" in capsys.readouterr().out

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 
-from ruamel.yaml import YAML
 from tests.policy.conftest import ROOT
 from tests.policy.policy_edits import messages, named, receipts_of, set_path, with_evidence, with_receipt_keys
 
 from policy.check import preview_resources
 from speech.deploy import provenance as pv
+from tests.stack_files import embedded_config
 
 MODELS = "speech-endpoints:models"
 
 
 def _preview(tmp_path, entry: dict, stack: str = "dev"):
-    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = embedded_config(ROOT / "Pulumi.dev.yaml")
     config[MODELS]["kokoro-82m"] = entry
     path = tmp_path / f"Pulumi.{stack}.yaml"
     path.write_text(json.dumps({"config": config}))
@@ -26,7 +26,7 @@ def _preview(tmp_path, entry: dict, stack: str = "dev"):
 
 
 def _entry() -> dict:
-    return YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"][MODELS]["kokoro-82m"]
+    return embedded_config(ROOT / "Pulumi.dev.yaml")[MODELS]["kokoro-82m"]
 
 
 def test_measured_on_this_endpoint_passes_the_pack(tmp_path, pack):

@@ -10,10 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.policy.conftest import write_built_stack
 
 from policy.check import preview_resources
 from policy.harness import UNKNOWN
+from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +43,7 @@ def test_resources_reach_the_pack_as_in_a_first_preview(tmp_path):
     assert by["kokoro-82m-config"].urn in by["kokoro-82m-endpoint"].property_dependencies["endpointConfigName"]
 
 
+@pytest.mark.slow
 def test_dev_stack_first_preview_passes():
     proc = _cli("--stack", "dev")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -66,9 +70,8 @@ def test_fresh_stack_building_its_measured_image_defers_the_digest_to_up(tmp_pat
 
 
 def _stack_with(tmp_path: Path, **entry_changes) -> Path:
-    from ruamel.yaml import YAML
 
-    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = embedded_config(ROOT / "Pulumi.dev.yaml")
     config["speech-endpoints:models"]["kokoro-82m"].update(entry_changes)
     # Plan anyway: the program's gate would refuse; the pack must refuse on its own.
     config["speech-endpoints:allow_config_mismatch"] = True

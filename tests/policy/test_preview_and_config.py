@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from tests.policy.policy_edits import messages, named, set_path
 
 from policy.harness import UNKNOWN, PolicyConfigError
+from tests.stack_files import copy_stack, embedded_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,6 +102,7 @@ def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
                           text=True, timeout=240, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.slow
 def test_cli_dev_stack_passes_and_blocks_with_strict_config(tmp_path):
     ok = _cli("--stack", "dev", "--stack-dir", str(ROOT))
     assert ok.returncode == 0, ok.stdout + ok.stderr
@@ -117,21 +118,24 @@ def test_cli_dev_stack_passes_and_blocks_with_strict_config(tmp_path):
     assert v["policy"] == "scaling-requires-measured-provenance" and v["resource"] == "kokoro-82m-target"
 
 
+@pytest.mark.slow
 def test_cli_bad_input_exits_2(tmp_path):
     missing = _cli("--stack", "nope", "--stack-dir", str(tmp_path))
     assert missing.returncode == 2 and "Pulumi.nope.yaml" in missing.stderr
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    shutil.copy(ROOT / "Pulumi.dev.yaml", tmp_path / "Pulumi.dev.yaml")
+    copy_stack(ROOT / "Pulumi.dev.yaml", tmp_path)
     res = _cli("--stack", "dev", "--stack-dir", str(tmp_path), "--config", str(bad))
     assert res.returncode == 2 and "not valid JSON" in res.stderr
 
 
+@pytest.mark.slow
 def test_cli_refuses_reference_figures_relabelled_as_measured(tmp_path):
     """The one-word relabelling (origin: reference -> measured) names what only a real run has."""
-    text = (ROOT / "Pulumi.dev.yaml").read_text()
-    assert text.count("origin: reference") == 2
-    (tmp_path / "Pulumi.relabelled.yaml").write_text(text.replace("origin: reference", "origin: measured"))
+    # The embedded form (a referenced file edited this way fails its sha256 first).
+    text = json.dumps(embedded_stack(ROOT / "Pulumi.dev.yaml"))
+    assert text.count('"origin": "reference"') == 2
+    (tmp_path / "Pulumi.relabelled.yaml").write_text(text.replace('"origin": "reference"', '"origin": "measured"'))
     res = _cli("--stack", "relabelled", "--stack-dir", str(tmp_path))
     assert res.returncode == 2, res.stdout + res.stderr
     assert "ConfigError" in res.stderr and "origin is 'measured'" in res.stderr

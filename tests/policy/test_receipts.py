@@ -8,7 +8,6 @@ import copy
 import json
 
 import pytest
-from ruamel.yaml import YAML
 from tests.policy.conftest import ROOT
 from tests.policy.policy_edits import messages, named, with_evidence, with_receipt_keys
 
@@ -18,6 +17,7 @@ from speech.schema.artifacts import canonical_sha256
 from speech.schema.config import Measurements
 from speech.infra.preview import load_receipts, run_preview
 from speech.schema.receipts import RECEIPT_TAGS, receipt_key
+from tests.stack_files import embedded_config
 
 MODELS = "speech-endpoints:models"
 EP = "dev-kokoro-82m"
@@ -44,7 +44,7 @@ def s3(monkeypatch):
 
 
 def _entry() -> dict:
-    entry = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"][MODELS]["kokoro-82m"]
+    entry = embedded_config(ROOT / "Pulumi.dev.yaml")[MODELS]["kokoro-82m"]
     return with_receipt_keys(with_evidence(entry, EP))
 
 
@@ -53,7 +53,7 @@ def _measurements(entry: dict) -> Measurements:
 
 
 def _stack(tmp_path, entry: dict):
-    config = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    config = embedded_config(ROOT / "Pulumi.dev.yaml")
     config[MODELS]["kokoro-82m"] = entry
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(json.dumps({"config": config}))
@@ -119,12 +119,13 @@ def test_a_receipt_copied_to_edited_figures_blocks(s3, tmp_path, pack):
     assert f"is for artifact {canonical_sha256(old.qmax)}" in msg and f"hashes to {canonical_sha256(new.qmax)}" in msg
     assert (f"`python -m bench qmax --endpoint {EP} --region us-east-1 --slo-ms 3000 --receipt-bucket {BUCKET}`"
             in msg)
-    i = YAML(typ="safe").load((ROOT / "Pulumi.dev.yaml").read_text())["config"][MODELS]["kokoro-82m"]["plan"]
+    i = embedded_config(ROOT / "Pulumi.dev.yaml")[MODELS]["kokoro-82m"]["plan"]
     assert (f"`python -m bench plan --qmax <qmax-*.json> --ttotal <ttotal-*.json> --peak-rps {i['peak_rps']:g} "
             f"--trough-rps {i['trough_rps']:g} --slo-ms {i['slo_ms']:g} --surge-ratio {i['surge_ratio']:g} "
             "--min-instances 1 --stack dev`") in msg
 
 
+@pytest.mark.slow
 def test_no_receipt_blocks_with_the_command_that_fixes_it(tmp_path, capsys):
     path = _stack(tmp_path, _entry())
     result = run_preview(path, "dev")  # offline, no --receipts: nothing to read

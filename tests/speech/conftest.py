@@ -9,7 +9,7 @@ from typing import Any
 from collections.abc import Callable
 
 import pytest
-from ruamel.yaml import YAML
+from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_STACK = ROOT / "Pulumi.dev.yaml"
@@ -17,7 +17,7 @@ MODELS = "speech-endpoints:models"
 
 
 def dev_config() -> dict[str, Any]:
-    return YAML(typ="safe").load(DEV_STACK.read_text())["config"]
+    return embedded_config(DEV_STACK)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from speech.plan.budget import ModelNeed, allocate, apply_allocation, check_depl
 from speech.schema.config import Budget, ModelConfig, PlanInputs
 from speech.errors import ConfigError
 from speech.plan.realtime import build_plan
+from tests.stack_files import embedded_config, embedded_stack
 
 G5 = 1.408  # ml.g5.xlarge, the default table
 G5_DAY = G5 * 24  # 33.792
@@ -195,11 +196,10 @@ def test_stack_budget_config_parses_and_names_a_missing_price():
 
 
 def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
-    from ruamel.yaml import YAML
 
     from speech.infra.stack_config import parse_stack_config
 
-    raw = YAML(typ="safe").load((Path(__file__).parents[2] / "examples" / "Pulumi.components.yaml").read_text())["config"]
+    raw = embedded_config(Path(__file__).parents[2] / "examples" / "Pulumi.components.yaml")
     models = raw["speech-endpoints:models"]
     assert parse_stack_config({"models": models}).models  # the example itself parses
     with pytest.raises(ConfigError, match=r"hosted as inference components, which speech-endpoints:budget does not "
@@ -211,11 +211,10 @@ def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
 
 
 def _multi_config(daily_usd: float):
-    from ruamel.yaml import YAML
 
     from speech.infra.stack_config import parse_stack_config
 
-    raw = YAML(typ="safe").load((Path(__file__).resolve().parents[2] / "examples/Pulumi.multi.yaml").read_text())
+    raw = embedded_stack(Path(__file__).resolve().parents[2] / "examples/Pulumi.multi.yaml")
     cfg = {k.split(":", 1)[1]: v for k, v in raw["config"].items() if k.startswith("speech-endpoints:")}
     cfg["budget"] = {"daily_usd": daily_usd}
     return parse_stack_config(cfg)

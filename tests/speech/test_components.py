@@ -11,7 +11,6 @@ from pathlib import Path
 
 import botocore.session
 import pytest
-from ruamel.yaml import YAML
 
 from speech.deploy import scaling
 from speech.errors import ConfigError
@@ -19,6 +18,7 @@ from speech.infra.preview import main as preview_main
 from speech.infra.preview import run_preview
 from speech.deploy.provenance import parse_document
 from speech.infra.stack_config import parse_stack_config
+from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "Pulumi.components.yaml"
@@ -32,7 +32,7 @@ OTHER_DIGEST = "sha256:" + "1" * 64
 
 
 def example_entry() -> dict:
-    return copy.deepcopy(YAML(typ="safe").load(EXAMPLE.read_text())["config"][MODELS]["kokoro-82m"])
+    return copy.deepcopy(embedded_config(EXAMPLE)[MODELS]["kokoro-82m"])
 
 
 def copy_plan_of(entry: dict, stack: str = "t"):

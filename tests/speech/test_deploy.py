@@ -135,6 +135,7 @@ def test_metric_period_is_one_cloudwatch_accepts(kokoro_entry, write_stack, peri
         run_preview(path)
 
 
+@pytest.mark.slow
 def test_endpoint_name_checked_at_preview_in_one_line(kokoro_entry, write_stack, tmp_path):
     assert endpoint_name("dev", "kokoro-82m") == "dev-kokoro-82m"
     with pytest.raises(ConfigError, match="SageMaker allows letters, digits and '-'"):

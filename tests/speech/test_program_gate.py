@@ -98,8 +98,17 @@ def test_config_mistakes_name_the_key(kokoro_entry, mutate, key):
 
 
 def test_unknown_and_missing_top_level_keys(kokoro_entry):
-    with pytest.raises(ConfigError, match=r"^speech-endpoints:modles: unknown config key"):
-        parse_stack_config({"modles": {"kokoro-82m": kokoro_entry}})
+    # A key of the project namespace this project does not read is the team's own (or a typo):
+    # warned about, never fatal. Without models there is nothing to deploy: that one is an error.
+    warned: list[str] = []
+    cfg = parse_stack_config({"models": {"kokoro-82m": kokoro_entry}, "owner": "voice-team"}, warn=warned.append)
+    assert list(cfg.models) == ["kokoro-82m"]
+    assert [w for w in warned if w.startswith("speech-endpoints:owner: not a key this project reads, ignored")]
+    warned.clear()
+    with pytest.raises(ConfigError, match=r"^speech-endpoints:models: missing"):
+        parse_stack_config({"modles": {"kokoro-82m": kokoro_entry}}, warn=warned.append)
+    assert warned == ["speech-endpoints:modles: not a key this project reads, ignored (if you meant "
+                      "speech-endpoints:models, rename it)"]
     with pytest.raises(ConfigError, match=r"^speech-endpoints:models: missing"):
         parse_stack_config({})
 
@@ -153,20 +162,7 @@ def test_wildcard_checker_catches_what_it_should():
     assert len(found) == 2 and "(d) allows wildcard actions ['s3:Get*']" in found[0] and "(e) allows NotAction" in found[1], found
 
 
-def test_pure_contracts_import_neither_pulumi_nor_boto3():
-    # The gate, the scaling spec, the provenance tags and the IAM rule are read by the pack and bench,
-    # which must not pull in the Pulumi SDK or AWS clients to use them.
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    code = (
-        "import sys, speech.deploy.gate, speech.deploy.scaling, speech.deploy.provenance, speech.deploy.iam_check;"
-        "bad = [m for m in ('pulumi', 'pulumi_aws', 'boto3', 'botocore') if m in sys.modules];"
-        "assert not bad, bad"
-    )
-    r = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
 
 
 # --- target binding: measured on this stack's endpoint, or a named one with a reason ----------------

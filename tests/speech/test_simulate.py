@@ -16,6 +16,7 @@ from speech.sim.policies import POLICY_NAMES, AwsPolicy, FixedPolicy, scaling_nu
 from speech.sim.instance import build_instance
 from speech.sim.fleet import count_flaps, Action, run_policy, simulate, summarize
 from speech.sim.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps
+from tests.stack_files import embedded_config
 
 ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[2] / "data" / "traces"
 
@@ -275,7 +276,6 @@ def test_fluid_model_matches_discrete_events():
 
 
 def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
-    from ruamel.yaml import YAML
 
     from speech.deploy.gate import apply_budget, plan_model
     from speech.sim.routes import BudgetRoute, budget_table, simulate_budget
@@ -283,7 +283,7 @@ def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
     from speech.sim.traces import diurnal_rate, poisson_arrivals
 
     root = ROOT_TRACES.parents[1]
-    raw = YAML(typ="safe").load((root / "examples/Pulumi.multi.yaml").read_text())["config"]
+    raw = embedded_config(root / "examples/Pulumi.multi.yaml")
     cfg = parse_stack_config({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("speech-endpoints:")})
     endpoints = {n: f"multi-{n}" for n in cfg.models}
     deps, alloc = apply_budget({n: plan_model(n, m, endpoint=endpoints[n]) for n, m in cfg.models.items()}, cfg,
@@ -315,7 +315,6 @@ def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
 
 
 def test_budget_peak_batch_backlog_grows_and_drains():
-    from ruamel.yaml import YAML
 
     from speech.deploy.gate import apply_budget, plan_model
     from speech.sim.routes import simulate_backlog
@@ -323,7 +322,7 @@ def test_budget_peak_batch_backlog_grows_and_drains():
     from speech.sim.traces import diurnal_rate, poisson_arrivals
 
     root = ROOT_TRACES.parents[1]
-    raw = YAML(typ="safe").load((root / "examples/Pulumi.multi.yaml").read_text())["config"]
+    raw = embedded_config(root / "examples/Pulumi.multi.yaml")
     cfg = parse_stack_config({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("speech-endpoints:")})
     endpoints = {n: f"multi-{n}" for n in cfg.models}
     plain = {n: plan_model(n, m, endpoint=endpoints[n]) for n, m in cfg.models.items()}

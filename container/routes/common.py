@@ -1,0 +1,234 @@
+"""What the protocol routes share: reading and validating a body, answering with audio (whole
+or streamed), and turning errors into each protocol's error shape."""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from .. import voices as voices_mod
+from ..audio import SAMPLE_RATE
+from ..encode import MEDIA_TYPES, ResponseFormat, encode_all, make_encoder
+from ..engine import Engine, Job
+from ..errors import (BadRequest, ClientGone, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed, ModelNotFound,
+                      NotAcceptable, NotFound, TextTooLong, UnsupportedMediaType)
+from ..limits import check_content_length, loads_bounded, read_limited
+from ..protocol import OpenAISpeechRequest, SpeechRequest
+from ..state import State
+
+log = logging.getLogger("container.routes")
+
+# Paths whose errors take OpenAI's shape ({"error": {"message", "type", "param", "code"}}).
+OPENAI_PREFIXES = ("/v1/", "/dev/")
+
+
+def state(conn: HTTPConnection) -> State:
+    return conn.app.state.container
+
+
+def engine_of(st: State) -> Engine:
+    if st.engine is None:
+        raise ContainerError("engine not started")
+    return st.engine
+
+
+def _validation_error(e: ValidationError, model: type[BaseModel]) -> BadRequest:
+    errors = e.errors()
+    unknown = [err["loc"] for err in errors if err.get("type") == "extra_forbidden" and err.get("loc")]
+    if unknown:
+        loc = unknown[0]
+        name = str(loc[-1])[:60]
+        if len(loc) == 1:
+            names = ", ".join(repr(str(x[-1])[:60]) for x in unknown[:5])
+            return BadRequest(f"unknown field{'s' if len(unknown) > 1 else ''} {names}; this route takes "
+                              f"{', '.join(model.model_fields)}", param=name)
+        # nested (OpenAI's voice object): loc is (field, union member, name)
+        return BadRequest(f"unknown field {name!r} in {loc[0]}", param=name)
+    parts = []
+    for err in errors[:5]:
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "body"
+        parts.append(f"{loc}: {err.get('msg')}")
+    first = errors[0].get("loc", ()) if errors else ()
+    return BadRequest("; ".join(parts), param=str(first[0]) if first else None)
+
+
+def validate_request(raw: bytes | str, model: type[BaseModel], st: State) -> SpeechRequest:
+    """Bytes -> checked SpeechRequest with a canonical voice; every failure is a 4xx ContainerError."""
+    s = st.settings
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BadRequest("body is not valid UTF-8", extra={"position": e.start}) from None
+    obj = loads_bounded(raw, s.max_json_depth)
+    if not isinstance(obj, dict):
+        raise InvalidJSON("body must be a JSON object")
+    try:
+        parsed = model.model_validate(obj)
+    except ValidationError as e:
+        raise _validation_error(e, model) from None
+    openai = isinstance(parsed, OpenAISpeechRequest)
+    text_field = "input" if openai else "text"
+    if openai:
+        if parsed.model is not None and parsed.model not in st.model_ids():
+            raise ModelNotFound(f"model {parsed.model[:80]!r} does not exist here; use one of "
+                                f"{', '.join(st.model_ids())}", param="model")
+        if parsed.stream_format == "sse":
+            raise BadRequest("stream_format 'sse' is not supported; use 'audio' (the default), which "
+                             "streams the encoded audio itself", param="stream_format")
+    req = parsed.to_speech() if openai else parsed
+    if not req.text.strip():
+        raise EmptyText(f"{text_field} is empty", param=text_field)
+    if len(req.text) > s.max_text_chars:
+        raise TextTooLong(f"{text_field} has {len(req.text)} characters; MAX_TEXT_CHARS={s.max_text_chars}",
+                          param=text_field)
+    if "\x00" in req.text:
+        raise BadRequest(f"{text_field} contains NUL characters", param=text_field)
+    if not (s.speed_min <= req.speed <= s.speed_max) or req.speed != req.speed:
+        raise BadRequest(f"speed must be between {s.speed_min} and {s.speed_max}", param="speed")
+    req.voice = voices_mod.resolve_voice(req.voice, available=st.voices, aliases=st.aliases(),
+                                         fallback=st.default_voice, blends=st.blends)
+    return req
+
+
+ACCEPT_FORMATS: dict[str, ResponseFormat] = {**{media.split(";")[0]: fmt for fmt, media in MEDIA_TYPES.items()},
+                                              "audio/x-wav": "wav", "audio/wave": "wav", "audio/ogg": "opus"}
+"""Accept media types an asynchronous request may name, to the response format that answers them."""
+
+
+def format_for_accept(accept: str | None) -> ResponseFormat:
+    """The first audio format the Accept header names (WAV for none, ``*/*`` or ``audio/*``);
+    406 when it names only formats this server cannot produce."""
+    if not accept or not accept.strip():
+        return "wav"
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in ("*/*", "audio/*"):
+            return "wav"
+        if media in ACCEPT_FORMATS:
+            return ACCEPT_FORMATS[media]
+    raise NotAcceptable(f"Accept {accept[:120]!r} names no format this server produces; use one of "
+                        f"{', '.join(sorted(ACCEPT_FORMATS))} (or omit it for audio/wav)", param="Accept")
+
+
+async def read_json_body(request: Request) -> bytes:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json" and not ctype.endswith("+json"):
+        raise UnsupportedMediaType(f"Content-Type must be application/json, got {ctype or 'none'!r}")
+    limit = state(request).settings.max_body_bytes
+    check_content_length(request.headers.get("content-length"), limit)
+    try:
+        return await read_limited(request.stream(), limit)
+    except ClientDisconnect:
+        log.info("client disconnected before its body was complete")
+        raise ClientGone("client disconnected before the body was complete") from None
+
+
+async def speak(request: Request, model: type[BaseModel]) -> Response:
+    st = state(request)
+    req = validate_request(await read_json_body(request), model, st)
+    engine = engine_of(st)
+    job = engine.submit(req.text, req.voice, req.speed, stream=req.stream)
+    return await respond(job, req, engine, request)
+
+
+async def cancel_on_disconnect(request: Request, engine: Engine, job: Job) -> None:
+    """The body is read, so the next ASGI message is the client going away (or the response
+    ending): free the admission slot then, not when the next segment would have been sent."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            if not job.finished:
+                log.info("request %s: client disconnected, cancelled", job.id)
+                engine.cancel(job)
+            return
+
+
+async def first_chunk(job: Job, engine: Engine, watcher: asyncio.Task):
+    """The job's first item, before any header is sent, so a shed or failed request still gets
+    its real status code instead of a truncated 200. None when the job yields nothing."""
+    chunks = job.chunks()
+    try:
+        return chunks, await chunks.__anext__()
+    except StopAsyncIteration:
+        return chunks, None
+    except BaseException:
+        watcher.cancel()
+        engine.cancel(job)
+        raise
+
+
+async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request) -> Response:
+    headers = {"X-Sample-Rate": str(SAMPLE_RATE), "X-Request-Id": job.id}
+    media = MEDIA_TYPES[req.response_format]
+    watcher = asyncio.create_task(cancel_on_disconnect(request, engine, job))
+    chunks, first = await first_chunk(job, engine, watcher)
+    first = first or b""
+    if not job.stream:
+        watcher.cancel()
+        body = await asyncio.to_thread(encode_all, req.response_format, first)
+        headers["X-TTFAB-Ms"] = f"{job.ttfab_ms or 0:.1f}"
+        return Response(body, media_type=media, headers=headers)
+    encoder = make_encoder(req.response_format, streaming=True)
+
+    async def gen():
+        try:
+            out = await asyncio.to_thread(encoder.feed, first)
+            if out:
+                yield out
+            async for pcm in chunks:
+                out = await asyncio.to_thread(encoder.feed, pcm)
+                if out:
+                    yield out
+            out = await asyncio.to_thread(encoder.finish)
+            if out:
+                yield out
+        except ContainerError as e:
+            # Headers are gone; all we can do is end the stream early and say why in the log.
+            log.warning("request %s ended early: %s", job.id, e.code)
+        finally:
+            watcher.cancel()
+            engine.cancel(job)
+            # close waits for an encode still running in its thread; never on the event loop.
+            asyncio.get_running_loop().run_in_executor(None, encoder.close)
+
+    return StreamingResponse(gen(), media_type=media, headers=headers)
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+def error_response(request: HTTPConnection, exc: ContainerError) -> Response:
+    headers = dict(exc.headers)
+    if exc.status == 503 and exc.code in ("queue_saturated", "shed_deadline"):
+        headers.setdefault("Retry-After", "1")
+    openai = request.url.path.startswith(OPENAI_PREFIXES)
+    body = exc.openai_body() if openai else exc.body()
+    return JSONResponse(body, status_code=exc.status, headers=headers)
+
+
+async def container_error(request: Request, exc: ContainerError) -> Response:
+    return error_response(request, exc)
+
+
+async def http_error(request: Request, exc: HTTPException) -> Response:
+    if exc.status_code == 404:
+        err: ContainerError = NotFound(f"no route {request.url.path[:200]!r}")
+    elif exc.status_code == 405:
+        err = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path[:200]!r}",
+                               headers=dict(exc.headers or {}))
+    else:
+        err = ContainerError(str(exc.detail))
+        err.status, err.code = exc.status_code, "http_error"
+    return error_response(request, err)
+
+
+async def unexpected_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error")
+    return error_response(request, ContainerError("internal error; see the server log"))
+
+
+EXCEPTION_HANDLERS = {ContainerError: container_error, HTTPException: http_error, Exception: unexpected_error}
