@@ -133,11 +133,7 @@ class PackClient:
         out = {}
         for p in self._info.policies:
             schema = json_format.MessageToDict(p.configSchema.properties) if p.HasField("configSchema") else {}
-            out[p.name] = {
-                "level": LEVEL_NAMES[p.enforcementLevel],
-                "schema": schema,
-                "defaults": {k: v["default"] for k, v in schema.items() if isinstance(v, dict) and "default" in v},
-            }
+            out[p.name] = policy_info(LEVEL_NAMES[p.enforcementLevel], schema)
         return out
 
     def reconcile(self, config: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -214,6 +210,12 @@ class PackClient:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def policy_info(level: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """One policy as :func:`reconcile` reads it: its level, config schema and the schema's defaults."""
+    return {"level": level, "schema": dict(schema),
+            "defaults": {k: v["default"] for k, v in schema.items() if isinstance(v, dict) and "default" in v}}
 
 
 def reconcile(policies: Mapping[str, Mapping[str, Any]], config: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:

@@ -34,7 +34,7 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policy.harness import Diagnostic, Report, Resource, _struct, reconcile
+from policy.harness import Diagnostic, Report, Resource, _struct, policy_info, reconcile
 
 PACK_VERSION = "0.0.1"
 """What pulumi_policy's PolicyPack reports as its version without a PulumiPolicy.yaml."""
@@ -79,11 +79,7 @@ class InProcessPack:
         for p in self._policies:
             schema = dict(p.config_schema.properties) if p.config_schema is not None else {}
             level = p.enforcement_level or EnforcementLevel.MANDATORY  # the pack's level (policy/__main__.py)
-            out[p.name] = {
-                "level": level.value,
-                "schema": schema,
-                "defaults": {k: v["default"] for k, v in schema.items() if isinstance(v, dict) and "default" in v},
-            }
+            out[p.name] = policy_info(level.value, schema)
         return out
 
     def reconcile(self, config: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
