@@ -121,6 +121,20 @@ def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent:
     return target, keys
 
 
+def variant_target(resource_name: str, spec: TargetSpec, *, tags: dict, instance_type: str, parent: pulumi.Resource,
+                   depends_on: Sequence[pulumi.Resource]) -> tuple[aws.appautoscaling.Target, TargetKeys]:
+    """The scalable target of a variant's instance count (real-time and batch routes): tagged with the
+    instance type, and replaced when that tag changes (after the endpoint update, the guard)."""
+    return scalable_target(resource_name, spec, tags={**tags, TAG_INSTANCE_TYPE: instance_type}, parent=parent,
+                           depends_on=depends_on, replace_on_changes=REPLACE_ON)
+
+
+def policy_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """Options of a scaling policy under ``parent``. Fixed policy names: a replacement must delete
+    before it creates, or the delete of the old one would remove the new one (same name, same resource id)."""
+    return pulumi.ResourceOptions(parent=parent, delete_before_replace=True)
+
+
 def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, target: TargetKeys,
                                opts: pulumi.ResourceOptions) -> aws.appautoscaling.Policy:
     """Target tracking on a predefined metric, from the spec."""
@@ -151,7 +165,7 @@ def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: Al
         name=policy.name,
         policy_type=policy.policy_type,
         step_scaling_policy_configuration=step_policy_args(policy),
-        opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
+        opts=policy_options(parent),
         **target,
     )
     return created, concurrency_alarm(f"{resource_name}-alarm", alarm, action=created.arn, tags=tags,
@@ -169,13 +183,10 @@ class Autoscaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Autoscaling", name, None, opts)
-        # Fixed policy names: a replacement must delete before it creates, or the delete of the old
-        # one would remove the new one (same name, same resource id).
-        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        policy_opts = policy_options(self)
         spec = self.spec = scaling_spec(args.plan, args.endpoint_name)
-        self.target, target = scalable_target(f"{name}-target", spec.target,
-                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
-                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
+        self.target, target = variant_target(f"{name}-target", spec.target, tags=args.tags,
+                                             instance_type=args.instance_type, parent=self, depends_on=args.depends_on)
         self.scale_out = predefined_tracking_policy(f"{name}-scale-out", spec.scale_out, target=target, opts=policy_opts)
         self.scale_in, self.scale_in_alarm = step_policy_with_alarm(f"{name}-scale-in", spec.scale_in, spec.scale_in_alarm,
                                                                     target=target, tags=args.tags, parent=self)
@@ -218,11 +229,10 @@ class AsyncScaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AsyncScalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:AsyncScaling", name, None, opts)
-        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        policy_opts = policy_options(self)
         spec = self.spec = batch_scaling_spec(args.plan, args.endpoint_name)
-        self.target, target = scalable_target(f"{name}-target", spec.target,
-                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
-                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
+        self.target, target = variant_target(f"{name}-target", spec.target, tags=args.tags,
+                                             instance_type=args.instance_type, parent=self, depends_on=args.depends_on)
         b = spec.backlog
         self.backlog = aws.appautoscaling.Policy(
             f"{name}-backlog",

@@ -23,7 +23,9 @@ import pulumi_aws_native as aws_native
 
 from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY
 from speech.deploy.scaling import ComponentScalingSpec
-from speech.infra.components.autoscaling import predefined_tracking_policy, scalable_target, step_policy_with_alarm
+from speech.infra.components.autoscaling import (
+    policy_options, predefined_tracking_policy, scalable_target, step_policy_with_alarm,
+)
 from speech.infra.components.endpoint import sagemaker_model
 from speech.infra.components.guard import TAG_INSTANCE_TYPE
 
@@ -213,7 +215,7 @@ class CopyAutoscaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CopyAutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:CopyAutoscaling", name, None, opts)
-        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        policy_opts = policy_options(self)
         spec = args.spec
         self.target, target = scalable_target(f"{name}-target", spec.target, tags=args.tags, parent=self,
                                               depends_on=args.depends_on)
