@@ -133,44 +133,12 @@ class PackClient:
         out = {}
         for p in self._info.policies:
             schema = json_format.MessageToDict(p.configSchema.properties) if p.HasField("configSchema") else {}
-            out[p.name] = {
-                "level": LEVEL_NAMES[p.enforcementLevel],
-                "schema": schema,
-                "defaults": {k: v["default"] for k, v in schema.items() if isinstance(v, dict) and "default" in v},
-            }
+            out[p.name] = policy_info(LEVEL_NAMES[p.enforcementLevel], schema)
         return out
 
     def reconcile(self, config: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
         """Schema defaults, then ``all``, then per-policy entries, validated (engine semantics)."""
-        policies = self.policies
-        result = {n: {"level": p["level"], "props": dict(p["defaults"])} for n, p in policies.items()}
-        config = dict(config or {})
-        for key, _given in config.items():
-            if key != "all" and key not in policies:
-                raise PolicyConfigError(f"policy config names {key!r}, which is not in this pack; policies: {', '.join(sorted(policies))}")
-        if "all" in config:
-            level = config["all"] if isinstance(config["all"], str) else (config["all"] or {}).get("enforcementLevel")
-            for r in result.values():
-                r["level"] = _level(level, "all")
-        for key, given in config.items():
-            if key == "all":
-                continue
-            if isinstance(given, str):
-                result[key]["level"] = _level(given, key)
-                continue
-            if not isinstance(given, Mapping):
-                raise PolicyConfigError(f"policy config {key!r} must be a level string or an object, got {given!r}")
-            for k, v in given.items():
-                if k == "enforcementLevel":
-                    result[key]["level"] = _level(v, key)
-                    continue
-                schema = policies[key]["schema"].get(k)
-                if schema is None:
-                    known = ", ".join(sorted(policies[key]["schema"])) or "none"
-                    raise PolicyConfigError(f"policy config {key}.{k} is not a property of {key} (properties: {known})")
-                _check_type(f"{key}.{k}", v, schema)
-                result[key]["props"][k] = v
-        return result
+        return reconcile(self.policies, config)
 
     def configure(self, config: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
         reconciled = self.reconcile(config)
@@ -242,6 +210,45 @@ class PackClient:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def policy_info(level: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """One policy as :func:`reconcile` reads it: its level, config schema and the schema's defaults."""
+    return {"level": level, "schema": dict(schema),
+            "defaults": {k: v["default"] for k, v in schema.items() if isinstance(v, dict) and "default" in v}}
+
+
+def reconcile(policies: Mapping[str, Mapping[str, Any]], config: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The engine's ReconcilePolicyPackConfig: schema defaults, then ``all``, then per-policy entries,
+    validated against each policy's schema. ``policies``: name -> {level, schema, defaults}."""
+    result = {n: {"level": p["level"], "props": dict(p["defaults"])} for n, p in policies.items()}
+    config = dict(config or {})
+    for key, _given in config.items():
+        if key != "all" and key not in policies:
+            raise PolicyConfigError(f"policy config names {key!r}, which is not in this pack; policies: {', '.join(sorted(policies))}")
+    if "all" in config:
+        level = config["all"] if isinstance(config["all"], str) else (config["all"] or {}).get("enforcementLevel")
+        for r in result.values():
+            r["level"] = _level(level, "all")
+    for key, given in config.items():
+        if key == "all":
+            continue
+        if isinstance(given, str):
+            result[key]["level"] = _level(given, key)
+            continue
+        if not isinstance(given, Mapping):
+            raise PolicyConfigError(f"policy config {key!r} must be a level string or an object, got {given!r}")
+        for k, v in given.items():
+            if k == "enforcementLevel":
+                result[key]["level"] = _level(v, key)
+                continue
+            schema = policies[key]["schema"].get(k)
+            if schema is None:
+                known = ", ".join(sorted(policies[key]["schema"])) or "none"
+                raise PolicyConfigError(f"policy config {key}.{k} is not a property of {key} (properties: {known})")
+            _check_type(f"{key}.{k}", v, schema)
+            result[key]["props"][k] = v
+    return result
 
 
 def _level(value: Any, where: str) -> str:

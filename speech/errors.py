@@ -1,4 +1,20 @@
-"""Errors of the speech core. Every message names the value, the limit and the next step."""
+"""Errors of the speech core. Every message names the value, the limit and the next step.
+
+The tree (edges catch :class:`SpeechError` and print ``Name: message``; exit 2 for bad input)::
+
+    SpeechError
+    ├── ArtifactError                an artifact file missing, unreadable or off its schema
+    ├── PlanInputError               a plan input out of range
+    │   └── FingerprintMismatch      artifacts of two endpoints (instance type, image digest)
+    ├── ConfigError                  stack configuration (names the config key)
+    ├── SimulationInputError         a simulator input (fleet, policy, mode); also a ValueError
+    ├── TraceError                   a traffic trace file (speech.sim.traces)
+    ├── RehearsalError               a rehearsal step (speech.infra.rehearse)
+    └── BenchError                   a bench command's input or run (bench.errors, and its subclasses)
+
+Pydantic validators keep raising ``ValueError`` (pydantic turns it into a ValidationError, which
+:func:`describe_validation_error` makes one line of).
+"""
 
 from __future__ import annotations
 
@@ -36,6 +52,11 @@ class FingerprintMismatch(PlanInputError):
 
 class ConfigError(SpeechError):
     """Stack configuration is invalid; the message names the config key."""
+
+
+class SimulationInputError(SpeechError, ValueError):
+    """A simulator input is out of range (a copy fleet that cannot exist, an unknown policy or
+    hot-load mode, a plan with nothing to simulate). A ValueError too, for callers that catch one."""
 
 
 def describe_validation_error(
@@ -81,13 +102,14 @@ def speech_error_in(exc: BaseException) -> SpeechError | None:
 
 
 def _subclasses(cls: type) -> list[type]:
-    return [cls, *(c for sub in cls.__subclasses__() for c in _subclasses(sub))]
+    subs: list[type] = cls.__subclasses__()
+    return [cls, *(c for sub in subs for c in _subclasses(sub))]
 
 
 class _ByName(dict):
     """SpeechError subclasses by class name, looked up when first needed (all are defined by then)."""
 
-    def get(self, name, default=None):  # type: ignore[override]
+    def get(self, name, default=None):
         return {c.__name__: c for c in _subclasses(SpeechError)}.get(name, default)
 
 

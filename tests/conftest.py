@@ -44,8 +44,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: needs the real model, a server, a subprocess or the pack process (not in make test-fast)")
 
 
-HEAVY_FIXTURES = frozenset({"onnx_server", "server_factory", "container_url", "async_server", "synthetic_40ms", "pack"})
-"""Fixtures that start the real model, a server or the pack process: a test using one is `slow` by itself."""
+HEAVY_FIXTURES = frozenset({"onnx_server", "server_factory", "container_url", "async_server", "synthetic_40ms", "real_pack"})
+"""Fixtures that start the real model, a server or the pack process (``real_pack``; ``pack`` calls the
+policies in process): a test using one is `slow` by itself."""
 
 
 def pytest_collection_modifyitems(config, items):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 State = Literal["OK", "ALARM", "INSUFFICIENT_DATA"]
 
@@ -82,14 +82,36 @@ def evaluate(periods: Sequence[float | None], *, threshold: float, comparison: s
     return states
 
 
-def evaluate_alarm(alarm: object, datapoints: Iterable[tuple[float, float]], start_s: float,
+class SingleMetricAlarm(Protocol):
+    """What :func:`evaluate_alarm` reads of an alarm definition (OpsAlarm has these fields)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def queries(self) -> Sequence[object]: ...
+    @property
+    def period_s(self) -> int: ...
+    @property
+    def statistic(self) -> str | None: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def comparison(self) -> str: ...
+    @property
+    def evaluation_periods(self) -> int: ...
+    @property
+    def datapoints_to_alarm(self) -> int: ...
+    @property
+    def treat_missing_data(self) -> str: ...
+
+
+def evaluate_alarm(alarm: SingleMetricAlarm, datapoints: Iterable[tuple[float, float]], start_s: float,
                    end_s: float) -> list[State]:
     """:func:`evaluate` with every parameter taken from one single-metric alarm definition
     (:class:`speech.infra.components.observability.OpsAlarm`)."""
-    if getattr(alarm, "queries", ()):
-        raise ValueError(f"{getattr(alarm, 'name', alarm)} is a metric-math alarm; only single-metric alarms are evaluated")
-    periods = period_values(datapoints, alarm.period_s, alarm.statistic, start_s, end_s)  # type: ignore[attr-defined]
-    return evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison,  # type: ignore[attr-defined]
-                    evaluation_periods=alarm.evaluation_periods,  # type: ignore[attr-defined]
-                    datapoints_to_alarm=alarm.datapoints_to_alarm,  # type: ignore[attr-defined]
-                    treat_missing_data=alarm.treat_missing_data)  # type: ignore[attr-defined]
+    if alarm.queries or alarm.statistic is None:
+        raise ValueError(f"{alarm.name} is a metric-math alarm; only single-metric alarms are evaluated")
+    periods = period_values(datapoints, alarm.period_s, alarm.statistic, start_s, end_s)
+    return evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison,
+                    evaluation_periods=alarm.evaluation_periods, datapoints_to_alarm=alarm.datapoints_to_alarm,
+                    treat_missing_data=alarm.treat_missing_data)

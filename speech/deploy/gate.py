@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
 from speech.schema.artifacts import Fingerprint
 from speech.plan.batch import BatchPlan, build_batch_plan
-from speech.schema.config import ModelConfig, StackConfig
+from speech.schema.config import Measurements, ModelConfig, StackConfig
 from speech.errors import ConfigError, FingerprintMismatch, PlanInputError
 from speech.plan.realtime import build_plan
 from speech.deploy.provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
@@ -178,11 +178,12 @@ def gate_components(model: ModelConfig, copy_plan: CopyPlan | None, *, name: str
 def copy_plan_of(name: str, model: ModelConfig, *, allow_config_mismatch: bool = False) -> CopyPlan | None:
     """The copy plan of a ``hosting: components`` model (speech.plan.copies.build_copy_plan), or None
     for other hosting; inputs it refuses become a :class:`ConfigError` naming the config key."""
-    if model.hosting != "components" or model.measurements is None or model.measurements.tcopy is None:
+    m = model.measurements
+    if model.hosting != "components" or m is None or m.tcopy is None:
         return None
     from speech.plan.copies import build_copy_plan
 
-    m, inputs = model.measurements, model.components_inputs
+    inputs = model.components_inputs
     try:
         return build_copy_plan(m.qmax, m.tcopy, model.plan, instance=model.instance_type, ttotal=m.ttotal,
                                min_copies=inputs.min_copies, max_instances_cap=model.max_instances,
@@ -264,18 +265,7 @@ def plan_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mis
         raise ConfigError(f"{key}.measurements: {err}") from None
     except PlanInputError as err:
         raise ConfigError(f"{key}: {err}") from None
-    doc = ProvenanceDocument(
-        model=name,
-        instance_type=model.instance_type,
-        image=model.image or BUILT_IMAGE,
-        inputs=model.plan,
-        measurements=m,
-        allow_config_mismatch=allow_config_mismatch,
-        max_instances_cap=model.max_instances,
-        measured_on=model.measured_on,
-        hosting=model.hosting,
-        components=model.components_inputs if model.hosting == "components" else None,
-    )
+    doc = provenance_document(name, model, m, allow_config_mismatch=allow_config_mismatch)
     copy_plan = copy_plan_of(name, model, allow_config_mismatch=allow_config_mismatch)
     fits = next((f for f in copy_plan.findings if f.name == "copy_fits"), None) if copy_plan is not None else None
     if fits is not None and fits.level == "stop":
@@ -321,13 +311,16 @@ def apply_budget(deployments: Mapping[str, ModelDeployment], config: StackConfig
             out[name] = replace(dep, budget=alloc)
             continue
         doc = dep.document.model_copy(update={"budget": alloc, "stack_budget": config.budget})
-        kw = dict(name=name, endpoint=endpoints[name], allow_config_mismatch=config.allow_config_mismatch)
+        endpoint, mismatch = endpoints[name], config.allow_config_mismatch
         if dep.batch is not None:
             batch = apply_batch_allocation(dep.batch, alloc)
-            plan, decision, cap = None, gate_batch(dep.config, batch, **kw), batch.max_instances
+            decision = gate_batch(dep.config, batch, name=name, endpoint=endpoint, allow_config_mismatch=mismatch)
+            plan, cap = None, batch.max_instances
         else:
+            assert dep.plan is not None  # a deployment without either plan was passed through above
             batch, plan = None, apply_allocation(dep.plan, alloc)
-            decision, cap = gate(dep.config, plan, **kw), plan.fleet.max_instances
+            decision = gate(dep.config, plan, name=name, endpoint=endpoint, allow_config_mismatch=mismatch)
+            cap = plan.fleet.max_instances
         if decision.enabled and alloc.max_instances < alloc.peak_instances:
             decision = replace(decision, reason=f"{decision.reason}; capped by the daily budget at {cap} of the "
                                f"{alloc.peak_instances} instances its peak needs ({alloc.priority})")
@@ -353,23 +346,31 @@ def gate_batch(model: ModelConfig, plan: BatchPlan, *, name: str, endpoint: str,
     )
 
 
+def provenance_document(name: str, model: ModelConfig, measurements: Measurements, *,
+                        allow_config_mismatch: bool) -> ProvenanceDocument:
+    """The provenance document of a model deployment (any hosting): everything its plan is
+    recomputed from; ``components`` inputs only for ``hosting: components``."""
+    return ProvenanceDocument(
+        model=name,
+        instance_type=model.instance_type,
+        image=model.image or BUILT_IMAGE,
+        inputs=model.plan,
+        measurements=measurements,
+        allow_config_mismatch=allow_config_mismatch,
+        max_instances_cap=model.max_instances,
+        measured_on=model.measured_on,
+        hosting=model.hosting,
+        components=model.components_inputs if model.hosting == "components" else None,
+    )
+
+
 def _plan_batch_model(name: str, model: ModelConfig, *, endpoint: str, allow_config_mismatch: bool) -> ModelDeployment:
     """A ``hosting: async`` model: the batch plan (speech.plan.batch) instead of the real-time one."""
     m = model.measurements
     assert m is not None
     batch = build_batch_plan(m.qmax, m.ttotal, model.plan, allow_config_mismatch=allow_config_mismatch,
                              max_instances_cap=model.max_instances)
-    doc = ProvenanceDocument(
-        model=name,
-        instance_type=model.instance_type,
-        image=model.image or BUILT_IMAGE,
-        inputs=model.plan,
-        measurements=m,
-        allow_config_mismatch=allow_config_mismatch,
-        max_instances_cap=model.max_instances,
-        measured_on=model.measured_on,
-        hosting=model.hosting,
-    )
+    doc = provenance_document(name, model, m, allow_config_mismatch=allow_config_mismatch)
     return ModelDeployment(
         name=name,
         config=model,

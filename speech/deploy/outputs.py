@@ -11,6 +11,7 @@ a key, or changes a value's meaning, raises :data:`OUTPUTS_VERSION`; adding a ke
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from speech.schema.plan_artifacts import ModelAllocation, PlanArtifact
@@ -37,9 +38,6 @@ ASYNC_CALL = "InvokeEndpointAsync"
 """The runtime call of a batch (asynchronous) endpoint: the request payload is an S3 object."""
 ASYNC_KEYS = ("input_location", "output_location", "failure_location", "success_topic_arn", "error_topic_arn",
               "max_concurrent_invocations_per_instance")
-SCALING_KEYS = ("enabled", "reason_code", "verdict", "origin", "target", "scale_in_threshold", "min", "max",
-                "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key", "dimension", "instances",
-                "budget", "scale_in_step", "schedule", "promise")
 OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
 
 
@@ -109,6 +107,71 @@ def budget_output(alloc: ModelAllocation | None) -> dict[str, Any] | None:
     }
 
 
+@dataclass(frozen=True)
+class ScalingOutput:
+    """``scaling.<model>``, one shape for every hosting kind (:data:`SCALING_KEYS` are its fields,
+    in order). The numbers (``target`` to ``q_max``, ``dimension``, ``instances``) are null while
+    scaling is off; ``verdict``, ``origin``, ``queue_max_depth`` and ``plan_sha256`` are there
+    whenever there is a plan."""
+
+    enabled: bool
+    reason_code: str
+    verdict: str | None
+    origin: str | None
+    target: float | None
+    scale_in_threshold: float | None
+    min: int | None
+    max: int | None
+    cooldowns: dict[str, int | None]
+    q_max: int | None
+    queue_max_depth: int | None
+    plan_sha256: str | None
+    provenance_key: str | None
+    dimension: str | None
+    instances: dict[str, int] | None
+    budget: dict[str, Any] | None
+    scale_in_step: dict[str, int] | None = None
+    """A real-time plan's scale-in step (PercentChangeInCapacity, MinAdjustmentMagnitude) while scaling is on."""
+    schedule: dict[str, Any] | None = None
+    """The daily scheduled floors deployed, while scaling is on."""
+    promise: dict[str, Any] | None = None
+    """What the tuned plan promises (simulated SLO share, rejected share, cost), whenever the plan has one."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+SCALING_KEYS = tuple(f.name for f in fields(ScalingOutput))
+
+
+def _scaling(gate: GateDecision, on: bool, *, verdict: str, origin: str, plan_sha256: str, queue_max_depth: int,
+             dimension: str, target: float, scale_in_threshold: float | None, min_: int, max_: int,
+             scale_out_s: int, scale_in_s: int, q_max: int, instances: dict[str, int] | None,
+             provenance_key: str | None, budget: ModelAllocation | None, scale_in_step: dict[str, int] | None = None,
+             schedule: dict[str, Any] | None = None, promise: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A plan's :class:`ScalingOutput`: its deployed numbers only when scaling is ``on``."""
+    def live(value: Any) -> Any:
+        return value if on else None
+
+    return ScalingOutput(
+        enabled=on, reason_code=gate.code, verdict=verdict, origin=origin, target=live(target),
+        scale_in_threshold=live(scale_in_threshold), min=live(min_), max=live(max_),
+        cooldowns={"scale_out_s": live(scale_out_s), "scale_in_s": live(scale_in_s)}, q_max=live(q_max),
+        queue_max_depth=queue_max_depth, plan_sha256=plan_sha256, provenance_key=provenance_key,
+        dimension=live(dimension), instances=live(instances), budget=budget_output(budget),
+        scale_in_step=live(scale_in_step), schedule=live(schedule), promise=promise,
+    ).as_dict()
+
+
+def _unplanned(gate: GateDecision, provenance_key: str | None, budget: ModelAllocation | None) -> dict[str, Any]:
+    """No plan (nothing measured yet): every number and plan reference null."""
+    return ScalingOutput(
+        enabled=False, reason_code=gate.code, verdict=None, origin=None, target=None, scale_in_threshold=None,
+        min=None, max=None, cooldowns={"scale_out_s": None, "scale_in_s": None}, q_max=None, queue_max_depth=None,
+        plan_sha256=None, provenance_key=provenance_key, dimension=None, instances=None, budget=budget_output(budget),
+    ).as_dict()
+
+
 def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key: str | None,
                    copy_plan: CopyPlan | None = None, budget: ModelAllocation | None = None) -> dict[str, Any]:
     """``scaling.<model>``: what autoscaling is deployed (numbers null when the gate is off) and
@@ -120,83 +183,47 @@ def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key
     then managed instance scaling's range)."""
     if copy_plan is not None:
         return copies_scaling_output(gate, copy_plan, provenance_key, budget)
-    on = gate.enabled and plan is not None
-    return {
-        "enabled": on,
-        "reason_code": gate.code,
-        "verdict": plan.verdict if plan is not None else None,
-        "origin": plan.provenance.origin if plan is not None else None,
-        "target": plan.thresholds.scaling_target_value if on else None,
-        "scale_in_threshold": plan.thresholds.scale_in_threshold if on else None,
-        "min": plan.fleet.min_instances if on else None,
-        "max": plan.fleet.max_instances if on else None,
-        "cooldowns": {"scale_out_s": plan.cooldowns.scale_out_s, "scale_in_s": plan.cooldowns.scale_in_s} if on
-        else {"scale_out_s": None, "scale_in_s": None},
-        "q_max": plan.q_max if on else None,
-        "queue_max_depth": plan.queue_max_depth if plan is not None else None,
-        "plan_sha256": canonical_sha256(plan) if plan is not None else None,
-        "provenance_key": provenance_key,
-        "dimension": SCALABLE_DIMENSION if on else None,
-        "instances": None,
-        "budget": budget_output(budget),
-        "scale_in_step": ({"percent": plan.scale_in.step_percent, "min_removed": plan.scale_in.min_removed}
-                          if on and plan.scale_in is not None else None),
-        "schedule": plan.schedule.model_dump(mode="json") if on and plan.schedule is not None else None,
-        "promise": plan.promise.model_dump(mode="json") if plan is not None and plan.promise is not None else None,
-    }
+    if plan is None:
+        return _unplanned(gate, provenance_key, budget)
+    return _scaling(
+        gate, gate.enabled, verdict=plan.verdict, origin=plan.provenance.origin, plan_sha256=canonical_sha256(plan),
+        queue_max_depth=plan.queue_max_depth, dimension=SCALABLE_DIMENSION, target=plan.thresholds.scaling_target_value,
+        scale_in_threshold=plan.thresholds.scale_in_threshold, min_=plan.fleet.min_instances,
+        max_=plan.fleet.max_instances, scale_out_s=plan.cooldowns.scale_out_s, scale_in_s=plan.cooldowns.scale_in_s,
+        q_max=plan.q_max, instances=None, provenance_key=provenance_key, budget=budget,
+        scale_in_step=({"percent": plan.scale_in.step_percent, "min_removed": plan.scale_in.min_removed}
+                       if plan.scale_in is not None else None),
+        schedule=plan.schedule.model_dump(mode="json") if plan.schedule is not None else None,
+        promise=plan.promise.model_dump(mode="json") if plan.promise is not None else None,
+    )
 
 
 def copies_scaling_output(gate: GateDecision, cp: CopyPlan, provenance_key: str | None,
                           budget: ModelAllocation | None = None) -> dict[str, Any]:
     """``scaling.<model>`` of a component-hosted model: the same keys, per copy."""
-    on = gate.enabled
-    return {
-        "enabled": on,
-        "reason_code": gate.code,
-        "verdict": cp.verdict,
-        "origin": cp.provenance.origin,
-        "target": cp.scaling.target_value if on else None,
-        "scale_in_threshold": cp.scaling.scale_in_threshold if on else None,
-        "min": cp.copies.min_copies if on else None,
-        "max": cp.copies.max_copies if on else None,
-        "cooldowns": {"scale_out_s": cp.scaling.scale_out_cooldown_s, "scale_in_s": cp.scaling.scale_in_cooldown_s} if on
-        else {"scale_out_s": None, "scale_in_s": None},
-        "q_max": cp.q_max_per_copy if on else None,
-        "queue_max_depth": cp.queue_max_depth,
-        "plan_sha256": canonical_sha256(cp),
-        "provenance_key": provenance_key,
-        "dimension": COMPONENT_SCALABLE_DIMENSION if on else None,
-        "instances": {"min": cp.instances.min_instances, "max": cp.instances.max_instances} if on else None,
-        "budget": budget_output(budget),
-        "scale_in_step": None, "schedule": None, "promise": None,
-    }
+    return _scaling(
+        gate, gate.enabled, verdict=cp.verdict, origin=cp.provenance.origin, plan_sha256=canonical_sha256(cp),
+        queue_max_depth=cp.queue_max_depth, dimension=COMPONENT_SCALABLE_DIMENSION, target=cp.scaling.target_value,
+        scale_in_threshold=cp.scaling.scale_in_threshold, min_=cp.copies.min_copies, max_=cp.copies.max_copies,
+        scale_out_s=cp.scaling.scale_out_cooldown_s, scale_in_s=cp.scaling.scale_in_cooldown_s, q_max=cp.q_max_per_copy,
+        instances={"min": cp.instances.min_instances, "max": cp.instances.max_instances},
+        provenance_key=provenance_key, budget=budget,
+    )
 
 
 def batch_scaling_output(gate: GateDecision, plan: BatchPlan | None, provenance_key: str | None,
                          budget: ModelAllocation | None = None) -> dict[str, Any]:
     """``scaling.<model>`` of a batch model, the same keys: ``target`` is the backlog per instance,
     ``scale_in_threshold`` null (target tracking scales in), ``min`` 0."""
-    on = gate.enabled and plan is not None
-    return {
-        "enabled": on,
-        "reason_code": gate.code,
-        "verdict": plan.verdict if plan is not None else None,
-        "origin": plan.provenance.origin if plan is not None else None,
-        "target": float(plan.backlog_target_per_instance) if on else None,
-        "scale_in_threshold": None,
-        "min": plan.min_instances if on else None,
-        "max": plan.max_instances if on else None,
-        "cooldowns": {"scale_out_s": plan.cooldowns.scale_out_s, "scale_in_s": plan.cooldowns.scale_in_s} if on
-        else {"scale_out_s": None, "scale_in_s": None},
-        "q_max": plan.q_max if on else None,
-        "queue_max_depth": plan.max_concurrent_invocations_per_instance if plan is not None else None,
-        "plan_sha256": canonical_sha256(plan) if plan is not None else None,
-        "provenance_key": provenance_key,
-        "dimension": SCALABLE_DIMENSION if on else None,
-        "instances": None,
-        "budget": budget_output(budget),
-        "scale_in_step": None, "schedule": None, "promise": None,
-    }
+    if plan is None:
+        return _unplanned(gate, provenance_key, budget)
+    return _scaling(
+        gate, gate.enabled, verdict=plan.verdict, origin=plan.provenance.origin, plan_sha256=canonical_sha256(plan),
+        queue_max_depth=plan.max_concurrent_invocations_per_instance, dimension=SCALABLE_DIMENSION,
+        target=float(plan.backlog_target_per_instance), scale_in_threshold=None, min_=plan.min_instances,
+        max_=plan.max_instances, scale_out_s=plan.cooldowns.scale_out_s, scale_in_s=plan.cooldowns.scale_in_s,
+        q_max=plan.q_max, instances=None, provenance_key=provenance_key, budget=budget,
+    )
 
 
 def observability_output(*, topic_arn: str, dashboards: dict[str, dict[str, str]],
@@ -208,4 +235,4 @@ def observability_output(*, topic_arn: str, dashboards: dict[str, dict[str, str]
 
 __all__ = ["ASYNC_KEYS", "async_output", "batch_scaling_output",
            "ENDPOINT_KEYS", "INVOKE_ACTIONS", "OBSERVABILITY_KEYS", "OUTPUTS_VERSION", "SCALING_KEYS",
-           "endpoint_output", "observability_output", "scaling_output"]
+           "ScalingOutput", "endpoint_output", "observability_output", "scaling_output"]

@@ -161,7 +161,7 @@ def batch_plan_tags(plan: BatchPlan, measurements: Measurements) -> dict[str, st
 
 def any_plan_tags(plan: PlanArtifact | BatchPlan, measurements: Measurements) -> dict[str, str]:
     """:func:`plan_tags` or :func:`batch_plan_tags`, by the kind of plan."""
-    return batch_plan_tags(plan, measurements) if plan.kind == "batch_plan" else plan_tags(plan, measurements)
+    return batch_plan_tags(plan, measurements) if plan.kind == "batch-plan" else plan_tags(plan, measurements)
 
 
 def provenance_tags(model: str, plan: PlanArtifact | BatchPlan, doc_text: str, measurements: Measurements) -> dict[str, str]:

@@ -37,8 +37,9 @@ def receipt_claims(measurements: Measurements, measured_on: MeasuredOn | None = 
     """The artifacts that need a receipt (:func:`needs_receipt`), qmax first; empty for reference,
     assumption and local figures."""
     out = []
-    for kind, art, key in (("qmax", measurements.qmax, measurements.qmax_receipt),
-                           ("ttotal", measurements.ttotal, measurements.ttotal_receipt)):
+    kinds: tuple[tuple[ArtifactKind, QmaxArtifact | TtotalArtifact, str | None], ...] = (
+        ("qmax", measurements.qmax, measurements.qmax_receipt), ("ttotal", measurements.ttotal, measurements.ttotal_receipt))
+    for kind, art, key in kinds:
         if not needs_receipt(art):
             continue
         elsewhere = (measured_on is not None and measured_on.receipt_bucket is not None

@@ -340,8 +340,9 @@ class _Closure:
         bound = self._bindings(mod)
         node = defs.get(name)
         if node is None:  # a re-export: ``from .x import f`` in this module
-            if name in bound and bound[name][1] is not None:
-                self.follow(bound[name][0], bound[name][1], depth + 1)
+            target_module, target_name = bound.get(name, (None, None))
+            if target_module is not None and target_name is not None:
+                self.follow(target_module, target_name, depth + 1)
             return
         if isinstance(node, ast.ClassDef):
             for item in node.body:
@@ -357,8 +358,10 @@ class _Closure:
             if isinstance(func, ast.Name):
                 if func.id in defs:
                     self.follow(module, func.id, depth + 1)
-                elif func.id in bound and bound[func.id][1] is not None:
-                    self.follow(bound[func.id][0], bound[func.id][1], depth + 1)
+                elif func.id in bound:
+                    target_module, target_name = bound[func.id]
+                    if target_name is not None:
+                        self.follow(target_module, target_name, depth + 1)
             elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in bound:
                 target, attr = bound[func.value.id]
                 if attr is None:

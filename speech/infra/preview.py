@@ -12,6 +12,7 @@ stack resource and the stack file's config (nothing leaks from the previous run)
 from __future__ import annotations
 
 import asyncio
+import functools
 import contextlib
 import gc
 import hashlib
@@ -217,27 +218,27 @@ class SpeechMocks:
         state.setdefault("arn", f"arn:aws:{svc}:{'' if svc == 'iam' else r}:{a}:{kind}/{state['name']}")
         return f"{args.name}-id", state
 
-    def call(self, args: Any) -> tuple[dict[str, Any], None] | dict[str, Any]:
+    def call(self, args: Any) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         with self._lock:
             self.invokes.append((args.token, dict(args.args)))
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": self.account_id, "arn": f"arn:aws:iam::{self.account_id}:user/preview",
-                    "userId": "PREVIEW", "id": self.account_id}
+                    "userId": "PREVIEW", "id": self.account_id}, []
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
             registry = f"{self.account_id}.dkr.ecr.{self.region}.amazonaws.com"
             return {"authorizationToken": "UFJFVklFVzpQUkVWSUVX", "userName": "AWS", "password": "PREVIEW",
                     "proxyEndpoint": f"https://{registry}", "expiresAt": "2099-01-01T00:00:00Z", "id": self.region,
-                    "registryId": self.account_id}
+                    "registryId": self.account_id}, []
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region, "id": self.region,
-                    "endpoint": f"ec2.{self.region}.amazonaws.com", "description": self.region}
+                    "endpoint": f"ec2.{self.region}.amazonaws.com", "description": self.region}, []
         if args.token in ("aws:s3/getObjects:getObjects", "aws:s3/getObject:getObject") and \
                 args.args.get("bucket") in self.bucket_errors:
             return {}, [("bucket", self.bucket_errors[args.args["bucket"]])]
         if args.token == "aws:s3/getObjects:getObjects":
             bucket, prefix = args.args.get("bucket"), args.args.get("prefix") or ""
             return {"bucket": bucket, "id": bucket, "keys": sorted(k for k in self.receipts if k.startswith(prefix)),
-                    "commonPrefixes": [], "owners": [], "requestCharged": ""}
+                    "commonPrefixes": [], "owners": [], "requestCharged": ""}, []
         if args.token == "aws:s3/getObject:getObject":
             bucket, key = args.args.get("bucket"), args.args.get("key")
             if key not in self.receipts:
@@ -245,8 +246,8 @@ class SpeechMocks:
                 return {}, [("key", f"reading S3 Object (s3://{bucket}/{key}): couldn't find resource")]
             body = self.receipts[key]
             return {"bucket": bucket, "key": key, "id": key, "body": body, "contentType": "application/json",
-                    "contentLength": len(body.encode()), "arn": f"arn:aws:s3:::{bucket}/{key}"}
-        return {}
+                    "contentLength": len(body.encode()), "arn": f"arn:aws:s3:::{bucket}/{key}"}, []
+        return {}, []
 
 
 def make_mocks(region: str = DEFAULT_REGION, first_preview: bool = False, receipts: dict[str, str] | None = None,
@@ -384,12 +385,12 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
         outputs = define_stack(stack_config, gates)
         for model, g in gates.items():
             if isinstance(g, pulumi.Output):
-                g.apply(lambda d, m=model: final.__setitem__(m, d))
+                g.apply(functools.partial(final.__setitem__, model))
             elif g is not None:
                 final[model] = g
         # In a first preview most outputs are unknown: each known one is collected on its own.
         for key, out in outputs.items():
-            out.apply(lambda o, k=key: resolved.__setitem__(k, o))
+            out.apply(functools.partial(resolved.__setitem__, key))
         return pulumi.Output.all(*outputs.values()) if outputs else None
 
     try:

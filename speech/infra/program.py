@@ -7,6 +7,7 @@ under Pulumi's mocks, so all three run exactly this code.
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -128,8 +129,9 @@ def _read_receipt_object(claim: ReceiptClaim, bucket: pulumi.Input[str]) -> pulu
 
     task = asyncio.ensure_future(read())
 
-    async def value() -> tuple | None:
-        return (await task)[0]
+    async def value() -> tuple:
+        # None while unknown, as inside Pulumi's own Outputs (the known future says which).
+        return cast(tuple, (await task)[0])
 
     async def known() -> bool:
         return (await task)[1]
@@ -164,10 +166,10 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     key = cache_key(layout, inputs)
     base_tags = {TAG_MODEL: name, "speech:stack": pulumi.get_stack()}
     any_plan = plan if plan is not None else dep.batch
-    tags = (
+    tags: dict[str, pulumi.Input[str]] = (
         {**base_tags, **provenance_tags(name, any_plan, dep.document_text, cfg.measurements)}
         if any_plan is not None and dep.document_text is not None and cfg.measurements is not None
-        else base_tags
+        else dict(base_tags)
     )
 
     foundation = Foundation(
@@ -317,7 +319,7 @@ def _client_access_and_outputs(dep: ModelDeployment, endpoint: aws.sagemaker.End
                                region: pulumi.Input[str], image: pulumi.Input[str], base_tags: dict[str, str],
                                observability: Observability, scaling: dict | pulumi.Output[dict],
                                gate: GateDecision | pulumi.Output[GateDecision],
-                               bucket: aws.s3.Bucket, inference_component: pulumi.Input[str] | None = None,
+                               bucket: aws.s3.Bucket, inference_component: pulumi.Input[str | None] = None,
                                batch_io: BatchIO | None = None, max_concurrent: int | None = None) -> ModelOutputs:
     """The clients' invoke role and policy, and the model's parts of the stack outputs."""
     name, cfg = dep.name, dep.config
@@ -368,7 +370,7 @@ def _client_access_and_outputs(dep: ModelDeployment, endpoint: aws.sagemaker.End
 
 def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Input[str], image_digest: pulumi.Input[str],
                        role_arn: pulumi.Input[str], weights_s3_uri: pulumi.Input[str], backend: str,
-                       tags: dict[str, str], base_tags: dict[str, str], observability: Observability,
+                       tags: dict[str, pulumi.Input[str]], base_tags: dict[str, str], observability: Observability,
                        depends_on: list[pulumi.Resource], region: pulumi.Input[str], account_id: pulumi.Input[str],
                        native: pulumi.ProviderResource | None, claims: list[ReceiptClaim],
                        reads: dict[str, pulumi.Output[tuple]], bucket: aws.s3.Bucket) -> ModelOutputs:

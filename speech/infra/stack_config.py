@@ -22,7 +22,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 from collections.abc import Callable, Mapping
 
 from pydantic import ValidationError
@@ -144,7 +144,7 @@ def file_sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def is_reference(value: Any) -> bool:
+def is_reference(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """A ``{path, sha256}`` mapping (an embedded artifact has ``kind``, ``schema_version``, ...)."""
     return isinstance(value, Mapping) and "path" in value and "kind" not in value
 
@@ -183,7 +183,9 @@ def _check_artifact(kind: str, data: Any, where: str) -> None:
     from speech.files import parse_artifact
     from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
 
-    cls = {"qmax": QmaxArtifact, "ttotal": TtotalArtifact, "tcopy": CopyArtifact}[kind]
+    classes: dict[str, type[QmaxArtifact] | type[TtotalArtifact] | type[CopyArtifact]] = {
+        "qmax": QmaxArtifact, "ttotal": TtotalArtifact, "tcopy": CopyArtifact}
+    cls = classes[kind]
     try:
         parse_artifact(data, cls, where)
     except ArtifactError as err:

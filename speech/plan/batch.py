@@ -15,21 +15,22 @@ Pure arithmetic (no I/O, no clock, no boto3), one function (:func:`build_batch_p
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from speech.schema.units import EPS
 from speech.schema.plan_artifacts import Cooldowns, Finding
 from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
 from speech.errors import PlanInputError
 from speech.plan.realtime import (
     derated_q_max, finding_bracketed, finding_fingerprint, finding_instances, finding_provenance, instances_for,
-    scale_in_cooldown_s, verdict, weakest_origin,
+    require_one_model, scale_in_cooldown_s, verdict, weakest_origin,
 )
 from speech.plan.survival import throughput_at
 
-BATCH_SCHEMA_VERSION = 1
+BATCH_SCHEMA_VERSION: Final = 1
 
 ASYNC_METRIC_PERIOD_S = 60
 """SageMaker publishes the asynchronous endpoint metrics (ApproximateBacklogSizePerInstance,
@@ -105,7 +106,7 @@ def backlog_target_per_instance(throughput_rps: float, budget_s: float) -> int:
     """
     if throughput_rps <= 0 or budget_s <= 0:
         return 0
-    return int(math.floor(throughput_rps * budget_s + 1e-9))
+    return int(math.floor(throughput_rps * budget_s + EPS))
 
 
 def worst_delay_s(backlog_per_instance: float, throughput_rps: float, cold_start_s: float) -> float:
@@ -119,7 +120,7 @@ def batch_scale_out_cooldown_s(measured_total_s: float) -> int:
     Instances added for a backlog drain it only once they serve, T_total later; until then the
     backlog per instance stays high, and a shorter cooldown would add again for the same backlog.
     Never shorter than one period of the 1-minute metric, which could not show a step yet."""
-    return max(ASYNC_METRIC_PERIOD_S, math.ceil(measured_total_s - 1e-9))
+    return max(ASYNC_METRIC_PERIOD_S, math.ceil(measured_total_s - EPS))
 
 
 # --- findings ----------------------------------------------------------------------------------
@@ -245,7 +246,8 @@ class BatchPlan(Frozen):
     """The batch plan artifact (``bench plan`` writes it for a batch model; the program deploys it)."""
 
     schema_version: Literal[1] = BATCH_SCHEMA_VERSION
-    kind: Literal["batch_plan"] = "batch_plan"
+    kind: Literal["batch-plan"] = "batch-plan"
+    """Artifact kinds are spelled with hyphens (``copy-plan``, ``batch-plan``); the old ``batch_plan`` still loads."""
     model: str
     fingerprint: Fingerprint
     inputs: BatchInputsRecord
@@ -275,6 +277,17 @@ class BatchPlan(Frozen):
     def finding(self, name: str) -> Finding:
         return next(f for f in self.findings if f.name == name)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _old_kind_spelling(cls, data: Any) -> Any:
+        """Batch plans written before the kinds were spelled one way say ``batch_plan``."""
+        if isinstance(data, dict) and data.get("kind") == OLD_BATCH_PLAN_KIND:
+            return {**data, "kind": "batch-plan"}
+        return data
+
+
+OLD_BATCH_PLAN_KIND = "batch_plan"
+
 
 def build_batch_plan(
     qmax: QmaxArtifact,
@@ -293,10 +306,7 @@ def build_batch_plan(
     if inputs.max_delay_s is None:
         raise PlanInputError("a batch plan needs max_delay_s, the acceptable completion delay in seconds "
                              "(plan.max_delay_s in stack config, --max-delay-s for bench plan)")
-    if qmax.model != ttotal.model:
-        raise PlanInputError(
-            f"qmax artifact is for model {qmax.model!r} but ttotal for {ttotal.model!r}; use artifacts of one model"
-        )
+    require_one_model(qmax, ttotal, "ttotal")
     if max_instances_cap is not None and max_instances_cap < 1:
         raise PlanInputError(f"max_instances {max_instances_cap} must be at least 1 (the endpoint scales from 0 to it)")
     fp_finding = finding_fingerprint(qmax, ttotal, allow_config_mismatch)
@@ -339,7 +349,7 @@ def build_batch_plan(
         findings=[],
         verdict="ok",
         provenance=Provenance(
-            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),  # type: ignore[arg-type]
+            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),
             source="bench plan",
             tool="speech.plan.batch.build_batch_plan",
         ),

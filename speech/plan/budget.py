@@ -30,6 +30,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from speech.schema.units import EPS
 from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
 from speech.schema.artifacts import Frozen
 from speech.schema.config import Budget, ModelConfig, Priority
@@ -39,7 +40,7 @@ from speech.schema.prices import HOURS_PER_DAY
 
 PRIORITY_ORDER: tuple[Priority, ...] = ("critical", "standard", "batch")
 """Who is served first."""
-USD_TOL = 1e-9
+USD_TOL = EPS
 """Costs are sums of a few products of decimals; compare with this slack so that a budget of
 exactly the cost fits."""
 FINDING = "budget"
@@ -109,7 +110,7 @@ def share_out(needs: list[ModelNeed], prices: Mapping[str, float], available_usd
         return out
     f = min(1.0, left / want)
     for name in paid:
-        out[name] = min(extra[name], math.floor(f * extra[name] + 1e-9))
+        out[name] = min(extra[name], math.floor(f * extra[name] + EPS))
         left -= out[name] * day[name]
     while True:
         fits = [n for n in paid if out[n] < extra[n] and day[n] <= left + USD_TOL]

@@ -44,6 +44,9 @@ DERATE = 0.9
 
 Sample = tuple[datetime, float]
 
+NONZERO_MS = 1e-9
+"""Floor of a ladder p95 used as a divisor (a 0 ms p95 would divide by zero; any real one is larger)."""
+
 
 @dataclass(frozen=True)
 class Activity:
@@ -121,7 +124,7 @@ def finding_latency(checks: Sequence[OccupancyCheck], slo_ms: float, c_scale_max
         span = ", ".join(f"{c.occupancy_mean:g} in flight: {c.observed_ttfab_p95_ms:g} ms (ladder {c.ladder_ttfab_p95_ms:g})"
                          for c in judged)
         return Finding(name="latency", level="ok", message=f"observed p95 TTFAB matches the ladder at {span}")
-    worst = max(bad, key=lambda c: (c.observed_ttfab_p95_ms or 0) / max(c.ladder_ttfab_p95_ms, 1e-9))
+    worst = max(bad, key=lambda c: (c.observed_ttfab_p95_ms or 0) / max(c.ladder_ttfab_p95_ms, NONZERO_MS))
     slo_broken = [c for c in bad if c.occupancy_mean <= c_scale_max and (c.observed_ttfab_p95_ms or 0) > slo_ms]
     msg = (
         f"at {worst.occupancy_mean:g} in flight per instance the observed p95 TTFAB is {worst.observed_ttfab_p95_ms:g} ms "

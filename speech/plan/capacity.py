@@ -14,16 +14,17 @@ same on every machine.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
+from speech.schema.units import EPS
 from speech.schema.plan_artifacts import Finding
 from speech.schema.artifacts import Frozen, Level
 from speech.schema.copy_plan import CopyPlan
 from speech.errors import PlanInputError
 
-FLEET_SCHEMA_VERSION = 1
+FLEET_SCHEMA_VERSION: Final = 1
 MEMORY_EPS_MIB = 1e-6
 """Float slack when comparing memory (MiB): a copy that fits exactly fits."""
 
@@ -171,7 +172,7 @@ class CapacityEvaluation(Frozen):
 
 def copies_for(delta_concurrency: float, concurrency_per_copy: float) -> int:
     """ceil(delta / concurrency per copy): copies that carry the increase at the scale-out target."""
-    return max(0, math.ceil(delta_concurrency / concurrency_per_copy - 1e-9))
+    return max(0, math.ceil(delta_concurrency / concurrency_per_copy - EPS))
 
 
 def best_fit(free_mib: list[float], need_mib: float) -> int | None:
@@ -209,7 +210,7 @@ def fragmentation(free_mib: list[float], copy_mib: float) -> Fragmentation | Non
     return Fragmentation(
         free_total_mib=round(total, 3),
         largest_free_mib=round(largest, 3),
-        copies_if_contiguous=int(math.floor(total / copy_mib + 1e-9)),
+        copies_if_contiguous=int(math.floor(total / copy_mib + EPS)),
     )
 
 
@@ -255,7 +256,7 @@ def evaluate_capacity(fleet: FleetState, model: str, delta_concurrency: float) -
     ]
     hot = len(steps)
     rest = need - hot
-    per_new = int(math.floor(m.new_instance_accelerator_memory_mib / m.copy_memory_mib + 1e-9))
+    per_new = int(math.floor(m.new_instance_accelerator_memory_mib / m.copy_memory_mib + EPS))
     new_instances = math.ceil(rest / per_new) if rest and per_new else 0
     unplaceable = rest if per_new == 0 else 0
     on_new = rest - unplaceable

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+from speech.schema.units import EPS, UNBOUNDED
 from speech.schema.plan_artifacts import Capacity, Cooldowns, Finding, Surge, Thresholds, TTotalSummary
 from speech.schema.artifacts import CopyArtifact, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
@@ -32,6 +33,7 @@ from speech.plan.realtime import (
     SURVIVAL_OK, UTILIZATION_OK, _surge, c_scale_max, c_scale_min, derated_q_max, finding_bracketed, finding_cloudwatch_ratio,
     finding_derate, finding_invocation, finding_slo, headroom, instances_for, littles_law_instances, min_safe_instances,
     planning_t_total, scale_in_cooldown_s, scale_out_cooldown_s, to_cloudwatch, verdict, w_max_s, weakest_origin,
+    ScaleInWording, require_one_model, scale_in_safety,
 )
 from speech.schema.copy_plan import (  # noqa: F401
     COPY_METRIC, COPY_METRIC_TYPE, COPY_PLAN_SCHEMA_VERSION, COPY_SCALABLE_DIMENSION, copy_resource_id,
@@ -71,7 +73,7 @@ def reserve(measured: float, margin: float = FOOTPRINT_MARGIN) -> float:
 
 def accelerator_devices_per_copy(reserved_mib: float, device_memory_mib: int) -> int:
     """ceil(reserved / one device's memory), at least 1: SageMaker gives a copy whole devices."""
-    return max(1, math.ceil(reserved_mib / device_memory_mib - 1e-9))
+    return max(1, math.ceil(reserved_mib / device_memory_mib - EPS))
 
 
 def copies_sharing_devices(reserved_mib: float, devices: int, device_memory_mib: int) -> int:
@@ -84,12 +86,12 @@ def copies_sharing_devices(reserved_mib: float, devices: int, device_memory_mib:
 
 def min_memory_required_mb(host_memory_mib: float, margin: float = FOOTPRINT_MARGIN) -> int:
     """MinMemoryRequiredInMb: ceil(RSS x (1 + margin)), at least 128."""
-    return max(MIN_MEMORY_REQUIRED_MB, math.ceil(reserve(host_memory_mib, margin) - 1e-9))
+    return max(MIN_MEMORY_REQUIRED_MB, math.ceil(reserve(host_memory_mib, margin) - EPS))
 
 
 def cpu_cores_required(cores: float, margin: float = FOOTPRINT_MARGIN) -> float:
     """NumberOfCpuCoresRequired: cores x (1 + margin) rounded up to a multiple of 0.25, at least 0.25."""
-    steps = math.ceil(reserve(cores, margin) / MIN_CPU_CORES_REQUIRED - 1e-9)
+    steps = math.ceil(reserve(cores, margin) / MIN_CPU_CORES_REQUIRED - EPS)
     return max(1, steps) * MIN_CPU_CORES_REQUIRED
 
 
@@ -115,7 +117,7 @@ def packing(footprint_copy: CopyArtifact, spec: InstanceSpec, margin: float = FO
     cores = by_cpu = None
     if fp.cpu_cores is not None:
         cores = cpu_cores_required(fp.cpu_cores, margin)
-        by_cpu = int(spec.vcpus // cores + 1e-9)
+        by_cpu = int(spec.vcpus // cores + EPS)
         limits["cpu_cores"] = by_cpu
     limited_by = min(limits, key=lambda k: limits[k])
     per_instance = limits[limited_by]
@@ -135,7 +137,7 @@ def packing(footprint_copy: CopyArtifact, spec: InstanceSpec, margin: float = FO
         reserved_cpu_cores=cores,
         copies_by_cpu=by_cpu,
         copies_per_instance=per_instance,
-        limited_by=limited_by,  # type: ignore[arg-type]
+        limited_by=limited_by,
         memory_used_fraction=round(used, 6),
     )
 
@@ -267,6 +269,13 @@ def finding_copy_surge(surge: Surge, c_max: float, q_max: int, planning_t_copy_s
     )
 
 
+COPY_SCALE_IN = ScaleInWording(
+    ok="copy floor {floor} >= {safe}: removing a copy at {c_min:g} never lifts the rest past {c_max:g}",
+    warn="copy floor {floor} < min safe {safe}: removing a copy from fewer than {safe} at C_scale_min {c_min:g} can "
+         "push the rest past C_scale_max {c_max:g} (flap); raise min_copies to {safe}",
+)
+
+
 def finding_copy_scale_in(floor: int, safe: int, c_max: float, c_min: float) -> Finding:
     if floor == 0:
         return Finding(
@@ -276,18 +285,7 @@ def finding_copy_scale_in(floor: int, safe: int, c_max: float, c_min: float) -> 
             "(T_copy) or an instance (T_total), and SageMaker needs a step policy on "
             "NoCapacityInvocationFailures to leave zero; choose it only where that cold start is acceptable",
         )
-    if floor >= safe:
-        return Finding(
-            name="scale_in_safety",
-            level="ok",
-            message=f"copy floor {floor} >= {safe}: removing a copy at {c_min:g} never lifts the rest past {c_max:g}",
-        )
-    return Finding(
-        name="scale_in_safety",
-        level="warn",
-        message=f"copy floor {floor} < min safe {safe}: removing a copy from fewer than {safe} at C_scale_min "
-        f"{c_min:g} can push the rest past C_scale_max {c_max:g} (flap); raise min_copies to {safe}",
-    )
+    return scale_in_safety(floor, safe, c_max, c_min, COPY_SCALE_IN)
 
 
 def finding_copy_fleet(copies: CopyCounts, instances: ManagedInstances, needed_instances: int, cap: int | None) -> Finding:
@@ -357,10 +355,7 @@ def build_copy_plan(
     surge ratio out of range, a negative floor); infeasible but well-formed inputs give a plan
     whose verdict is ``stop``.
     """
-    if qmax.model != copy.model:
-        raise PlanInputError(
-            f"qmax artifact is for model {qmax.model!r} but the copy artifact for {copy.model!r}; use artifacts of one model"
-        )
+    require_one_model(qmax, copy, "the copy artifact")
     if ttotal is not None and ttotal.model != qmax.model:
         raise PlanInputError(f"ttotal artifact is for model {ttotal.model!r}, not {qmax.model!r}")
     if min_copies < 0:
@@ -406,7 +401,7 @@ def build_copy_plan(
         slo_share_at_trough=round(trough_shares[0], 6),
         refused_share_at_trough=round(trough_shares[1], 6),
     )
-    safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
+    safe = min_safe_instances(c_max, c_min) if c_min > 0 else UNBOUNDED
 
     pack = packing(copy, spec, margin)
     # With no copy fitting (a stop finding) the counts assume one copy per instance so the model
@@ -485,7 +480,7 @@ def build_copy_plan(
         findings=findings,
         verdict=verdict(findings),
         provenance=Provenance(
-            origin=weakest_origin(qmax.provenance.origin, copy.provenance.origin),  # type: ignore[arg-type]
+            origin=weakest_origin(qmax.provenance.origin, copy.provenance.origin),
             source="speech.plan.copies.build_copy_plan",
             tool="speech.plan.copies.build_copy_plan",
         ),

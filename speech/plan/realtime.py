@@ -8,7 +8,10 @@ docstring states the rule and the units (docs/design.md §3).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
+from speech.schema.units import EPS, UNBOUNDED
 from speech.schema.plan_artifacts import (
     Alarms, Capacity, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, ScaleIn, Surge, Thresholds, TTotalSummary,
     TunedValue,
@@ -16,7 +19,6 @@ from speech.schema.plan_artifacts import (
 from speech.schema.artifacts import Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import MAX_SURGE_RATIO, FloorSchedule, PlanInputs, ReactionPolicy, ScheduledFloor
 from speech.errors import FingerprintMismatch, PlanInputError
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -73,7 +75,7 @@ def tuned_c_scale_max(q_max: int, h: float, target_share: float | None) -> float
     if target_share is None:
         return c_scale_max(q_max, h)
     bound = target_share_bound(h)
-    if target_share > bound + 1e-9:
+    if target_share > bound + EPS:
         raise PlanInputError(
             f"target_share {target_share:g} is above 1 - h = {bound:g} (surge ratio {1 + h:g}): the target would leave "
             f"less than {h:g} x Q_max free for a surge; choose target_share <= {bound:g} or a smaller surge ratio"
@@ -127,7 +129,7 @@ def planning_t_total(measured_total_s: float, reaction: ReactionPolicy,
 
 def derated_q_max(measured_q_max: int, qmax_derate: float) -> int:
     """Q_max to plan with: floor(measured Q_max x qmax_derate), requests in flight per instance."""
-    return int(math.floor(measured_q_max * qmax_derate + 1e-9))
+    return int(math.floor(measured_q_max * qmax_derate + EPS))
 
 
 def scale_in_cooldown_s(planning_total_s: float) -> int:
@@ -144,7 +146,7 @@ MIN_WINDOW_PERIODS = 3
 def scale_in_evaluation_periods(metric_period_s: int, window_s: int = SCALE_IN_WINDOW_S) -> int:
     """Periods at or below C_scale_min before a scale-in step: ceil(window / period), at least 3.
     Seed window 300 s (a sustained 5 minutes)."""
-    return max(MIN_WINDOW_PERIODS, math.ceil(window_s / metric_period_s - 1e-9))
+    return max(MIN_WINDOW_PERIODS, math.ceil(window_s / metric_period_s - EPS))
 
 
 def scale_in_cooldown_floor_s(window_s: int, planning_total_s: float) -> int:
@@ -152,7 +154,7 @@ def scale_in_cooldown_floor_s(window_s: int, planning_total_s: float) -> int:
     of the fleet; the next one must wait for a full window on the smaller fleet (else it acts on the
     old fleet's metric) and for one planning T_total (the time scale-out needs to bring back a share
     removed too early)."""
-    return int(max(window_s, math.ceil(planning_total_s - 1e-9)))
+    return int(max(window_s, math.ceil(planning_total_s - EPS)))
 
 
 def tuned_scale_in_cooldown_s(tuned: int | None, window_s: int, planning_total_s: float) -> int:
@@ -206,7 +208,7 @@ def scale_in_step_percent(step_share: float) -> int:
     Scaling rounds the resulting count toward zero (1.4 -> 1), so the share removed never exceeds
     the step's; MinAdjustmentMagnitude 1 removes one where the share rounds to 0 (safe from the
     floor up: the floor is at least the min safe fleet)."""
-    return -max(1, int(math.floor(100.0 * step_share + 1e-9)))
+    return -max(1, int(math.floor(100.0 * step_share + EPS)))
 
 
 def scale_in(c_max: float, c_min: float, tuned_share: float | None, window_s: int, metric_period_s: int,
@@ -214,7 +216,7 @@ def scale_in(c_max: float, c_min: float, tuned_share: float | None, window_s: in
     """The scale-in step: the tuned share of the fleet (at most the safe bound), else the seed."""
     bound = max_safe_step_share(c_max, c_min)
     share = min(bound, seed_step_share(c_max, c_min, surge_ratio)) if tuned_share is None else tuned_share
-    if share > bound + 1e-9:
+    if share > bound + EPS:
         raise PlanInputError(
             f"scale_in_step_share {tuned_share:g} is above 1 - C_scale_min / C_scale_max = {bound:.4f}: removing that "
             f"share at C_scale_min lifts the survivors past C_scale_max {c_max:g} (a flap); choose at most {bound:.4f}"
@@ -241,16 +243,16 @@ def min_safe_instances(c_max: float, c_min: float) -> int:
         raise PlanInputError("scale-in threshold is 0: lower the surge ratio below 1.5")
     ratio = c_max / c_min
     if ratio <= 1.0:
-        return 10**6
+        return UNBOUNDED
     # N/(N-1) <= ratio  <=>  N >= ratio / (ratio - 1); a tiny epsilon keeps exact ratios exact.
-    return max(2, math.ceil(ratio / (ratio - 1.0) - 1e-9))
+    return max(2, math.ceil(ratio / (ratio - 1.0) - EPS))
 
 
 def instances_for(rate_rps: float, per_instance_rps: float) -> int:
     """ceil(rate / per-instance throughput), at least 1."""
     if per_instance_rps <= 0:
-        return 10**6
-    return max(1, math.ceil(rate_rps / per_instance_rps - 1e-9))
+        return UNBOUNDED
+    return max(1, math.ceil(rate_rps / per_instance_rps - EPS))
 
 
 def min_fleet(floor: int, trough_rps: float, per_instance_at_target_rps: float) -> int:
@@ -315,7 +317,7 @@ def per_instance_rps(c_max: float, x_target: float, rates: np.ndarray) -> float:
 
 def littles_law_instances(peak_rps: float, service_mean_s: float, c_max: float) -> int:
     """The common (wrong for queueing servers) sizing: ceil(lambda x S / C_scale_max)."""
-    return max(1, math.ceil(peak_rps * service_mean_s / c_max - 1e-9)) if c_max > 0 else 10**6
+    return max(1, math.ceil(peak_rps * service_mean_s / c_max - EPS)) if c_max > 0 else UNBOUNDED
 
 
 # --- findings ----------------------------------------------------------------------------------
@@ -364,20 +366,43 @@ def finding_surge(surge: Surge, c_max: float, q_max: int, planning_total_s: floa
     return Finding(name="surge_survival", level=level, message=msg)
 
 
+@dataclass(frozen=True)
+class ScaleInWording:
+    """How :func:`scale_in_safety` words its finding for one kind of unit (instances, copies)."""
+
+    ok: str
+    """``floor >= safe``: format fields floor, safe, c_min, c_max."""
+    warn: str
+    """``floor < safe``: the same fields, and the fix."""
+
+
+INSTANCE_SCALE_IN = ScaleInWording(
+    ok="floor {floor} >= {safe}: scaling in at {c_min:g} never lifts survivors past {c_max:g}",
+    warn="floor {floor} < min safe {safe}: scaling in from fewer than {safe} instances at C_scale_min {c_min:g} can "
+         "push survivors past C_scale_max {c_max:g} (scale-out flap); safe from {safe} instances (--min-instances {safe})",
+)
+
+
+def scale_in_safety(floor: int, safe: int, c_max: float, c_min: float, wording: ScaleInWording) -> Finding:
+    """``scale_in_safety``: ok when the floor (units) is at least the smallest safe fleet ``safe``
+    (units; removing one unit at C_scale_min ``c_min`` then leaves the rest at or below C_scale_max
+    ``c_max``, both in requests per unit), else warn: below it a scale-in can flap back out."""
+    fields = {"floor": floor, "safe": safe, "c_min": c_min, "c_max": c_max}
+    if floor >= safe:
+        return Finding(name="scale_in_safety", level="ok", message=wording.ok.format(**fields))
+    return Finding(name="scale_in_safety", level="warn", message=wording.warn.format(**fields))
+
+
 def finding_scale_in(min_instances: int, safe: int, c_max: float, c_min: float) -> Finding:
-    if min_instances >= safe:
-        return Finding(
-            name="scale_in_safety",
-            level="ok",
-            message=f"floor {min_instances} >= {safe}: scaling in at {c_min:g} never lifts survivors past {c_max:g}",
+    return scale_in_safety(min_instances, safe, c_max, c_min, INSTANCE_SCALE_IN)
+
+
+def require_one_model(qmax: QmaxArtifact, other: Any, other_name: str) -> None:
+    """Raise :class:`PlanInputError` unless ``other`` (the ``other_name`` artifact) measured the same model as ``qmax``."""
+    if qmax.model != other.model:
+        raise PlanInputError(
+            f"qmax artifact is for model {qmax.model!r} but {other_name} for {other.model!r}; use artifacts of one model"
         )
-    return Finding(
-        name="scale_in_safety",
-        level="warn",
-        message=f"floor {min_instances} < min safe {safe}: scaling in from fewer than {safe} instances at "
-        f"C_scale_min {c_min:g} can push survivors past C_scale_max {c_max:g} (scale-out flap); "
-        f"safe from {safe} instances (--min-instances {safe})",
-    )
 
 
 def finding_bracketed(q: QmaxArtifact) -> Finding:
@@ -485,7 +510,7 @@ def finding_slo_share(
             f"refused, a x{surge_ratio:g} burst refuses {_pct(burst_refused)} ({_pct(burst_within)} within); "
             f"{needed} instances would keep it; else {levers}",
         )
-    if within_peak + 1e-9 < slo_share or within_trough + 1e-9 < slo_share:
+    if within_peak + EPS < slo_share or within_trough + EPS < slo_share:
         return Finding(name="slo_share", level="warn",
                        message=f"{body}: below {want}; the target ({target_rule}) holds instances above the SLO "
                        f"occupancy {slo.occupancy:.3g}: lower target_share or leave it to the plan")
@@ -708,10 +733,7 @@ def build_plan(
     range, artifacts of different models or fingerprints without ``allow_config_mismatch``).
     Infeasible but well-formed inputs give a plan whose verdict is ``stop``.
     """
-    if qmax.model != ttotal.model:
-        raise PlanInputError(
-            f"qmax artifact is for model {qmax.model!r} but ttotal for {ttotal.model!r}; use artifacts of one model"
-        )
+    require_one_model(qmax, ttotal, "ttotal")
     fp_finding = finding_fingerprint(qmax, ttotal, allow_config_mismatch)
     h = headroom(inputs.surge_ratio)
     q = derated_q_max(qmax.q_max, inputs.qmax_derate)
@@ -739,7 +761,7 @@ def build_plan(
     little = littles_law_instances(inputs.peak_rps, qmax.service_time.mean_ms / 1000.0, c_scale_max(q, h))
     needed = instances_for(inputs.peak_rps, per_instance)
     needed_throughput = instances_for(inputs.peak_rps, sat)
-    safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
+    safe = min_safe_instances(c_max, c_min) if c_min > 0 else UNBOUNDED
     floor_n = min_fleet(inputs.min_instances, inputs.trough_rps, per_instance)
     max_n = max(floor_n, needed if max_instances_cap is None else min(needed, max_instances_cap))
     at_peak = slo.shares_at(inputs.peak_rps / max_n)
@@ -786,13 +808,13 @@ def build_plan(
     ]
     findings.append(finding_scale_in_step(step_in, in_cd, planning, c_max, c_min))
     schedule = clamp_schedule(inputs.schedule, floor_n, max_n)
-    if inputs.schedule is not None:
+    if inputs.schedule is not None and schedule is not None:
         findings.append(finding_schedule(inputs.schedule, schedule, floor_n, max_n))
     if inputs.promise is not None:
         findings.append(finding_promise(inputs.promise, inputs.slo_share))
     if inputs.qmax_derate < 1.0:
         findings.append(finding_derate(qmax.q_max, q, inputs.qmax_derate))
-    if abs(inputs.slo_ms - qmax.slo.ttfab_p95_ms) > 1e-9:
+    if abs(inputs.slo_ms - qmax.slo.ttfab_p95_ms) > EPS:
         findings.append(
             Finding(
                 name="slo_match",
@@ -853,7 +875,7 @@ def build_plan(
         findings=findings,
         verdict=verdict(findings),
         provenance=Provenance(
-            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),  # type: ignore[arg-type]
+            origin=weakest_origin(qmax.provenance.origin, ttotal.provenance.origin),
             source="bench plan",
             tool="speech.plan.realtime.build_plan",
         ),
@@ -878,9 +900,9 @@ def _surge(levels: list[tuple[int, float]], q: int, c_max: float, planning_s: fl
         )
     lam = arrival_for_mean_occupancy(c_max, rates)
     util = lam / rates[-1]
-    common = dict(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s)
-    p_ramp = reach_probability(**common, ramp_ratio=surge_ratio)
-    p_steady = reach_probability(**common)
+    p_ramp = reach_probability(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s,
+                               ramp_ratio=surge_ratio)
+    p_steady = reach_probability(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s)
     return Surge(
         utilization=round(util, 6),
         arrival_rps=round(lam, 6),

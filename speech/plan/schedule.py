@@ -18,6 +18,7 @@ import numpy as np
 
 from speech.errors import PlanInputError
 from speech.schema.config import FloorSchedule, ScheduledFloor
+from speech.schema.units import EPS
 
 DAY_S = 86400
 SLOT_MINUTES = 30
@@ -53,7 +54,7 @@ def slot_needs(peaks: np.ndarray, per_instance_rps: float, floor: int, max_insta
     out = np.full(len(peaks), floor, dtype=int)
     for k, p in enumerate(peaks):
         if not np.isnan(p):
-            out[k] = min(max_instances, max(floor, math.ceil(p / per_instance_rps - 1e-9)))
+            out[k] = min(max_instances, max(floor, math.ceil(p / per_instance_rps - EPS)))
     return out
 
 
@@ -86,7 +87,7 @@ def derive_schedule(
         raise PlanInputError("the plan has no per-instance rate to size floors with (its fleet_capacity finding says why)")
     if slot_minutes <= 0 or 1440 % slot_minutes:
         raise PlanInputError(f"slot of {slot_minutes} min must divide a day (e.g. 15, 30, 60)")
-    lead_min = math.ceil(lead_s / 60 - 1e-9)
+    lead_min = math.ceil(lead_s / 60 - EPS)
     if lead_min >= slot_minutes:
         raise PlanInputError(
             f"the planning T_total {lead_s:g} s is not shorter than a {slot_minutes}-minute slot: a floor would be "

@@ -12,7 +12,7 @@ import math
 import re
 import statistics
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,12 +24,14 @@ from pydantic import (
     model_validator,
 )
 
-SCHEMA_VERSION = 1
+from speech.schema.units import EPS
+
+SCHEMA_VERSION: Final = 1
 """Schema of artifacts that never changed shape (plan). qmax and ttotal are at 2 and still read 1
 (see :data:`QMAX_SCHEMA_VERSION`, :data:`TTOTAL_SCHEMA_VERSION`)."""
-QMAX_SCHEMA_VERSION = 2
+QMAX_SCHEMA_VERSION: Final = 2
 """2: ``instances`` and ``cloudwatch_ratio_source`` added."""
-TTOTAL_SCHEMA_VERSION = 2
+TTOTAL_SCHEMA_VERSION: Final = 2
 """2: ``reaction_bound_s`` and ``planning_total_s`` removed (the plan is their one source)."""
 
 Origin = Literal["measured", "reference", "assumption"]
@@ -353,7 +355,7 @@ class TtotalArtifact(Frozen):
         return self
 
 
-COPY_SCHEMA_VERSION = 1
+COPY_SCHEMA_VERSION: Final = 1
 Device = Literal["cpu", "cuda"]
 TcopyStatistic = Literal["max", "p95"]
 TCOPY_TOLERANCE_S = 0.0015
@@ -364,7 +366,7 @@ def nearest_rank(values: list[float], fraction: float) -> float:
     """Nearest-rank percentile: the ceil(fraction x n)-th smallest value (p95 of fewer than 20
     samples is their maximum: no interpolation invents a start that never happened)."""
     ordered = sorted(values)
-    return ordered[max(1, math.ceil(fraction * len(ordered) - 1e-9)) - 1]
+    return ordered[max(1, math.ceil(fraction * len(ordered) - EPS)) - 1]
 
 
 class CopyFootprint(Frozen):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 # --- AWS names: the one place ------------------------------------------------------------------
 
@@ -63,11 +63,11 @@ def metric_dimensions(endpoint_name: str, variant: str = VARIANT) -> dict[str, s
 # the RegisterScalableTarget ResourceId documentation) and SageMaker's "Scale an endpoint to zero
 # instances" guide.
 
-COMPONENT_SCALABLE_DIMENSION = "sagemaker:inference-component:DesiredCopyCount"
+COMPONENT_SCALABLE_DIMENSION: Final = "sagemaker:inference-component:DesiredCopyCount"
 """Application Auto Scaling dimension of an inference component: its number of copies."""
 COMPONENT_METRIC = "ConcurrentRequestsPerCopy"
 """The CloudWatch metric a copy's Q_max is measured against (requests in flight per copy)."""
-COMPONENT_SCALE_OUT_METRIC_TYPE = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
+COMPONENT_SCALE_OUT_METRIC_TYPE: Final = "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"
 """Target tracking's metric for copies: ConcurrentRequestsPerCopy at its 10 s resolution (as
 :data:`SCALE_OUT_METRIC_TYPE` is for instances)."""
 NO_CAPACITY_METRIC = "NoCapacityInvocationFailures"

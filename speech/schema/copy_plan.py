@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from speech.schema.aws import COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, component_resource_id
 from speech.schema.plan_artifacts import Capacity, Cooldowns, Finding, Surge, TTotalSummary, Thresholds
 from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance
 from speech.schema.instances import InstanceSpec
 
-COPY_PLAN_SCHEMA_VERSION = 1
+COPY_PLAN_SCHEMA_VERSION: Final = 1
 
 # AWS names of copy scaling live with the other AWS names in speech.schema.aws (one place).
-COPY_METRIC_TYPE = COMPONENT_SCALE_OUT_METRIC_TYPE
-COPY_SCALABLE_DIMENSION = COMPONENT_SCALABLE_DIMENSION
+COPY_METRIC_TYPE: Final = COMPONENT_SCALE_OUT_METRIC_TYPE
+COPY_SCALABLE_DIMENSION: Final = COMPONENT_SCALABLE_DIMENSION
 COPY_METRIC = COMPONENT_METRIC
 copy_resource_id = component_resource_id
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     Field,
@@ -262,7 +262,7 @@ class PlanArtifact(Frozen):
         raise KeyError(name)
 
 
-CALIBRATION_SCHEMA_VERSION = 1
+CALIBRATION_SCHEMA_VERSION: Final = 1
 
 
 class OccupancyCheck(Frozen):

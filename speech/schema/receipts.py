@@ -11,13 +11,13 @@ program's gate and the policy pack's ``measured-artifacts-match-receipts`` both 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
 from speech.schema.artifacts import DIGEST_RE, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256
 
-RECEIPT_SCHEMA_VERSION = 1
+RECEIPT_SCHEMA_VERSION: Final = 1
 RECEIPT_PREFIX = "receipts"
 """Key prefix of receipts inside the stack's (versioned) weights and provenance bucket."""
 

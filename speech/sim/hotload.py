@@ -37,6 +37,8 @@ from typing import Literal
 
 import numpy as np
 
+from speech.errors import SimulationInputError
+from speech.schema.units import EPS
 from speech.plan.capacity import FleetInstance, FleetModel, FleetState, evaluate_capacity
 from speech.sim.fleet import Action, Run, Summary, fluid_step, summarize
 from speech.sim.policies import History, Policy
@@ -70,21 +72,21 @@ class CopyFleet:
 
     def __post_init__(self) -> None:
         if not self.copy_memory_mib > 0 or not self.instance_memory_mib > 0:
-            raise ValueError("instance_memory_mib and copy_memory_mib must be > 0 MiB")
+            raise SimulationInputError("instance_memory_mib and copy_memory_mib must be > 0 MiB")
         if self.copy_memory_mib > self.instance_memory_mib:
-            raise ValueError(f"a copy ({self.copy_memory_mib:g} MiB) does not fit an instance ({self.instance_memory_mib:g} MiB)")
+            raise SimulationInputError(f"a copy ({self.copy_memory_mib:g} MiB) does not fit an instance ({self.instance_memory_mib:g} MiB)")
         if self.copies_per_instance * self.copy_memory_mib > self.instance_memory_mib + 1e-6:
-            raise ValueError(f"{self.copies_per_instance} copies per instance need "
+            raise SimulationInputError(f"{self.copies_per_instance} copies per instance need "
                              f"{self.copies_per_instance * self.copy_memory_mib:g} MiB; an instance has {self.instance_memory_mib:g}")
         if self.initial_instances < 1 or self.min_instances < 1 or self.copies_per_instance < 1 or self.t_copy_s < 0:
-            raise ValueError("initial_instances, min_instances and copies_per_instance must be >= 1, t_copy_s >= 0")
+            raise SimulationInputError("initial_instances, min_instances and copies_per_instance must be >= 1, t_copy_s >= 0")
         if self.headroom_copies < 0:
-            raise ValueError(f"headroom_copies {self.headroom_copies} must be >= 0")
+            raise SimulationInputError(f"headroom_copies {self.headroom_copies} must be >= 0")
 
     @property
     def copies_fit(self) -> int:
         """floor(instance memory / copy memory): copies one instance can hold."""
-        return int(math.floor(self.instance_memory_mib / self.copy_memory_mib + 1e-9))
+        return int(math.floor(self.instance_memory_mib / self.copy_memory_mib + EPS))
 
 
 @dataclass
@@ -131,7 +133,7 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
                mode: Literal["instance-only", "hot-load"]) -> CopyRun:
     """Step the copies through the trace one second at a time; ``policy`` decides the copy count."""
     if mode not in HOT_LOAD_POLICIES:
-        raise ValueError(f"mode {mode!r}: choose from {', '.join(HOT_LOAD_POLICIES)}")
+        raise SimulationInputError(f"mode {mode!r}: choose from {', '.join(HOT_LOAD_POLICIES)}")
     occ_grid, dep, blk = model.occupancy.tolist(), model.depart_rps.tolist(), model.block.tolist()
     arr = np.asarray(arrivals, dtype=float).tolist()
     T = len(arr)
@@ -219,9 +221,9 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
                 # the instance holding the fewest, so that instances empty out and can go.
                 starting = [(c, i) for i in instances for c in i.copies if c > t]
                 if starting:
-                    c, inst = max(starting, key=lambda ci: ci[0])
-                    inst.copies.remove(c)
-                    pending.remove(c)
+                    start_at, inst = max(starting, key=lambda ci: ci[0])
+                    inst.copies.remove(start_at)
+                    pending.remove(start_at)
                     heapq.heapify(pending)
                 elif n > 1:
                     inst = min((i for i in instances if i.copies), key=lambda i: (len(i.copies), i.ready_at))
@@ -232,7 +234,7 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
                 else:
                     break
                 remove -= 1
-            keep = []
+            keep: list[_Instance] = []
             spare = 0
             for inst in sorted(instances, key=lambda i: -len(i.copies)):
                 needed = mode == "hot-load" and spare < fleet.headroom_copies

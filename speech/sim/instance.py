@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speech.errors import SimulationInputError
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.plan.survival import service_rates
 
@@ -42,6 +43,9 @@ SLO_SHARE = 0.95
 """A minute violates the SLO when fewer than 95 % of its requests got their first audio byte within
 the SLO (its p95 TTFAB, counting a rejected request as never answered, is above the SLO)."""
 
+MIN_SATURATION_RPS = 1e-9
+"""Scale of the rate grid when the saturation throughput is 0 (a grid of zeros would have no shape)."""
+
 
 # --- instance ----------------------------------------------------------------------------------
 
@@ -50,10 +54,11 @@ def startup_s(ttotal: TtotalArtifact) -> float:
     """Seconds from "more capacity asked for" to the new instance taking traffic: the ``in_service``
     phase when it applies (SageMaker), else ``ready`` (local process), else the measured total.
     What follows in_service (the queue draining to normal latency) is simulated, not added."""
-    by_name = {p.name: p for p in ttotal.phases if p.applicable and p.offset_s is not None}
+    offsets = {p.name: p.offset_s for p in ttotal.phases if p.applicable and p.offset_s is not None}
     for name in ("in_service", "ready"):
-        if name in by_name:
-            return float(by_name[name].offset_s)
+        offset = offsets.get(name)
+        if offset is not None:
+            return float(offset)
     return float(ttotal.measured_total_s)
 
 
@@ -111,12 +116,12 @@ def build_instance(qmax: QmaxArtifact, ttotal: TtotalArtifact | None, *, grid: i
     Without a ttotal artifact new instances serve at once (for fixed fleets)."""
     q = qmax.q_max
     if q < 1:
-        raise ValueError("Q_max is 0: no concurrency met the SLO, there is nothing to simulate")
+        raise SimulationInputError("Q_max is 0: no concurrency met the SLO, there is nothing to simulate")
     levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
     rates = service_rates(levels, q)
     sat = float(rates[-1])
     # Dense sweep of arrival rates, then a grid even in occupancy (plus fine steps near idle).
-    dense = np.concatenate([[0.0], np.geomspace(1e-5, 40.0, 4000)]) * max(sat, 1e-9)
+    dense = np.concatenate([[0.0], np.geomspace(1e-5, 40.0, 4000)]) * max(sat, MIN_SATURATION_RPS)
     dense_mean = gated_chain(dense, rates) @ np.arange(q + 1)
     targets = np.unique(np.concatenate([np.geomspace(1e-4, 1.0, 24), np.linspace(0.0, dense_mean[-1], grid)]))
     targets = targets[targets <= dense_mean[-1]]

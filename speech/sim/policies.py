@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speech.errors import SimulationInputError
+from speech.schema.units import EPS
 from speech.schema.artifacts import QmaxArtifact
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.realtime import instances_for, to_cloudwatch
@@ -90,7 +92,7 @@ class ScalingNumbers:
         never below the floor."""
         if self.scale_in_percent is None:
             return max(self.min_instances, desired + self.scale_in_step)
-        remove = max(self.scale_in_min_removed, math.floor(desired * -self.scale_in_percent / 100.0 + 1e-9))
+        remove = max(self.scale_in_min_removed, math.floor(desired * -self.scale_in_percent / 100.0 + EPS))
         return max(self.min_instances, desired - remove)
 
 
@@ -113,7 +115,8 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
         saturation_threshold=spec.surge_alarm.threshold,
         surge_periods=spec.surge_alarm.evaluation_periods,
         surge_percent=surge.scaling_adjustment,
-        surge_min_added=spec.surge.min_adjustment_magnitude,
+        # The instance spec always sets the surge's smallest step (surge_adjustment); 0 would mean none.
+        surge_min_added=spec.surge.min_adjustment_magnitude or 0,
         planning_total_s=plan.t_total.planning_s,
         x_target_rps=plan.capacity.throughput_at_target_rps,
         littles_law_instances=plan.capacity.littles_law_instances,
@@ -158,7 +161,8 @@ class _Alarm:
     """A CloudWatch alarm with M of N datapoints: in ALARM while at least M of the last N breach."""
 
     def __init__(self, m: int, n: int) -> None:
-        self.m, self.window = m, deque(maxlen=n)
+        self.m = m
+        self.window: deque[bool] = deque(maxlen=n)
 
     def add(self, breaching: bool) -> bool:
         self.window.append(breaching)
@@ -217,7 +221,7 @@ class AwsPolicy(Policy):
         best, why = desired, ""
         if tt_fire:
             base = self.tt_base if now < self.tt_until else desired
-            new = min(self.max_n, math.ceil(base * metric / self.s.target_value - 1e-9))
+            new = min(self.max_n, math.ceil(base * metric / self.s.target_value - EPS))
             if new > best:
                 best, why = new, "target-tracking"
         if surge_fire and now >= self.surge_until:
@@ -304,7 +308,7 @@ class QpsEwmaPolicy(Policy):
         return self.s.min_instances
 
     def _size(self, rps: float) -> int:
-        return min(self.s.max_instances, max(self.s.min_instances, math.ceil(rps / (self.HIGH * self.limit) - 1e-9)))
+        return min(self.s.max_instances, max(self.s.min_instances, math.ceil(rps / (self.HIGH * self.limit) - EPS)))
 
     def decide(self, t: int, desired: int, h: History) -> tuple[int, str] | None:
         rps = sum(h.arrivals[t + 1 - self.tick_s : t + 1]) / self.tick_s
@@ -350,8 +354,8 @@ class KpaPolicy(Policy):
             lo = max(0, t + 1 - window)
             return sum(o * n for o, n in zip(h.occupancy[lo : t + 1], h.serving[lo : t + 1], strict=True)) / (t + 1 - lo)
 
-        stable = math.ceil(total(self.STABLE_S) / self.target - 1e-9)
-        panic = math.ceil(total(self.PANIC_S) / self.target - 1e-9)
+        stable = math.ceil(total(self.STABLE_S) / self.target - EPS)
+        panic = math.ceil(total(self.PANIC_S) / self.target - EPS)
         serving = h.serving[t]
         now = t + 1
         if panic >= self.PANIC_THRESHOLD * serving:
@@ -389,7 +393,7 @@ class OraclePolicy(Policy):
     instant = True
 
     def __init__(self, arrivals: np.ndarray, x_target_rps: float) -> None:
-        self.need = np.maximum(1, np.ceil(np.asarray(arrivals) / x_target_rps - 1e-9)).astype(int).tolist()
+        self.need = np.maximum(1, np.ceil(np.asarray(arrivals) / x_target_rps - EPS)).astype(int).tolist()
 
     def initial(self) -> int:
         return self.need[0] if self.need else 1
@@ -422,6 +426,6 @@ def make_policy(name: str, *, plan: PlanArtifact, qmax: QmaxArtifact, model: Ins
         return FixedPolicy("fixed-peak", max(s.min_instances, instances_for(peak_rps, s.x_target_rps)))
     if name == "oracle":
         return OraclePolicy(arrivals, s.x_target_rps)
-    raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
+    raise SimulationInputError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
 
 

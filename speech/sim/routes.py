@@ -30,8 +30,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from speech.schema.units import EPS
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
+from speech.plan.batch import BatchPlan
 from speech.sim.fleet import Summary, simulate
 from speech.sim.instance import build_instance, startup_s
 
@@ -134,8 +136,8 @@ class BacklogRun:
     """Requests still waiting when the trace ends."""
 
 
-def simulate_backlog(plan, ttotal: TtotalArtifact, arrivals: np.ndarray) -> BacklogRun:
-    """A batch plan (speech.plan.batch.BatchPlan) on a trace: the asynchronous endpoint's queue and its
+def simulate_backlog(plan: BatchPlan, ttotal: TtotalArtifact, arrivals: np.ndarray) -> BacklogRun:
+    """A batch plan on a trace: the asynchronous endpoint's queue and its
     backlog scaling, as a fluid model with 1 s steps.
 
     What it models: every in-service instance completes ``throughput_per_instance_rps`` (X(Q_max),
@@ -174,7 +176,7 @@ def simulate_backlog(plan, ttotal: TtotalArtifact, arrivals: np.ndarray) -> Back
             if breach >= plan.wake.datapoints_to_alarm:
                 desired, breach, last_out = plan.wake.instances_added, 0, t
         else:
-            want = min(plan.max_instances, math.ceil(b / target - 1e-9))
+            want = min(plan.max_instances, math.ceil(b / target - EPS))
             if want > have and t - last_out >= plan.cooldowns.scale_out_s:
                 desired, last_out = want, t
             elif want < have and t - last_in >= plan.cooldowns.scale_in_s and t - last_out >= plan.cooldowns.scale_in_s:

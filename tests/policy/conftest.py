@@ -1,4 +1,5 @@
-"""One real pack process per test session; the dev stack previewed once under Pulumi's mocks."""
+"""The pack's policies in process (``pack``), one real pack process per session for the
+end-to-end tests (``real_pack``); the dev stack previewed once under Pulumi's mocks."""
 
 from __future__ import annotations
 
@@ -9,13 +10,22 @@ import pytest
 
 from policy.check import preview_resources
 from policy.harness import PackClient, Resource
+from policy.inprocess import InProcessPack
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def pack():
+def pack() -> InProcessPack:
+    """Every policy of the pack called in process with a collecting report (each rule is a pure
+    function of the stack): what the rule tests use."""
+    return InProcessPack(stack="dev")
+
+
+@pytest.fixture(scope="session")
+def real_pack():
+    """The real pack process over the analyzer protocol (tests/policy/test_end_to_end.py)."""
     with PackClient(stack="dev") as client:
         yield client
 

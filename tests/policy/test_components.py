@@ -12,7 +12,7 @@ import pytest
 from tests.policy.policy_edits import messages, named, set_path
 
 from policy.check import main as check_main
-from policy.check import preview_resources
+from policy.check import load_config, preview_resources
 from policy.harness import Resource
 from tests.stack_files import embedded_config
 
@@ -152,12 +152,11 @@ def test_daily_cost_counts_managed_instance_scaling(pack, comp):
     assert "400 x ml.g5.xlarge" in msg and "$13,517/day" in msg
 
 
-@pytest.mark.slow
-def test_production_config_blocks_the_example_and_first_preview_passes(capsys):
+def test_production_config_blocks_the_example_and_first_preview_passes(pack, comp):
     # config.production.json: reference Q_max/T_total and the assumed footprint may not scale copies.
-    args = ["--stack-dir", str(EXAMPLE_DIR), "--stack", "components"]
-    assert check_main([*args, "--config", str(ROOT / "policy" / "config.production.json")]) == 1
-    out = capsys.readouterr().out
-    assert "[copy-scaling-requires-measured-provenance]" in out and "allow-unmeasured-copy-artifacts is false" in out
+    report = pack.check(comp, load_config(ROOT / "policy" / "config.production.json"))
+    msgs = messages(report, "copy-scaling-requires-measured-provenance", "mandatory")
+    assert any("allow-unmeasured-copy-artifacts is false" in m for m in msgs), msgs
     # A fresh account's first preview (ids, ARNs unknown) passes the pack as it is.
-    assert check_main([*args, "--first-preview"]) == 0
+    first, _ = preview_resources(EXAMPLE_DIR / "Pulumi.components.yaml", "components", first_preview=True)
+    assert pack.check(first).mandatory == []

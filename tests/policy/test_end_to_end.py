@@ -1,4 +1,5 @@
-"""The dev stack through the real pack, and the same stack with one user edit each."""
+"""The dev stack through the real pack process (analyzer protocol over gRPC), and the same stack
+with one user edit each; the in-process pack the rule tests use reports exactly what it reports."""
 
 from __future__ import annotations
 
@@ -7,10 +8,47 @@ import json
 
 from tests.policy.policy_edits import messages, named, set_path
 
-from policy.harness import Resource
+import pytest
+
+from policy.harness import UNKNOWN, Report, Resource
 from speech.deploy import provenance as pv
 from speech.schema.config import PlanInputs
 from speech.plan.realtime import build_plan
+
+
+@pytest.fixture
+def pack(real_pack):
+    """These tests go through the real pack process."""
+    return real_pack
+
+
+def _diagnostics(report: Report) -> list[tuple[str, str, str, str | None]]:
+    return sorted((d.policy, d.level, d.message, d.resource) for d in report.diagnostics)
+
+
+def _edits(dev: list[Resource]) -> list[list[Resource]]:
+    """The dev stack, and edits that trip stack rules, resource rules, config and an unknown."""
+    edited = []
+    for name, path, value in [("kokoro-82m-scale-out", "targetTrackingScalingPolicyConfiguration.targetValue", 45.0),
+                              ("kokoro-82m-target", "maxCapacity", 400.0),
+                              ("kokoro-82m-config", "productionVariants.0.instanceType", "ml.g5.2xlarge"),
+                              ("kokoro-82m-weights-public-access", "blockPublicPolicy", False)]:
+        stack = copy.deepcopy(dev)
+        set_path(named(stack, name), path, value)
+        edited.append(stack)
+    unknown = copy.deepcopy(dev)
+    named(unknown, "kokoro-82m-execution-policy").props["policy"] = UNKNOWN  # "can't run during preview"
+    return [dev, *edited, unknown]
+
+
+def test_in_process_pack_reports_what_the_pack_process_reports(real_pack, dev):
+    from policy.inprocess import InProcessPack
+
+    in_process = InProcessPack(stack="dev")
+    assert in_process.policies == real_pack.policies
+    for stack in _edits(dev):
+        for config in (None, {"scaling-matches-plan": "advisory", "s3-no-public-access": "disabled"}):
+            assert _diagnostics(in_process.check(stack, config)) == _diagnostics(real_pack.check(stack, config))
 
 
 def test_dev_stack_passes_with_no_mandatory_violation(pack, dev):

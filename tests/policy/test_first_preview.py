@@ -1,24 +1,22 @@
 """The pack on a first preview of a new stack (`python -m policy check --first-preview`): ids, ARNs,
 URLs and image digests unknown, dependencies sent, as the engine does. Fresh stacks pass; scaling
-planned for another image or instance type is still blocked."""
+planned for another image or instance type is still blocked. The dev stack goes through the CLI and
+the real pack process; the others through the in-process pack (the same policies, called directly)."""
 
 from __future__ import annotations
-
-import pytest
 
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.policy.conftest import write_built_stack
 
 from policy.check import preview_resources
 from policy.harness import UNKNOWN
 from tests.stack_files import embedded_config
-
-# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,51 +43,54 @@ def test_resources_reach_the_pack_as_in_a_first_preview(tmp_path):
     assert by["kokoro-82m-config"].urn in by["kokoro-82m-endpoint"].property_dependencies["endpointConfigName"]
 
 
+@pytest.mark.slow
 def test_dev_stack_first_preview_passes():
     proc = _cli("--stack", "dev")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _mandatory(proc) == []
 
 
-def test_fresh_stack_without_measurements_passes(tmp_path):
-    write_built_stack(tmp_path)
-    proc = _cli("--stack", "built", "--stack-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert not any(r["policy"].startswith("scaling") for r in json.loads(proc.stdout)["violations"])
+def _first_preview(pack, stack_file: Path, stack: str):
+    resources, _ = preview_resources(stack_file, stack, first_preview=True)
+    return pack.check(resources)
 
 
-def test_fresh_stack_building_its_measured_image_defers_the_digest_to_up(tmp_path):
-    write_built_stack(tmp_path, measurements=True)
-    proc = _cli("--stack", "built", "--stack-dir", str(tmp_path))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    [deferred] = [v for v in json.loads(proc.stdout)["violations"] if v["policy"] == "deployment-matches-fingerprint"]
-    assert deferred["level"] == "advisory" and "during preview" in deferred["message"]
-    assert "compared with the measured sha256:8b1b96bc4dc0... when it is pushed" in deferred["message"]
+def test_fresh_stack_without_measurements_passes(tmp_path, pack):
+    report = _first_preview(pack, write_built_stack(tmp_path), "built")
+    assert report.mandatory == [], [d.message for d in report.mandatory]
+    assert not any(d.policy.startswith("scaling") for d in report.diagnostics)
 
 
-def _stack_with(tmp_path: Path, **entry_changes) -> None:
+def test_fresh_stack_building_its_measured_image_defers_the_digest_to_up(tmp_path, pack):
+    report = _first_preview(pack, write_built_stack(tmp_path, measurements=True), "built")
+    assert report.mandatory == [], [d.message for d in report.mandatory]
+    [deferred] = report.of("deployment-matches-fingerprint")
+    assert deferred.level == "advisory" and "during preview" in deferred.message
+    assert "compared with the measured sha256:8b1b96bc4dc0... when it is pushed" in deferred.message
+
+
+def _stack_with(tmp_path: Path, **entry_changes) -> Path:
 
     config = embedded_config(ROOT / "Pulumi.dev.yaml")
     config["speech-endpoints:models"]["kokoro-82m"].update(entry_changes)
     # Plan anyway: the program's gate would refuse; the pack must refuse on its own.
     config["speech-endpoints:allow_config_mismatch"] = True
-    (tmp_path / "Pulumi.tamper.yaml").write_text(json.dumps({"config": config}))
+    path = tmp_path / "Pulumi.tamper.yaml"
+    path.write_text(json.dumps({"config": config}))
+    return path
 
 
-def test_scaling_for_another_instance_type_is_blocked(tmp_path):
-    _stack_with(tmp_path, instance_type="ml.g6.xlarge")
-    proc = _cli("--stack", "tamper", "--stack-dir", str(tmp_path))
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    [v] = [v for v in _mandatory(proc) if v["policy"] == "deployment-matches-fingerprint"]
-    assert "deploys instance type 'ml.g6.xlarge'" in v["message"] and "measured on 'ml.g5.xlarge'" in v["message"]
+def test_scaling_for_another_instance_type_is_blocked(tmp_path, pack):
+    report = _first_preview(pack, _stack_with(tmp_path, instance_type="ml.g6.xlarge"), "tamper")
+    [v] = [d for d in report.mandatory if d.policy == "deployment-matches-fingerprint"]
+    assert "deploys instance type 'ml.g6.xlarge'" in v.message and "measured on 'ml.g5.xlarge'" in v.message
 
 
-def test_scaling_for_another_image_is_blocked(tmp_path):
-    _stack_with(tmp_path, image="123456789012.dkr.ecr.us-east-1.amazonaws.com/kokoro-82m@sha256:" + "ab" * 32)
-    proc = _cli("--stack", "tamper", "--stack-dir", str(tmp_path))
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    [v] = [v for v in _mandatory(proc) if v["policy"] == "deployment-matches-fingerprint"]
-    assert "deploys image digest sha256:abababababab" in v["message"]
+def test_scaling_for_another_image_is_blocked(tmp_path, pack):
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/kokoro-82m@sha256:" + "ab" * 32
+    report = _first_preview(pack, _stack_with(tmp_path, image=image), "tamper")
+    [v] = [d for d in report.mandatory if d.policy == "deployment-matches-fingerprint"]
+    assert "deploys image digest sha256:abababababab" in v.message
 
 
 # --- preview-time parity: what the pack sees in a first preview is what `pulumi up` creates --------

@@ -1,6 +1,7 @@
 """The pack's verdicts do not depend on how stack config holds the artifacts: the committed stacks
 (artifacts by reference) and the same stacks with the artifacts embedded get the same diagnostics
-from the real pack process, under the default and the production policy config."""
+from the pack (its policies in process, which test_end_to_end holds equal to the real pack process),
+under the default and the production policy config."""
 
 from __future__ import annotations
 

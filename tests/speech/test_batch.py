@@ -160,3 +160,17 @@ def test_realtime_dump_has_no_max_delay():
     """Real-time provenance documents keep their bytes: an unset max_delay_s is not dumped."""
     assert "max_delay_s" not in PlanInputs(peak_rps=5).model_dump_json()
     assert '"max_delay_s":900.0' in PlanInputs(peak_rps=5, max_delay_s=900).model_dump_json()
+
+
+def test_batch_plan_kind_is_spelled_like_copy_plan_and_the_old_spelling_loads(qmax_ref, ttotal_ref):
+    from speech.plan.batch import BatchPlan
+    from speech.schema.copy_plan import CopyPlan
+
+    p = build_batch_plan(qmax_ref, ttotal_ref, INPUTS)
+    assert p.kind == "batch-plan" and CopyPlan.model_fields["kind"].default == "copy-plan"
+    data = p.model_dump(mode="json")
+    assert BatchPlan.model_validate(data) == p
+    old = BatchPlan.model_validate({**data, "kind": "batch_plan"})  # written before the kinds were spelled one way
+    assert old == p and old.kind == "batch-plan"
+    with pytest.raises(ValueError, match="batch-plan"):
+        BatchPlan.model_validate({**data, "kind": "plan"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from speech.errors import SimulationInputError, SpeechError
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.files import load_artifact
@@ -99,6 +100,16 @@ def test_bad_fleet_is_refused():
         CopyFleet(instance_memory_mib=1000, copy_memory_mib=2000, t_copy_s=5)
     with pytest.raises(ValueError, match="3 copies per instance"):
         CopyFleet(instance_memory_mib=1000, copy_memory_mib=400, t_copy_s=5, copies_per_instance=3)
+    # The package's own error: edges print it as `SimulationInputError: ...`, not a traceback.
+    with pytest.raises(SpeechError) as err:
+        CopyFleet(instance_memory_mib=0, copy_memory_mib=400, t_copy_s=5)
+    assert type(err.value) is SimulationInputError and "must be > 0 MiB" in str(err.value)
+
+
+def test_unknown_mode_is_the_packages_error():
+    fleet = CopyFleet(instance_memory_mib=1000, copy_memory_mib=400, t_copy_s=5)
+    with pytest.raises(SimulationInputError, match="mode 'warm-pool': choose from"):
+        run_copies(None, np.zeros(3), None, fleet, "warm-pool")
 
 
 def test_headroom_keeps_spare_memory_for_the_next_spike():

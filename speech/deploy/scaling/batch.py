@@ -1,28 +1,14 @@
-"""The scaling spec: the complete desired scaling state of one endpoint variant, from a plan
-(docs/design.md §5).
-
-Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
-
-- the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
-- the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
-- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
-  output into the same shape;
-- the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
-
-The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) and render its
-:class:`Difference` values into their own messages. Adding a policy or changing a threshold is an
-edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
-policy-name suffixes) are defined here once.
-"""
+"""The backlog scaling spec of a batch route (an asynchronous endpoint, docs/design.md §3.10),
+from its batch plan (:func:`batch_scaling_spec`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from speech.deploy.scaling.spec import AlarmSpec, IDENTITY, StepPolicySpec, StepSpec, TargetSpec, _meta, _rule_of
+from speech.deploy.scaling.spec import AlarmSpec, StepPolicySpec, TargetSpec, _meta, _rule_of, one_step_policy, variant_target
 from speech.schema.aws import (
-    METRIC, METRIC_NAMESPACE, SCALABLE_DIMENSION, SERVICE_NAMESPACE, STEP_SCALING, TARGET_TRACKING, VARIANT, resource_id,
+    METRIC, METRIC_NAMESPACE, SUFFIX_WAKE, TARGET_TRACKING, VARIANT,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +23,6 @@ WAKE_METRIC = "HasBacklogWithoutCapacity"
 ASYNC_STATISTIC = "Average"
 """Statistic of the backlog metrics and aggregation of the wake step (the AWS pattern)."""
 SUFFIX_BACKLOG = "-backlog"
-SUFFIX_WAKE = "-wake"
 BATCH_POLICY_SUFFIXES = (SUFFIX_BACKLOG, SUFFIX_WAKE)
 REALTIME_METRICS = (METRIC, "InvocationsPerInstance")
 """Real-time load metrics: an asynchronous endpoint must not scale on them (its requests wait in
@@ -54,7 +39,7 @@ class BacklogTrackingSpec:
     """Target tracking on ApproximateBacklogSizePerInstance (a customized metric specification);
     it scales in too, down to the target's minimum of zero."""
 
-    name: str = field(**IDENTITY)
+    name: str = field(compare=False)
     policy_type: str = field(metadata=_meta("the backlog per instance tracks a target"))
     metric_name: str = field(metadata=_meta("backlog per instance of the asynchronous endpoint"))
     namespace: str = field(metadata=_meta("SageMaker's endpoint metrics"))
@@ -120,13 +105,7 @@ def batch_scaling_spec(plan: BatchPlan, endpoint_name: str, variant: str = VARIA
     return BatchScalingSpec(
         endpoint_name=endpoint_name,
         variant=variant,
-        target=TargetSpec(
-            resource_id=resource_id(endpoint_name, variant),
-            service_namespace=SERVICE_NAMESPACE,
-            scalable_dimension=SCALABLE_DIMENSION,
-            min_capacity=plan.min_instances,
-            max_capacity=plan.max_instances,
-        ),
+        target=variant_target(endpoint_name, variant, plan.min_instances, plan.max_instances),
         backlog=BacklogTrackingSpec(
             name=f"{endpoint_name}{SUFFIX_BACKLOG}",
             policy_type=TARGET_TRACKING,
@@ -138,15 +117,8 @@ def batch_scaling_spec(plan: BatchPlan, endpoint_name: str, variant: str = VARIA
             scale_out_cooldown_s=plan.cooldowns.scale_out_s,
             scale_in_cooldown_s=plan.cooldowns.scale_in_s,
         ),
-        wake=StepPolicySpec(
-            name=f"{endpoint_name}{SUFFIX_WAKE}",
-            policy_type=STEP_SCALING,
-            adjustment_type="ChangeInCapacity",
-            steps=(StepSpec(scaling_adjustment=w.instances_added, lower_bound=0.0),),
-            min_adjustment_magnitude=None,
-            cooldown_s=w.cooldown_s,
-            aggregation=ASYNC_STATISTIC,
-        ),
+        wake=one_step_policy(f"{endpoint_name}{SUFFIX_WAKE}", w.instances_added, cooldown_s=w.cooldown_s,
+                             aggregation=ASYNC_STATISTIC),
         wake_alarm=AlarmSpec(
             name=f"{endpoint_name}{SUFFIX_WAKE}",
             description=f"requests wait with no instance for {w.datapoints_to_alarm} x {w.period_s} s: "

@@ -1,36 +1,23 @@
-"""The scaling spec: the complete desired scaling state of one endpoint variant, from a plan
-(docs/design.md §5).
-
-Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
-
-- the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
-- the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
-- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
-  output into the same shape;
-- the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
-
-The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) and render its
-:class:`Difference` values into their own messages. Adding a policy or changing a threshold is an
-edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
-policy-name suffixes) are defined here once.
-"""
+"""The copy scaling spec of an inference component (hosting: components), from its copy plan
+(:func:`component_scaling_spec`)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from speech.schema.units import EPS
 from speech.schema.aws import (
     ALARM_STATISTIC, COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, INSTANCE_SCALING_ENABLED,
-    METRIC_NAMESPACE, NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC, SERVICE_NAMESPACE, STEP_SCALING, SUFFIX_SCALE_IN,
-    SUFFIX_SCALE_OUT, SUFFIX_WAKE, TARGET_TRACKING, VARIANT, component_metric_dimensions, component_resource_id,
+    METRIC_NAMESPACE, NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC, SERVICE_NAMESPACE, SUFFIX_SCALE_IN,
+    SUFFIX_SCALE_OUT, SUFFIX_WAKE, VARIANT, component_metric_dimensions, component_resource_id,
 )
-from speech.deploy.scaling.spec import AlarmSpec, QueueSpec, StepPolicySpec, StepSpec, TargetSpec, TargetTrackingSpec, _meta
+from speech.deploy.scaling.spec import (
+    AlarmSpec, QueueSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec, _meta, _rule_of,
+    one_step_policy, scale_out_tracking,
+)
 
-if TYPE_CHECKING:
-    pass
 
 # --- inference components: the copy scaling spec (hosting: components) ----------------------------
 
@@ -82,13 +69,7 @@ class ComponentScalingSpec:
 
     def rule_of(self, part: str, name: str) -> str:
         """Why ``part.name`` has its value: this plan's rule, else the field's generic rule."""
-        top = name.split(".")[0]
-        for key in ((part, name), (part, top)):
-            if key in self.why:
-                return self.why[key]
-        value = getattr(self, part)
-        f = {f.name: f for f in dataclasses.fields(value)}.get(top) if value is not None else None
-        return f.metadata.get("rule", "") if f is not None else ""
+        return _rule_of(self, part, name)
 
 
 COMPONENT_PART_KIND = {"instances": "instances", "compute": "compute", "target": "target", "scale_out": "scale_out",
@@ -114,7 +95,7 @@ def wake_cooldown_s(copy_plan: Any) -> int:
         start = t_total.measured_s
     else:
         start = copy_plan.t_copy.measured_s
-    return max(WAKE_COOLDOWN_MIN_S, math.ceil(start - 1e-9))
+    return max(WAKE_COOLDOWN_MIN_S, math.ceil(start - EPS))
 
 
 def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
@@ -233,34 +214,12 @@ def component_scaling_spec(copy_plan: Any, endpoint_name: str, component_name: s
             min_capacity=counts.min_copies,
             max_capacity=counts.max_copies,
         ),
-        scale_out=TargetTrackingSpec(
-            name=f"{name}{SUFFIX_SCALE_OUT}",
-            policy_type=TARGET_TRACKING,
-            metric_type=COMPONENT_SCALE_OUT_METRIC_TYPE,
-            target_value=s.target_value,
-            scale_out_cooldown_s=s.scale_out_cooldown_s,
-            scale_in_cooldown_s=s.scale_in_cooldown_s,
-            disable_scale_in=True,
-        ),
-        scale_in=StepPolicySpec(
-            name=f"{name}{SUFFIX_SCALE_IN}",
-            policy_type=STEP_SCALING,
-            adjustment_type="ChangeInCapacity",
-            steps=(StepSpec(scaling_adjustment=-1, upper_bound=0.0),),
-            min_adjustment_magnitude=None,
-            cooldown_s=s.scale_in_cooldown_s,
-            aggregation=ALARM_STATISTIC,
-        ),
+        scale_out=scale_out_tracking(f"{name}{SUFFIX_SCALE_OUT}", COMPONENT_SCALE_OUT_METRIC_TYPE, s.target_value,
+                                     s.scale_out_cooldown_s, s.scale_in_cooldown_s),
+        scale_in=one_step_policy(f"{name}{SUFFIX_SCALE_IN}", -1, cooldown_s=s.scale_in_cooldown_s, aggregation=ALARM_STATISTIC),
         scale_in_alarm=copy_scale_in_alarm(copy_plan, name),
-        wake=StepPolicySpec(
-            name=f"{name}{SUFFIX_WAKE}",
-            policy_type=STEP_SCALING,
-            adjustment_type="ChangeInCapacity",
-            steps=(StepSpec(scaling_adjustment=1, lower_bound=0.0),),
-            min_adjustment_magnitude=None,
-            cooldown_s=wake_cooldown_s(copy_plan),
-            aggregation=ALARM_STATISTIC,
-        ) if zero else None,
+        wake=one_step_policy(f"{name}{SUFFIX_WAKE}", 1, cooldown_s=wake_cooldown_s(copy_plan), aggregation=ALARM_STATISTIC)
+        if zero else None,
         wake_alarm=wake_alarm(name) if zero else None,
         queue=QueueSpec(max_depth=copy_plan.queue_max_depth),
         why=why,

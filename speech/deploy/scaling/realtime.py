@@ -1,38 +1,22 @@
-"""The scaling spec: the complete desired scaling state of one endpoint variant, from a plan
-(docs/design.md §5).
-
-Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
-
-- the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
-- the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
-- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
-  output into the same shape;
-- the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
-
-The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) and render its
-:class:`Difference` values into their own messages. Adding a policy or changing a threshold is an
-edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
-policy-name suffixes) are defined here once.
-"""
+"""The instance scaling spec of a real-time endpoint variant, from its plan (:func:`scaling_spec`):
+target tracking on concurrency, the scale-in step and alarm, the surge step and alarm, queue depth."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from speech.schema.units import EPS
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.aws import (
-    ALARM_STATISTIC, METRIC, METRIC_NAMESPACE, PERCENT_CHANGE, SCALABLE_DIMENSION, SCALE_IN_INSTANCES, SCALE_OUT_METRIC_TYPE,
-    SERVICE_NAMESPACE, STEP_SCALING, SUFFIX_FLOOR, SUFFIX_SCALE_IN, SUFFIX_SCALE_OUT, SUFFIX_SURGE, TARGET_TRACKING, VARIANT,
-    metric_dimensions, resource_id,
+    ALARM_STATISTIC, METRIC, METRIC_NAMESPACE, PERCENT_CHANGE, SCALE_IN_INSTANCES, SCALE_OUT_METRIC_TYPE,
+    SUFFIX_FLOOR, SUFFIX_SCALE_IN, SUFFIX_SCALE_OUT, SUFFIX_SURGE, VARIANT,
+    metric_dimensions,
 )
 from speech.deploy.scaling.spec import (
-    AlarmSpec, QueueSpec, ScalingSpec, ScheduledActionSpec, StepPolicySpec, StepSpec, TargetSpec, TargetTrackingSpec,
+    AlarmSpec, QueueSpec, ScalingSpec, ScheduledActionSpec, one_step_policy, scale_out_tracking, variant_target,
 )
 
-if TYPE_CHECKING:
-    pass
 
 @dataclass(frozen=True)
 class SurgeStep:
@@ -50,8 +34,8 @@ def surge_adjustment(plan: PlanArtifact) -> SurgeStep:
     factor = plan.inputs.surge_ratio * plan.q_max / plan.thresholds.c_scale_max
     grow = factor - 1.0
     return SurgeStep(
-        percent=max(1, math.ceil(100 * grow - 1e-9)),
-        min_instances_added=max(2, math.ceil(plan.fleet.min_safe_instances * grow - 1e-9)),
+        percent=max(1, math.ceil(100 * grow - EPS)),
+        min_instances_added=max(2, math.ceil(plan.fleet.min_safe_instances * grow - EPS)),
     )
 
 
@@ -66,7 +50,7 @@ def surge_cooldown_s(plan: PlanArtifact) -> int:
     Within the cooldown a repeated breach adds only what a larger step would add beyond the
     capacity already added, so one surge per start-up is what this buys; target tracking keeps
     adding in between at its own, proportional pace."""
-    return max(plan.cooldowns.scale_out_s, math.ceil(plan.t_total.measured_s - 1e-9))
+    return max(plan.cooldowns.scale_out_s, math.ceil(plan.t_total.measured_s - EPS))
 
 
 def scale_in_step(plan: PlanArtifact) -> tuple[str, int, int | None]:
@@ -206,41 +190,15 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
     return ScalingSpec(
         endpoint_name=endpoint_name,
         variant=variant,
-        target=TargetSpec(
-            resource_id=resource_id(endpoint_name, variant),
-            service_namespace=SERVICE_NAMESPACE,
-            scalable_dimension=SCALABLE_DIMENSION,
-            min_capacity=plan.fleet.min_instances,
-            max_capacity=plan.fleet.max_instances,
-        ),
-        scale_out=TargetTrackingSpec(
-            name=f"{endpoint_name}{SUFFIX_SCALE_OUT}",
-            policy_type=TARGET_TRACKING,
-            metric_type=SCALE_OUT_METRIC_TYPE,
-            target_value=t.scaling_target_value,
-            scale_out_cooldown_s=c.scale_out_s,
-            scale_in_cooldown_s=c.scale_in_s,
-            disable_scale_in=True,
-        ),
-        scale_in=StepPolicySpec(
-            name=f"{endpoint_name}{SUFFIX_SCALE_IN}",
-            policy_type=STEP_SCALING,
-            adjustment_type=in_kind,
-            steps=(StepSpec(scaling_adjustment=in_adjustment, upper_bound=0.0),),
-            min_adjustment_magnitude=in_least,
-            cooldown_s=c.scale_in_s,
-            aggregation=ALARM_STATISTIC,
-        ),
+        target=variant_target(endpoint_name, variant, plan.fleet.min_instances, plan.fleet.max_instances),
+        scale_out=scale_out_tracking(f"{endpoint_name}{SUFFIX_SCALE_OUT}", SCALE_OUT_METRIC_TYPE, t.scaling_target_value,
+                                     c.scale_out_s, c.scale_in_s),
+        scale_in=one_step_policy(f"{endpoint_name}{SUFFIX_SCALE_IN}", in_adjustment, cooldown_s=c.scale_in_s,
+                                 aggregation=ALARM_STATISTIC, adjustment_type=in_kind, min_adjustment_magnitude=in_least),
         scale_in_alarm=scale_in_alarm(plan, endpoint_name, variant),
-        surge=StepPolicySpec(
-            name=f"{endpoint_name}{SUFFIX_SURGE}",
-            policy_type=STEP_SCALING,
-            adjustment_type="PercentChangeInCapacity",
-            steps=(StepSpec(scaling_adjustment=step.percent, lower_bound=0.0),),
-            min_adjustment_magnitude=step.min_instances_added,
-            cooldown_s=surge_cooldown_s(plan),
-            aggregation=ALARM_STATISTIC,
-        ),
+        surge=one_step_policy(f"{endpoint_name}{SUFFIX_SURGE}", step.percent, adjustment_type="PercentChangeInCapacity",
+                              min_adjustment_magnitude=step.min_instances_added, cooldown_s=surge_cooldown_s(plan),
+                              aggregation=ALARM_STATISTIC),
         surge_alarm=surge_alarm(plan, endpoint_name, variant, step),
         queue=QueueSpec(max_depth=plan.queue_max_depth),
         scheduled=floor_actions(plan, endpoint_name),

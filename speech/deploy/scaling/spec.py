@@ -1,30 +1,14 @@
-"""The scaling spec: the complete desired scaling state of one endpoint variant, from a plan
-(docs/design.md §5).
-
-Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
-
-- the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
-- the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
-- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
-  output into the same shape;
-- the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
-
-The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) and render its
-:class:`Difference` values into their own messages. Adding a policy or changing a threshold is an
-edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
-policy-name suffixes) are defined here once.
-"""
+"""The spec dataclasses every hosting kind shares (target, target tracking, step policy, alarm,
+queue) and the one comparison, :func:`diff`, with its one tolerance :data:`REL_TOL`."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-
-if TYPE_CHECKING:
-    pass
+from speech.schema.aws import SCALABLE_DIMENSION, SERVICE_NAMESPACE, STEP_SCALING, TARGET_TRACKING, resource_id
 
 # --- the spec ----------------------------------------------------------------------------------
 
@@ -33,9 +17,8 @@ def _meta(rule: str) -> dict:
     return {"rule": rule}
 
 
-IDENTITY = dict(compare=False)
-"""Names and descriptions identify a resource (the readers find it by them); :func:`diff` skips
-them."""
+# Names and descriptions identify a resource (the readers find it by them): field(compare=False),
+# so :func:`diff` skips them.
 
 
 @dataclass(frozen=True)
@@ -53,7 +36,7 @@ class TargetSpec:
 class TargetTrackingSpec:
     """Scale-out: target tracking on ConcurrentRequestsPerModel at the deployed C_scale_max."""
 
-    name: str = field(**IDENTITY)
+    name: str = field(compare=False)
     policy_type: str = field(metadata=_meta("scale-out tracks a target"))
     metric_type: str = field(metadata=_meta(
         "ConcurrentRequestsPerModel at 10 s, the metric Q_max was measured against and the period the plan's "
@@ -79,7 +62,7 @@ class StepSpec:
 class StepPolicySpec:
     """A step scaling policy fired by one alarm."""
 
-    name: str = field(**IDENTITY)
+    name: str = field(compare=False)
     policy_type: str = field(metadata=_meta("an alarm fires a step"))
     adjustment_type: str = field(metadata=_meta("how a step changes capacity"))
     steps: tuple[StepSpec, ...] = field(metadata=_meta("the planned step"))
@@ -92,8 +75,8 @@ class StepPolicySpec:
 class AlarmSpec:
     """A CloudWatch alarm on the variant's ConcurrentRequestsPerModel that fires a step policy."""
 
-    name: str = field(**IDENTITY)
-    description: str = field(**IDENTITY)
+    name: str = field(compare=False)
+    description: str = field(compare=False)
     namespace: str = field(metadata=_meta("SageMaker's endpoint metrics"))
     metric_name: str = field(metadata=_meta("the metric Q_max was measured against"))
     dimensions: tuple[tuple[str, str], ...] = field(metadata=_meta("this endpoint's variant"))
@@ -119,7 +102,7 @@ class ScheduledActionSpec:
     """A daily scheduled action on the scalable target: from ``schedule`` on, capacity within
     [min_capacity, max_capacity] (Application Auto Scaling PutScheduledAction)."""
 
-    name: str = field(**IDENTITY)
+    name: str = field(compare=False)
     schedule: str = field(metadata=_meta("cron(M H * * ? *): every day at the floor's local time"))
     timezone: str = field(metadata=_meta("the schedule's IANA time zone"))
     min_capacity: int = field(metadata=_meta("the scheduled floor, never below the plan's floor"))
@@ -153,12 +136,42 @@ class ScalingSpec:
         return _rule_of(self, part, name)
 
 
+# --- the parts every builder makes the same way ---------------------------------------------------
+
+
+def variant_target(endpoint_name: str, variant: str, min_capacity: int, max_capacity: int) -> TargetSpec:
+    """The scalable target on a variant's instance count (real-time and batch routes)."""
+    return TargetSpec(resource_id=resource_id(endpoint_name, variant), service_namespace=SERVICE_NAMESPACE,
+                      scalable_dimension=SCALABLE_DIMENSION, min_capacity=min_capacity, max_capacity=max_capacity)
+
+
+def scale_out_tracking(name: str, metric_type: str, target_value: float, scale_out_cooldown_s: int,
+                       scale_in_cooldown_s: int) -> TargetTrackingSpec:
+    """Target tracking that only scales out (its scale-in belongs to the step policy behind an alarm)."""
+    return TargetTrackingSpec(name=name, policy_type=TARGET_TRACKING, metric_type=metric_type, target_value=target_value,
+                              scale_out_cooldown_s=scale_out_cooldown_s, scale_in_cooldown_s=scale_in_cooldown_s,
+                              disable_scale_in=True)
+
+
+def one_step_policy(name: str, scaling_adjustment: int, *, cooldown_s: int, aggregation: str,
+                    adjustment_type: str = "ChangeInCapacity", min_adjustment_magnitude: int | None = None) -> StepPolicySpec:
+    """A step policy with one step behind one alarm: a removal (negative adjustment) applies at or
+    below the alarm threshold (upper bound 0), an addition at or above it (lower bound 0)."""
+    step = (StepSpec(scaling_adjustment=scaling_adjustment, upper_bound=0.0) if scaling_adjustment < 0
+            else StepSpec(scaling_adjustment=scaling_adjustment, lower_bound=0.0))
+    return StepPolicySpec(name=name, policy_type=STEP_SCALING, adjustment_type=adjustment_type, steps=(step,),
+                          min_adjustment_magnitude=min_adjustment_magnitude, cooldown_s=cooldown_s, aggregation=aggregation)
+
+
 def _rule_of(spec: Any, part: str, name: str) -> str:
+    """Why ``spec.<part>.<name>`` has its value: the plan's rule in ``spec.why``, else the field's
+    generic rule (its ``rule`` metadata); "" for a part the spec does not have (None)."""
     top = name.split(".")[0]  # steps.0.scaling_adjustment: the rule of the steps
     for key in ((part, name), (part, top)):
         if key in spec.why:
             return spec.why[key]
-    f = {f.name: f for f in dataclasses.fields(getattr(spec, part))}.get(top)
+    value = getattr(spec, part)
+    f = {f.name: f for f in dataclasses.fields(value)}.get(top) if value is not None else None
     return f.metadata.get("rule", "") if f is not None else ""
 
 

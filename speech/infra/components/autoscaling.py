@@ -8,6 +8,7 @@ cooldown. Surge: a step policy that grows the fleet by a fraction at once when i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -91,9 +92,17 @@ def concurrency_alarm(resource_name: str, spec: AlarmSpec, *, action: pulumi.Inp
     )
 
 
+class TargetKeys(TypedDict):
+    """The three keys a scaling policy names its scalable target by (``**keys`` into a Policy)."""
+
+    resource_id: pulumi.Output[str]
+    scalable_dimension: pulumi.Output[str]
+    service_namespace: pulumi.Output[str]
+
+
 def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent: pulumi.Resource,
                     depends_on: Sequence[pulumi.Resource], replace_on_changes: Sequence[str] = ()
-                    ) -> tuple[aws.appautoscaling.Target, dict[str, pulumi.Output[str]]]:
+                    ) -> tuple[aws.appautoscaling.Target, TargetKeys]:
     """The scalable target of a spec and the three keys its policies name it by. Deleted before it
     is replaced: the replacement registers the same resource id."""
     target = aws.appautoscaling.Target(
@@ -107,12 +116,26 @@ def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent:
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on), delete_before_replace=True,
                                     replace_on_changes=list(replace_on_changes) or None),
     )
-    keys = dict(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
-                service_namespace=target.service_namespace)
+    keys = TargetKeys(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
+                      service_namespace=target.service_namespace)
     return target, keys
 
 
-def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, target: dict,
+def variant_target(resource_name: str, spec: TargetSpec, *, tags: dict, instance_type: str, parent: pulumi.Resource,
+                   depends_on: Sequence[pulumi.Resource]) -> tuple[aws.appautoscaling.Target, TargetKeys]:
+    """The scalable target of a variant's instance count (real-time and batch routes): tagged with the
+    instance type, and replaced when that tag changes (after the endpoint update, the guard)."""
+    return scalable_target(resource_name, spec, tags={**tags, TAG_INSTANCE_TYPE: instance_type}, parent=parent,
+                           depends_on=depends_on, replace_on_changes=REPLACE_ON)
+
+
+def policy_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
+    """Options of a scaling policy under ``parent``. Fixed policy names: a replacement must delete
+    before it creates, or the delete of the old one would remove the new one (same name, same resource id)."""
+    return pulumi.ResourceOptions(parent=parent, delete_before_replace=True)
+
+
+def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, target: TargetKeys,
                                opts: pulumi.ResourceOptions) -> aws.appautoscaling.Policy:
     """Target tracking on a predefined metric, from the spec."""
     return aws.appautoscaling.Policy(
@@ -133,7 +156,7 @@ def predefined_tracking_policy(resource_name: str, spec: TargetTrackingSpec, *, 
     )
 
 
-def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: AlarmSpec, *, target: dict, tags: dict,
+def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: AlarmSpec, *, target: TargetKeys, tags: dict,
                            parent: pulumi.Resource) -> tuple[aws.appautoscaling.Policy, aws.cloudwatch.MetricAlarm]:
     """A step policy and the alarm that invokes it, both from the spec (fixed policy names: the
     old policy is deleted before its replacement is created)."""
@@ -142,14 +165,14 @@ def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: Al
         name=policy.name,
         policy_type=policy.policy_type,
         step_scaling_policy_configuration=step_policy_args(policy),
-        opts=pulumi.ResourceOptions(parent=parent, delete_before_replace=True),
+        opts=policy_options(parent),
         **target,
     )
     return created, concurrency_alarm(f"{resource_name}-alarm", alarm, action=created.arn, tags=tags,
                                       opts=pulumi.ResourceOptions(parent=parent))
 
 
-def scheduled_action(resource_name: str, spec: ScheduledActionSpec, *, target: dict,
+def scheduled_action(resource_name: str, spec: ScheduledActionSpec, *, target: TargetKeys,
                      opts: pulumi.ResourceOptions) -> aws.appautoscaling.ScheduledAction:
     """A daily scheduled floor of the target, from the spec (cron in the spec's time zone)."""
     return aws.appautoscaling.ScheduledAction(
@@ -176,13 +199,10 @@ class Autoscaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:Autoscaling", name, None, opts)
-        # Fixed policy names: a replacement must delete before it creates, or the delete of the old
-        # one would remove the new one (same name, same resource id).
-        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        policy_opts = policy_options(self)
         spec = self.spec = scaling_spec(args.plan, args.endpoint_name)
-        self.target, target = scalable_target(f"{name}-target", spec.target,
-                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
-                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
+        self.target, target = variant_target(f"{name}-target", spec.target, tags=args.tags,
+                                             instance_type=args.instance_type, parent=self, depends_on=args.depends_on)
         self.scale_out = predefined_tracking_policy(f"{name}-scale-out", spec.scale_out, target=target, opts=policy_opts)
         self.scale_in, self.scale_in_alarm = step_policy_with_alarm(f"{name}-scale-in", spec.scale_in, spec.scale_in_alarm,
                                                                     target=target, tags=args.tags, parent=self)
@@ -232,11 +252,10 @@ class AsyncScaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AsyncScalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:AsyncScaling", name, None, opts)
-        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        policy_opts = policy_options(self)
         spec = self.spec = batch_scaling_spec(args.plan, args.endpoint_name)
-        self.target, target = scalable_target(f"{name}-target", spec.target,
-                                              tags={**args.tags, TAG_INSTANCE_TYPE: args.instance_type}, parent=self,
-                                              depends_on=args.depends_on, replace_on_changes=REPLACE_ON)
+        self.target, target = variant_target(f"{name}-target", spec.target, tags=args.tags,
+                                             instance_type=args.instance_type, parent=self, depends_on=args.depends_on)
         b = spec.backlog
         self.backlog = aws.appautoscaling.Policy(
             f"{name}-backlog",

@@ -89,7 +89,7 @@ class EndpointArgs:
         capacity_ceiling: int | None = None,
         startup_health_check_timeout_s: int,
         rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
-        tags: dict[str, str] | None = None,
+        tags: dict[str, pulumi.Input[str]] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         endpoint_depends_on: Sequence[pulumi.Resource] = (),
         async_inference: AsyncInference | None = None,

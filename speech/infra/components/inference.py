@@ -23,7 +23,9 @@ import pulumi_aws_native as aws_native
 
 from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY, inference_ami_version
 from speech.deploy.scaling import ComponentScalingSpec
-from speech.infra.components.autoscaling import predefined_tracking_policy, scalable_target, step_policy_with_alarm
+from speech.infra.components.autoscaling import (
+    policy_options, predefined_tracking_policy, scalable_target, step_policy_with_alarm,
+)
 from speech.infra.components.endpoint import sagemaker_model
 from speech.infra.components.guard import TAG_INSTANCE_TYPE
 
@@ -35,7 +37,7 @@ ROLLING_WAIT_S = 600
 ROLLING_TIMEOUT_S = 3600
 
 
-def native_tags(tags: dict[str, str]) -> list[aws_native.TagArgs]:
+def native_tags(tags: dict[str, pulumi.Input[str]]) -> list[aws_native.TagArgs]:
     """pulumi-aws-native takes tags as a list of key/value pairs (sorted, so the input is stable)."""
     return [aws_native.TagArgs(key=k, value=v) for k, v in sorted(tags.items())]
 
@@ -57,9 +59,9 @@ class ComponentEndpointArgs:
         instance_type: str,
         environment: dict[str, pulumi.Input[str]],
         startup_health_check_timeout_s: int,
-        provider: aws_native.Provider,
+        provider: pulumi.ProviderResource,
         rollback_alarm_names: Sequence[pulumi.Input[str]] = (),
-        tags: dict[str, str] | None = None,
+        tags: dict[str, pulumi.Input[str]] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
     ) -> None:
         self.endpoint_name = endpoint_name
@@ -215,7 +217,7 @@ class CopyAutoscaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: CopyAutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("speech:index:CopyAutoscaling", name, None, opts)
-        policy_opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        policy_opts = policy_options(self)
         spec = args.spec
         self.target, target = scalable_target(f"{name}-target", spec.target, tags=args.tags, parent=self,
                                               depends_on=args.depends_on)

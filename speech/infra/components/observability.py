@@ -65,6 +65,14 @@ class MetricQuery:
     return_data: bool = False
 
 
+def _metric_args(q: MetricQuery, period_s: int) -> aws.cloudwatch.MetricAlarmMetricQueryMetricArgs:
+    """The metric of a metric query (one without an expression names its metric and statistic)."""
+    if q.metric_name is None or q.stat is None:
+        raise ValueError(f"metric query {q.id!r} has neither an expression nor a metric name and statistic")
+    return aws.cloudwatch.MetricAlarmMetricQueryMetricArgs(namespace=q.namespace, metric_name=q.metric_name,
+                                                           dimensions=dict(q.dimensions), stat=q.stat, period=period_s)
+
+
 @dataclass(frozen=True)
 class OpsAlarm:
     """An operational alarm of one endpoint, in CloudWatch's terms."""
@@ -230,12 +238,7 @@ def alarm_args(alarm: OpsAlarm, actions: list[pulumi.Input[str]], tags: dict[str
         args["metric_queries"] = [
             aws.cloudwatch.MetricAlarmMetricQueryArgs(id=q.id, expression=q.expression, return_data=q.return_data)
             if q.expression else
-            aws.cloudwatch.MetricAlarmMetricQueryArgs(
-                id=q.id, return_data=q.return_data,
-                metric=aws.cloudwatch.MetricAlarmMetricQueryMetricArgs(
-                    namespace=q.namespace, metric_name=q.metric_name, dimensions=dict(q.dimensions),
-                    stat=q.stat, period=alarm.period_s),
-            )
+            aws.cloudwatch.MetricAlarmMetricQueryArgs(id=q.id, return_data=q.return_data, metric=_metric_args(q, alarm.period_s))
             for q in alarm.queries
         ]
     else:
