@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SCRIPTS = {"speech-bench": "bench", "speech-deploy": "speech", "speech-policy": "policy", "speech-container": "container"}

@@ -49,6 +49,7 @@ def test_full_disk_leaves_the_previous_artifact_intact(tmp_path, capsys, monkeyp
     assert plan.read_bytes() == before and leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_file_size_limit_in_a_real_process_leaves_the_previous_artifact(tmp_path):
     """RLIMIT_FSIZE makes the kernel refuse the write itself (EFBIG): no injection in our process."""
     out = tmp_path / "out"
@@ -78,6 +79,7 @@ with stack_lock(Path(sys.argv[1])):
 """
 
 
+@pytest.mark.slow
 def test_a_held_stack_file_is_refused_naming_the_holder(tmp_path, capsys, monkeypatch):
     import bench.stack_yaml as stack_yaml
 

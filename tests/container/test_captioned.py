@@ -1,3 +1,4 @@
+import pytest
 """Word timestamps from the real int8 Kokoro-82M's predicted durations (/dev/captioned_speech)."""
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import json
 import httpx
 import numpy as np
 import soundfile as sf
+
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
 
 TEXT = "Hello there, how are you today? It costs 42 dollars, really."
 WORDS = ["Hello", "there", "how", "are", "you", "today", "It", "costs", "42", "dollars", "really"]

@@ -54,6 +54,7 @@ _ONNX_NAMES = {"model": "*.onnx", "voices": "voices.npz", "vocab": "vocab.json"}
 
 
 @pytest.mark.parametrize("skip", sorted(_ONNX_NAMES))
+@pytest.mark.slow
 def test_onnx_model_dir_missing_a_file_refuses_to_start(tmp_path, skip):
     line = _refused(_serve({"BACKEND": "onnx", "MODEL_DIR": str(_onnx_dir(tmp_path, skip))}),
                     f"lacks {_ONNX_NAMES[skip]}", str(tmp_path), "export-model")
