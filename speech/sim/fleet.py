@@ -32,7 +32,7 @@ import numpy as np
 
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.sim.policies import History, POLICY_NAMES, Policy, make_policy
+from speech.sim.policies import History, POLICY_NAMES, Policy, Scaler, make_policy
 from speech.sim.instance import InstanceModel, build_instance
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
@@ -112,13 +112,13 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
     hist = History(occupancy=[0.0] * T, arrivals=arr, rejected=[0.0] * T, serving=[0] * T)
     pos_out, adm_out, billed_out = [0.0] * T, [0.0] * T, [0] * T
     actions: list[Action] = []
-    n = policy.initial()
+    scaler = Scaler(policy)
+    n = scaler.initial()
     desired = n
     pending: deque = deque()
     draining: list = []
     startup = model.startup_s
-    tick = policy.tick_s
-    instant = policy.instant
+    instant = scaler.instant
     m = 0.0
     for t in range(T):
         while pending and pending[0] <= t:
@@ -136,29 +136,30 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
         if draining:
             draining = [e for e in draining if e > t]
         billed_out[t] = n + len(pending) + len(draining)
-        if (t + 1) % tick == 0 and t + 1 < T:
-            decision = policy.decide(t, desired, hist)
-            if decision is not None and decision[0] != desired:
-                new, why = decision
-                new = max(1, new)
-                if instant:
-                    # The oracle's per-second changes are not scaling actions anyone would run.
-                    m = m * n / new
-                    n = desired = new
-                    continue
-                actions.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
-                if new > desired:
-                    pending.extend([t + 1 + startup] * (new - desired))
-                else:
-                    for _ in range(desired - new):
-                        if pending:
-                            pending.pop()
-                        elif n > 1:
-                            # The instance leaves routing and drains what it holds.
-                            rate = dep[k] if dep[k] > 0 else model.saturation_rps
-                            draining.append(t + 1 + math.ceil(m / rate) if m > 0 else t + 1)
-                            n -= 1
-                desired = new
+        if not scaler.due(t, T):
+            continue
+        out = scaler.step(t, desired, hist)
+        if out is None:
+            continue
+        new, why = out.new, out.reason
+        if instant:
+            # The oracle's per-second changes are not scaling actions anyone would run.
+            m = m * n / new
+            n = desired = new
+            continue
+        actions.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
+        if new > desired:
+            pending.extend([t + 1 + startup] * (new - desired))
+        else:
+            for _ in range(desired - new):
+                if pending:
+                    pending.pop()
+                elif n > 1:
+                    # The instance leaves routing and drains what it holds.
+                    rate = dep[k] if dep[k] > 0 else model.saturation_rps
+                    draining.append(t + 1 + math.ceil(m / rate) if m > 0 else t + 1)
+                    n -= 1
+        desired = new
     return Run(
         policy=policy.name,
         occupancy=np.array(hist.occupancy),
