@@ -147,14 +147,15 @@ def render(a: SimulationArtifact) -> str:
     ]
     if tr.attribution:
         lines.append(f"trace: {tr.attribution}")
-    head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x oracle", "out", "in", "flaps", "peak")
+    head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x oracle", "out", "in",
+            "refused", "flaps", "peak")
     rows = []
     for r in a.results:
         cost = _fmt(r.cost_usd, ",.2f") if r.cost_usd is not None else "-"
         rows.append((
             r.policy, f"{100 * r.within_slo_share:.2f}%", f"{100 * r.rejected_share:.2f}%", _fmt(r.ttfab_p95_ms, ".0f"),
             _fmt(r.ttfab_p99_ms, ".0f"), str(r.violation_minutes), f"{r.instance_hours:,.1f}", cost,
-            _fmt(r.cost_vs_oracle, ".2f"), str(r.scale_out_actions), str(r.scale_in_actions), str(r.flaps),
+            _fmt(r.cost_vs_oracle, ".2f"), str(r.scale_out_actions), str(r.scale_in_actions), str(r.refused_changes), str(r.flaps),
             str(r.peak_instances),
         ))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
@@ -165,8 +166,9 @@ def render(a: SimulationArtifact) -> str:
     lines += [
         "",
         "in SLO: answered within the SLO (a rejected request never is); p95/p99: answered requests; viol min: "
-        "minutes with under 95% in SLO; cost without --price-per-hour: instance-hours only; flaps: scale-in then "
-        "scale-out within the planning T_total",
+        "minutes with under 95% in SLO; cost without --price-per-hour: instance-hours only; refused: changes asked "
+        "for while the endpoint was Updating (SageMaker applies one at a time); flaps: scale-in then scale-out within "
+        "the planning T_total",
     ]
     return "\n".join(lines)
 
@@ -191,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
     model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps)
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
-                              price_per_hour=args.price_per_hour, created_at=datetime.now(UTC))
+                              price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
     path = args.out / f"simulation-{plan.model}-{safe}.json"
     written = [write_artifact(path, art)]

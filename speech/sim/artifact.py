@@ -63,6 +63,41 @@ class TraceRecord(Frozen):
     attribution: str | None = None
 
 
+class ScalingAction(Frozen):
+    """One capacity change a policy made (``after`` > ``before``: scale-out)."""
+
+    t_s: int
+    before: int
+    after: int
+    reason: str
+
+
+class RefusedActivity(Frozen):
+    """Capacity changes asked for while the endpoint was Updating, which SageMaker refuses and
+    Application Auto Scaling records as not scaled (TargetServicePutResourceAsUnscalable);
+    consecutive retries of the same change are one entry, from ``t_s`` to ``last_s``."""
+
+    t_s: int
+    last_s: int
+    attempts: int
+    before: int
+    wanted: int
+    reason: str
+
+
+def refused_activities(refused: Sequence) -> list[RefusedActivity]:
+    """Coalesce a run's refused changes: a retry of the same change (same before, reason) extends
+    the previous entry."""
+    out: list[dict] = []
+    for a in refused:
+        last = out[-1] if out else None
+        if last is not None and last["before"] == a.before and last["reason"] == a.reason:
+            last.update(last_s=a.t_s, attempts=last["attempts"] + 1, wanted=max(last["wanted"], a.after))
+        else:
+            out.append(dict(t_s=a.t_s, last_s=a.t_s, attempts=1, before=a.before, wanted=a.after, reason=a.reason))
+    return [RefusedActivity(**d) for d in out]
+
+
 class PolicyResult(Frozen):
     policy: str
     within_slo_share: float
@@ -77,6 +112,9 @@ class PolicyResult(Frozen):
     scale_in_actions: int
     flaps: int
     peak_instances: int
+    refused_changes: int = 0
+    actions: list[ScalingAction] = Field(default_factory=list)
+    refused: list[RefusedActivity] = Field(default_factory=list)
 
 
 class SimulationArtifact(Frozen):
@@ -105,9 +143,12 @@ def _finite(x: float) -> float | None:
 
 def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact, trace, model: InstanceModel,
                         summaries: Sequence[Summary], price_per_hour: float | None,
-                        created_at: datetime | None = None) -> SimulationArtifact:
-    """The artifact from a run; costs relative to the oracle when it ran."""
+                        created_at: datetime | None = None, runs: Sequence | None = None) -> SimulationArtifact:
+    """The artifact from a run; costs relative to the oracle when it ran; each policy's scaling
+    actions and refused activities when ``runs`` (``speech.sim.fleet.Run``, in the order of
+    ``summaries``) are given."""
     oracle = next((s for s in summaries if s.policy == "oracle"), None)
+    by_run = {r.policy: r for r in runs or ()}
     results = [
         PolicyResult(
             policy=s.policy,
@@ -123,6 +164,10 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
             scale_in_actions=s.scale_in_actions,
             flaps=s.flaps,
             peak_instances=s.peak_instances,
+            refused_changes=s.refused_changes,
+            actions=[ScalingAction(t_s=a.t_s, before=a.before, after=a.after, reason=a.reason)
+                     for a in getattr(by_run.get(s.policy), "actions", ())],
+            refused=refused_activities(getattr(by_run.get(s.policy), "refused", ())),
         )
         for s in summaries
     ]

@@ -32,7 +32,7 @@ import numpy as np
 
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.sim.policies import History, POLICY_NAMES, Policy, Scaler, make_policy
+from speech.sim.policies import AwsReadings, History, POLICY_NAMES, Policy, Scaler, make_policy
 from speech.sim.instance import InstanceModel, build_instance
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
@@ -74,6 +74,10 @@ class Run:
     billed: np.ndarray
     """Instances paid for in each second: in service, starting and draining."""
     actions: list[Action] = field(default_factory=list)
+    refused: list[Action] = field(default_factory=list)
+    """Changes the policy asked for while the endpoint was Updating: SageMaker refuses them ("Cannot
+    update in-progress endpoint") and Application Auto Scaling records a not-scaled activity
+    (TargetServicePutResourceAsUnscalable); ``after`` is the capacity asked for."""
 
 
 def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tuple[float, float, int, float]:
@@ -102,8 +106,14 @@ def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tu
     return occ_grid[k], blk[k], k, 0.0
 
 
-def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Run:
-    """Step the fleet through the trace one second at a time under ``policy``."""
+def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readings: AwsReadings | None = None) -> Run:
+    """Step the fleet through the trace one second at a time under ``policy``.
+
+    The endpoint applies one capacity change at a time (UpdateEndpointWeightsAndCapacities sets it
+    to Updating until the change is done): after a scale-out until the new instances are in
+    service, after a removal for ``readings.removal_updating_s``. A change asked for meanwhile is
+    refused and recorded in ``Run.refused``; the policy asks again at its next evaluation."""
+    readings = readings or AwsReadings()
     occ_grid = model.occupancy.tolist()
     dep = model.depart_rps.tolist()
     blk = model.block.tolist()
@@ -119,6 +129,9 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
     draining: list = []
     startup = model.startup_s
     instant = scaler.instant
+    one_at_a_time = readings.one_change_at_a_time and not instant
+    updating_until = -1.0
+    refused: list[Action] = []
     m = 0.0
     for t in range(T):
         while pending and pending[0] <= t:
@@ -138,10 +151,13 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
         billed_out[t] = n + len(pending) + len(draining)
         if not scaler.due(t, T):
             continue
-        out = scaler.step(t, desired, hist)
+        out = scaler.step(t, desired, hist, updating=one_at_a_time and t + 1 < updating_until)
         if out is None:
             continue
         new, why = out.new, out.reason
+        if out.refused:
+            refused.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
+            continue
         if instant:
             # The oracle's per-second changes are not scaling actions anyone would run.
             m = m * n / new
@@ -150,7 +166,9 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
         actions.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
         if new > desired:
             pending.extend([t + 1 + startup] * (new - desired))
+            updating_until = t + 1 + startup
         else:
+            updating_until = t + 1 + readings.removal_updating_s
             for _ in range(desired - new):
                 if pending:
                     pending.pop()
@@ -170,6 +188,7 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
         serving=np.array(hist.serving),
         billed=np.array(billed_out),
         actions=actions,
+        refused=refused,
     )
 
 
@@ -214,6 +233,8 @@ class Summary:
     flaps: int
     peak_instances: int
     """Most instances in service at once."""
+    refused_changes: int = 0
+    """Capacity changes asked for while the endpoint was Updating (refused by SageMaker)."""
 
 
 def count_flaps(actions: Sequence[Action], window_s: float) -> int:
@@ -275,6 +296,7 @@ def summarize(run: Run, model: InstanceModel, slo_ms: float, planning_total_s: f
         scale_in_actions=sum(1 for a in run.actions if a.after < a.before),
         flaps=count_flaps(run.actions, planning_total_s),
         peak_instances=int(run.serving.max()) if run.serving.size else 0,
+        refused_changes=len(run.refused),
     )
 
 
@@ -287,6 +309,7 @@ def simulate(
     policies: Sequence[str] = POLICY_NAMES,
     peak_rps: float | None = None,
     model: InstanceModel | None = None,
+    readings: AwsReadings | None = None,
 ) -> tuple[InstanceModel, list[Run], list[Summary]]:
     """Run every named policy on the same arrivals; summaries in the order asked."""
     from speech.sim.traces import peak_rps as trace_peak
@@ -295,8 +318,8 @@ def simulate(
     peak = trace_peak(arrivals) if peak_rps is None else peak_rps
     runs, sums = [], []
     for name in policies:
-        pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak)
-        run = run_policy(model, arrivals, pol)
+        pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak, readings=readings)
+        run = run_policy(model, arrivals, pol, readings)
         runs.append(run)
         sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))
     return model, runs, sums

