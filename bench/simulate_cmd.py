@@ -13,7 +13,7 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan
-from speech.sim.policies import POLICY_NAMES
+from speech.sim.policies import DEFAULT_SLO_SHARE, POLICY_NAMES
 from speech.sim.artifact import SimulationArtifact, simulation_artifact
 from speech.sim.instance import build_instance
 from speech.sim.fleet import simulate
@@ -29,7 +29,12 @@ DESCRIPTION = f"""\
 Replay a traffic trace against a simulated fleet of the measured instance and compare scaling
 policies on the same traffic: share answered within the SLO, share rejected at the gate, TTFAB
 p95/p99, minutes in violation, instance-hours and cost (as a ratio to the oracle), scaling
-actions, flaps and peak instances.
+actions, changes refused while the endpoint was Updating, flaps and peak instances.
+
+The oracle is clairvoyant, with no start-up and no cooldown, and changes at most once a minute to
+the fewest instances that keep --slo-share of the minute's requests within the SLO; target-floor is
+ceil(arrivals / X(C_scale_max)) every second (the cost floor at the plan's utilization, not
+SLO-meeting).
 
 The instance is the measurement: throughput and TTFAB vs occupancy from the qmax ladder, the gate
 at Q_max, new instances in service after the ttotal artifact's measured phases. Scaling numbers
@@ -68,6 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, metavar="SPEC", help="traffic: a generator, a CSV or a shipped trace (see above)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="seed for generated traces (default: the spec's, else 1)")
     p.add_argument("--policies", default=",".join(POLICY_NAMES), metavar="A,B,...", help="policies to run (default all)")
+    p.add_argument("--slo-share", type=float, default=DEFAULT_SLO_SHARE, metavar="X",
+                   help=f"share of each minute's requests the oracle keeps within the SLO (default {DEFAULT_SLO_SHARE})")
     p.add_argument("--price-per-hour", type=float, default=None, metavar="USD", help="instance price, for costs in USD")
     p.add_argument("--out", type=Path, default=Path("out/simulate"), metavar="DIR", help="artifact directory (default out/simulate)")
     p.add_argument("--plot", action="store_true", help="also write a timeline per policy and a cost-vs-SLO scatter (PNG)")
@@ -182,6 +189,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}"
         )
+    if not 0 < args.slo_share < 1:
+        raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
     if args.price_per_hour is not None and not args.price_per_hour > 0:
         raise UsageError(f"--price-per-hour {args.price_per_hour:g}: must be > 0 (USD per instance-hour)")
     if q.q_max < 1:
@@ -191,7 +200,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--trace {args.trace!r}: the trace has no requests")
     plan = resolve_plan(args, q, t, trace)
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
-    model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps)
+    model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
+                               slo_share=args.slo_share)
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
                               price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)

@@ -32,7 +32,7 @@ import numpy as np
 
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.sim.policies import AwsReadings, History, POLICY_NAMES, Policy, Scaler, make_policy
+from speech.sim.policies import DEFAULT_SLO_SHARE, AwsReadings, History, POLICY_NAMES, Policy, Scaler, make_policy
 from speech.sim.instance import InstanceModel, build_instance
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
@@ -310,6 +310,7 @@ def simulate(
     peak_rps: float | None = None,
     model: InstanceModel | None = None,
     readings: AwsReadings | None = None,
+    slo_share: float = DEFAULT_SLO_SHARE,
 ) -> tuple[InstanceModel, list[Run], list[Summary]]:
     """Run every named policy on the same arrivals; summaries in the order asked."""
     from speech.sim.traces import peak_rps as trace_peak
@@ -318,7 +319,8 @@ def simulate(
     peak = trace_peak(arrivals) if peak_rps is None else peak_rps
     runs, sums = [], []
     for name in policies:
-        pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak, readings=readings)
+        pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak, readings=readings,
+                          slo_share=slo_share)
         run = run_policy(model, arrivals, pol, readings)
         runs.append(run)
         sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))

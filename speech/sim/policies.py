@@ -494,11 +494,71 @@ class ScheduledPolicy(Policy):
         return (self.need[nxt] if nxt < len(self.need) else ctx.desired), self.reason, None
 
 
-def OraclePolicy(arrivals: np.ndarray, x_target_rps: float, name: str = "oracle") -> ScheduledPolicy:  # noqa: N802
-    """The cost floor at the plan's utilization: every second exactly ceil(arrivals / X(C_scale_max))
-    instances (at least one), in service at once, gone at once."""
+def FloorAtTargetPolicy(arrivals: np.ndarray, x_target_rps: float, name: str = "target-floor") -> ScheduledPolicy:  # noqa: N802
+    """The cost floor at the plan's target utilization (the old oracle): every second exactly
+    ceil(arrivals / X(C_scale_max)) instances (at least one), in service at once, gone at once. It
+    does not keep the SLO (98.2 % on the reference diurnal day): the bar is its utilization."""
     need = np.maximum(1, np.ceil(np.asarray(arrivals) / x_target_rps - 1e-9))
     return ScheduledPolicy(name, need, name)
+
+
+ORACLE_STEP_S = 60
+"""The SLO oracle changes its fleet at most once per this many seconds."""
+DEFAULT_SLO_SHARE = 0.995
+"""Share of requests answered within the SLO the oracle (and ``bench tune``) keeps, by default."""
+
+
+def answered_within_slo(model: InstanceModel, per_instance_rps: np.ndarray, slo_ms: float) -> np.ndarray:
+    """Share of arrivals answered within the SLO by one instance in the stationary chain at that
+    arrival rate: (1 - P_block) x P(TTFAB <= SLO | admitted). Rates past the model's grid get its
+    last (saturated) value."""
+    at_slo = model.ttfab_cdf_at(slo_ms)
+    ok = (1.0 - model.block) * at_slo
+    lam = model.arrival_rps
+    return np.interp(per_instance_rps, lam, ok, left=float(ok[0]), right=float(ok[-1]))
+
+
+def slo_oracle_need(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float = DEFAULT_SLO_SHARE,
+                    step_s: int = ORACLE_STEP_S) -> np.ndarray:
+    """Per second, the instances of the SLO oracle: for each ``step_s`` window (clairvoyant), the
+    fewest instances n whose window keeps ``slo_share`` of its requests within the SLO when each
+    second's arrivals split evenly over n stationary instances (:func:`answered_within_slo`).
+    At least one. A window the instance cannot serve at any size (the SLO share above what one
+    instance reaches alone) gets the smallest n past which the share stops rising."""
+    a = np.asarray(arrivals, dtype=float)
+    windows = math.ceil(a.size / step_s)
+    pad = np.zeros(windows * step_s)
+    pad[: a.size] = a
+    w = pad.reshape(windows, step_s)
+    total = w.sum(axis=1)
+    best_alone = float(answered_within_slo(model, np.array([0.0]), slo_ms)[0])
+    goal = min(slo_share, best_alone - 1e-9)
+
+    def share(n: np.ndarray) -> np.ndarray:
+        ok = (w * answered_within_slo(model, w / n[:, None], slo_ms)).sum(axis=1)
+        return np.where(total > 0, ok / np.where(total > 0, total, 1.0), 1.0)
+
+    hi = np.maximum(1, np.ceil(w.max(axis=1) / max(model.saturation_rps, 1e-9))).astype(float)
+    while True:  # grow until every window keeps the share
+        short = share(hi) < goal
+        if not short.any():
+            break
+        hi = np.where(short, hi * 2, hi)
+    lo = np.zeros(windows)  # share(lo) < goal (or lo = 0)
+    while (hi - lo > 1).any():
+        mid = np.floor((lo + hi) / 2)
+        ok = share(np.maximum(mid, 1)) >= goal
+        move = hi - lo > 1
+        hi = np.where(move & ok, mid, hi)
+        lo = np.where(move & ~ok, mid, lo)
+    return np.repeat(np.maximum(hi, 1), step_s)[: a.size].astype(int)
+
+
+def OraclePolicy(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float = DEFAULT_SLO_SHARE,  # noqa: N802
+                 name: str = "oracle") -> ScheduledPolicy:
+    """The SLO-meeting oracle: clairvoyant, no start-up, no cooldown, changing at most once a
+    minute to :func:`slo_oracle_need`. "x oracle" is measured against it."""
+    return ScheduledPolicy(name, slo_oracle_need(model, arrivals, slo_ms, slo_share), name)
 
 
 # --- the registry ------------------------------------------------------------------------------
@@ -514,6 +574,7 @@ class PolicyInputs:
     arrivals: np.ndarray
     peak_rps: float
     readings: AwsReadings = field(default_factory=AwsReadings)
+    slo_share: float = DEFAULT_SLO_SHARE
 
     @property
     def numbers(self) -> ScalingNumbers:
@@ -541,7 +602,11 @@ def _fixed_peak(i: PolicyInputs) -> Policy:
 
 
 def _oracle(i: PolicyInputs) -> Policy:
-    return OraclePolicy(i.arrivals, i.numbers.x_target_rps)
+    return OraclePolicy(i.model, i.arrivals, i.plan.inputs.slo_ms, i.slo_share)
+
+
+def _target_floor(i: PolicyInputs) -> Policy:
+    return FloorAtTargetPolicy(i.arrivals, i.numbers.x_target_rps)
 
 
 POLICIES: dict[str, Callable[[PolicyInputs], Policy]] = {
@@ -552,15 +617,16 @@ POLICIES: dict[str, Callable[[PolicyInputs], Policy]] = {
     "kpa": lambda i: KpaPolicy(i.numbers, i.model.q_max),
     "fixed-peak": _fixed_peak,
     "oracle": _oracle,
+    "target-floor": _target_floor,
 }
 """Every policy ``bench simulate`` knows, by name, with the factory that builds it."""
 POLICY_NAMES = tuple(POLICIES)
 
 
 def make_policy(name: str, *, plan: PlanArtifact, qmax: QmaxArtifact, model: InstanceModel, arrivals: np.ndarray,
-                peak_rps: float, readings: AwsReadings | None = None) -> Policy:
+                peak_rps: float, readings: AwsReadings | None = None, slo_share: float = DEFAULT_SLO_SHARE) -> Policy:
     """One of :data:`POLICY_NAMES`, parameterized from the plan and the measurement."""
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
     return POLICIES[name](PolicyInputs(plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak_rps,
-                                       readings=readings or AwsReadings()))
+                                       readings=readings or AwsReadings(), slo_share=slo_share))

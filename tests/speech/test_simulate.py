@@ -194,7 +194,8 @@ def test_shipped_azure_trace_drives_the_simulator(ref):
     plan = build_plan(q, t, PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=300, trough_rps=20))
     _, _, sums = simulate(plan, q, t, tr.arrivals, policies=["plan", "fixed-peak", "oracle"])
     by = {s.policy: s for s in sums}
-    assert by["oracle"].instance_hours < by["fixed-peak"].instance_hours
+    # the SLO oracle keeps the share; fixed at the busiest minute's mean does not (per-second bursts)
+    assert by["oracle"].within_slo_share >= 0.995 > by["fixed-peak"].within_slo_share
     assert sum(s.requests for s in sums) == pytest.approx(3 * tr.total_requests)
 
 
