@@ -44,7 +44,9 @@ trace's busiest minute and quietest minute are the peak and trough).
 Traces (--trace):
   diurnal:peak=5000[,trough=250,hours=24,spikes=3,spike_factor=1.2,spike_s=300,seed=1]
   steady:rps=50[,duration=3600]     step:base=50[,factor=3,at=600,duration=1800]
-  csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN]   (one row per request, timestamp first)
+  csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN][,scale=superpose|multiply][,shift=S][,seed=N]
+      (one row per request, timestamp first; peak=N scales by superposing independent copies shifted
+      within +-shift s (default 300), or with scale=multiply by multiplying counts: bursts as clumps)
   {' / '.join(BUILTIN_TRACES)}[:peak=N,...]   ({ATTRIBUTION})
 
 Policies (--policies, default all): {', '.join(POLICY_NAMES)}.
@@ -154,6 +156,8 @@ def render(a: SimulationArtifact) -> str:
     ]
     if tr.attribution:
         lines.append(f"trace: {tr.attribution}")
+    if tr.scaling_detail:
+        lines.append(f"rate scaling ({tr.scaling}): {tr.scaling_detail}")
     head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x oracle", "out", "in",
             "refused", "flaps", "peak")
     rows = []

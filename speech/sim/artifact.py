@@ -61,6 +61,9 @@ class TraceRecord(Frozen):
     """Busiest minute's mean arrival rate."""
     source_sha256: str | None = None
     attribution: str | None = None
+    scaling: str | None = None
+    """How a file trace was rate-scaled: superpose (independent shifted copies) or multiply."""
+    scaling_detail: str | None = None
 
 
 class ScalingAction(Frozen):
@@ -181,6 +184,7 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
             spec=trace.spec, name=trace.name, seed=trace.seed, duration_s=trace.duration_s,
             requests=round(trace.total_requests, 3), peak_rps=round(trace.peak_rps, 3),
             source_sha256=trace.source_sha256, attribution=trace.attribution,
+            scaling=getattr(trace, "scaling", None), scaling_detail=getattr(trace, "scaling_detail", None),
         ),
         price_per_hour_usd=price_per_hour,
         startup_s=model.startup_s,
