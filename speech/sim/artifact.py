@@ -194,3 +194,68 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
     )
 
 
+
+
+# --- bench tune --------------------------------------------------------------------------------
+
+
+class Promise(Frozen):
+    """What the tuned plan promises, as simulated: the mean over the training days (worst day too)."""
+
+    slo_share_target: float
+    within_slo_share: float
+    """Mean over the training days."""
+    within_slo_share_worst_day: float
+    rejected_share: float
+    instance_hours: float
+    """Mean per training day."""
+    cost_vs_oracle: float
+    """Instance-hours over the SLO oracle's, mean over the training days."""
+    trace: str
+    trace_sha256: str
+    """sha256 of the training days' per-second arrivals (float64 bytes, concatenated)."""
+    seed: int
+    simulator_version: str
+
+
+class TunedValue(Frozen):
+    knob: str
+    seed: str
+    tuned: str
+    deployable_now: bool
+    """The written plan carries the tuned value (a plan input on this branch)."""
+    reason: str
+
+
+class TuneCheck(Frozen):
+    """The seed plan and the tuned one on one day the search did not see."""
+
+    day: str
+    seed_within_slo_share: float
+    seed_instance_hours: float
+    tuned_within_slo_share: float
+    tuned_instance_hours: float
+    tuned_keeps_share: bool
+
+
+class TuneArtifact(Frozen):
+    """Result of ``bench tune``: the tuned knobs next to the seed formulas, the promise, the checks."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["tune"] = "tune"
+    model: str
+    qmax_sha256: str
+    ttotal_sha256: str
+    seed_plan_sha256: str
+    tuned_plan_sha256: str
+    """The plan written next to this artifact (its deployable knobs tuned)."""
+    promise: Promise
+    seed: Promise
+    """The seed plan's numbers on the same training days."""
+    values: list[TunedValue]
+    checks: list[TuneCheck]
+    held: bool
+    """The tuned plan kept the SLO share on every held-out and perturbed day."""
+    evaluations: int
+    created_at: datetime | None = None
+    tool: str = "speech.sim.tune"
