@@ -107,7 +107,9 @@ def main() -> int:
                      for label, (tu, best) in tuned.items()]
         policies += [(p, make_policy(p, plan=plan, qmax=q, model=model, arrivals=test, peak_rps=peak_rps(test),
                                      slo_share=SLO_SHARE)) for p in OTHERS]
-        rows = [(label, summarize(run_policy(model, test, pol), model, SLO_MS, plan.t_total.planning_s)) for label, pol in policies]
+        warm = plan.capacity.throughput_at_target_rps  # every scaling fleet starts sized for the opening minute
+        rows = [(label, summarize(run_policy(model, test, pol, warm_x_rps=warm), model, SLO_MS, plan.t_total.planning_s))
+                for label, pol in policies]
         oracle = dict(rows)["oracle"]
         print(f"\n### {spec} (test day: seed {1 + len(train)}, {test.size / 3600:.1f} h, {test.sum():,.0f} requests; "
               f"tuned on seeds 1..{len(train)}; {time.monotonic() - t0:.0f} s)\n")

@@ -106,13 +106,21 @@ def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tu
     return occ_grid[k], blk[k], k, 0.0
 
 
-def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readings: AwsReadings | None = None) -> Run:
+WARM_WINDOW_S = 60
+
+
+def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readings: AwsReadings | None = None,
+               warm_x_rps: float | None = None) -> Run:
     """Step the fleet through the trace one second at a time under ``policy``.
 
     The endpoint applies one capacity change at a time (UpdateEndpointWeightsAndCapacities sets it
     to Updating until the change is done): after a scale-out until the new instances are in
     service, after a removal for ``readings.removal_updating_s``. A change asked for meanwhile is
-    refused and recorded in ``Run.refused``; the policy asks again at its next evaluation."""
+    refused and recorded in ``Run.refused``; the policy asks again at its next evaluation.
+
+    ``warm_x_rps``: a scaling fleet starts sized for the trace's opening minute at this throughput
+    per instance (the plan's X(C_scale_max)), within the policy's bounds, as if it had been running:
+    a trace's first second is not a cold endpoint. None: the policy's own initial count."""
     readings = readings or AwsReadings()
     occ_grid = model.occupancy.tolist()
     dep = model.depart_rps.tolist()
@@ -124,6 +132,9 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readi
     actions: list[Action] = []
     scaler = Scaler(policy)
     n = scaler.initial()
+    if warm_x_rps and not scaler.instant and T:
+        opening = sum(arr[:WARM_WINDOW_S]) / min(T, WARM_WINDOW_S)
+        n = max(n, scaler.bound(math.ceil(opening / warm_x_rps - 1e-9)))
     desired = n
     pending: deque = deque()
     draining: list = []
@@ -321,7 +332,7 @@ def simulate(
     for name in policies:
         pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak, readings=readings,
                           slo_share=slo_share)
-        run = run_policy(model, arrivals, pol, readings)
+        run = run_policy(model, arrivals, pol, readings, warm_x_rps=plan.capacity.throughput_at_target_rps)
         runs.append(run)
         sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))
     return model, runs, sums

@@ -139,7 +139,7 @@ class Tuner:
         if key not in self._cache:
             s = self.numbers_for(k)
             pol = AwsPolicy(s, self.model.cloudwatch_ratio, self.model.q_max)
-            run = run_policy(self.model, arrivals, pol)
+            run = run_policy(self.model, arrivals, pol, warm_x_rps=s.x_target_rps)
             self._cache[key] = summarize(run, self.model, self.inputs.slo_ms, s.planning_total_s)
             self.evaluations += 1
             self.on_eval()

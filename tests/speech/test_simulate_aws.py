@@ -141,3 +141,16 @@ def test_refused_activities_coalesce_retries():
            Action(300, 8, 7, "scale-in")]
     a, b = refused_activities(raw)
     assert (a.t_s, a.last_s, a.attempts, a.wanted) == (100, 120, 3, 9) and (b.attempts, b.wanted) == (1, 7)
+
+
+def test_a_trace_opens_on_a_running_fleet(setup):
+    """simulate() starts a scaling fleet sized for the opening minute at X(C_scale_max) (the trace's
+    start is not a cold endpoint); run_policy without warm_x_rps starts at the floor."""
+    plan, model = setup
+    x = plan.capacity.throughput_at_target_rps
+    arr = np.full(600, 20.0 * x)
+    pol = AwsPolicy(scaling_numbers(plan), model.cloudwatch_ratio, model.q_max)
+    warm = run_policy(model, arr, pol, warm_x_rps=x)
+    cold = run_policy(model, arr, pol)
+    assert warm.serving[0] == 20 and cold.serving[0] == plan.fleet.min_instances
+    assert warm.rejected.sum() < 0.01 * cold.rejected.sum()
