@@ -172,6 +172,14 @@ def scaling_policies(sess: Any, endpoint: str, variant: str = VARIANT) -> list[d
     return [p for page in pages for p in page.get("ScalingPolicies", [])]
 
 
+def scheduled_actions(sess: Any, endpoint: str, variant: str = VARIANT) -> list[dict]:
+    """Scheduled actions on the variant's scalable target (DescribeScheduledActions, every page)."""
+    pages = sess.client("application-autoscaling").get_paginator("describe_scheduled_actions").paginate(
+        ServiceNamespace=NAMESPACE, ResourceId=resource_id(endpoint, variant), ScalableDimension=DIMENSION
+    )
+    return [a for page in pages for a in page.get("ScheduledActions", [])]
+
+
 def alarms_for_policy(sess: Any, policy: dict, all_alarms: list[dict] | None = None) -> list[dict]:
     """CloudWatch alarms whose actions invoke this policy. AWS lists them on the policy; an
     emulator may not, so alarms are also matched by their AlarmActions."""
@@ -312,6 +320,8 @@ class DeployedScaling:
     policies: list[dict]
     alarms: dict[str, list[dict]] = field(default_factory=dict)
     """policy name -> alarms that invoke it."""
+    scheduled: list[dict] = field(default_factory=list)
+    """Scheduled actions on the target (DescribeScheduledActions)."""
 
 
 def read_deployed(sess: Any, endpoint: str, variant: str = VARIANT) -> DeployedScaling:
@@ -323,4 +333,5 @@ def read_deployed(sess: Any, endpoint: str, variant: str = VARIANT) -> DeployedS
         target=target,
         policies=policies,
         alarms={p["PolicyName"]: alarms_for_policy(sess, p, all_alarms) for p in policies},
+        scheduled=scheduled_actions(sess, endpoint, variant) if target is not None else [],
     )

@@ -13,7 +13,7 @@ from container import telemetry
 from speech.schema.plan_artifacts import CalibrationArtifact, PlanArtifact, calibration_filename
 from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.plan.calibration import (
-    Activity, finding_latency, finding_rejections, finding_scaling, occupancy_checks, pair_by_period, recommendations,
+    Activity, finding_latency, finding_promise, finding_rejections, finding_scaling, occupancy_checks, pair_by_period, recommendations,
     rejection_check, scaling_check, scaling_events,
 )
 from speech.errors import ArtifactError
@@ -181,6 +181,8 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
         finding_rejections(rej, plan),
         finding_scaling(scale, plan, why),
     ]
+    if plan.promise is not None:
+        findings.append(finding_promise(rej, plan))
     verdict = "holds" if all(f.level == "ok" for f in findings) else "drifted"
     recs = recommendations(findings, scale, plan, str(qmax_path), ttotal_arg, args.endpoint, args.stack)
     artifact = CalibrationArtifact(

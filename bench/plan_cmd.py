@@ -53,7 +53,15 @@ FLAG_OF = {
     "min_instances": "--min-instances",
     "qmax_derate": "--qmax-derate",
     "max_delay_s": "--max-delay-s",
+    "slo_share": "--slo-share",
+    "target_share": "--target-share",
+    "scale_in_step_share": "--scale-in-step-share",
+    "scale_in_window_s": "--scale-in-window-s",
+    "scale_in_cooldown_s": "--scale-in-cooldown-s",
+    "scale_out_cooldown_s": "--scale-out-cooldown-s",
 }
+TUNED = ("slo_share", "target_share", "scale_in_step_share", "scale_in_window_s", "scale_in_cooldown_s",
+         "scale_out_cooldown_s")
 
 FIX_OF = {
     "--slo-ms": "pass the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000",
@@ -63,6 +71,12 @@ FIX_OF = {
     "--min-instances": "real-time variants need at least 1 instance",
     "--max-delay-s": "pass the acceptable completion delay of a batch request in seconds, e.g. --max-delay-s 900",
     "--qmax-derate": "choose 0 < X <= 1, e.g. --qmax-derate 0.9 (what bench observe recommends when the endpoint drifted)",
+    "--slo-share": "choose 0.5 <= X < 1, e.g. --slo-share 0.995",
+    "--target-share": "choose 0 < X < 1, at most 1 - h (2 - surge ratio)",
+    "--scale-in-step-share": "choose 0 < X < 1, at most 1 - C_scale_min / C_scale_max",
+    "--scale-in-window-s": "choose 30 <= S <= 86400 seconds",
+    "--scale-in-cooldown-s": "choose 0 <= S <= 86400 seconds (the plan then checks it against the window and T_total)",
+    "--scale-out-cooldown-s": "choose 0 <= S <= 3600 seconds (the plan then checks it against the metric period and T_total)",
 }
 
 
@@ -84,6 +98,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-delay-s", type=float, default=None, metavar="S",
                    help="plan a batch route: an asynchronous endpoint whose requests may take up to S seconds from "
                         "submission to their response in S3, a cold start from zero included (writes batch-plan-<model>.json)")
+    t = p.add_argument_group("tuned values (bench tune searches them; unset: the seed formula, printed next to them)")
+    t.add_argument("--slo-share", type=float, default=None, metavar="X",
+                   help="share of requests the fleet is sized to answer within the SLO, refused ones missed (default 0.995)")
+    t.add_argument("--target-share", type=float, default=None, metavar="X",
+                   help="scale-out target as a share of Q_max, at most 1 - h (default: min(1 - h, the SLO-share occupancy))")
+    t.add_argument("--scale-in-step-share", type=float, default=None, metavar="X",
+                   help="share of the fleet one scale-in step removes, at most 1 - C_scale_min/C_scale_max "
+                        "(default 1 - surge x C_scale_min/C_scale_max)")
+    t.add_argument("--scale-in-window-s", type=int, default=None, metavar="S",
+                   help="seconds at or below C_scale_min before a step (default 300, at least 3 metric periods)")
+    t.add_argument("--scale-in-cooldown-s", type=int, default=None, metavar="S",
+                   help="seconds between scale-in steps, at least max(window, planning T_total) (default max(300, 3 T_total))")
+    t.add_argument("--scale-out-cooldown-s", type=int, default=None, metavar="S",
+                   help="target tracking's scale-out cooldown, metric period .. max(30, T_total) (default clamp(T/2, 10, 30))")
+    t.add_argument("--reason", action="append", default=[], metavar="NAME=WHY",
+                   help="why a tuned value differs from its seed (recorded and printed next to it); repeatable")
+    t.add_argument("--promise", type=Path, default=None, metavar="FILE",
+                   help="JSON of the simulated promise (bench tune): SLO share, rejected share, instance-hours, cost vs "
+                        "oracle, trace sha256, seed, simulator version; without it the plan is advisory")
+    sch = p.add_argument_group("scheduled floors")
+    sch.add_argument("--schedule-from", metavar="TRACE",
+                     help="derive daily floors from your traffic: a trace spec as for bench simulate (csv:PATH, "
+                          "diurnal:..., azure-conv); each ramp's need is in service one planning T_total ahead")
+    sch.add_argument("--schedule-timezone", default="UTC", metavar="TZ",
+                     help="IANA time zone of the trace's clock and of the schedule (default UTC)")
+    sch.add_argument("--schedule-start", default="00:00", metavar="HH:MM",
+                     help="time of day of the trace's first second (default 00:00)")
+    sch.add_argument("--schedule-slot-min", type=int, default=30, metavar="MIN",
+                     help="slot length in minutes, dividing a day (default 30: at most 48 floors)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where plan-<model>.json goes (default artifacts/)")
     p.add_argument("--json", action="store_true", help="print the plan artifact as JSON instead of the report")
     p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
@@ -110,6 +153,9 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
             min_instances=args.min_instances,
             qmax_derate=args.qmax_derate,
             max_delay_s=getattr(args, "max_delay_s", None),
+            **{k: getattr(args, k) for k in TUNED if getattr(args, k, None) is not None},
+            reasons=_reasons(getattr(args, "reason", [])),
+            promise=_promise(getattr(args, "promise", None)),
         )
     except ValidationError as err:
         loc = err.errors()[0]["loc"]
@@ -117,6 +163,68 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact) -> PlanInputs:
         flag = FLAG_OF.get(str(loc[0]), str(loc[0])) if loc else "--trough-rps/--peak-rps"
         fix = FIX_OF.get(flag, "see --help") if loc else "the trough cannot exceed the peak"
         raise UsageError(f"{describe_validation_error(err, key=lambda _: flag)}; {fix}") from None
+
+
+def _reasons(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, why = item.partition("=")
+        if not sep or name not in TUNED or not why.strip():
+            raise UsageError(f"--reason {item!r}: use NAME=WHY with NAME one of {', '.join(TUNED)}")
+        out[name] = why.strip()
+    return out
+
+
+def _promise(path: Path | None):
+    if path is None:
+        return None
+    from speech.schema.config import Promise
+
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise UsageError(f"--promise {path}: cannot read it ({err.strerror}); pass the JSON bench tune wrote") from None
+    try:
+        return Promise.model_validate_json(text)
+    except ValidationError as err:
+        raise UsageError(describe_validation_error(err, f"--promise {path}")) from None
+
+
+def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, inputs: PlanInputs,
+                  plan: PlanArtifact) -> tuple[PlanInputs, str]:
+    """Inputs with the floors derived from ``--schedule-from`` (the plan's per-instance rate and
+    planning T_total), and a line saying what was derived."""
+    from speech.plan.schedule import derive_schedule
+    from speech.schema.config import HHMM_RE, FloorSchedule
+    from speech.sim.traces import TraceError, generate
+
+    if not HHMM_RE.match(args.schedule_start):
+        raise UsageError(f"--schedule-start {args.schedule_start!r}: use HH:MM (24 h), e.g. 06:00")
+    try:
+        FloorSchedule(timezone=args.schedule_timezone, floors=[{"at": "00:00", "min_instances": 1},
+                                                                 {"at": "00:01", "min_instances": 1}])
+    except ValidationError as err:
+        raise UsageError(describe_validation_error(err, "--schedule-timezone")) from None
+    try:
+        trace = generate(args.schedule_from)
+    except TraceError as err:
+        raise UsageError(f"--schedule-from: {err}") from None
+    hh, mm = args.schedule_start.split(":")
+    from speech.errors import PlanInputError
+
+    try:
+        schedule = derive_schedule(
+            trace.arrivals, per_instance_rps=plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps,
+            lead_s=plan.t_total.planning_s, floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances,
+            start_minute=int(hh) * 60 + int(mm), slot_minutes=args.schedule_slot_min, timezone=args.schedule_timezone,
+            trace_sha256=trace.source_sha256,
+        )
+    except PlanInputError as err:
+        raise UsageError(f"--schedule-from: {err}") from None
+    if schedule is None:
+        return inputs, f"schedule: the trace has no ramp above the floor {plan.fleet.min_instances}; no floors derived"
+    return (inputs.model_copy(update={"schedule": schedule}),
+            f"schedule: {len(schedule.floors)} daily floors derived from {args.schedule_from}")
 
 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
@@ -195,6 +303,13 @@ def run(args: argparse.Namespace) -> int:
     plan: PlanArtifact | BatchPlan = (build_batch_plan if batch else build_plan)(
         q, t, inputs, allow_config_mismatch=args.allow_config_mismatch, max_instances_cap=args.max_instances
     )
+    note = None
+    if args.schedule_from:
+        if batch:
+            raise UsageError("--schedule-from: a batch route scales to zero on its backlog; floors are for real-time routes")
+        inputs, note = with_schedule(args, q, t, inputs, plan)
+        plan = build_plan(q, t, inputs, allow_config_mismatch=args.allow_config_mismatch,
+                          max_instances_cap=args.max_instances)
     # Build everything that can fail before writing anything.
     entry = stack_entry(args, plan, inputs, q, t, tcopy) if args.stack else None
     name = batch_plan_filename(plan) if isinstance(plan, BatchPlan) else plan_filename(plan)
@@ -212,6 +327,8 @@ def run(args: argparse.Namespace) -> int:
         print(plan.model_dump_json(indent=2))
     else:
         print(render_batch_plan(plan) if isinstance(plan, BatchPlan) else render_plan(plan))
+        if note:
+            print(f"\n{note}")
         print(f"\nwrote {out}" + (f" and {args.stack_dir / f'Pulumi.{args.stack}.yaml'}" if entry else ""))
         if entry is not None and _has_budget(args.stack_dir / f"Pulumi.{args.stack}.yaml"):
             print(f"note: stack {args.stack!r} has a daily budget; this plan is before it. Run "

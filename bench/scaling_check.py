@@ -26,7 +26,8 @@ SUFFIXES = scaling.POLICY_SUFFIXES
 @dataclass(frozen=True)
 class Issue:
     kind: str
-    """frozen | orphan_policy | missing_policy | mismatch | missing_target | unplanned_scaling | missing_alarm"""
+    """frozen | orphan_policy | missing_policy | mismatch | missing_target | unplanned_scaling | missing_alarm |
+    orphan_scheduled | missing_scheduled"""
     message: str
 
     def as_dict(self) -> dict:
@@ -74,6 +75,10 @@ AWS_KEYS: dict[tuple[str, str], str] = {
     ("alarm", "threshold"): "Threshold",
     ("alarm", "comparison"): "ComparisonOperator",
     ("alarm", "treat_missing_data"): "TreatMissingData",
+    ("scheduled", "schedule"): "Schedule",
+    ("scheduled", "timezone"): "Timezone",
+    ("scheduled", "min_capacity"): "ScalableTargetAction.MinCapacity",
+    ("scheduled", "max_capacity"): "ScalableTargetAction.MaxCapacity",
     ("backlog", "policy_type"): "PolicyType",
     ("backlog", "metric_name"): "TargetTrackingScalingPolicyConfiguration.CustomizedMetricSpecification.MetricName",
     ("backlog", "namespace"): "TargetTrackingScalingPolicyConfiguration.CustomizedMetricSpecification.Namespace",
@@ -85,6 +90,7 @@ AWS_KEYS: dict[tuple[str, str], str] = {
 }
 KIND = scaling.PART_KIND
 AWS_DEFAULTS = {("scale_out", "disable_scale_in"): False, ("step", "aggregation"): "Average",
+                ("scheduled", "timezone"): "UTC",
                 ("alarm", "treat_missing_data"): "missing"}
 """What AWS applies when Describe* omits the key (DatapointsToAlarm defaults to EvaluationPeriods)."""
 STEP_GROUP = ("adjustment_type", "steps", "min_adjustment_magnitude")
@@ -133,9 +139,10 @@ def _adds(adjustment_type: Any, steps: Any, at_least: Any) -> str:
     return f"{adjustment_type} {sizes}" + (f" (at least {at_least})" if at_least is not None else "")
 
 
-def differences(part: str, where: str, described: dict, spec: scaling.ScalingSpec) -> list[Issue]:
-    """:func:`speech.deploy.scaling.diff` of one described resource against ``spec.<part>``, as issues."""
-    want = getattr(spec, part)
+def differences(part: str, where: str, described: dict, spec: scaling.ScalingSpec, want: Any = None) -> list[Issue]:
+    """:func:`speech.deploy.scaling.diff` of one described resource against ``spec.<part>`` (or
+    ``want``, one item of a part that is a tuple), as issues."""
+    want = getattr(spec, part) if want is None else want
     got = observed(part, described, want)
     diffs = scaling.diff(part, want, got)
     issues = []
@@ -195,6 +202,9 @@ def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = ""
         for p in d.policies:
             issues.append(Issue("unplanned_scaling", f"policy {p['PolicyName']} is deployed but {reason}: no scaling "
                                                       "should exist; remove it (pulumi up) or measure first"))
+        for a in d.scheduled:
+            issues.append(Issue("unplanned_scaling", f"scheduled action {a.get('ScheduledActionName')} is deployed but "
+                                                      f"{reason}: no floor should be scheduled; remove it (pulumi up)"))
         return issues
 
     spec = scaling.scaling_spec(plan, d.endpoint)
@@ -217,6 +227,31 @@ def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = ""
     issues += _policy_issues(spec, d, by_role, ((scaling.SUFFIX_SCALE_OUT, "scale_out", None),
                                                 (scaling.SUFFIX_SCALE_IN, "scale_in", "scale_in_alarm"),
                                                 (scaling.SUFFIX_SURGE, "surge", "surge_alarm")), tracking_part="scale_out")
+    issues += scheduled_issues(spec, d)
+    return issues
+
+
+def scheduled_issues(spec: scaling.ScalingSpec, d: DeployedScaling) -> list[Issue]:
+    """Each planned daily floor deployed under its name with the plan's values, and no other
+    scheduled action on the target (it would move the floor the plan sized)."""
+    planned = {a.name: a for a in spec.scheduled}
+    issues: list[Issue] = []
+    seen = set()
+    for a in d.scheduled:
+        name = a.get("ScheduledActionName")
+        want = planned.get(name)
+        if want is None:
+            issues.append(Issue("orphan_scheduled", f"scheduled action {name} ({a.get('Schedule')}) is not one of the "
+                                                    f"plan's floors ({', '.join(sorted(planned)) or 'none planned'}): it "
+                                                    "moves the fleet's floor; delete it or re-plan with --schedule-from"))
+            continue
+        seen.add(name)
+        issues += differences("scheduled", f"scheduled action {name}", a, spec, want)
+    for name in sorted(set(planned) - seen):
+        w = planned[name]
+        issues.append(Issue("missing_scheduled", f"no scheduled action {name} ({w.schedule} {w.timezone}: at least "
+                                                 f"{w.min_capacity}): the ramp it was derived for finds too few instances; "
+                                                 "run pulumi up"))
     return issues
 
 

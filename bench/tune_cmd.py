@@ -21,24 +21,26 @@ from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
 from speech.sim.instance import build_instance
 from speech.sim.policies import DEFAULT_SLO_SHARE
 from speech.sim.traces import TraceError, parse_spec, peak_rps
-from speech.sim.tune import REASONS, SIMULATOR_VERSION, Candidate, Tuner, deployable_now, describe, perturbations
+from speech.schema.config import Promise as PlanPromise
+from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Candidate, Tuner, describe_plan, perturbations
 
 DESCRIPTION = f"""\
 Search the scaling parameters for the fewest instance-hours that keep --slo-share of the requests
 within the SLO, on simulated days of --trace (the bench simulate instance model and AWS mechanics).
 
-Knobs, each inside its safety bound: the surge ratio (the target is what the surge rule leaves of
-Q_max), the scale-out alarm's datapoints, the floor, and the scale-in: a share of the fleet per
-step (at most 100 x (1 - C_scale_min / target), so the smaller fleet stays under the target), its
-window and its cooldown (at least the planning T_total). The seed formulas (bench plan) are where
-the search starts; each tuned value is printed next to its seed with the reason.
+Knobs, all plan inputs, each inside the safety bound bench plan checks: the surge ratio, the target
+as a share of Q_max (at most 1 - h), the scale-out alarm's datapoints, the floor, and the scale-in:
+the share of the fleet per step (at most 1 - C_scale_min / C_scale_max, so the smaller fleet stays
+under the target), its window and its cooldown (at least the window and the planning T_total). The
+seed formulas (bench plan) are where the search starts; each tuned value is printed next to its
+seed with the reason. Scheduled floors and the scale-out cooldown stay as given.
 
 Chooses on --train-days days (generator seeds, or superposition seeds of a file trace), checks
 the winner on --holdout-days other days, on the first day with its spikes raised by the surge
-ratio, and shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json: the knobs that are
-plan inputs on this branch) and tune-<model>-<trace>.json (the promise: simulated SLO share,
-rejected share, instance-hours, cost vs the SLO oracle, the trace's sha256, seed, simulator
-version; every knob, seed vs tuned, deployable or not yet). Exit 0 when the tuned plan keeps the
+ratio, and shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json: the tuned plan inputs,
+their reasons and the promise in inputs.promise: simulated SLO share, rejected share,
+instance-hours, cost vs the SLO oracle, the trace's sha256, seed, simulator version) and
+tune-<model>-<trace>.json (every knob seed vs tuned, the checks). Exit 0 when the tuned plan keeps the
 share on every check, 1 when a check missed it, 2 bad input (nothing written).
 
   python -m bench tune --qmax Q.json --ttotal T.json --trace diurnal:peak=5000
@@ -63,10 +65,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--holdout-days", type=int, default=2, metavar="N", help="days the winner is checked on (default 2)")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="first training day's seed (default 1)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
-    p.add_argument("--knobs", choices=("deployable", "all"), default="deployable",
-                   help="deployable (default): only the knobs the written plan carries, so the promise is the plan's; all: "
-                        "also the scale-in share, window, cooldown and a lower floor, simulated only (a what-if until they "
-                        "are plan inputs: the written plan keeps their seed values and does not keep that promise)")
     p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it goes to stderr)")
 
@@ -138,14 +136,13 @@ def run(args: argparse.Namespace) -> int:
             progress.advance(task)
 
     tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick)
-    only = args.knobs == "deployable"
-    options = tuner.choices(tuner.seed_knobs(), only)
+    options = tuner.choices(tuner.seed_knobs())
     expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
     if progress is not None:
         progress.start()
         task = progress.add_task("tune", total=expected)
     try:
-        seed, best = tuner.search(train, deployable_only=only)
+        seed, best = tuner.search(train)
         spike_factor = float(parse_spec(args.trace)[2].get("spike_factor", 1.2))
         spiked = (_day(_with(args.trace, spike_factor=spike_factor * args.surge_ratio), args.seed)
                   if parse_spec(args.trace)[0] == "diurnal" else None)
@@ -163,12 +160,20 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.stop()
 
-    sha = "sha256:" + hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
-    tuned_plan = tuner.plan_for(best.knobs)
-    can = deployable_now(seed.knobs, best.knobs)
-    sd, bd = describe(seed.knobs), describe(best.knobs)
-    values = [TunedValue(knob=k, seed=sd[k], tuned=bd[k], deployable_now=can[k],
-                         reason="the seed formula kept" if sd[k] == bd[k] else REASONS[k]) for k in sd]
+    digest = hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
+    sha = "sha256:" + digest
+    sd, bd = describe_plan(tuner.seed_numbers, seed.knobs), describe_plan(tuner.numbers_for(best.knobs), best.knobs)
+    reasons = {k: REASONS[k] for k in KNOBS if getattr(seed.knobs, k) != getattr(best.knobs, k)}
+    promise = PlanPromise(slo_share=round(best.share, 6), rejected_share=round(best.rejected, 6),
+                          instance_hours=round(best.hours, 3), cost_vs_oracle=round(best.x_oracle, 4), trace_sha256=digest,
+                          seed=args.seed, simulator_version=SIMULATOR_VERSION, trace_hours=round(first.size / 3600, 3))
+    tuned_inputs = best.knobs.inputs(inputs).model_copy(update={"promise": promise, "reasons": reasons})
+    from speech.plan.realtime import build_plan
+
+    tuned_plan = build_plan(q, t, tuned_inputs, allow_config_mismatch=True)
+    values = [TunedValue(knob=k, seed=sd[k], tuned=bd[k], deployable_now=True,
+                         reason=reasons.get(k, "the seed formula kept" if sd[k] == bd[k] else
+                                            "the seed formula kept; its value follows the tuned inputs above")) for k in KNOBS]
     art = TuneArtifact(
         model=q.model, qmax_sha256=canonical_sha256(q), ttotal_sha256=canonical_sha256(t),
         seed_plan_sha256=canonical_sha256(tuner.seed_plan), tuned_plan_sha256=canonical_sha256(tuned_plan),
@@ -193,9 +198,9 @@ def render(a: TuneArtifact) -> str:
     p, s = a.promise, a.seed
     lines = [f"bench tune: {a.model} on {p.trace}, SLO share target {p.slo_share_target:.2%} "
              f"({a.evaluations} simulated days)", "",
-             "knob                 seed              tuned             deployable now  reason"]
+             f"{'knob':<20} {'seed':<28} {'tuned':<28} reason"]
     for v in a.values:
-        lines.append(f"{v.knob:<20} {v.seed:<17} {v.tuned:<17} {'yes' if v.deployable_now else 'not yet':<15} {v.reason}")
+        lines.append(f"{v.knob:<20} {v.seed:<28} {v.tuned:<28} {v.reason}")
     lines += ["", "training days (mean)   in SLO    worst day  rejected  inst-h    x oracle"]
     for name, x in (("seed", s), ("tuned", p)):
         lines.append(f"{name:<22} {x.within_slo_share:7.3%}  {x.within_slo_share_worst_day:7.3%}    {x.rejected_share:7.3%}  "
@@ -205,7 +210,4 @@ def render(a: TuneArtifact) -> str:
         lines.append(f"{c.day:<22} {c.seed_within_slo_share:10.3%}  {c.seed_instance_hours:11.1f}  {c.tuned_within_slo_share:11.3%}  "
                      f"{c.tuned_instance_hours:12.1f}  {'yes' if c.tuned_keeps_share else 'NO'}")
     lines += ["", "promise held on every check" if a.held else "promise NOT held on every check (exit 1)"]
-    if not all(v.deployable_now for v in a.values):
-        lines.append("WHAT-IF: knobs marked 'not yet' are simulated but not plan inputs on this branch; the written plan keeps "
-                     "their seed values and does not keep this promise")
     return "\n".join(lines)

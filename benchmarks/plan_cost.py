@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/plan_cost.py [--train-days 2] [--traces diurnal,azure-conv,azure-code,week]
 
 For each trace: the seed plan (bench plan's formulas, planned from the trace's busiest and
-quietest minute), the plan tuned by ``speech.sim.tune`` on training days (twice: only the knobs
-that are plan inputs on this branch, and every knob as a what-if), and the other policies of
+quietest minute), the plan tuned by ``speech.sim.tune`` on training days (every knob a plan
+input), and the other policies of
 ``bench simulate`` (reference, pressure, qps-ewma, kpa, fixed-peak) and the SLO oracle, all run on
 a day the tuner did not see (the next seed). Prints per trace: SLO share, rejected share,
 instance-hours, x oracle, actions, refused changes and flaps; then the issue's targets, each
@@ -80,7 +80,7 @@ def main() -> int:
     from speech.sim.instance import build_instance
     from speech.sim.policies import AwsPolicy, make_policy
     from speech.sim.traces import peak_rps
-    from speech.sim.tune import Tuner, describe
+    from speech.sim.tune import Tuner, describe_plan
 
     q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)
     model = build_instance(q, t, slo_ms=SLO_MS)
@@ -95,12 +95,9 @@ def main() -> int:
         c = np.concatenate([[0.0], np.cumsum(first)])
         trough = round(max(float(((c[60:] - c[:-60]) / 60).min()), 1e-3), 3)
         inputs = PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
-        tuned = {}
-        for label, only in (("tuned (deployable)", True), ("tuned (what-if)", False)):
-            tuner = Tuner(q, t, inputs, model, SLO_SHARE)
-            _, best = tuner.search(train, passes=1 if name == "week" else 2, deployable_only=only)
-            tuned[label] = (tuner, best)
-        tuner = tuned["tuned (deployable)"][0]
+        tuner = Tuner(q, t, inputs, model, SLO_SHARE)
+        _, best = tuner.search(train, passes=1 if name == "week" else 2)
+        tuned = {"tuned plan": (tuner, best)}
         plan = tuner.seed_plan
         policies = [("seed plan", make_policy("plan", plan=plan, qmax=q, model=model, arrivals=test, peak_rps=peak_rps(test)))]
         policies += [(label, AwsPolicy(tu.numbers_for(best.knobs), model.cloudwatch_ratio, model.q_max, name=label))
@@ -113,8 +110,9 @@ def main() -> int:
         oracle = dict(rows)["oracle"]
         print(f"\n### {spec} (test day: seed {1 + len(train)}, {test.size / 3600:.1f} h, {test.sum():,.0f} requests; "
               f"tuned on seeds 1..{len(train)}; {time.monotonic() - t0:.0f} s)\n")
-        for label, (_, best) in tuned.items():
-            print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in describe(best.knobs).items()))
+        for label, (tu, best) in tuned.items():
+            print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tu.numbers_for(best.knobs), best.knobs).items()))
+        print("seed plan: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tuner.seed_numbers, tuner.seed_knobs()).items()))
         print("\n| policy | in SLO | rejected | inst-h | x oracle | out | in | refused | flaps |")
         print("|---|---|---|---|---|---|---|---|---|")
         for label, s in rows:

@@ -161,6 +161,53 @@ def _step_policies(stack: Stack, s: Scaled, direction: str) -> list[Res]:
     return [p for p in _policies(stack, s) if p.get("policyType") == "StepScaling" and step_direction(p) == direction]
 
 
+T_SCHEDULED = "aws:appautoscaling/scheduledAction:ScheduledAction"
+
+
+def _scheduled_actions(stack: Stack, s: Scaled) -> list[Res]:
+    """Scheduled actions on the variant's target (by resource id, or by dependency while unknown)."""
+    rid = s.resource_id if isinstance(s.resource_id, str) else ""
+    return [a for a in stack.of(T_SCHEDULED)
+            if a.get("resourceId") == rid or (not isinstance(a.get("resourceId"), str) and a.depends_on(s.target, "resourceId"))]
+
+
+def scheduled_differences(stack: Stack, s: Scaled, spec: Any, src: str) -> Iterator[tuple[str, Any]]:
+    """Each planned daily floor as one scheduled action of its name with the plan's values; no
+    other scheduled action on the target (a hand-made one would move the floor the plan sized)."""
+    planned = {a.name: a for a in spec.scheduled}
+    seen: set[str] = set()
+    for res in _scheduled_actions(stack, s):
+        name = res.get("name")
+        if name is UNKNOWN:
+            yield (f"{PREVIEW}: {res.label} name is unknown; name scheduled floors from stack config", res.urn)
+            continue
+        want = planned.get(name) if isinstance(name, str) else None
+        if want is None:
+            yield (f"{res.label} ({fmt(name)}) is a scheduled action on {s.target.label} that no plan derived: it would "
+                   f"move the fleet's floor ({', '.join(sorted(planned)) or 'the plan has no scheduled floors'}); remove "
+                   "it, or derive the floors with bench plan --stack --schedule-from TRACE", res.urn)
+            continue
+        seen.add(name)
+        for msg in plan_differences("scheduled", res, _OneScheduled(spec, want), src):
+            yield msg, res.urn
+    for name in sorted(set(planned) - seen):
+        a = planned[name]
+        yield (f"{s.target.label}: the plan's scheduled floor {name!r} ({a.schedule} {a.timezone}: at least "
+               f"{a.min_capacity} instances) is not deployed, so the ramp it was derived for finds too few instances; "
+               f"{FIX_HAND_EDIT}", s.target.urn)
+
+
+class _OneScheduled:
+    """A view of the spec whose ``scheduled`` part is one scheduled action (plan_differences reads
+    ``getattr(spec, part)`` and ``spec.rule_of``)."""
+
+    def __init__(self, spec: Any, one: Any) -> None:
+        self.spec, self.scheduled = spec, one
+
+    def rule_of(self, part: str, name: str) -> str:
+        return self.spec.rule_of(part, name)
+
+
 def _scale_in_alarms(stack: Stack, s: Scaled) -> list[Res]:
     if s.endpoint_name is None or s.variant is None:
         return []
@@ -252,6 +299,10 @@ PULUMI_PATHS: dict[tuple[str, str], str] = {
     ("alarm", "comparison"): "comparisonOperator",
     ("alarm", "treat_missing_data"): "treatMissingData",
     ("queue", "max_depth"): "primaryContainer.environment.QUEUE_MAX_DEPTH",
+    ("scheduled", "schedule"): "schedule",
+    ("scheduled", "timezone"): "timezone",
+    ("scheduled", "min_capacity"): "scalableTargetAction.minCapacity",
+    ("scheduled", "max_capacity"): "scalableTargetAction.maxCapacity",
     # hosting: components: the variant's managed instance scaling, the component's compute.
     ("instances", "status"): "managedInstanceScaling.status",
     ("instances", "min_instance_count"): "managedInstanceScaling.minInstanceCount",
@@ -380,6 +431,7 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
         for part, res in found:
             for msg in plan_differences(part, res, spec, src):
                 yield msg, res.urn
+        yield from scheduled_differences(stack, s, spec, src)
         if s.endpoint is not None:
             config, variant, problem = _model_of(stack, s.endpoint, s.variant)
             model, problem2 = (None, None) if variant is None else _model(stack, config, variant)

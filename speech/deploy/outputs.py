@@ -39,7 +39,7 @@ ASYNC_KEYS = ("input_location", "output_location", "failure_location", "success_
               "max_concurrent_invocations_per_instance")
 SCALING_KEYS = ("enabled", "reason_code", "verdict", "origin", "target", "scale_in_threshold", "min", "max",
                 "cooldowns", "q_max", "queue_max_depth", "plan_sha256", "provenance_key", "dimension", "instances",
-                "budget")
+                "budget", "scale_in_step", "schedule", "promise")
 OBSERVABILITY_KEYS = ("alarm_topic_arn", "dashboards", "alarms")
 
 
@@ -139,6 +139,10 @@ def scaling_output(gate: GateDecision, plan: PlanArtifact | None, provenance_key
         "dimension": SCALABLE_DIMENSION if on else None,
         "instances": None,
         "budget": budget_output(budget),
+        "scale_in_step": ({"percent": plan.scale_in.step_percent, "min_removed": plan.scale_in.min_removed}
+                          if on and plan.scale_in is not None else None),
+        "schedule": plan.schedule.model_dump(mode="json") if on and plan.schedule is not None else None,
+        "promise": plan.promise.model_dump(mode="json") if plan is not None and plan.promise is not None else None,
     }
 
 
@@ -164,6 +168,7 @@ def copies_scaling_output(gate: GateDecision, cp: CopyPlan, provenance_key: str 
         "dimension": COMPONENT_SCALABLE_DIMENSION if on else None,
         "instances": {"min": cp.instances.min_instances, "max": cp.instances.max_instances} if on else None,
         "budget": budget_output(budget),
+        "scale_in_step": None, "schedule": None, "promise": None,
     }
 
 
@@ -190,6 +195,7 @@ def batch_scaling_output(gate: GateDecision, plan: BatchPlan | None, provenance_
         "dimension": SCALABLE_DIMENSION if on else None,
         "instances": None,
         "budget": budget_output(budget),
+        "scale_in_step": None, "schedule": None, "promise": None,
     }
 
 

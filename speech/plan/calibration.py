@@ -162,6 +162,28 @@ def finding_rejections(r: RejectionCheck, plan: PlanArtifact) -> Finding:
     return Finding(name="rejections", level="ok" if r.ok else "warn", message=msg)
 
 
+PROMISE_SLACK = 0.001
+"""Refused share above the promise that still holds: 0.1 % of requests plus half the promised share
+(a window is not the simulated trace)."""
+
+
+def finding_promise(r: RejectionCheck, plan: PlanArtifact) -> Finding:
+    """What happened against what the plan's simulation promised (only for a plan with a promise):
+    the refused share the gate reported vs ``promise.rejected_share``."""
+    pr = plan.promise
+    if pr is None:
+        return Finding(name="promise", level="ok", message="the plan has no promise (advisory): nothing to compare")
+    limit = pr.rejected_share * 1.5 + PROMISE_SLACK
+    msg = (f"refused {100 * r.fraction:.2f}% observed vs {100 * pr.rejected_share:.2f}% promised (simulated on trace "
+           f"{pr.trace_sha256[:12]}, seed {pr.seed}, simulator {pr.simulator_version}; promised "
+           f"{100 * pr.slo_share:.2f}% within the SLO at {pr.cost_vs_oracle:.2f}x the oracle)")
+    if r.fraction > limit:
+        return Finding(name="promise", level="warn",
+                       message=f"{msg}: above {100 * limit:.2f}%; the traffic is not the trace simulated, or the endpoint "
+                       "is not the one measured: re-run bench tune on this window's traffic, or re-measure")
+    return Finding(name="promise", level="ok", message=msg)
+
+
 # --- scaling -----------------------------------------------------------------------------------
 
 _DESIRED_RE = re.compile(r"desired (?:instance )?count to (\d+)", re.IGNORECASE)

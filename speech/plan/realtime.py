@@ -10,12 +10,20 @@ from __future__ import annotations
 import math
 
 from speech.schema.plan_artifacts import (
-    Alarms, Capacity, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, Surge, Thresholds, TTotalSummary,
+    Alarms, Capacity, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, ScaleIn, Surge, Thresholds, TTotalSummary,
+    TunedValue,
 )
 from speech.schema.artifacts import Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
+from speech.schema.config import MAX_SURGE_RATIO, FloorSchedule, PlanInputs, ReactionPolicy, ScheduledFloor
 from speech.errors import FingerprintMismatch, PlanInputError
-from speech.plan.survival import arrival_for_mean_occupancy, reach_probability, saturation_rps, service_rates, throughput_at
+from dataclasses import dataclass
+
+import numpy as np
+
+from speech.plan.survival import (
+    arrival_for_gated_mean, arrival_for_mean_occupancy, gated_mean, over_slo_by_concurrency, reach_probability,
+    saturation_rps, service_rates, slo_rate, slo_shares, throughput_at,
+)
 
 INVOCATION_LIMIT_S = 60.0
 """SageMaker closes a real-time invocation after 60 s."""
@@ -25,6 +33,9 @@ UTILIZATION_OK = 0.90
 """... and the instance at the scale-out point is at most 90 % utilized."""
 LITTLE_LAW_TOLERANCE = 1.5
 """fleet_capacity warns when Little's law with S is off from measured sizing by more than this."""
+ABSURD_FLEET_FACTOR = 2.0
+"""slo_share warns when keeping the SLO share takes more than this many times the instances the
+measured throughput alone needs at peak: the fleet pays mostly for idle headroom."""
 
 
 # --- thresholds --------------------------------------------------------------------------------
@@ -51,6 +62,31 @@ def c_scale_min(q_max: int, h: float) -> float:
     return (1.0 - 2.0 * h) * q_max
 
 
+def target_share_bound(h: float) -> float:
+    """Highest scale-out target as a share of Q_max: 1 - h (the surge rule keeps h x Q_max free)."""
+    return 1.0 - h
+
+
+def tuned_c_scale_max(q_max: int, h: float, target_share: float | None) -> float:
+    """Scale-out target in client units: target_share x Q_max when tuned, else the seed (1 - h) x
+    Q_max. A tuned share above 1 - h would leave less than h free for a surge: refused."""
+    if target_share is None:
+        return c_scale_max(q_max, h)
+    bound = target_share_bound(h)
+    if target_share > bound + 1e-9:
+        raise PlanInputError(
+            f"target_share {target_share:g} is above 1 - h = {bound:g} (surge ratio {1 + h:g}): the target would leave "
+            f"less than {h:g} x Q_max free for a surge; choose target_share <= {bound:g} or a smaller surge ratio"
+        )
+    return target_share * q_max
+
+
+def tuned_c_scale_min(c_max: float, h: float) -> float:
+    """Scale-in threshold in client units: C_scale_max x (1 - 2h) / (1 - h), the seed ratio kept for
+    any target (at the seed target it is (1 - 2h) x Q_max), so the floor's safety argument holds."""
+    return c_max * (1.0 - 2.0 * h) / (1.0 - h)
+
+
 def w_max_s(slo_ms: float, service_p95_ms: float) -> float:
     """Queueing budget, seconds: SLO - uncontended p95 service time (<= 0 means infeasible)."""
     return (slo_ms - service_p95_ms) / 1000.0
@@ -74,11 +110,13 @@ def reaction_bound_s(metric_period_s: int, datapoints_to_alarm: int, scale_out_c
     return float(metric_period_s * datapoints_to_alarm + scale_out_cooldown)
 
 
-def planning_t_total(measured_total_s: float, reaction: ReactionPolicy) -> TTotalSummary:
+def planning_t_total(measured_total_s: float, reaction: ReactionPolicy,
+                     scale_out_cooldown: int | None = None) -> TTotalSummary:
     """Planning T_total, seconds: measured scale-out + reaction bound (metric period x datapoints
-    to alarm + the scale-out cooldown clamp(T_measured / 2, 10, 30)). The one place it is
-    computed: the plan, the Pulumi program, the policy pack and ``bench ttotal``'s report use it."""
-    cooldown = scale_out_cooldown_s(measured_total_s)
+    to alarm + the scale-out cooldown, seed clamp(T_measured / 2, 10, 30), or the tuned one). The one
+    place it is computed: the plan, the Pulumi program, the policy pack and ``bench ttotal``'s report
+    use it."""
+    cooldown = scale_out_cooldown_s(measured_total_s) if scale_out_cooldown is None else scale_out_cooldown
     reaction_s = reaction_bound_s(reaction.metric_period_s, reaction.datapoints_to_alarm, cooldown)
     return TTotalSummary(
         measured_s=round(measured_total_s, 3),
@@ -93,13 +131,101 @@ def derated_q_max(measured_q_max: int, qmax_derate: float) -> int:
 
 
 def scale_in_cooldown_s(planning_total_s: float) -> int:
-    """max(300, 3 x planning T_total) in whole seconds: never give back what takes T_total to get."""
+    """Seed: max(300, 3 x planning T_total) in whole seconds: never give back what takes T_total to get."""
     return int(max(300.0, math.floor(3.0 * planning_total_s)))
 
 
-def scale_in_evaluation_periods(metric_period_s: int) -> int:
-    """Periods at or below C_scale_min before scaling in: a sustained 5-minute window (>= 3)."""
-    return max(3, math.ceil(300 / metric_period_s))
+SCALE_IN_WINDOW_S = 300
+"""Seed scale-in window, seconds: five minutes of low concurrency before a step."""
+MIN_WINDOW_PERIODS = 3
+"""A window shorter than 3 metric periods would act on one quiet datapoint."""
+
+
+def scale_in_evaluation_periods(metric_period_s: int, window_s: int = SCALE_IN_WINDOW_S) -> int:
+    """Periods at or below C_scale_min before a scale-in step: ceil(window / period), at least 3.
+    Seed window 300 s (a sustained 5 minutes)."""
+    return max(MIN_WINDOW_PERIODS, math.ceil(window_s / metric_period_s - 1e-9))
+
+
+def scale_in_cooldown_floor_s(window_s: int, planning_total_s: float) -> int:
+    """Least scale-in cooldown, seconds: max(window, ceil(planning T_total)). A step removes a share
+    of the fleet; the next one must wait for a full window on the smaller fleet (else it acts on the
+    old fleet's metric) and for one planning T_total (the time scale-out needs to bring back a share
+    removed too early)."""
+    return int(max(window_s, math.ceil(planning_total_s - 1e-9)))
+
+
+def tuned_scale_in_cooldown_s(tuned: int | None, window_s: int, planning_total_s: float) -> int:
+    """The tuned scale-in cooldown within its safety bound, else the seed max(300, 3 x planning T_total)."""
+    if tuned is None:
+        return max(scale_in_cooldown_s(planning_total_s), scale_in_cooldown_floor_s(window_s, planning_total_s))
+    least = scale_in_cooldown_floor_s(window_s, planning_total_s)
+    if tuned < least:
+        raise PlanInputError(
+            f"scale_in_cooldown_s {tuned} is below max(scale-in window {window_s} s, planning T_total "
+            f"{planning_total_s:g} s) = {least} s: a second step would act before the first one shows, or before "
+            f"scale-out could bring the removed share back; choose scale_in_cooldown_s >= {least}"
+        )
+    return tuned
+
+
+def tuned_scale_out_cooldown_s(tuned: int | None, measured_total_s: float, metric_period_s: int) -> int:
+    """The tuned scale-out cooldown within [metric period, max(30, measured T_total)], else the seed
+    clamp(T_total / 2, 10, 30). Shorter than a period, the next datapoint cannot show the step yet;
+    longer than T_total, the plan's reaction bound (which includes it) only grows."""
+    if tuned is None:
+        return scale_out_cooldown_s(measured_total_s)
+    hi = int(max(30.0, math.ceil(measured_total_s)))
+    if not metric_period_s <= tuned <= hi:
+        raise PlanInputError(
+            f"scale_out_cooldown_s {tuned} is outside [{metric_period_s}, {hi}] s (metric period .. max(30 s, measured "
+            f"T_total)); choose a value in that range or leave it unset for clamp(T_total / 2, 10, 30)"
+        )
+    return tuned
+
+
+# --- scale-in step -----------------------------------------------------------------------------
+
+
+def max_safe_step_share(c_max: float, c_min: float) -> float:
+    """1 - C_scale_min / C_scale_max: removing k of N at C_scale_min lifts each survivor to
+    C_scale_min x N / (N - k), which stays at or below C_scale_max while k / N <= this share."""
+    return 1.0 - c_min / c_max if c_max > 0 else 0.0
+
+
+def seed_step_share(c_max: float, c_min: float, surge_ratio: float) -> float:
+    """Seed share of one scale-in step: 1 - surge_ratio x C_scale_min / C_scale_max (at least 0), so
+    survivors land at or below C_scale_max / surge_ratio and a planned surge right after the step
+    still lands at or below C_scale_max. (The safe bound, :func:`max_safe_step_share`, lands them at
+    C_scale_max itself: safe while the load holds, no room for it to rise.) 1/6 at surge ratio 1.25."""
+    return max(0.0, 1.0 - surge_ratio * c_min / c_max) if c_max > 0 else 0.0
+
+
+def scale_in_step_percent(step_share: float) -> int:
+    """PercentChangeInCapacity of the step: -floor(100 x share), at most -1. Application Auto
+    Scaling rounds the resulting count toward zero (1.4 -> 1), so the share removed never exceeds
+    the step's; MinAdjustmentMagnitude 1 removes one where the share rounds to 0 (safe from the
+    floor up: the floor is at least the min safe fleet)."""
+    return -max(1, int(math.floor(100.0 * step_share + 1e-9)))
+
+
+def scale_in(c_max: float, c_min: float, tuned_share: float | None, window_s: int, metric_period_s: int,
+             surge_ratio: float) -> ScaleIn:
+    """The scale-in step: the tuned share of the fleet (at most the safe bound), else the seed."""
+    bound = max_safe_step_share(c_max, c_min)
+    share = min(bound, seed_step_share(c_max, c_min, surge_ratio)) if tuned_share is None else tuned_share
+    if share > bound + 1e-9:
+        raise PlanInputError(
+            f"scale_in_step_share {tuned_share:g} is above 1 - C_scale_min / C_scale_max = {bound:.4f}: removing that "
+            f"share at C_scale_min lifts the survivors past C_scale_max {c_max:g} (a flap); choose at most {bound:.4f}"
+        )
+    return ScaleIn(
+        step_share=round(share, 6),
+        max_safe_share=round(bound, 6),
+        step_percent=scale_in_step_percent(share),
+        min_removed=1,
+        window_s=scale_in_evaluation_periods(metric_period_s, window_s) * metric_period_s,
+    )
 
 
 # --- fleet -------------------------------------------------------------------------------------
@@ -132,6 +258,59 @@ def min_fleet(floor: int, trough_rps: float, per_instance_at_target_rps: float) 
     without crossing the scale-out target. Scale-in (at C_scale_min) decides the rest; a higher
     floor would only pay for idle instances."""
     return max(floor, instances_for(trough_rps, per_instance_at_target_rps) if per_instance_at_target_rps > 0 else 1)
+
+
+@dataclass(frozen=True)
+class SloSizing:
+    """The gated chain of one instance against the SLO share (speech.plan.survival)."""
+
+    rates: np.ndarray
+    """X(1..Q_max), requests/s."""
+    over_slo: np.ndarray
+    """Share over the SLO of a request served at concurrency 1..Q_max."""
+    rate_rps: float | None
+    """Highest per-instance Poisson rate keeping the SLO share; None: no rate does."""
+    occupancy: float | None
+    """Mean requests in the instance at that rate."""
+
+    def shares_at(self, arrival_rps: float) -> tuple[float, float]:
+        """(within the SLO, refused) at a per-instance rate."""
+        return slo_shares(arrival_rps, self.rates, self.over_slo)
+
+
+def slo_sizing(qmax: QmaxArtifact, q: int, slo_ms: float, slo_share: float) -> SloSizing:
+    """Solve the gated chain (gate at Q_max, departures X(n) from the ladder, answers over the SLO
+    from the ladder's TTFAB quantiles at n + 1) for the highest per-instance rate whose share within
+    the SLO, refused requests counted as missed, is at least ``slo_share``."""
+    levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
+    quantiles = [(lv.concurrency, lv.ttfab_p50_ms, lv.ttfab_p95_ms, lv.ttfab_p99_ms) for lv in qmax.ladder]
+    n = max(1, q)
+    rates = service_rates(levels, n)
+    over = over_slo_by_concurrency(quantiles, n, slo_ms)
+    rate = slo_rate(rates, over, slo_share) if q >= 1 and rates[-1] > 0 else None
+    return SloSizing(rates=rates, over_slo=over, rate_rps=rate,
+                     occupancy=None if rate is None else gated_mean(rate, rates))
+
+
+def scale_out_target(q: int, h: float, target_share: float | None, slo_occupancy: float | None) -> tuple[float, str]:
+    """Scale-out target C_scale_max in client units and the rule that set it: a tuned share
+    (``target share``), else min((1 - h) x Q_max, the SLO occupancy): the surge rule keeps h x Q_max
+    free, and an instance held above the mean occupancy of the SLO-share rate refuses or delays more
+    than the share allows (``SLO share``)."""
+    if target_share is not None:
+        return tuned_c_scale_max(q, h, target_share), "target share"
+    seed = c_scale_max(q, h)
+    if slo_occupancy is not None and 0 < slo_occupancy < seed:
+        return slo_occupancy, "SLO share"
+    return seed, "surge rule"
+
+
+def per_instance_rps(c_max: float, x_target: float, rates: np.ndarray) -> float:
+    """Arrival rate per instance the fleet is sized at, requests/s: the rate at which the gated
+    chain holds C_scale_max on average (what target tracking keeps each instance at), never above
+    the closed-loop throughput X(C_scale_max) the ladder measured there."""
+    lam = arrival_for_gated_mean(c_max, rates) if rates[-1] > 0 else 0.0
+    return min(lam, x_target) if lam > 0 else x_target
 
 
 def littles_law_instances(peak_rps: float, service_mean_s: float, c_max: float) -> int:
@@ -227,10 +406,11 @@ def finding_fleet(
     c_max: float,
     service_mean_ms: float,
 ) -> Finding:
-    served = max_instances * capacity.throughput_at_target_rps
+    per = capacity.per_instance_rps or capacity.throughput_at_target_rps
+    served = max_instances * per
     base = (
-        f"peak {peak_rps:g} rps / measured {capacity.throughput_at_target_rps:.2f} rps per instance at "
-        f"C_scale_max {c_max:g} -> {needed} instances"
+        f"peak {peak_rps:g} rps / {per:.2f} rps per instance at C_scale_max {c_max:g} (measured throughput there "
+        f"{capacity.throughput_at_target_rps:.2f} rps) -> {needed} instances"
     )
     if cap is not None and cap < needed:
         return Finding(
@@ -250,6 +430,72 @@ def finding_fleet(
             f"~{capacity.throughput_at_target_rps:.1f} rps), so size by measured throughput",
         )
     return Finding(name="fleet_capacity", level="ok", message=f"{base} (serves {served:.0f} rps)")
+
+
+def finding_slo_share(
+    *,
+    slo: SloSizing,
+    slo_share: float,
+    slo_ms: float,
+    q_max: int,
+    c_max: float,
+    target_rule: str,
+    peak_rps: float,
+    surge_ratio: float,
+    trough_rps: float,
+    max_n: int,
+    floor_n: int,
+    needed: int,
+    needed_throughput: int,
+    cap: int | None,
+    sat_rps: float,
+) -> Finding:
+    """Whether the fleet answers the SLO share: refused and over-SLO shares at peak and trough, the
+    fleet it takes, and what no fleet can do."""
+    want = _pct(slo_share)
+    if slo.rate_rps is None:
+        idle_over = float(slo.over_slo[0]) if len(slo.over_slo) else 1.0
+        return Finding(
+            name="slo_share",
+            level="stop",
+            message=f"no fleet keeps {want} within the SLO {slo_ms:g} ms: even one request alone on an instance is over "
+            f"it {_pct(idle_over)} of the time (ladder at concurrency 1); loosen the SLO, lower slo_share to at most "
+            f"{_pct(1 - idle_over)}, or make the server faster and re-measure",
+        )
+    within_peak, refused_peak = slo.shares_at(peak_rps / max_n)
+    within_trough, refused_trough = slo.shares_at(trough_rps / floor_n)
+    util = slo.rate_rps / sat_rps if sat_rps > 0 else 0.0
+    body = (
+        f"{want} within the SLO allows {slo.rate_rps:.3g} rps per instance ({_pct(util)} of its saturated "
+        f"{sat_rps:.3g} rps; mean {slo.occupancy:.3g} in flight, target {c_max:.4g} by the {target_rule}); at peak "
+        f"{peak_rps:g} rps over {max_n}: {_pct(within_peak)} within, {_pct(refused_peak)} refused; at trough "
+        f"{trough_rps:g} rps over {floor_n}: {_pct(within_trough)} within, {_pct(refused_trough)} refused"
+    )
+    levers = ("a looser SLO (Q_max grows with it: re-run bench qmax --slo-ms), a queue in front (a client that "
+              "retries 503 with backoff absorbs the refused share), or a batch route (priority: batch, hosting: async) "
+              "for requests that can wait")
+    if cap is not None and cap < needed:
+        burst_within, burst_refused = slo.shares_at(peak_rps * surge_ratio / cap)
+        return Finding(
+            name="slo_share",
+            level="stop",
+            message=f"{body}. No fleet under the cap of {cap} instances keeps it: at peak {_pct(refused_peak)} will be "
+            f"refused, a x{surge_ratio:g} burst refuses {_pct(burst_refused)} ({_pct(burst_within)} within); "
+            f"{needed} instances would keep it; else {levers}",
+        )
+    if within_peak + 1e-9 < slo_share or within_trough + 1e-9 < slo_share:
+        return Finding(name="slo_share", level="warn",
+                       message=f"{body}: below {want}; the target ({target_rule}) holds instances above the SLO "
+                       f"occupancy {slo.occupancy:.3g}: lower target_share or leave it to the plan")
+    if needed > ABSURD_FLEET_FACTOR * needed_throughput:
+        return Finding(
+            name="slo_share",
+            level="warn",
+            message=f"{body}. That takes {needed} instances at peak, {needed / needed_throughput:.1f}x the "
+            f"{needed_throughput} its throughput needs (Q_max {q_max} leaves little room for Poisson bursts): the fleet "
+            f"pays mostly for headroom; levers: {levers}",
+        )
+    return Finding(name="slo_share", level="ok", message=body)
 
 
 def finding_invocation(q_max: int, sat_rps: float, service_p95_ms: float) -> Finding:
@@ -357,6 +603,80 @@ def finding_derate(measured: int, planned: int, qmax_derate: float) -> Finding:
     )
 
 
+def finding_scale_in_step(step: ScaleIn, cooldown_s: int, planning_total_s: float, c_max: float, c_min: float) -> Finding:
+    """What the scale-in step, its window and its cooldown each protect."""
+    lift = 1.0 / (1.0 - step.step_share) if step.step_share < 1 else float("inf")
+    return Finding(
+        name="scale_in_step",
+        level="ok",
+        message=f"a step removes {-step.step_percent}% of the fleet (at least {step.min_removed}): survivors at "
+        f"C_scale_min {c_min:.4g} rise by at most x{lift:.3f} to {c_min * lift:.4g} <= C_scale_max {c_max:.4g} (safe "
+        f"share <= {100 * step.max_safe_share:.1f}%); window {step.window_s} s of every period at or below C_scale_min "
+        f"(a lull between bursts is not a tide); cooldown {cooldown_s} s >= max(window, planning T_total "
+        f"{planning_total_s:g} s): the next step sees the smaller fleet, and a share removed too early is back within it",
+    )
+
+
+def clamp_schedule(schedule: FloorSchedule | None, floor_n: int, max_n: int) -> FloorSchedule | None:
+    """The schedule in force: each floor within [the fleet floor, max_instances]."""
+    if schedule is None:
+        return None
+    return schedule.model_copy(update={"floors": [
+        ScheduledFloor(at=f.at, min_instances=min(max_n, max(floor_n, f.min_instances))) for f in schedule.floors
+    ]})
+
+
+def finding_schedule(asked: FloorSchedule, deployed: FloorSchedule, floor_n: int, max_n: int) -> Finding:
+    raised = [f for f in deployed.floors if f.min_instances > floor_n]
+    capped = [a for a, d in zip(asked.floors, deployed.floors, strict=True) if a.min_instances > d.min_instances]
+    text = ", ".join(f"{f.at} -> {f.min_instances}" for f in deployed.floors)
+    if capped:
+        return Finding(
+            name="schedule",
+            level="warn",
+            message=f"daily floors ({deployed.timezone}): {text}; "
+            + ", ".join(f"{a.at} asks {a.min_instances}" for a in capped)
+            + f" above max_instances {max_n}, capped: raise the cap or re-derive the schedule (bench plan --schedule-from)",
+        )
+    return Finding(
+        name="schedule",
+        level="ok",
+        message=f"daily floors ({deployed.timezone}): {text}; {len(raised)} raise the fleet floor {floor_n}, the rest "
+        "release it",
+    )
+
+
+def finding_promise(promise, slo_share: float) -> Finding:
+    """The simulated promise against the SLO share the plan is sized for."""
+    msg = (f"simulated on trace {promise.trace_sha256[:12]} (seed {promise.seed}, simulator {promise.simulator_version}): "
+           f"{_pct(promise.slo_share)} within the SLO, {_pct(promise.rejected_share)} refused, "
+           f"{promise.instance_hours:.1f} instance-hours, {promise.cost_vs_oracle:.2f}x the oracle")
+    if promise.slo_share + 1e-12 < slo_share:
+        return Finding(name="promise", level="warn",
+                       message=f"{msg}: below the SLO share {_pct(slo_share)} the plan is sized for; re-run bench tune")
+    return Finding(name="promise", level="ok", message=msg)
+
+
+def tuned_values(inputs: PlanInputs, *, q: int, h: float, c_min: float, c_max: float, measured_total_s: float,
+                 planning_s: float, period: int) -> list[TunedValue]:
+    """Every input set away from its seed formula: (seed, value, unit, reason)."""
+    seeds = {
+        "target_share": (target_share_bound(h), inputs.target_share, "x Q_max"),
+        "scale_in_step_share": (min(max_safe_step_share(c_max, c_min), seed_step_share(c_max, c_min, 1 + h)),
+                                inputs.scale_in_step_share, "of the fleet"),
+        "scale_in_window_s": (scale_in_evaluation_periods(period) * period, inputs.scale_in_window_s, "s"),
+        "scale_in_cooldown_s": (scale_in_cooldown_s(planning_s), inputs.scale_in_cooldown_s, "s"),
+        "scale_out_cooldown_s": (scale_out_cooldown_s(measured_total_s), inputs.scale_out_cooldown_s, "s"),
+    }
+    out = []
+    for name, (seed, value, unit) in seeds.items():
+        if value is None:
+            continue
+        out.append(TunedValue(name=name, seed=round(float(seed), 6), value=float(value), unit=unit,
+                              reason=inputs.reasons.get(name, "set in stack config; no reason recorded")))
+    return out
+
+
 def verdict(findings: list[Finding]) -> Level:
     levels = {f.level for f in findings}
     return "stop" if "stop" in levels else "warn" if "warn" in levels else "ok"
@@ -393,30 +713,47 @@ def build_plan(
     fp_finding = finding_fingerprint(qmax, ttotal, allow_config_mismatch)
     h = headroom(inputs.surge_ratio)
     q = derated_q_max(qmax.q_max, inputs.qmax_derate)
-    c_max = c_scale_max(q, h)
-    c_min = c_scale_min(q, h)
     ratio = qmax.cloudwatch_ratio
-
-    out_cd = scale_out_cooldown_s(ttotal.measured_total_s)
-    t_total = planning_t_total(ttotal.measured_total_s, inputs.reaction)
-    planning = t_total.planning_s
-    in_cd = scale_in_cooldown_s(planning)
-
     levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
+    sat = saturation_rps(levels)
+
+    # The SLO share: the per-instance rate the gated chain allows, and the occupancy it holds.
+    slo = slo_sizing(qmax, q, inputs.slo_ms, inputs.slo_share)
+    c_max, target_rule = scale_out_target(q, h, inputs.target_share, slo.occupancy)
+    c_min = c_scale_min(q, h) if target_rule == "surge rule" else tuned_c_scale_min(c_max, h)
+
+    period = inputs.reaction.metric_period_s
+    out_cd = tuned_scale_out_cooldown_s(inputs.scale_out_cooldown_s, ttotal.measured_total_s, period)
+    t_total = planning_t_total(ttotal.measured_total_s, inputs.reaction, out_cd)
+    planning = t_total.planning_s
+    in_periods = scale_in_evaluation_periods(period, inputs.scale_in_window_s or SCALE_IN_WINDOW_S)
+    in_cd = tuned_scale_in_cooldown_s(inputs.scale_in_cooldown_s, in_periods * period, planning)
+    step_in = scale_in(c_max, c_min, inputs.scale_in_step_share, in_periods * period, period, inputs.surge_ratio)
+
     x_target = throughput_at(levels, c_max)
     x_in = throughput_at(levels, c_min)
-    sat = saturation_rps(levels)
-    little = littles_law_instances(inputs.peak_rps, qmax.service_time.mean_ms / 1000.0, c_max)
+    per_instance = per_instance_rps(c_max, x_target, slo.rates)
+    # The common sizing the plan is compared with uses the seed target (1 - h) x Q_max.
+    little = littles_law_instances(inputs.peak_rps, qmax.service_time.mean_ms / 1000.0, c_scale_max(q, h))
+    needed = instances_for(inputs.peak_rps, per_instance)
+    needed_throughput = instances_for(inputs.peak_rps, sat)
+    safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
+    floor_n = min_fleet(inputs.min_instances, inputs.trough_rps, per_instance)
+    max_n = max(floor_n, needed if max_instances_cap is None else min(needed, max_instances_cap))
+    at_peak = slo.shares_at(inputs.peak_rps / max_n)
+    at_trough = slo.shares_at(inputs.trough_rps / floor_n)
     capacity = Capacity(
         throughput_at_target_rps=round(x_target, 4),
         throughput_at_scale_in_rps=round(x_in, 4),
         littles_law_instances=little,
         littles_law_capacity_rps=round(little * x_target, 2),
+        per_instance_rps=round(per_instance, 4),
+        slo_rate_rps=None if slo.rate_rps is None else round(slo.rate_rps, 4),
+        slo_share_at_peak=round(at_peak[0], 6),
+        refused_share_at_peak=round(at_peak[1], 6),
+        slo_share_at_trough=round(at_trough[0], 6),
+        refused_share_at_trough=round(at_trough[1], 6),
     )
-    needed = instances_for(inputs.peak_rps, x_target)
-    safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
-    floor_n = min_fleet(inputs.min_instances, inputs.trough_rps, x_target)
-    max_n = max(floor_n, needed if max_instances_cap is None else min(needed, max_instances_cap))
 
     surge = _surge(levels, q, c_max, planning, inputs.surge_ratio)
 
@@ -434,12 +771,23 @@ def build_plan(
             c_max=c_max,
             service_mean_ms=qmax.service_time.mean_ms,
         ),
+        finding_slo_share(
+            slo=slo, slo_share=inputs.slo_share, slo_ms=inputs.slo_ms, q_max=q, c_max=c_max, target_rule=target_rule,
+            peak_rps=inputs.peak_rps, surge_ratio=inputs.surge_ratio, trough_rps=inputs.trough_rps, max_n=max_n,
+            floor_n=floor_n, needed=needed, needed_throughput=needed_throughput, cap=max_instances_cap, sat_rps=sat,
+        ),
         finding_invocation(q, sat, qmax.service_time.p95_ms),
         fp_finding,
         finding_provenance(qmax, ttotal),
         finding_cloudwatch_ratio(qmax),
         finding_instances(qmax),
     ]
+    findings.append(finding_scale_in_step(step_in, in_cd, planning, c_max, c_min))
+    schedule = clamp_schedule(inputs.schedule, floor_n, max_n)
+    if inputs.schedule is not None:
+        findings.append(finding_schedule(inputs.schedule, schedule, floor_n, max_n))
+    if inputs.promise is not None:
+        findings.append(finding_promise(inputs.promise, inputs.slo_share))
     if inputs.qmax_derate < 1.0:
         findings.append(finding_derate(qmax.q_max, q, inputs.qmax_derate))
     if abs(inputs.slo_ms - qmax.slo.ttfab_p95_ms) > 1e-9:
@@ -472,6 +820,12 @@ def build_plan(
             ttotal_slug=ttotal.fingerprint.slug,
             allow_config_mismatch=allow_config_mismatch,
             qmax_derate=inputs.qmax_derate,
+            slo_share=inputs.slo_share,
+            target_share=inputs.target_share,
+            scale_in_step_share=inputs.scale_in_step_share,
+            scale_in_window_s=inputs.scale_in_window_s,
+            scale_in_cooldown_s=inputs.scale_in_cooldown_s,
+            scale_out_cooldown_s=inputs.scale_out_cooldown_s,
         ),
         q_max=q,
         thresholds=Thresholds(
@@ -490,7 +844,7 @@ def build_plan(
             saturation_concurrency=round(to_cloudwatch(q, ratio), 4),
             metric_period_s=inputs.reaction.metric_period_s,
             datapoints_to_alarm=inputs.reaction.datapoints_to_alarm,
-            scale_in_evaluation_periods=scale_in_evaluation_periods(inputs.reaction.metric_period_s),
+            scale_in_evaluation_periods=in_periods,
         ),
         capacity=capacity,
         surge=surge,
@@ -501,6 +855,11 @@ def build_plan(
             source="bench plan",
             tool="speech.plan.realtime.build_plan",
         ),
+        scale_in=step_in,
+        schedule=schedule,
+        promise=inputs.promise,
+        tuning=tuned_values(inputs, q=q, h=h, c_min=c_min, c_max=c_max, measured_total_s=ttotal.measured_total_s,
+                            planning_s=planning, period=period),
     )
 
 

@@ -157,3 +157,106 @@ def reach_probability(
         p = _step(p, lam, rates, q_max, dt)
         p = np.clip(p, 0.0, None)
     return float(min(1.0, max(0.0, p[q_max] / p.sum())))
+
+
+# --- the gated chain: refused share and the share answered within the SLO ----------------------
+
+
+def gated_stationary(arrival_rps: float, rates: np.ndarray) -> np.ndarray:
+    """Stationary distribution on 0..Q (Q = len(rates)) of the chain whose arrivals are refused at Q
+    (the container's admission gate at Q_max): pi(n) proportional to prod_{k<=n} lambda / X(k).
+    Poisson arrivals see time averages, so pi(Q) is the share refused."""
+    if arrival_rps <= 0:
+        p = np.zeros(len(rates) + 1)
+        p[0] = 1.0
+        return p
+    logw = _log_weights(arrival_rps, rates)
+    w = np.exp(logw - logw.max())
+    return w / w.sum()
+
+
+def ttfab_over_slo(p50_ms: float, p95_ms: float, p99_ms: float, slo_ms: float) -> float:
+    """Share of requests over ``slo_ms`` at one concurrency, from the ladder's p50, p95 and p99: a
+    piecewise-linear CDF through (p50, 0.5), (p95, 0.95), (p99, 0.99), its ends extended at the
+    slopes of the nearest segment (the simulator's instance model uses the same shape)."""
+    b = max(p95_ms, p50_ms + 1e-6)
+    c = max(p99_ms, b + 1e-6)
+    lo = max(0.0, p50_ms - (b - p50_ms) * 0.5 / 0.45)
+    hi = c + (c - b) * 0.01 / 0.04
+    return float(1.0 - np.interp(slo_ms, [lo, p50_ms, b, c, hi], [0.0, 0.5, 0.95, 0.99, 1.0]))
+
+
+def over_slo_by_concurrency(quantiles: Sequence[tuple[int, float, float, float]], q_max: int, slo_ms: float) -> np.ndarray:
+    """Share over the SLO for a request served at concurrency 1..q_max (index n - 1): the ladder's
+    (concurrency, p50, p95, p99) interpolated linearly in concurrency, flat past its ends."""
+    cs = [float(c) for c, *_ in quantiles]
+    out = np.empty(q_max)
+    for n in range(1, q_max + 1):
+        p50, p95, p99 = (float(np.interp(n, cs, [row[i] for row in quantiles])) for i in (1, 2, 3))
+        out[n - 1] = ttfab_over_slo(p50, p95, p99, slo_ms)
+    return out
+
+
+def slo_shares(arrival_rps: float, rates: np.ndarray, over_slo: np.ndarray) -> tuple[float, float]:
+    """(share within the SLO, share refused) of Poisson arrivals at ``arrival_rps`` on one gated
+    instance. An arrival that finds n < Q ahead is served at concurrency n + 1 and is over the SLO
+    with ``over_slo[n]``; one that finds Q is refused (counted as missing the SLO)."""
+    pi = gated_stationary(arrival_rps, rates)
+    refused = float(pi[-1])
+    within = float(np.dot(pi[:-1], 1.0 - over_slo))
+    return within, refused
+
+
+def slo_rate(rates: np.ndarray, over_slo: np.ndarray, slo_share: float, *, rel_tol: float = 1e-9) -> float | None:
+    """The highest Poisson arrival rate per instance (requests/s) whose share within the SLO is at
+    least ``slo_share``; None when even an idle instance misses it (no fleet can keep the share).
+
+    The share falls monotonically with the rate (more arrivals, more ahead of each), so bisection
+    on (0, hi], hi doubled from X_sat until the share is below the target."""
+    if 1.0 - float(over_slo[0]) < slo_share:
+        return None
+    hi = float(rates[-1])
+    for _ in range(60):
+        if slo_shares(hi, rates, over_slo)[0] < slo_share:
+            break
+        hi *= 2.0
+    else:
+        return hi
+    lo = 0.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if slo_shares(mid, rates, over_slo)[0] >= slo_share:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rel_tol * hi:
+            break
+    return lo
+
+
+def gated_mean(arrival_rps: float, rates: np.ndarray) -> float:
+    """Mean requests in the gated instance (0..Q) at a Poisson arrival rate."""
+    pi = gated_stationary(arrival_rps, rates)
+    return float(np.dot(np.arange(len(pi)), pi))
+
+
+def arrival_for_gated_mean(mean_target: float, rates: np.ndarray, *, rel_tol: float = 1e-12) -> float:
+    """The Poisson arrival rate at which the gated instance holds ``mean_target`` on average
+    (bisection: the mean rises monotonically with the rate towards Q). inf for a mean of Q or more."""
+    q = len(rates)
+    if mean_target >= q:
+        return float("inf")
+    if mean_target <= 0:
+        return 0.0
+    lo, hi = 0.0, float(rates[-1])
+    while gated_mean(hi, rates) < mean_target:
+        lo, hi = hi, hi * 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if gated_mean(mid, rates) < mean_target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rel_tol * hi:
+            break
+    return (lo + hi) / 2

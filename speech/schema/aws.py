@@ -31,7 +31,11 @@ POLICY_SUFFIXES = (SUFFIX_SCALE_OUT, SUFFIX_SCALE_IN, SUFFIX_SURGE)
 """Policy (and alarm) names are ``<endpoint><suffix>``: fixed, so a reader finds them by name."""
 
 SCALE_IN_INSTANCES = 1
-"""Instances one scale-in step removes: one at a time, each after a sustained low window."""
+"""MinAdjustmentMagnitude of the scale-in step: a step removes a share of the fleet
+(PercentChangeInCapacity), and at least this many instances."""
+SUFFIX_FLOOR = "-floor-"
+"""Scheduled floor actions are ``<endpoint>-floor-HHMM`` (their local time)."""
+PERCENT_CHANGE = "PercentChangeInCapacity"
 
 RESOURCE_ID_RE = re.compile(r"^endpoint/(?P<endpoint>[^/]+)/variant/(?P<variant>[^/]+)$")
 

@@ -36,6 +36,89 @@ class ReactionPolicy(Frozen):
         return v
 
 
+DEFAULT_SLO_SHARE = 0.995
+"""Share of requests the fleet is sized to answer within the SLO by default: refused requests and
+answered ones over the SLO together at most 0.5 % at the planned per-instance rate."""
+HHMM_RE = re.compile(r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]$")
+
+
+class ScheduledFloor(Frozen):
+    """From ``at`` (local time of the schedule's time zone, every day) until the next entry, the
+    fleet keeps at least ``min_instances`` (never fewer than the plan's floor)."""
+
+    at: str
+    """Local time ``HH:MM`` (24 h) the floor takes effect."""
+    min_instances: Annotated[int, Field(ge=1)]
+    """The floor from then on; an entry at or below the plan's floor releases the raised floor."""
+
+    @field_validator("at")
+    @classmethod
+    def _hhmm(cls, v: str) -> str:
+        if not HHMM_RE.match(v):
+            raise ValueError(f"at {v!r} is not a local time HH:MM (24 h, e.g. 07:40)")
+        return v
+
+    @property
+    def minute_of_day(self) -> int:
+        hh, mm = self.at.split(":")
+        return int(hh) * 60 + int(mm)
+
+
+class FloorSchedule(Frozen):
+    """A daily schedule of minimum capacity (``bench plan --schedule-from TRACE`` derives it):
+    rendered as Application Auto Scaling scheduled actions, cron in ``timezone``."""
+
+    timezone: Annotated[str, Field(min_length=1)] = "UTC"
+    """IANA time zone the ``at`` times are in (Application Auto Scaling's Timezone), e.g. Europe/Berlin."""
+    floors: Annotated[list[ScheduledFloor], Field(min_length=2, max_length=48)]
+    """At least one raise and one release; at most 48 a day (one each half hour)."""
+    trace_sha256: str | None = Field(None, exclude_if=lambda v: v is None)
+    """sha256 of the trace the schedule was derived from (None: written by hand)."""
+
+    @field_validator("timezone")
+    @classmethod
+    def _iana(cls, v: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"timezone {v!r} is not an IANA time zone; use e.g. UTC, Europe/Berlin, America/New_York") from None
+        return v
+
+    @field_validator("floors")
+    @classmethod
+    def _distinct_times(cls, v: list[ScheduledFloor]) -> list[ScheduledFloor]:
+        seen: set[str] = set()
+        for f in v:
+            if f.at in seen:
+                raise ValueError(f"two floors at {f.at}; keep one entry per time")
+            seen.add(f.at)
+        return sorted(v, key=lambda f: f.minute_of_day)
+
+
+class Promise(Frozen):
+    """What the plan's own simulation of a traffic trace promised (``bench tune``): ``bench plan``
+    prints it, the program exports it, ``bench observe`` compares the deployed endpoint with it."""
+
+    slo_share: Annotated[float, Field(ge=0.0, le=1.0)]
+    """Simulated share of requests answered within the SLO (a refused request counts as missed)."""
+    rejected_share: Annotated[float, Field(ge=0.0, le=1.0)]
+    """Simulated share of requests refused at the gate (503)."""
+    instance_hours: Annotated[float, Field(ge=0.0)]
+    """Instance-hours the simulated fleet was billed over the trace."""
+    cost_vs_oracle: Annotated[float, Field(ge=0.0)]
+    """Instance-hours / the oracle's (instances exactly as needed each second, no start-up)."""
+    trace_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    """sha256 of the trace file simulated."""
+    seed: int
+    """The simulator's random seed."""
+    simulator_version: Annotated[str, Field(min_length=1)]
+    """Version of the simulator that made the promise (a new simulator may promise otherwise)."""
+    trace_hours: Annotated[float, Field(gt=0.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Length of the trace, hours (to compare instance-hours per day)."""
+
+
 class PlanInputs(Frozen):
     """What a team chooses; everything else comes from measurements."""
 
@@ -57,6 +140,36 @@ class PlanInputs(Frozen):
     """Batch (``hosting: async``) models only: acceptable completion delay, seconds, from a request's
     submission to its response in S3, a cold start from zero instances included (speech.plan.batch).
     Left out of dumps when unset, so real-time provenance documents keep their bytes."""
+
+    # --- tuned values (bench tune searches them; None: the seed formula of speech.plan.realtime) ---
+    # Every one is left out of dumps when unset, so plans and provenance documents without them keep
+    # their bytes.
+    slo_share: Annotated[float, Field(ge=0.5, lt=1.0)] = Field(
+        DEFAULT_SLO_SHARE, exclude_if=lambda v: v == DEFAULT_SLO_SHARE)
+    """Share of requests the fleet is sized to answer within the SLO (refused ones count as missed):
+    the per-instance arrival rate of the fleet is the highest one whose birth-death chain keeps it
+    (speech.plan.realtime.slo_rate). Default 0.995."""
+    target_share: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Scale-out target as a share of Q_max; at most 1 - h (the surge rule: h of Q_max stays free
+    for a surge). None: 1 - h."""
+    scale_in_step_share: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Share of the fleet one scale-in step removes; at most 1 - C_scale_min / C_scale_max (removing
+    k of N lifts the rest by N / (N - k)). None: that bound."""
+    scale_in_window_s: Annotated[int, Field(ge=30, le=86400)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Seconds every period must sit at or below C_scale_min before a step; at least 3 metric
+    periods. None: max(3 periods, 300 s)."""
+    scale_in_cooldown_s: Annotated[int, Field(ge=0, le=86400)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Seconds between scale-in steps; at least the window and the planning T_total. None: max(300,
+    3 x planning T_total)."""
+    scale_out_cooldown_s: Annotated[int, Field(ge=0, le=3600)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Target tracking's scale-out cooldown; between the metric period and the measured T_total.
+    None: clamp(T_total / 2, 10, 30)."""
+    schedule: FloorSchedule | None = Field(None, exclude_if=lambda v: v is None)
+    """Daily scheduled floors (``bench plan --schedule-from TRACE``); None: the floor is constant."""
+    promise: Promise | None = Field(None, exclude_if=lambda v: v is None)
+    """What the simulation of these inputs on a trace promised (``bench tune``); None: advisory plan."""
+    reasons: dict[str, str] = Field({}, exclude_if=lambda v: not v)
+    """Why each tuned value differs from its seed formula (input name -> reason), printed next to it."""
 
     @model_validator(mode="after")
     def _trough_below_peak(self) -> PlanInputs:
@@ -381,6 +494,10 @@ class StackConfig(Frozen):
 
 
 __all__ = [
+    "DEFAULT_SLO_SHARE",
+    "FloorSchedule",
+    "Promise",
+    "ScheduledFloor",
     "Alerts",
     "Budget",
     "ComponentsConfig",

@@ -16,6 +16,7 @@ from pydantic import (
 
 from speech.schema.artifacts import SCHEMA_VERSION, Frozen, Fingerprint, Provenance, canonical_sha256  # noqa: F401
 from speech.schema.artifacts import Level
+from speech.schema.config import FloorSchedule, Promise
 
 
 
@@ -76,6 +77,18 @@ class Capacity(Frozen):
     """What lambda * S / C_scale_max would give: wrong for a server that queues."""
     littles_law_capacity_rps: float
     """What that many instances really serve at the measured throughput."""
+    per_instance_rps: float | None = None
+    """Arrival rate per instance the fleet is sized at: min(the SLO-share rate, X(C_scale_max)),
+    requests/s (None in plans written before it existed: X(C_scale_max))."""
+    slo_rate_rps: float | None = None
+    """Highest Poisson arrival rate per instance whose gated chain keeps the SLO share, requests/s."""
+    slo_share_at_peak: float | None = None
+    """Share answered within the SLO with peak traffic spread over max_instances (chain, refused = missed)."""
+    refused_share_at_peak: float | None = None
+    """Share refused at the gate (Q_max) with peak traffic over max_instances."""
+    slo_share_at_trough: float | None = None
+    """Same with trough traffic over the floor."""
+    refused_share_at_trough: float | None = None
 
 
 class Surge(Frozen):
@@ -89,6 +102,31 @@ class Surge(Frozen):
     """1 - reach_qmax_probability."""
     reach_qmax_probability_steady: float
     """Same, with traffic held steady."""
+
+
+class ScaleIn(Frozen):
+    """The scale-in step: a share of the fleet per step, bounded by the floor's safety argument."""
+
+    step_share: float
+    """Share of the fleet one step removes."""
+    max_safe_share: float
+    """1 - C_scale_min / C_scale_max: removing more lifts the survivors past C_scale_max."""
+    step_percent: int
+    """PercentChangeInCapacity of the step (negative): -floor(100 x step_share)."""
+    min_removed: int
+    """MinAdjustmentMagnitude: at least this many instances per step."""
+    window_s: int
+    """Seconds every metric period must sit at or below C_scale_min (evaluation periods x period)."""
+
+
+class TunedValue(Frozen):
+    """A plan input set away from its seed formula, printed next to the seed with the reason."""
+
+    name: str
+    seed: float
+    value: float
+    unit: str
+    reason: str
 
 
 class PlanInputsRecord(Frozen):
@@ -106,6 +144,24 @@ class PlanInputsRecord(Frozen):
     allow_config_mismatch: bool
     qmax_derate: float = 1.0
     """Q_max planned = floor(measured Q_max x qmax_derate); 1.0 in plans written before it existed."""
+    slo_share: float = 0.995
+    """The SLO share the fleet was sized for (PlanInputs.slo_share)."""
+    target_share: float | None = None
+    scale_in_step_share: float | None = None
+    scale_in_window_s: int | None = None
+    scale_in_cooldown_s: int | None = None
+    scale_out_cooldown_s: int | None = None
+    """The tuned inputs as given (None: seed formula)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("target_share", "scale_in_step_share", "scale_in_window_s", "scale_in_cooldown_s",
+                        "scale_out_cooldown_s"):
+                if data.get(key, 0) is None:
+                    del data[key]
+        return data
 
 
 class ModelAllocation(Frozen):
@@ -179,12 +235,24 @@ class PlanArtifact(Frozen):
     budget: ModelAllocation | None = None
     """This model's share of the stack's daily budget, when the stack has one (speech.plan.budget);
     absent otherwise (left out of the JSON, so plans of stacks without a budget keep their bytes)."""
+    scale_in: ScaleIn | None = None
+    """The scale-in step (None in plans written before it: one instance per step)."""
+    schedule: FloorSchedule | None = None
+    """Daily scheduled floors in force (each at least the plan's floor, at most its max); None: none."""
+    promise: Promise | None = None
+    """What the simulation of these inputs promised (``bench tune``); None: the plan is advisory."""
+    tuning: list[TunedValue] = []
+    """Inputs set away from their seed formulas, with the seed and the reason."""
 
     @model_serializer(mode="wrap")
     def _omit_absent_budget(self, handler: Any) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and data.get("budget", 0) is None:
-            del data["budget"]
+        if isinstance(data, dict):
+            for key in ("budget", "scale_in", "schedule", "promise"):
+                if data.get(key, 0) is None:
+                    del data[key]
+            if data.get("tuning", None) == []:
+                del data["tuning"]
         return data
 
     def finding(self, name: str) -> Finding:

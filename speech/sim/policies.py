@@ -69,7 +69,7 @@ class ScalingNumbers:
     scale_in_periods: int
     scale_in_cooldown_s: int
     scale_in_step: int
-    """Instances one scale-in changes the fleet by (negative); with ``scale_in_percent`` the least."""
+    """Instances one scale-in changes the fleet by (negative; with ``scale_in_percent`` unused)."""
     saturation_threshold: float
     surge_periods: int
     surge_percent: int
@@ -78,20 +78,21 @@ class ScalingNumbers:
     x_target_rps: float
     """Measured per-instance throughput at C_scale_max."""
     littles_law_instances: int
-    scale_in_percent: float | None = None
-    """Scale-in as PercentChangeInCapacity (negative percent of the desired count, rounded toward
-    zero, at least ``-scale_in_step`` instances: MinAdjustmentMagnitude); None: ChangeInCapacity."""
+    scale_in_percent: int | None = None
+    """PercentChangeInCapacity of the scale-in step (negative); None: ``scale_in_step`` instances."""
+    scale_in_min_removed: int = 1
+    """MinAdjustmentMagnitude of the scale-in step."""
+    floors: tuple[tuple[str, str, int], ...] = ()
+    """Scheduled floors (cron schedule, time zone, min capacity), by time of day."""
 
-
-def scale_in_change(desired: int, numbers: ScalingNumbers) -> int:
-    """Instances one scale-in removes (negative). ChangeInCapacity: the step. PercentChangeInCapacity:
-    desired x percent / 100 rounded toward zero (Application Auto Scaling rounds a magnitude
-    between 0 and 1 to 1), at least MinAdjustmentMagnitude."""
-    if numbers.scale_in_percent is None:
-        return numbers.scale_in_step
-    raw = desired * abs(numbers.scale_in_percent) / 100.0
-    mag = max(1, math.floor(raw)) if raw > 0 else 0
-    return -max(mag, abs(numbers.scale_in_step))
+    def scale_in_to(self, desired: int) -> int:
+        """Desired count after one scale-in step from ``desired``, as Application Auto Scaling
+        computes it: a percentage of the count rounded toward zero, at least MinAdjustmentMagnitude,
+        never below the floor."""
+        if self.scale_in_percent is None:
+            return max(self.min_instances, desired + self.scale_in_step)
+        remove = max(self.scale_in_min_removed, math.floor(desired * -self.scale_in_percent / 100.0 + 1e-9))
+        return max(self.min_instances, desired - remove)
 
 
 def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
@@ -99,7 +100,6 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
     state ``speech.infra.components.autoscaling`` deploys (the endpoint name does not matter here)."""
     spec = scaling_spec(plan, "simulated")
     [surge], [scale_in] = spec.surge.steps, spec.scale_in.steps
-    percent = spec.scale_in.adjustment_type == "PercentChangeInCapacity"
     return ScalingNumbers(
         min_instances=spec.target.min_capacity,
         max_instances=spec.target.max_capacity,
@@ -110,8 +110,7 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
         scale_in_threshold=spec.scale_in_alarm.threshold,
         scale_in_periods=spec.scale_in_alarm.evaluation_periods,
         scale_in_cooldown_s=spec.scale_in.cooldown_s,
-        scale_in_step=-(spec.scale_in.min_adjustment_magnitude or 1) if percent else scale_in.scaling_adjustment,
-        scale_in_percent=float(scale_in.scaling_adjustment) if percent else None,
+        scale_in_step=scale_in.scaling_adjustment,
         saturation_threshold=spec.surge_alarm.threshold,
         surge_periods=spec.surge_alarm.evaluation_periods,
         surge_percent=surge.scaling_adjustment,
@@ -119,6 +118,9 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
         planning_total_s=plan.t_total.planning_s,
         x_target_rps=plan.capacity.throughput_at_target_rps,
         littles_law_instances=plan.capacity.littles_law_instances,
+        scale_in_percent=scale_in.scaling_adjustment if spec.scale_in.adjustment_type == "PercentChangeInCapacity" else None,
+        scale_in_min_removed=spec.scale_in.min_adjustment_magnitude or 1,
+        floors=tuple((a.schedule, a.timezone, a.min_capacity) for a in spec.scheduled),
     )
 
 
@@ -325,7 +327,7 @@ class AwsPolicy(Policy):
             return best, why, st
         if low_fire and now >= st.in_until and desired > s.min_instances:
             st = replace(st, in_until=now + s.scale_in_cooldown_s)
-            return max(s.min_instances, desired + scale_in_change(desired, s)), "scale-in", st
+            return s.scale_in_to(desired), "scale-in", st
         return desired, "", st
 
     def refused(self, old: Any, new: Any) -> Any:

@@ -4,10 +4,10 @@ keep the SLO share on simulated days (docs/design.md §10.10).
 Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no clock. The seed
 (the plan's own formulas) is where the search starts and what every tuned value is printed next to.
 
-* The knobs (:class:`Knobs`): the surge ratio (the target is Q_max's share the surge rule leaves),
-  the scale-out alarm's datapoints, the floor, and the scale-in: its step as a share of the fleet
-  (PercentChangeInCapacity with MinAdjustmentMagnitude 1), its window and its cooldown. Each has a
-  safety bound (:func:`bounds`); the search never leaves them.
+* The knobs (:class:`Knobs`) are plan inputs (speech.schema.config.PlanInputs): the surge ratio,
+  the target as a share of Q_max, the scale-out alarm's datapoints, the floor, and the scale-in
+  step share, window and cooldown. The plan checks each against its safety bound and refuses what
+  lies outside; the search skips those.
 * Choosing: coordinate descent from the seed over each knob's candidates, twice, on the training
   days: a candidate wins when it keeps the SLO share on every training day and costs fewer mean
   instance-hours (while nothing keeps the share, the highest worst-day share wins).
@@ -18,11 +18,12 @@ Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from speech.errors import SpeechError
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
@@ -32,42 +33,33 @@ from speech.sim.instance import InstanceModel
 from speech.sim.policies import AwsPolicy, OraclePolicy, ScalingNumbers, scaling_numbers
 
 SIMULATOR_VERSION = "speech.sim 2: one capacity change at a time, Erlang-k service, SLO oracle, superposed traces"
-DEPLOYABLE_NOW = ("surge_ratio", "datapoints_to_alarm", "min_instances")
-"""Knobs that are plan inputs on this branch (PlanInputs.surge_ratio, reaction.datapoints_to_alarm,
-min_instances: a floor above the plan's own). The scale-in knobs and a floor below the plan's
-become deployable with the plan inputs of issue 23's plan half."""
+KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
+         "scale_in_window_s", "scale_in_cooldown_s")
+"""The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
+Scheduled floors and the scale-out cooldown stay as the team set them."""
 
 
 @dataclass(frozen=True)
 class Knobs:
+    """Plan inputs (None: the plan's seed formula). The plan validates each against its bound
+    (target share <= 1 - h, step share <= 1 - C_scale_min / C_scale_max, cooldown >= max(window,
+    planning T_total)); a candidate outside one is skipped."""
+
     surge_ratio: float
+    target_share: float | None
     datapoints_to_alarm: int
     min_instances: int
-    scale_in_percent: float | None
-    """None: the seed's ChangeInCapacity step."""
-    scale_in_periods: int
-    """Datapoints (metric periods) the scale-in alarm needs, all at or below C_scale_min."""
-    scale_in_cooldown_s: int
+    scale_in_step_share: float | None
+    scale_in_window_s: int | None
+    scale_in_cooldown_s: int | None
 
-
-@dataclass(frozen=True)
-class Bounds:
-    max_scale_in_percent: float
-    """100 x (1 - C_scale_min / target): removing more raises the per-instance load at the scale-in
-    threshold above the target, and target tracking adds the instances back (a flap)."""
-    min_scale_in_cooldown_s: int
-    """The planning T_total: the next scale-in waits until the previous removal has drained and the
-    metric shows the smaller fleet."""
-    min_scale_in_periods: int = 3
-    surge_ratio_range: tuple[float, float] = (1.0, MAX_SURGE_RATIO - 1e-6)
-    datapoints_range: tuple[int, int] = (1, 5)
-
-
-def bounds(numbers: ScalingNumbers) -> Bounds:
-    """The safety bounds of the scale-in knobs, from the seed plan's numbers (units in the names)."""
-    pct = 100.0 * (1.0 - numbers.scale_in_threshold / numbers.target_value) if numbers.target_value > 0 else 0.0
-    return Bounds(max_scale_in_percent=max(0.0, math.floor(pct * 10) / 10),
-                  min_scale_in_cooldown_s=int(math.ceil(numbers.planning_total_s)))
+    def inputs(self, base: PlanInputs) -> PlanInputs:
+        return base.model_copy(update={
+            "surge_ratio": self.surge_ratio, "target_share": self.target_share, "min_instances": self.min_instances,
+            "reaction": ReactionPolicy(metric_period_s=base.reaction.metric_period_s, datapoints_to_alarm=self.datapoints_to_alarm),
+            "scale_in_step_share": self.scale_in_step_share, "scale_in_window_s": self.scale_in_window_s,
+            "scale_in_cooldown_s": self.scale_in_cooldown_s,
+        })
 
 
 @dataclass
@@ -83,6 +75,10 @@ class Candidate:
     @property
     def worst_share(self) -> float:
         return min(d.within_slo_share for d in self.days)
+
+    @property
+    def share(self) -> float:
+        return float(np.mean([d.within_slo_share for d in self.days]))
 
     @property
     def rejected(self) -> float:
@@ -101,38 +97,34 @@ class Tuner:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
         self.seed_plan = build_plan(qmax, ttotal, seed_inputs, allow_config_mismatch=True)
         self.seed_numbers = scaling_numbers(self.seed_plan)
-        self.bounds = bounds(self.seed_numbers)
-        self._plans: dict[tuple, PlanArtifact] = {}
+        self._plans: dict[Knobs, PlanArtifact | None] = {}
         self._cache: dict[tuple, Summary] = {}
         self._oracle: dict[int, float] = {}
         self.on_eval = on_eval or (lambda: None)
         self.evaluations = 0
+        self.skipped: list[str] = []
 
     def seed_knobs(self) -> Knobs:
-        s = self.seed_numbers
-        return Knobs(surge_ratio=self.inputs.surge_ratio, datapoints_to_alarm=self.inputs.reaction.datapoints_to_alarm,
-                     min_instances=s.min_instances, scale_in_percent=None, scale_in_periods=s.scale_in_periods,
-                     scale_in_cooldown_s=s.scale_in_cooldown_s)
+        i = self.inputs
+        return Knobs(surge_ratio=i.surge_ratio, target_share=i.target_share, datapoints_to_alarm=i.reaction.datapoints_to_alarm,
+                     min_instances=i.min_instances, scale_in_step_share=i.scale_in_step_share,
+                     scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s)
 
-    def plan_for(self, k: Knobs) -> PlanArtifact:
-        """The plan built from the deployable knobs (surge ratio, datapoints, a floor above the plan's)."""
-        key = (k.surge_ratio, k.datapoints_to_alarm, max(k.min_instances, self.inputs.min_instances))
-        if key not in self._plans:
-            inputs = self.inputs.model_copy(update={
-                "surge_ratio": k.surge_ratio,
-                "reaction": ReactionPolicy(metric_period_s=self.inputs.reaction.metric_period_s,
-                                           datapoints_to_alarm=k.datapoints_to_alarm),
-                "min_instances": max(self.inputs.min_instances, min(k.min_instances, self.seed_numbers.min_instances)
-                                     if k.min_instances < self.seed_numbers.min_instances else k.min_instances),
-            })
-            self._plans[key] = build_plan(self.qmax, self.ttotal, inputs, allow_config_mismatch=True)
-        return self._plans[key]
+    def plan_for(self, k: Knobs) -> PlanArtifact | None:
+        """The plan of these inputs, None when one is outside its bound (the plan refuses it)."""
+        if k not in self._plans:
+            try:
+                self._plans[k] = build_plan(self.qmax, self.ttotal, k.inputs(self.inputs), allow_config_mismatch=True)
+            except (SpeechError, ValueError) as err:
+                self.skipped.append(f"{k}: {err}")
+                self._plans[k] = None
+        return self._plans[k]
 
     def numbers_for(self, k: Knobs) -> ScalingNumbers:
-        s = scaling_numbers(self.plan_for(k))
-        return replace(s, min_instances=k.min_instances, scale_in_percent=(-k.scale_in_percent if k.scale_in_percent else None),
-                       scale_in_step=-1 if k.scale_in_percent else s.scale_in_step, scale_in_periods=k.scale_in_periods,
-                       scale_in_cooldown_s=k.scale_in_cooldown_s)
+        plan = self.plan_for(k)
+        if plan is None:
+            raise ValueError(f"knobs outside their bounds: {k}")
+        return scaling_numbers(plan)
 
     def run(self, k: Knobs, day_id: int, arrivals: np.ndarray) -> Summary:
         key = (k, day_id)
@@ -151,7 +143,9 @@ class Tuner:
             self._oracle[day_id] = summarize(run, self.model, self.inputs.slo_ms, 0.0).instance_hours
         return self._oracle[day_id]
 
-    def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate:
+    def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
+        if self.plan_for(k) is None:
+            return None
         return Candidate(k, [self.run(k, i, a) for i, a in days], [self.oracle_hours(i, a) for i, a in days])
 
     def better(self, a: Candidate, b: Candidate) -> bool:
@@ -164,65 +158,69 @@ class Tuner:
             return a.hours < b.hours - 1e-9
         return a.worst_share > b.worst_share + 1e-9
 
-    def choices(self, seed: Knobs, deployable_only: bool = False) -> dict[str, list]:
-        """Each knob's candidates, inside its bounds, the seed's value first."""
-        if deployable_only:
-            full = self.choices(seed)
-            full["min_instances"] = [seed.min_instances, seed.min_instances + max(1, seed.min_instances // 4)]
-            return {k: v for k, v in full.items() if k in DEPLOYABLE_NOW}
-        b, s = self.bounds, seed
-        pct = [p for p in (5.0, 10.0, 20.0, 30.0) if p <= b.max_scale_in_percent] + (
-            [b.max_scale_in_percent] if 0 < b.max_scale_in_percent < 30 else [])
-        cool = sorted({c for c in (s.scale_in_cooldown_s, 600, 300, b.min_scale_in_cooldown_s) if c >= b.min_scale_in_cooldown_s},
-                      reverse=True)
-        periods = [p for p in dict.fromkeys((s.scale_in_periods, 12, 6)) if p >= b.min_scale_in_periods]
-        lo, hi = b.surge_ratio_range
-        surge = [r for r in dict.fromkeys((s.surge_ratio, 1.1, 1.05, 1.4)) if lo <= r <= hi]
-        dps = list(dict.fromkeys((s.datapoints_to_alarm, 1, 2)))
-        floors = list(dict.fromkeys((s.min_instances, max(1, s.min_instances // 2), max(1, s.min_instances * 3 // 4))))
-        return {"scale_in_percent": [None, *sorted(set(pct))], "scale_in_cooldown_s": cool, "scale_in_periods": periods,
-                "surge_ratio": surge, "datapoints_to_alarm": dps, "min_instances": floors}
+    def choices(self, at: Knobs) -> dict[str, list]:
+        """Each knob's candidates around ``at`` (the seed formula, None, always among them); the plan
+        refuses the ones outside their bounds."""
+        h = at.surge_ratio - 1.0
+        bound = 1.0 - h
+        planning = int(math.ceil(self.seed_numbers.planning_total_s))
+        return {
+            "surge_ratio": [r for r in dict.fromkeys((self.inputs.surge_ratio, 1.1, 1.05)) if 1.0 <= r < MAX_SURGE_RATIO],
+            "target_share": [None, round(bound, 4), round(0.9 * bound, 4), round(0.8 * bound, 4)],
+            "datapoints_to_alarm": list(dict.fromkeys((self.inputs.reaction.datapoints_to_alarm, 1, 2))),
+            "min_instances": list(dict.fromkeys((self.inputs.min_instances, self.seed_numbers.min_instances * 5 // 4 + 1))),
+            "scale_in_step_share": [None, 0.05, 0.1, 0.2, 0.3],
+            "scale_in_window_s": [None, 60, 120],
+            "scale_in_cooldown_s": [None, 600, planning],
+        }
 
-    def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2,
-               deployable_only: bool = False) -> tuple[Candidate, Candidate]:
-        """(seed, winner) on the training ``days`` ((id, arrivals) pairs); with ``deployable_only``
-        only the knobs the written plan can carry (:data:`DEPLOYABLE_NOW`, a floor not below the seed's)."""
-        seed_k = self.seed_knobs()
-        seed = best = self.candidate(seed_k, days)
-        options = self.choices(seed_k, deployable_only)
+    def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[Candidate, Candidate]:
+        """(seed, winner) on the training ``days`` ((id, arrivals) pairs): coordinate descent from
+        the seed, each knob's candidates in turn."""
+        seed = best = self.candidate(self.seed_knobs(), days)
+        if seed is None:
+            raise ValueError("the seed plan inputs are outside their bounds")
         for _ in range(passes):
             moved = False
-            for name, values in options.items():
-                for v in values:
+            for name in KNOBS:
+                for v in self.choices(best.knobs)[name]:
                     if getattr(best.knobs, name) == v:
                         continue
                     c = self.candidate(replace(best.knobs, **{name: v}), days)
-                    if self.better(c, best):
+                    if c is not None and self.better(c, best):
                         best, moved = c, True
             if not moved:
                 break
         return seed, best
 
 
-def deployable_now(seed: Knobs, tuned: Knobs) -> dict[str, bool]:
-    """Per knob: can the written plan carry the tuned value on this branch?"""
-    out = {}
-    for name, value in asdict(tuned).items():
-        same = value == getattr(seed, name)
-        out[name] = same or (name in DEPLOYABLE_NOW and not (name == "min_instances" and value < seed.min_instances))
-    return out
-
-
 REASONS = {
     "surge_ratio": "a lower surge ratio raises the target (Q_max / surge): fewer instances for the same traffic; the "
                    "held-out and spike checks say whether the smaller headroom still absorbs the surges",
+    "target_share": "the scale-out target as a share of Q_max (within the surge rule): the highest that kept the SLO share "
+                    "on the training days",
     "datapoints_to_alarm": "fewer datapoints: the surge step fires sooner, so start-ups begin earlier",
-    "min_instances": "a lower floor: the quiet hours need fewer instances than the trough formula keeps",
-    "scale_in_percent": "removing a share of the fleet per scale-in follows the evening decline at its pace; one instance "
-                        "per cooldown keeps the peak fleet for hours",
-    "scale_in_periods": "a shorter scale-in window: the decline is seen sooner",
-    "scale_in_cooldown_s": "a shorter scale-in cooldown (still at least the planning T_total): more removals per hour",
+    "min_instances": "a higher floor: the plan's floor let the SLO share slip at the trough or at the opening",
+    "scale_in_step_share": "the share of the fleet one scale-in removes: what followed the decline at least cost",
+    "scale_in_window_s": "a shorter scale-in window: the decline is seen sooner",
+    "scale_in_cooldown_s": "a shorter scale-in cooldown (still at least the window and the planning T_total): more removals "
+                           "per hour",
 }
+
+
+def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
+    """Each knob as the plan deploys it (the seed formula's value when the input is None)."""
+    pct = "1 instance" if numbers.scale_in_percent is None else f"{-numbers.scale_in_percent}% of the fleet"
+    return {
+        "surge_ratio": f"{k.surge_ratio:g}",
+        "target_share": f"{numbers.target_value:.2f} (CloudWatch units)"
+                        + ("" if k.target_share is None else f", {k.target_share:g} x Q_max"),
+        "datapoints_to_alarm": str(k.datapoints_to_alarm),
+        "min_instances": f"{numbers.min_instances}",
+        "scale_in_step_share": pct,
+        "scale_in_window_s": f"{numbers.scale_in_periods * numbers.metric_period_s} s",
+        "scale_in_cooldown_s": f"{numbers.scale_in_cooldown_s} s",
+    }
 
 
 def perturbations(arrivals: np.ndarray, surge_ratio: float, *, spike_arrivals: np.ndarray | None = None,
@@ -240,16 +238,3 @@ def perturbations(arrivals: np.ndarray, surge_ratio: float, *, spike_arrivals: n
     return {f"spikes x{surge_ratio:g}": spike_arrivals, f"shifted {shift_s / 3600:g} h": np.roll(a, shift_s)}
 
 
-def describe(k: Knobs) -> dict[str, str]:
-    return {
-        "surge_ratio": f"{k.surge_ratio:g}",
-        "datapoints_to_alarm": str(k.datapoints_to_alarm),
-        "min_instances": str(k.min_instances),
-        "scale_in_percent": "1 instance" if k.scale_in_percent is None else f"{k.scale_in_percent:g}% of the fleet",
-        "scale_in_periods": f"{k.scale_in_periods} x 10 s",
-        "scale_in_cooldown_s": f"{k.scale_in_cooldown_s} s",
-    }
-
-
-def check(tuner: Tuner, knobs: Iterable[Knobs], days: Sequence[tuple[int, np.ndarray]]) -> list[Candidate]:
-    return [tuner.candidate(k, days) for k in knobs]

@@ -135,6 +135,9 @@ def deploy_scaling(sess, plan: PlanArtifact, endpoint: str = ENDPOINT) -> dict[s
             Threshold=alarm.threshold, ComparisonOperator=alarm.comparison, TreatMissingData=alarm.treat_missing_data,
             AlarmActions=[arn],
         )
+    for a in spec.scheduled:
+        aas.put_scheduled_action(ScheduledActionName=a.name, Schedule=a.schedule, Timezone=a.timezone, **common,
+                                 ScalableTargetAction={"MinCapacity": a.min_capacity, "MaxCapacity": a.max_capacity})
     return arns
 
 

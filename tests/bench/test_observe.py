@@ -112,8 +112,8 @@ def test_plan_that_holds(setup, tmp_path, capsys):
 
 def test_plan_that_drifted_recommends_the_exact_plan_command(setup, tmp_path, capsys):
     sess, plan, pf, qf, arts, listed = setup
-    # At 35 in flight (below C_scale_max 37.5) the ladder promised 2.1 s; the endpoint took 3.4 s.
-    emf_history(sess, 30, occupancy=35.0, ttfab_p95_ms=3400.0, admitted=950, rejected=50)
+    # At 15 in flight (below C_scale_max 15.99) the ladder promised 0.85 s; the endpoint took 3.4 s.
+    emf_history(sess, 30, occupancy=15.0, ttfab_p95_ms=3400.0, admitted=950, rejected=50)
     listed += [activity(30, 1, "scale-in"), activity(28, 2, "scale-out")]  # given back, needed 2 min later
     rc, out, err = _observe(capsys, pf, arts, tmp_path / "out", "--json", "--stack", "dev")
     assert rc == 1, err
@@ -140,7 +140,7 @@ def test_plan_that_drifted_recommends_the_exact_plan_command(setup, tmp_path, ca
 
 def test_text_report_names_verdict_and_command(setup, tmp_path, capsys):
     sess, plan, pf, qf, arts, listed = setup
-    emf_history(sess, 10, occupancy=35.0, ttfab_p95_ms=3400.0, admitted=1000, rejected=0)
+    emf_history(sess, 10, occupancy=15.0, ttfab_p95_ms=3400.0, admitted=1000, rejected=0)
     rc, out, _ = _observe(capsys, pf, arts, tmp_path / "out")
     assert rc == 1 and "verdict: DRIFTED" in out and "--qmax-derate 0.9" in out and "wrote " in out
 
@@ -171,3 +171,20 @@ def test_qmax_that_is_not_the_plans_is_refused(setup, tmp_path, capsys, ref_arti
     other = write_artifact(tmp_path / "other.json", ref_artifacts[0])  # the g5 fingerprint: another sha256
     rc, _, err = _observe(capsys, pf, arts, tmp_path / "out", "--qmax", str(other))
     assert rc == 2 and "is not the one the plan was built from" in err
+
+
+def test_a_plan_with_a_promise_is_compared_with_what_happened(setup, tmp_path, capsys):
+    from speech.schema.config import Promise
+
+    sess, plan, pf, qf, arts, listed = setup
+    promised = plan.model_copy(update={"promise": Promise(
+        slo_share=0.999, rejected_share=0.001, instance_hours=4900.0, cost_vs_oracle=1.6, trace_sha256="d" * 64,
+        seed=7, simulator_version="sim-2")})
+    pf = write_artifact(tmp_path / "plan-kokoro-82m.json", promised)
+    # 2 % refused where 0.1 % was promised.
+    emf_history(sess, 40, occupancy=20.0, ttfab_p95_ms=1150.0, admitted=980, rejected=20)
+    rc, out, err = _observe(capsys, pf, arts, tmp_path / "out", "--json")
+    c = CalibrationArtifact.model_validate_json(out)
+    f = next(f for f in c.findings if f.name == "promise")
+    assert f.level == "warn" and "refused 2.00% observed vs 0.10% promised" in f.message and "seed 7" in f.message
+    assert c.verdict == "drifted"

@@ -31,10 +31,12 @@ def args(out: Path, *extra: str, qmax: Path = QMAX, ttotal: Path = TTOTAL) -> li
 def test_reference_report_and_artifact(tmp_path, capsys):
     assert main(args(tmp_path)) == 0
     out = capsys.readouterr().out
-    for needle in ("C_scale_max", "37.5", "(1 - h) x Q_max", "960 s", "[WARN] surge_survival", "97.4%", "verdict: WARN"):
+    for needle in ("C_scale_max", "15.9904", "mean in flight at the SLO-share rate", "(1 - h) x Q_max = 37.5", "960 s",
+                   "[WARN] surge_survival", "94.0%", "[ok  ] slo_share", "scale-in step", "-16% (>= 1)",
+                   "promise: none (advisory", "verdict: WARN"):
         assert needle in out
     plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
-    assert plan.thresholds.c_scale_max == 37.5 and 280 <= plan.fleet.max_instances <= 320
+    assert plan.thresholds.c_scale_max == 15.9904 and plan.fleet.max_instances == 293
 
 
 def test_json_output_is_the_artifact(tmp_path, capsys):
@@ -158,8 +160,47 @@ def test_plan_imports_neither_pulumi_nor_boto3(tmp_path):
 def test_qmax_derate_plans_a_lower_q_max_and_says_so(tmp_path, capsys):
     assert main(args(tmp_path, "--qmax-derate", "0.9")) == 0
     plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
-    assert plan.q_max == 45 and plan.queue_max_depth == 45 and plan.thresholds.c_scale_max == 33.75
+    assert plan.q_max == 45 and plan.queue_max_depth == 45 and plan.thresholds.c_scale_max < 0.75 * 45
     assert plan.inputs.qmax_derate == 0.9
     f = plan.finding("qmax_derate")
     assert f.level == "warn" and "floor(50 x 0.9)" in f.message
     assert "x qmax_derate 0.9, floored" in capsys.readouterr().out
+
+
+def test_schedule_and_tuned_values_go_into_the_artifact_and_the_stack(tmp_path, capsys):
+    """--schedule-from derives daily floors from the trace; tuned flags and the promise land in the
+    plan artifact and, with --stack, in the stack entry the program plans from."""
+    promise = tmp_path / "promise.json"
+    promise.write_text(json.dumps({"slo_share": 0.999, "rejected_share": 0.0005, "instance_hours": 4900.0,
+                                   "cost_vs_oracle": 1.64, "trace_sha256": "b" * 64, "seed": 1,
+                                   "simulator_version": "sim-2"}))
+    rc = main(args(tmp_path, "--schedule-from", "diurnal:peak=5000,seed=1", "--schedule-slot-min", "60",
+                   "--scale-in-step-share", "0.2", "--reason", "scale_in_step_share=bench tune: cheaper at the same share",
+                   "--promise", str(promise), "--stack", "dev", "--stack-dir", str(tmp_path)))
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "scheduled floors (UTC, daily):" in out and "daily floors derived from diurnal:peak=5000,seed=1" in out
+    assert "scale_in_step_share: 0.166667 -> 0.2 of the fleet: bench tune: cheaper at the same share" in out
+    assert "promise (simulated):" in out and "1.64x the oracle" in out
+    plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
+    floors = plan.schedule.floors
+    assert floors[-1].min_instances == plan.fleet.min_instances  # the release after the ramp
+    assert max(f.min_instances for f in floors) == plan.fleet.max_instances  # the peak hour's need
+    assert plan.scale_in.step_percent == -20 and plan.promise.seed == 1
+    entry = ModelConfig.model_validate(
+        YAML(typ="safe").load((tmp_path / "Pulumi.dev.yaml").read_text())["config"]["speech-endpoints:models"]["kokoro-82m"])
+    assert entry.plan.schedule == plan.schedule and entry.plan.scale_in_step_share == 0.2
+    assert entry.plan.promise == plan.promise and entry.plan.reasons["scale_in_step_share"].startswith("bench tune")
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--target-share", "0.9"], "target_share 0.9 is above 1 - h = 0.75"),
+    (["--reason", "nonsense"], "--reason 'nonsense': use NAME=WHY"),
+    (["--schedule-from", "nosuch:trace"], "--schedule-from:"),
+    (["--schedule-from", "diurnal:peak=5000", "--schedule-timezone", "Mars/Olympus"], "IANA time zone"),
+])
+def test_bad_tuned_and_schedule_flags_exit_2_and_write_nothing(tmp_path, capsys, extra, needle):
+    assert main(args(tmp_path, *extra)) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert not (tmp_path / "plan-kokoro-82m.json").exists()

@@ -28,7 +28,7 @@ def test_every_model_replanned_under_the_budget(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["plan", "--stack", "multi", "--stack-dir", str(tmp_path), "--out", str(out)]) == 0
     report = capsys.readouterr().out
-    assert "narration" in report and "[WARN] budget: standard model 'narration' capped at 10 of the 23" in report
+    assert "narration" in report and "[WARN] budget: standard model 'narration' capped at 10 of the 24" in report
     assert "budget verdict: WARN" in report
     crit = load_artifact(out / "plan-assistant.json", PlanArtifact)
     std = load_artifact(out / "plan-narration.json", PlanArtifact)

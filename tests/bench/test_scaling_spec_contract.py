@@ -33,7 +33,17 @@ def _shorter_scale_in_window(monkeypatch) -> None:
     monkeypatch.setattr(scaling, "scale_in_alarm", twelve_periods)
 
 
-def _two_at_a_time(monkeypatch) -> None:
+def _a_fifth_per_step(monkeypatch) -> None:
+    real = scaling.scale_in_step
+
+    def fifth(plan):
+        kind, _, least = real(plan)
+        return kind, -20, least
+
+    monkeypatch.setattr(scaling, "scale_in_step", fifth)
+
+
+def _two_at_least(monkeypatch) -> None:
     monkeypatch.setattr(scaling, "SCALE_IN_INSTANCES", 2)
 
 
@@ -48,12 +58,21 @@ EDITS = {
          f"alarm {ENDPOINT}-scale-in (for {ENDPOINT}-scale-in) DatapointsToAlarm is 30, plan says 12"],
         ("scale_in_periods", 30, 12),
     ),
-    "scale-in step": (
-        _two_at_a_time,
-        ("kokoro-82m-scale-in", ("stepScalingPolicyConfiguration", "stepAdjustments", 0, "scalingAdjustment"), -1, -2),
-        ["'kokoro-82m-scale-in' stepScalingPolicyConfiguration.stepAdjustments.0.scalingAdjustment is -1, expected -2"],
-        [f"{ENDPOINT}-scale-in adds ChangeInCapacity [-1], plan says ChangeInCapacity [-2]"],
-        ("scale_in_step", -1, -2),
+    "scale-in step share": (
+        _a_fifth_per_step,
+        ("kokoro-82m-scale-in", ("stepScalingPolicyConfiguration", "stepAdjustments", 0, "scalingAdjustment"), -16, -20),
+        ["'kokoro-82m-scale-in' stepScalingPolicyConfiguration.stepAdjustments.0.scalingAdjustment is -16, expected -20"],
+        [f"{ENDPOINT}-scale-in adds PercentChangeInCapacity [-16] (at least 1), plan says PercentChangeInCapacity [-20] "
+         "(at least 1)"],
+        ("scale_in_percent", -16, -20),
+    ),
+    "scale-in least removed": (
+        _two_at_least,
+        ("kokoro-82m-scale-in", ("stepScalingPolicyConfiguration", "minAdjustmentMagnitude"), 1, 2),
+        ["'kokoro-82m-scale-in' stepScalingPolicyConfiguration.minAdjustmentMagnitude is 1, expected 2"],
+        [f"{ENDPOINT}-scale-in adds PercentChangeInCapacity [-16] (at least 1), plan says PercentChangeInCapacity [-16] "
+         "(at least 2)"],
+        ("scale_in_min_removed", 1, 2),
     ),
 }
 
@@ -115,3 +134,54 @@ def test_one_spec_edit_and_program_pack_validate_follow(edit, before, monkeypatc
     assert compare(ref_plan, aws.read_deployed(aws_env, other)) == []
     # The simulator's policy uses it too.
     assert getattr(scaling_numbers(ref_plan), sim_field) == sim_new
+
+
+def _one_floor(monkeypatch) -> None:
+    """The spec gains a daily floor: 12 instances from 07:40 UTC."""
+
+    def floors(plan, endpoint_name):
+        return (scaling.ScheduledActionSpec(name=f"{endpoint_name}-floor-0740", schedule="cron(40 7 * * ? *)",
+                                            timezone="UTC", min_capacity=12, max_capacity=plan.fleet.max_instances),)
+
+    monkeypatch.setattr(scaling, "floor_actions", floors)
+
+
+def test_a_scheduled_floor_in_the_spec_and_every_reader_follows(before, monkeypatch, aws_env, ref_plan):
+    create_endpoint(aws_env)
+    deploy_scaling(aws_env, ref_plan)
+    assert scaling_numbers(ref_plan).floors == ()
+    assert not [r for r in before if r.type == rules.T_SCHEDULED]
+
+    _one_floor(monkeypatch)
+
+    # The program renders it: a new resource, under the Autoscaling component, with the spec's values.
+    after = _program()
+    [floor] = [r for r in after if r.type == rules.T_SCHEDULED]
+    assert floor.name == "kokoro-82m-floor-0740"
+    assert (floor.props["schedule"], floor.props["timezone"]) == ("cron(40 7 * * ? *)", "UTC")
+    assert floor.props["scalableTargetAction"]["minCapacity"] == 12
+    assert "speech:index:Autoscaling" in floor.urn_in("dev", "speech-endpoints")
+    # The pack accepts it; without it (the committed program) the planned floor is missing; a
+    # scheduled action the plan did not derive is refused.
+    assert _pack(after) == []
+    [missing] = _pack(before)
+    assert "scheduled floor 'dev-kokoro-82m-floor-0740'" in missing and "is not deployed" in missing
+    edited = [dataclasses.replace(r, props={**r.props, "scalableTargetAction": {"minCapacity": 2, "maxCapacity": 293}})
+              if r.type == rules.T_SCHEDULED else r for r in after]
+    [low] = _pack(edited)
+    assert "scalableTargetAction.minCapacity is 2, expected 12" in low
+    # bench drift/validate: the committed deployment lacks it; a deployment of the edited spec is clean.
+    issues = compare(ref_plan, aws.read_deployed(aws_env, ENDPOINT))
+    assert [i.kind for i in issues] == ["missing_scheduled"], issues
+    other = f"{ENDPOINT}-b"
+    create_endpoint(aws_env, other)
+    deploy_scaling(aws_env, ref_plan, other)
+    assert compare(ref_plan, aws.read_deployed(aws_env, other)) == []
+    # ...and an extra, unplanned scheduled action on it is named.
+    aws_env.client("application-autoscaling").put_scheduled_action(
+        ServiceNamespace="sagemaker", ScheduledActionName="by-hand", Schedule="cron(0 9 * * ? *)",
+        ResourceId=f"endpoint/{other}/variant/AllTraffic", ScalableDimension="sagemaker:variant:DesiredInstanceCount",
+        ScalableTargetAction={"MinCapacity": 50})
+    assert [i.kind for i in compare(ref_plan, aws.read_deployed(aws_env, other))] == ["orphan_scheduled"]
+    # The simulator reads it too.
+    assert scaling_numbers(ref_plan).floors == (("cron(40 7 * * ? *)", "UTC", 12),)

@@ -42,11 +42,11 @@ def test_provenance_reference_blocked_when_config_forbids_it(pack, dev):
 
 
 @pytest.mark.parametrize("name,path,value,expect", [
-    ("kokoro-82m-target", "maxCapacity", 400.0, "maxCapacity is 400, expected 280"),
+    ("kokoro-82m-target", "maxCapacity", 400.0, "maxCapacity is 400, expected 293"),
     ("kokoro-82m-target", "minCapacity", 2.0, "minCapacity is 2, expected 1"),
     ("kokoro-82m-scale-out", "targetTrackingScalingPolicyConfiguration.scaleOutCooldown", 60.0, "scaleOutCooldown is 60, expected 30"),
     ("kokoro-82m-scale-in", "stepScalingPolicyConfiguration.cooldown", 1200.0, "cooldown is 1200, expected 960"),
-    ("kokoro-82m-scale-in-alarm", "threshold", 30.0, "threshold is 30, expected 25"),
+    ("kokoro-82m-scale-in-alarm", "threshold", 30.0, "threshold is 30, expected 10.6602"),
     # A 60 s metric would add minutes the plan's reaction bound (10 s x 3) does not contain.
     ("kokoro-82m-scale-out", "targetTrackingScalingPolicyConfiguration.predefinedMetricSpecification.predefinedMetricType",
      "SageMakerVariantInvocationsPerInstance",
@@ -58,8 +58,9 @@ def test_matches_plan_each_number(pack, dev, name, path, value, expect):
     assert f"'{name}'" in msg and expect in msg and "fix:" in msg
 
 
-# The dev plan: Q_max 50, CloudWatch ratio 1, metric period 10 s, datapoints to alarm 3; surge
-# 1.25 x 50 / 37.5 = 1.667 -> +67 %, at least ceil(3 x 0.667) = 2 instances (smallest safe fleet 3).
+# The dev plan: Q_max 50, CloudWatch ratio 1, metric period 10 s, datapoints to alarm 3; target 15.99
+# (the 99.5 % SLO share's occupancy); surge 1.25 x 50 / 15.99 = 3.909 -> +291 %, at least
+# ceil(3 x 2.909) = 9 instances (smallest safe fleet 3).
 @pytest.mark.parametrize("name,path,value,expect,why", [
     ("kokoro-82m-scale-in-alarm", "period", 60.0, "is 60, expected 10", "plan metric period"),
     ("kokoro-82m-scale-in-alarm", "evaluationPeriods", 3.0, "is 3, expected 30", "scale-in window"),
@@ -70,9 +71,9 @@ def test_matches_plan_each_number(pack, dev, name, path, value, expect):
      "is 'GreaterThanThreshold', expected 'GreaterThanOrEqualToThreshold'", "already rejects"),
     ("kokoro-82m-surge-alarm", "evaluationPeriods", 12.0, "is 12, expected 3", "reaction bound"),
     ("kokoro-82m-surge", "stepScalingPolicyConfiguration.stepAdjustments.0.scalingAdjustment", 10.0,
-     "is 10, expected 67", "surge_adjustment"),
+     "is 10, expected 291", "surge_adjustment"),
     ("kokoro-82m-surge", "stepScalingPolicyConfiguration.minAdjustmentMagnitude", 1.0,
-     "is 1, expected 2", "smallest safe fleet (3)"),
+     "is 1, expected 9", "smallest safe fleet (3)"),
     ("kokoro-82m-surge", "stepScalingPolicyConfiguration.adjustmentType", "ChangeInCapacity",
      "is 'ChangeInCapacity', expected 'PercentChangeInCapacity'", "fraction of its size"),
 ])
@@ -90,7 +91,7 @@ def test_surge_policy_with_an_extra_unplanned_step(pack, dev):
     steps[0]["metricIntervalUpperBound"] = "20"
     steps.append({"metricIntervalLowerBound": "20", "scalingAdjustment": 500.0})
     [msg] = messages(pack.check(dev), "scaling-matches-plan", "mandatory")
-    assert "scaling policy 'kokoro-82m-surge' has 2 step adjustments, expected 1 (+67%" in msg and "fix:" in msg
+    assert "scaling policy 'kokoro-82m-surge' has 2 step adjustments, expected 1 (+291%" in msg and "fix:" in msg
 
 
 # --- scaling-plan-feasible ---------------------------------------------------------------------
@@ -153,7 +154,7 @@ def test_daily_cost_over_budget(pack, dev):
     report = pack.check(dev, {"daily-cost-ceiling": {"daily-budget-usd": 5000}})
     [d] = report.of("daily-cost-ceiling")
     assert d.level == "mandatory" and d.resource is None
-    assert "$9,462/day" in d.message and "280 x ml.g5.xlarge x $1.408/h x 24" in d.message
+    assert "$9,901/day" in d.message and "293 x ml.g5.xlarge x $1.408/h x 24" in d.message
     assert "daily budget $5,000" in d.message and "fix:" in d.message
 
 

@@ -60,7 +60,7 @@ def test_outputs_have_the_same_keys_gated_or_not(two_models):
     assert out["outputs_version"] == OUTPUTS_VERSION
     gated, ungated = out["scaling"]["kokoro-82m"], out["scaling"]["unmeasured"]
     assert list(gated) == list(ungated) == list(SCALING_KEYS)
-    assert gated["enabled"] is True and gated["reason_code"] == "measured_plan" and gated["target"] == 37.5
+    assert gated["enabled"] is True and gated["reason_code"] == "measured_plan" and gated["target"] == 15.9904
     assert ungated["enabled"] is False and ungated["reason_code"] == "unmeasured"
     assert all(ungated[k] is None for k in SCALING_KEYS if k not in ("enabled", "reason_code", "cooldowns"))
     assert ungated["cooldowns"] == {"scale_out_s": None, "scale_in_s": None}
@@ -249,3 +249,23 @@ def test_consumer_builds_a_client_policy_from_the_stack_reference(two_models):
 
     with pytest.raises(pulumi.RunError, match="outputs_version is 2"):
         newer()
+
+
+def test_scaling_output_exports_the_step_the_floors_and_the_promise(qmax_ref, ttotal_ref):
+    from speech.deploy.gate import GateDecision
+    from speech.deploy.outputs import scaling_output
+    from speech.plan.realtime import build_plan
+    from speech.schema.config import FloorSchedule, PlanInputs, Promise
+
+    promise = Promise(slo_share=0.999, rejected_share=0.0005, instance_hours=4900.0, cost_vs_oracle=1.64,
+                      trace_sha256="c" * 64, seed=3, simulator_version="sim-2")
+    schedule = FloorSchedule(floors=[{"at": "07:40", "min_instances": 40}, {"at": "10:00", "min_instances": 1}])
+    plan = build_plan(qmax_ref, ttotal_ref, PlanInputs(peak_rps=5000, trough_rps=10, promise=promise, schedule=schedule))
+    on = scaling_output(GateDecision(True, "measured", "measured_plan"), plan, "key")
+    assert list(on) == list(SCALING_KEYS)
+    assert on["scale_in_step"] == {"percent": -16, "min_removed": 1}
+    assert on["schedule"]["floors"][0] == {"at": "07:40", "min_instances": 40} and on["schedule"]["timezone"] == "UTC"
+    assert on["promise"]["seed"] == 3 and on["promise"]["cost_vs_oracle"] == 1.64
+    off = scaling_output(GateDecision(False, "stop", "plan_stop"), plan, "key")
+    # A closed gate deploys neither step nor floors; the promise still says what the plan promised.
+    assert off["scale_in_step"] is None and off["schedule"] is None and off["promise"]["seed"] == 3

@@ -25,25 +25,34 @@ REF_INPUTS = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=5000, trough_rps
 
 def test_reference_plan_numbers(qmax_ref, ttotal_ref):
     p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS)
-    assert p.thresholds.c_scale_max == 37.5
-    assert p.thresholds.c_scale_min == 25.0
+    # The seed target (1 - h) x Q_max = 37.5 would hold each instance where its gate refuses ~2 %:
+    # the SLO share (99.5 %) lowers it to the mean occupancy of the highest rate that keeps the share.
+    assert p.thresholds.c_scale_max == pytest.approx(16.0, abs=0.1)
+    assert p.thresholds.c_scale_min == pytest.approx(p.thresholds.c_scale_max * 0.5 / 0.75, abs=1e-3)
     assert p.thresholds.w_max_s == pytest.approx(2.934, abs=5e-4)
-    assert p.thresholds.scaling_target_value == 37.5  # CloudWatch/client ratio 1.0
+    assert p.thresholds.scaling_target_value == p.thresholds.c_scale_max  # CloudWatch/client ratio 1.0
     assert (p.cooldowns.scale_out_s, p.cooldowns.scale_in_s) == (30, 960)
     assert p.queue_max_depth == 50
     assert p.t_total.reaction_bound_s == 60
     assert round(p.t_total.planning_s, 1) == 320.2
     assert p.fleet.min_safe_instances == 3
     assert p.fleet.min_instances == 1
-    assert 280 <= p.fleet.max_instances <= 320
+    # 5000 rps at 17.08 rps per instance (95.4 % of the saturated 17.9 rps).
+    assert p.capacity.slo_rate_rps == pytest.approx(17.08, abs=0.01)
+    assert p.capacity.per_instance_rps == p.capacity.slo_rate_rps
+    assert p.fleet.max_instances == math.ceil(5000 / p.capacity.per_instance_rps) == 293
+    assert p.capacity.refused_share_at_peak <= 0.005 and p.capacity.slo_share_at_peak >= 0.995
     assert p.alarms.ttfab_p95_alarm_ms == pytest.approx(65, abs=1)
+    # Scale-in: a sixth of the fleet per step (survivors land at C_scale_max / 1.25), at most a third.
+    assert (p.scale_in.step_percent, p.scale_in.min_removed, p.scale_in.window_s) == (-16, 1, 300)
+    assert p.scale_in.max_safe_share == pytest.approx(1 / 3, abs=1e-6)
 
     surge = p.finding("surge_survival")
-    assert surge.level == "warn" and "97.4%" in surge.message
-    # X(1) = 16.08 < 17.9, so the real curve sits a hair below the M/M/1 value L/(1+L).
-    assert p.surge.utilization == pytest.approx(37.5 / 38.5, abs=1e-3)
+    assert surge.level == "warn" and "94.0%" in surge.message
     assert p.finding("scale_in_safety").level == "warn"
     assert "safe from 3" in p.finding("scale_in_safety").message
+    share = p.finding("slo_share")
+    assert share.level == "ok" and "17.1 rps per instance" in share.message and "SLO share" in share.message
 
     fleet = p.finding("fleet_capacity")
     # The finding must say why 9 (Little's law on S) is wrong for this endpoint.
@@ -52,6 +61,50 @@ def test_reference_plan_numbers(qmax_ref, ttotal_ref):
     assert f"-> {p.fleet.max_instances} instances" in fleet.message
     assert p.capacity.littles_law_capacity_rps < 200
     assert p.verdict == "warn"
+
+
+def test_slo_share_sizes_the_fleet_from_the_gated_chain(qmax_ref, ttotal_ref):
+    """A stricter share gives a lower rate per instance, a larger fleet and a lower target; the
+    refused share at the sized fleet's peak is what the chain says and stays within the share."""
+    loose = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"slo_share": 0.99}))
+    strict = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"slo_share": 0.999}))
+    assert loose.capacity.slo_rate_rps > strict.capacity.slo_rate_rps
+    assert loose.fleet.max_instances < strict.fleet.max_instances
+    assert loose.thresholds.c_scale_max > strict.thresholds.c_scale_max
+    for p, share in ((loose, 0.99), (strict, 0.999)):
+        assert p.capacity.slo_share_at_peak >= share
+        assert p.inputs.slo_share == share
+
+
+def test_small_qmax_fleet_names_the_levers(qmax_ref, ttotal_ref):
+    """Q_max 2 (the demo's local ladder): near saturation the gate refuses a third of Poisson
+    arrivals, so keeping 99.5 % takes a fleet many times what throughput needs; the finding says so."""
+    small = qmax_ref.model_copy(update={"q_max": 2, "ladder": qmax_ref.ladder[:1] + [
+        qmax_ref.ladder[0].model_copy(update={"concurrency": 2, "throughput_rps": 17.9, "ttfab_p95_ms": 130.0,
+                                              "ttfab_p50_ms": 120.0, "ttfab_p99_ms": 135.0}),
+        qmax_ref.ladder[0].model_copy(update={"concurrency": 3, "throughput_rps": 17.9, "ttfab_p95_ms": 5000.0,
+                                              "ttfab_p50_ms": 4000.0, "ttfab_p99_ms": 6000.0, "meets_slo": False}),
+    ]})
+    p = build_plan(small, ttotal_ref, REF_INPUTS)
+    f = p.finding("slo_share")
+    assert f.level == "warn" and "looser SLO" in f.message and "batch route" in f.message
+    assert p.capacity.slo_rate_rps < 0.1 * 17.9  # about 7 % of the saturated rate
+    assert p.fleet.max_instances > 10 * math.ceil(5000 / 17.9)
+    assert p.capacity.refused_share_at_peak <= 0.005
+
+
+def test_cap_below_the_slo_fleet_says_what_will_be_refused(qmax_ref, ttotal_ref):
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS, max_instances_cap=250)
+    f = p.finding("slo_share")
+    assert f.level == "stop" and "No fleet under the cap of 250" in f.message and "293 instances" in f.message
+    # 5000 rps over 250 instances is 20 rps each, above the saturated 17.9: about a tenth refused.
+    assert 0.05 < p.capacity.refused_share_at_peak < 0.2
+
+
+def test_no_fleet_keeps_a_share_an_idle_instance_misses(qmax_ref, ttotal_ref):
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"slo_ms": 66.0}))
+    f = p.finding("slo_share")
+    assert f.level == "stop" and "no fleet keeps" in f.message and p.verdict == "stop"
 
 
 def _ladder_artifact(levels: list[tuple[int, float, float]], *, slo_ms: float = 3000.0, q_max: int, s_ms: float):
@@ -105,11 +158,13 @@ def test_batching_ladder_differs_from_one_at_a_time(qmax_ref, ttotal_ref):
     # Batching: the chain's own answer, far from the M/M/1 formula.
     mm1 = pb.thresholds.c_scale_max / (1 + pb.thresholds.c_scale_max)
     assert pb.surge.utilization < mm1 - 0.05
-    # Fleet from the measured throughput at the target: 16 / S rps per instance.
+    # Fleet from the rate the gated chain holds at the target, never above the measured throughput there.
     x_target = pb.thresholds.c_scale_max / (s / 1000)
     assert pb.capacity.throughput_at_target_rps == pytest.approx(x_target, rel=1e-3)
-    assert pb.fleet.max_instances == math.ceil(5000 / x_target)
-    assert pf.fleet.max_instances == math.ceil(5000 / (1000 / s))
+    assert pb.capacity.per_instance_rps <= pb.capacity.throughput_at_target_rps
+    assert pb.fleet.max_instances == math.ceil(5000 / pb.capacity.per_instance_rps - 1e-9)
+    assert pf.fleet.max_instances == math.ceil(5000 / pf.capacity.per_instance_rps - 1e-9)
+    assert pf.fleet.max_instances > math.ceil(5000 / (1000 / s))
     assert pb.fleet.max_instances < pf.fleet.max_instances / 10
     # At mean occupancy 48 with 64 served at once, about 48/64 of capacity is in use.
     assert pb.surge.utilization == pytest.approx(0.75, abs=0.02)
@@ -189,7 +244,7 @@ def test_fingerprint_mismatch_refused_unless_allowed(qmax_ref, ttotal_ref):
 def test_max_instances_cap_below_need_is_stop(qmax_ref, ttotal_ref):
     p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS, max_instances_cap=9)
     f = p.finding("fleet_capacity")
-    assert f.level == "stop" and "280" in f.message and p.fleet.max_instances == 9
+    assert f.level == "stop" and "293" in f.message and p.fleet.max_instances == 9
 
 
 def test_invocation_ceiling_stops_a_queue_that_cannot_drain_in_60s(ttotal_ref):
@@ -269,3 +324,49 @@ def test_a_level_that_served_nothing_still_plans_a_readable_artifact(ttotal_ref,
     p = build_plan(q, t, REF_INPUTS)
     assert math.isfinite(p.surge.utilization) and math.isfinite(p.surge.arrival_rps)
     assert load_artifact(write_artifact(tmp_path / "plan.json", p), PlanArtifact) == p
+
+
+def test_tuned_values_are_bounded_recorded_and_explained(qmax_ref, ttotal_ref):
+    tuned = REF_INPUTS.model_copy(update={
+        "target_share": 0.3, "scale_in_step_share": 0.25, "scale_in_window_s": 600, "scale_in_cooldown_s": 700,
+        "scale_out_cooldown_s": 20, "reasons": {"scale_in_step_share": "bench tune: 12 % cheaper, same SLO share"},
+    })
+    p = build_plan(qmax_ref, ttotal_ref, tuned)
+    assert p.thresholds.c_scale_max == 15.0 and p.thresholds.c_scale_min == pytest.approx(10.0)
+    assert (p.scale_in.step_percent, p.scale_in.window_s, p.alarms.scale_in_evaluation_periods) == (-25, 600, 60)
+    assert (p.cooldowns.scale_in_s, p.cooldowns.scale_out_s) == (700, 20)
+    # The planning T_total uses the tuned scale-out cooldown: 260.2 + 10 x 3 + 20.
+    assert round(p.t_total.planning_s, 1) == 310.2
+    by = {v.name: v for v in p.tuning}
+    assert set(by) == {"target_share", "scale_in_step_share", "scale_in_window_s", "scale_in_cooldown_s",
+                       "scale_out_cooldown_s"}
+    assert by["target_share"].seed == 0.75 and by["scale_in_step_share"].seed == pytest.approx(1 / 6, abs=1e-6)
+    assert by["scale_in_step_share"].reason.startswith("bench tune") and "no reason recorded" in by["target_share"].reason
+    assert p.inputs.target_share == 0.3 and p.inputs.scale_in_cooldown_s == 700
+    # Seed plans record none of it and keep their bytes free of the unset inputs.
+    seed = build_plan(qmax_ref, ttotal_ref, REF_INPUTS)
+    assert seed.tuning == [] and "target_share" not in seed.inputs.model_dump() and "tuning" not in seed.model_dump()
+
+
+@pytest.mark.parametrize("update,match", [
+    ({"target_share": 0.8}, "above 1 - h = 0.75"),
+    ({"scale_in_step_share": 0.4}, "above 1 - C_scale_min / C_scale_max"),
+    ({"scale_in_cooldown_s": 200}, "below max"),
+    ({"scale_out_cooldown_s": 5}, "outside"),
+])
+def test_tuned_values_outside_their_safety_bounds_are_refused(qmax_ref, ttotal_ref, update, match):
+    with pytest.raises(PlanInputError, match=match):
+        build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update=update))
+
+
+def test_promise_is_recorded_and_judged_against_the_slo_share(qmax_ref, ttotal_ref):
+    from speech.schema.config import Promise
+
+    good = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=4800, cost_vs_oracle=1.6,
+                   trace_sha256="a" * 64, seed=1, simulator_version="sim-2")
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"promise": good}))
+    assert p.promise == good and p.finding("promise").level == "ok" and "1.60x the oracle" in p.finding("promise").message
+    bad = good.model_copy(update={"slo_share": 0.98})
+    p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"promise": bad}))
+    assert p.finding("promise").level == "warn"
+    assert "promise" not in [f.name for f in build_plan(qmax_ref, ttotal_ref, REF_INPUTS).findings]

@@ -72,26 +72,28 @@ def test_reference_numbers_reach_the_resources(dev_run):
     assert target["resourceId"] == "endpoint/dev-kokoro-82m/variant/AllTraffic"
     assert target["serviceNamespace"] == "sagemaker"
     assert target["scalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
-    assert (target["minCapacity"], target["maxCapacity"]) == (1, 280)
+    assert (target["minCapacity"], target["maxCapacity"]) == (1, 293)  # 5000 rps / 17.08 (the 99.5 % SLO-share rate)
 
     out = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-scale-out")
     tt = out["targetTrackingScalingPolicyConfiguration"]
     assert out["policyType"] == "TargetTrackingScaling"
-    assert tt["targetValue"] == 37.5 and tt["disableScaleIn"] is True and tt["scaleOutCooldown"] == 30
+    assert tt["targetValue"] == 15.9904 and tt["disableScaleIn"] is True and tt["scaleOutCooldown"] == 30
     # The high-resolution (10 s) predefined metric: the reaction bound assumes a 10 s period.
     assert tt["predefinedMetricSpecification"]["predefinedMetricType"] == "SageMakerVariantConcurrentRequestsPerModelHighResolution"
     assert "customizedMetricSpecification" not in tt
 
     scale_in = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-scale-in")["stepScalingPolicyConfiguration"]
     assert scale_in["cooldown"] == 960
-    assert [s["scalingAdjustment"] for s in scale_in["stepAdjustments"]] == [-1]
+    # A sixth of the fleet per step (PercentChangeInCapacity), at least one instance.
+    assert [s["scalingAdjustment"] for s in scale_in["stepAdjustments"]] == [-16]
+    assert scale_in["adjustmentType"] == "PercentChangeInCapacity" and scale_in["minAdjustmentMagnitude"] == 1
     alarm = _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-scale-in-alarm")
-    assert alarm["threshold"] == 25.0 and alarm["comparisonOperator"] == "LessThanOrEqualToThreshold"
+    assert alarm["threshold"] == 10.6602 and alarm["comparisonOperator"] == "LessThanOrEqualToThreshold"
     assert alarm["period"] == 10 and alarm["evaluationPeriods"] == 30
 
     surge = _one(mocks, "aws:appautoscaling/policy:Policy", "kokoro-82m-surge")["stepScalingPolicyConfiguration"]
     assert surge["adjustmentType"] == "PercentChangeInCapacity"
-    assert surge["stepAdjustments"][0]["scalingAdjustment"] == 67  # 1.25 x 50 / 37.5 = 1.667
+    assert surge["stepAdjustments"][0]["scalingAdjustment"] == 291  # 1.25 x 50 / 15.9904 = 3.909
     assert surge["minAdjustmentMagnitude"] >= 2
     assert _one(mocks, "aws:cloudwatch/metricAlarm:MetricAlarm", "kokoro-82m-surge-alarm")["threshold"] == 50.0
 
@@ -206,7 +208,7 @@ def test_dashboard_shows_thresholds_slo_and_pressure(dev_run):
     body = json.loads(_one(mocks, "aws:cloudwatch/dashboard:Dashboard")["dashboardBody"])
     widgets = {w["properties"]["title"]: w["properties"] for w in body["widgets"]}
     lines = {a["value"] for a in widgets["ConcurrentRequestsPerModel vs target and scale-in threshold"]["annotations"]["horizontal"]}
-    assert {37.5, 25.0, 50.0} <= lines
+    assert {15.9904, 10.6602, 50.0} <= lines
     assert widgets["TTFAB p95 vs SLO (ms)"]["annotations"]["horizontal"][0]["value"] == 3000.0
     metrics = json.dumps([w["metrics"] for w in widgets.values()])
     assert "SpeechEndpoints/Container" in metrics and "PressureIndex" in metrics and "Invocation5XXErrors" in metrics

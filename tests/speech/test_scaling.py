@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -25,8 +26,14 @@ def test_spec_holds_the_plan_and_the_aws_names(spec):
     assert s.scale_out.target_value == plan.thresholds.scaling_target_value and s.scale_out.disable_scale_in is True
     assert s.scale_in_alarm.evaluation_periods == s.scale_in_alarm.datapoints_to_alarm == 30
     assert s.scale_in_alarm.dimensions == (("EndpointName", "dev-kokoro-82m"), ("VariantName", "AllTraffic"))
-    assert s.surge.steps == (scaling.StepSpec(scaling_adjustment=67, lower_bound=0.0),)
-    assert s.surge.min_adjustment_magnitude == 2 and s.queue.max_depth == plan.queue_max_depth
+    # +ceil(100 x (1.25 x Q_max / C_scale_max - 1)) %: the surge brings saturated instances back to the target.
+    grow = 1.25 * 50 / plan.thresholds.c_scale_max - 1
+    assert s.surge.steps == (scaling.StepSpec(scaling_adjustment=math.ceil(100 * grow - 1e-9), lower_bound=0.0),)
+    # Scale-in: the plan's share of the fleet, at least one instance, below C_scale_min.
+    assert s.scale_in.adjustment_type == "PercentChangeInCapacity" and s.scale_in.min_adjustment_magnitude == 1
+    assert s.scale_in.steps == (scaling.StepSpec(scaling_adjustment=plan.scale_in.step_percent, upper_bound=0.0),)
+    assert s.scheduled == ()
+    assert s.surge.min_adjustment_magnitude == math.ceil(3 * grow - 1e-9) and s.queue.max_depth == plan.queue_max_depth
     # one surge per start-up: the measured T_total (260.248 s), not the 30 s scale-out cooldown
     assert (s.surge.cooldown_s, s.scale_out.scale_out_cooldown_s) == (261, 30)
     assert [p.name for p in (s.scale_out, s.scale_in, s.surge)] == [
@@ -63,7 +70,7 @@ def test_diff_reads_numbers_and_booleans_as_readers_see_them(spec):
     wrong = dataclasses.replace(s.scale_out, disable_scale_in="false", metric_type="SageMakerVariantInvocationsPerInstance")
     assert {d.field for d in scaling.diff("scale_out", s.scale_out, wrong)} == {"disable_scale_in", "metric_type"}
     # A step bound that is not set is None, and None is not 0.
-    unbounded = dataclasses.replace(s.scale_in, steps=(scaling.StepSpec(scaling_adjustment=-1),))
+    unbounded = dataclasses.replace(s.scale_in, steps=(scaling.StepSpec(scaling_adjustment=s.scale_in.steps[0].scaling_adjustment),))
     [d] = scaling.diff("scale_in", s.scale_in, unbounded)
     assert d.field == "steps.0.upper_bound" and d.observed is None and d.expected == 0.0
 

@@ -123,7 +123,7 @@ def test_largest_scale_out_wins_and_step_scale_in_is_not_blocked(setup):
     # quiet, target tracking still in its scale-out cooldown: the step scale-in acts anyway
     quiet = AwsState(low=(True,) * (s.scale_in_periods - 1), tt_until=10**6, tt_base=3)
     new, why, _ = pol.decide(_ctx(2000, 10, 0.0, quiet))
-    assert why == "scale-in" and new == 10 + s.scale_in_step
+    assert why == "scale-in" and new == s.scale_in_to(10) < 10
 
 
 def test_refused_state_keeps_the_alarms_and_drops_the_cooldown(setup):
@@ -153,4 +153,4 @@ def test_a_trace_opens_on_a_running_fleet(setup):
     warm = run_policy(model, arr, pol, warm_x_rps=x)
     cold = run_policy(model, arr, pol)
     assert warm.serving[0] == 20 and cold.serving[0] == plan.fleet.min_instances
-    assert warm.rejected.sum() < 0.01 * cold.rejected.sum()
+    assert warm.rejected.sum() < 0.05 * cold.rejected.sum()

@@ -1,5 +1,5 @@
-"""The tuner's rules (speech.sim.tune): bounds from the seed, choosing only what keeps the share,
-percent scale-in as Application Auto Scaling rounds it."""
+"""The tuner's rules (speech.sim.tune): candidates inside the plan's bounds, choosing only what
+keeps the share, percent scale-in as Application Auto Scaling rounds it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ from speech.files import load_artifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.sim.instance import build_instance
-from speech.sim.policies import scale_in_change
 from speech.sim.traces import generate
-from speech.sim.tune import Tuner, bounds
+from speech.sim.tune import KNOBS, Tuner
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
 
@@ -24,26 +23,24 @@ def tuner():
     return Tuner(q, t, inputs, build_instance(q, t, slo_ms=3000), 0.995)
 
 
-def test_bounds_follow_the_seed(tuner):
-    s = tuner.seed_numbers
-    b = bounds(s)
-    assert b.min_scale_in_cooldown_s >= s.planning_total_s
-    # at the largest share, the load at the scale-in threshold stays under the target afterwards
-    assert s.scale_in_threshold / (1 - b.max_scale_in_percent / 100) <= s.target_value + 1e-9
-    ch = tuner.choices(tuner.seed_knobs())
-    assert all(c >= b.min_scale_in_cooldown_s for c in ch["scale_in_cooldown_s"])
-    assert all(p is None or p <= b.max_scale_in_percent for p in ch["scale_in_percent"])
-    only = tuner.choices(tuner.seed_knobs(), deployable_only=True)
-    assert set(only) == {"surge_ratio", "datapoints_to_alarm", "min_instances"}
-    assert min(only["min_instances"]) == s.min_instances
+def test_candidates_outside_the_plans_bounds_are_refused(tuner):
+    seed = tuner.seed_knobs()
+    assert set(tuner.choices(seed)) == set(KNOBS)
+    # a target share above 1 - h and a step share above the safe bound: the plan refuses, the search skips
+    assert tuner.plan_for(replace(seed, target_share=0.95)) is None
+    assert tuner.plan_for(replace(seed, scale_in_step_share=0.95)) is None
+    assert tuner.candidate(replace(seed, target_share=0.95), []) is None
+    assert tuner.skipped
+    ok = tuner.plan_for(replace(seed, scale_in_step_share=0.05, scale_in_window_s=60))
+    assert ok is not None and ok.inputs.scale_in_step_share == 0.05
 
 
 def test_percent_scale_in_rounds_like_application_auto_scaling(tuner):
-    s = replace(tuner.seed_numbers, scale_in_percent=-10.0, scale_in_step=-1)
-    assert scale_in_change(100, s) == -10
-    assert scale_in_change(15, s) == -1  # 1.5 rounds toward zero
-    assert scale_in_change(5, s) == -1  # 0.5: a magnitude between 0 and 1 becomes 1
-    assert scale_in_change(5, replace(s, scale_in_step=-2)) == -2  # MinAdjustmentMagnitude
+    s = replace(tuner.seed_numbers, scale_in_percent=-10, scale_in_min_removed=1, min_instances=1)
+    assert s.scale_in_to(100) == 90
+    assert s.scale_in_to(15) == 14  # 1.5 rounds toward zero
+    assert s.scale_in_to(5) == 4  # 0.5: at least MinAdjustmentMagnitude
+    assert replace(s, scale_in_min_removed=2).scale_in_to(5) == 3
 
 
 def test_search_keeps_the_share_and_costs_no_more(tuner):
@@ -51,6 +48,8 @@ def test_search_keeps_the_share_and_costs_no_more(tuner):
     seed, best = tuner.search(days, passes=1)
     if seed.worst_share >= 0.995:
         assert best.worst_share >= 0.995 and best.hours <= seed.hours
+    else:
+        assert best.worst_share >= seed.worst_share
     # a candidate that misses the share never beats one that keeps it, however cheap
     cheap = replace(best, days=[replace(d, within_slo_share=0.5, instance_hours=0.1) for d in best.days])
     assert not tuner.better(cheap, best) or best.worst_share < 0.995

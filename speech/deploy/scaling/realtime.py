@@ -23,10 +23,13 @@ from typing import TYPE_CHECKING
 
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.aws import (
-    ALARM_STATISTIC, METRIC, METRIC_NAMESPACE, SCALABLE_DIMENSION, SCALE_IN_INSTANCES, SCALE_OUT_METRIC_TYPE, SERVICE_NAMESPACE,
-    STEP_SCALING, SUFFIX_SCALE_IN, SUFFIX_SCALE_OUT, SUFFIX_SURGE, TARGET_TRACKING, VARIANT, metric_dimensions, resource_id,
+    ALARM_STATISTIC, METRIC, METRIC_NAMESPACE, PERCENT_CHANGE, SCALABLE_DIMENSION, SCALE_IN_INSTANCES, SCALE_OUT_METRIC_TYPE,
+    SERVICE_NAMESPACE, STEP_SCALING, SUFFIX_FLOOR, SUFFIX_SCALE_IN, SUFFIX_SCALE_OUT, SUFFIX_SURGE, TARGET_TRACKING, VARIANT,
+    metric_dimensions, resource_id,
 )
-from speech.deploy.scaling.spec import AlarmSpec, QueueSpec, ScalingSpec, StepPolicySpec, StepSpec, TargetSpec, TargetTrackingSpec
+from speech.deploy.scaling.spec import (
+    AlarmSpec, QueueSpec, ScalingSpec, ScheduledActionSpec, StepPolicySpec, StepSpec, TargetSpec, TargetTrackingSpec,
+)
 
 if TYPE_CHECKING:
     pass
@@ -66,16 +69,50 @@ def surge_cooldown_s(plan: PlanArtifact) -> int:
     return max(plan.cooldowns.scale_out_s, math.ceil(plan.t_total.measured_s - 1e-9))
 
 
+def scale_in_step(plan: PlanArtifact) -> tuple[str, int, int | None]:
+    """(adjustment type, scaling adjustment, MinAdjustmentMagnitude) of the scale-in step: the
+    plan's share of the fleet (PercentChangeInCapacity, negative), at least
+    :data:`SCALE_IN_INSTANCES`; a plan written before shares existed removes one instance
+    (ChangeInCapacity)."""
+    if plan.scale_in is None:
+        return "ChangeInCapacity", -SCALE_IN_INSTANCES, None
+    return PERCENT_CHANGE, plan.scale_in.step_percent, max(SCALE_IN_INSTANCES, plan.scale_in.min_removed)
+
+
+def _removes(plan: PlanArtifact) -> str:
+    kind, adjustment, least = scale_in_step(plan)
+    if kind == PERCENT_CHANGE:
+        return f"remove {-adjustment}% of the fleet (at least {least})"
+    return "remove one instance" if -adjustment == 1 else f"remove {-adjustment} instances"
+
+
+def floor_actions(plan: PlanArtifact, endpoint_name: str) -> tuple[ScheduledActionSpec, ...]:
+    """The plan's daily floors as scheduled actions ``<endpoint>-floor-HHMM``: every day at the
+    floor's local time (cron in the schedule's time zone) the target's capacity becomes
+    [floor, max_instances]. The plan already clamped each floor into [fleet floor, max]."""
+    if plan.schedule is None:
+        return ()
+    return tuple(
+        ScheduledActionSpec(
+            name=f"{endpoint_name}{SUFFIX_FLOOR}{f.at.replace(':', '')}",
+            schedule=f"cron({f.minute_of_day % 60} {f.minute_of_day // 60} * * ? *)",
+            timezone=plan.schedule.timezone,
+            min_capacity=f.min_instances,
+            max_capacity=plan.fleet.max_instances,
+        )
+        for f in plan.schedule.floors
+    )
+
+
 def scale_in_alarm(plan: PlanArtifact, endpoint_name: str, variant: str) -> AlarmSpec:
-    """Every instance at or below C_scale_min for the whole scale-in window (minutes): remove one.
-    Missing data breaches: an idle variant publishes nothing, and an idle fleet should shrink to
-    its floor."""
+    """Every instance at or below C_scale_min for the whole scale-in window (minutes): remove the
+    plan's share. Missing data breaches: an idle variant publishes nothing, and an idle fleet
+    should shrink to its floor."""
     a, t = plan.alarms, plan.thresholds
     return AlarmSpec(
         name=f"{endpoint_name}{SUFFIX_SCALE_IN}",
         description=f"every instance at or below C_scale_min ({t.scale_in_threshold:g}) for "
-        f"{a.scale_in_evaluation_periods} x {a.metric_period_s} s: remove "
-        + ("one instance" if SCALE_IN_INSTANCES == 1 else f"{SCALE_IN_INSTANCES} instances"),
+        f"{a.scale_in_evaluation_periods} x {a.metric_period_s} s: {_removes(plan)}",
         namespace=METRIC_NAMESPACE,
         metric_name=METRIC,
         dimensions=tuple(sorted(metric_dimensions(endpoint_name, variant).items())),
@@ -120,6 +157,7 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
     """
     t, c, a = plan.thresholds, plan.cooldowns, plan.alarms
     step = surge_adjustment(plan)
+    in_kind, in_adjustment, in_least = scale_in_step(plan)
     period = a.metric_period_s
     sizing = (f"speech.deploy.scaling.surge_adjustment: surge_ratio {plan.inputs.surge_ratio:g} x Q_max {plan.q_max} / "
               f"C_scale_max {t.c_scale_max:g}")
@@ -130,9 +168,15 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
     c_min = f"deployed C_scale_min = (1-2h) x Q_max {plan.q_max} x CloudWatch ratio"
     why = {
         ("scale_out", "target_value"): f"deployed C_scale_max = (1-h) x Q_max {plan.q_max} x CloudWatch ratio",
-        ("scale_in", "steps"): f"one step of -{SCALE_IN_INSTANCES} instance(s) below C_scale_min",
-        ("scale_in", "adjustment_type"): "scale-in removes whole instances",
-        ("scale_in", "cooldown_s"): "plan scale-in cooldown max(300, 3 x planning T_total) s",
+        ("scale_in", "steps"): (f"{_removes(plan)} below C_scale_min: removing k of N lifts the rest by N/(N-k), at "
+                                f"most C_scale_max / C_scale_min" if plan.scale_in else
+                                f"one step of -{SCALE_IN_INSTANCES} instance(s) below C_scale_min"),
+        ("scale_in", "adjustment_type"): ("scale-in removes a share of the fleet, so it follows the tide at any size"
+                                          if in_kind == PERCENT_CHANGE else "scale-in removes whole instances"),
+        ("scale_in", "min_adjustment_magnitude"): "a step removes at least one instance; the floor (>= min safe fleet) "
+                                                  "keeps one removal safe",
+        ("scale_in", "cooldown_s"): "plan scale-in cooldown (seed max(300, 3 x planning T_total) s; at least the "
+                                    "window and one planning T_total)",
         ("surge", "adjustment_type"): "the surge grows the fleet by a fraction of its size",
         ("surge", "steps"): f"+{step.percent}% from {sizing}",
         ("surge", "min_adjustment_magnitude"): f"at least what the smallest safe fleet "
@@ -155,6 +199,8 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
         ("queue", "max_depth"): f"the container must reject above Q_max {plan.q_max}, the concurrency the SLO was "
                                 "measured at",
     }
+    why[("scheduled", "min_capacity")] = "the plan's scheduled floor: instances in service one planning T_total ahead of the ramp"
+    why[("scheduled", "schedule")] = "every day at the floor's local time"
     for alarm in ("scale_in_alarm", "surge_alarm"):
         why[(alarm, "period_s")] = f"plan metric period (high-resolution {period} s)"
     return ScalingSpec(
@@ -179,9 +225,9 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
         scale_in=StepPolicySpec(
             name=f"{endpoint_name}{SUFFIX_SCALE_IN}",
             policy_type=STEP_SCALING,
-            adjustment_type="ChangeInCapacity",
-            steps=(StepSpec(scaling_adjustment=-SCALE_IN_INSTANCES, upper_bound=0.0),),
-            min_adjustment_magnitude=None,
+            adjustment_type=in_kind,
+            steps=(StepSpec(scaling_adjustment=in_adjustment, upper_bound=0.0),),
+            min_adjustment_magnitude=in_least,
             cooldown_s=c.scale_in_s,
             aggregation=ALARM_STATISTIC,
         ),
@@ -197,6 +243,7 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
         ),
         surge_alarm=surge_alarm(plan, endpoint_name, variant, step),
         queue=QueueSpec(max_depth=plan.queue_max_depth),
+        scheduled=floor_actions(plan, endpoint_name),
         why=why,
     )
 

@@ -115,6 +115,18 @@ class QueueSpec:
 
 
 @dataclass(frozen=True)
+class ScheduledActionSpec:
+    """A daily scheduled action on the scalable target: from ``schedule`` on, capacity within
+    [min_capacity, max_capacity] (Application Auto Scaling PutScheduledAction)."""
+
+    name: str = field(**IDENTITY)
+    schedule: str = field(metadata=_meta("cron(M H * * ? *): every day at the floor's local time"))
+    timezone: str = field(metadata=_meta("the schedule's IANA time zone"))
+    min_capacity: int = field(metadata=_meta("the scheduled floor, never below the plan's floor"))
+    max_capacity: int = field(metadata=_meta("plan fleet size for peak traffic (unchanged by the schedule)"))
+
+
+@dataclass(frozen=True)
 class ScalingSpec:
     """Everything the program deploys for one scaled variant, every number from the plan."""
 
@@ -127,6 +139,8 @@ class ScalingSpec:
     surge: StepPolicySpec
     surge_alarm: AlarmSpec
     queue: QueueSpec
+    scheduled: tuple[ScheduledActionSpec, ...] = ()
+    """Daily scheduled floors (empty: none), by time of day."""
     why: dict = field(compare=False, repr=False, default_factory=dict)
     """(part, field) -> the rule with this plan's numbers, for messages (:func:`rule_of`)."""
 
@@ -150,7 +164,8 @@ def _rule_of(spec: Any, part: str, name: str) -> str:
 
 PART_KIND = {"target": "target", "scale_out": "scale_out", "scale_in": "step", "surge": "step",
              "scale_in_alarm": "alarm", "surge_alarm": "alarm", "queue": "queue",
-             "backlog": "backlog", "wake": "step", "wake_alarm": "alarm", "client": "client"}
+             "backlog": "backlog", "wake": "step", "wake_alarm": "alarm", "client": "client",
+             "scheduled": "scheduled"}
 """Each part of :class:`ScalingSpec` by the kind of resource it describes (readers map kinds to
 their own property names)."""
 

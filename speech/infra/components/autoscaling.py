@@ -15,8 +15,8 @@ import pulumi_aws as aws
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.batch import BatchPlan
 from speech.deploy.scaling import (
-    AlarmSpec, BatchScalingSpec, ScalingSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec, batch_scaling_spec, resource_id,
-    scaling_spec,
+    AlarmSpec, BatchScalingSpec, ScalingSpec, ScheduledActionSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec,
+    batch_scaling_spec, resource_id, scaling_spec,
 )
 from speech.infra.components.guard import REPLACE_ON, TAG_INSTANCE_TYPE
 
@@ -149,6 +149,22 @@ def step_policy_with_alarm(resource_name: str, policy: StepPolicySpec, alarm: Al
                                       opts=pulumi.ResourceOptions(parent=parent))
 
 
+def scheduled_action(resource_name: str, spec: ScheduledActionSpec, *, target: dict,
+                     opts: pulumi.ResourceOptions) -> aws.appautoscaling.ScheduledAction:
+    """A daily scheduled floor of the target, from the spec (cron in the spec's time zone)."""
+    return aws.appautoscaling.ScheduledAction(
+        resource_name,
+        name=spec.name,
+        schedule=spec.schedule,
+        timezone=spec.timezone,
+        scalable_target_action=aws.appautoscaling.ScheduledActionScalableTargetActionArgs(
+            min_capacity=spec.min_capacity, max_capacity=spec.max_capacity,
+        ),
+        opts=opts,
+        **target,
+    )
+
+
 class Autoscaling(pulumi.ComponentResource):
     """Renders :func:`speech.deploy.scaling.scaling_spec` of the plan into resources, nothing more."""
 
@@ -172,6 +188,13 @@ class Autoscaling(pulumi.ComponentResource):
                                                                     target=target, tags=args.tags, parent=self)
         self.surge, self.surge_alarm = step_policy_with_alarm(f"{name}-surge", spec.surge, spec.surge_alarm,
                                                               target=target, tags=args.tags, parent=self)
+        # Daily floors (new resources, one per time of day; absent without a schedule). Each names the
+        # target's keys, so it is created after the target is registered.
+        self.scheduled = [
+            scheduled_action(f"{name}{a.name[len(args.endpoint_name):]}", a, target=target,
+                             opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
+            for a in spec.scheduled
+        ]
         self.register_outputs({"resource_id": self.target.resource_id})
 
 
