@@ -1,6 +1,6 @@
 """How long ``bench tune`` takes for a day at 5000 rps peak (target: under 2 minutes on 2 cores).
 
-    .venv/bin/python benchmarks/tune_day.py [--knobs all|deployable] [--peak-rps 5000]
+    .venv/bin/python benchmarks/tune_day.py [--peak-rps 5000]
 
 Runs the whole command (two training days, two held-out days, two perturbed days) in process and
 prints a table: wall time, simulated days, seconds per simulated day, against the baseline of the
@@ -31,7 +31,6 @@ TARGET_S = 120.0
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--knobs", default="all", choices=("all", "deployable"))
     ap.add_argument("--peak-rps", type=float, default=5000.0)
     args = ap.parse_args()
 
@@ -45,7 +44,7 @@ def main() -> int:
         t0 = time.perf_counter()
         with redirect_stdout(buf):
             rc = bench(["tune", "--qmax", str(QMAX), "--ttotal", str(TTOTAL), "--slo-ms", "3000", "--trace",
-                        f"diurnal:peak={args.peak_rps:g}", "--knobs", args.knobs, "--out", out, "--no-progress"])
+                        f"diurnal:peak={args.peak_rps:g}", "--out", out, "--no-progress"])
         wall = time.perf_counter() - t0
         art = load_artifact(next(Path(out).glob("tune-*.json")), TuneArtifact)
     per_day = wall / art.evaluations
@@ -57,9 +56,9 @@ def main() -> int:
     q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)
     tuner = Tuner(q, t, PlanInputs(slo_ms=3000, peak_rps=args.peak_rps, trough_rps=args.peak_rps / 20),
                   build_instance(q, t, slo_ms=3000), 0.995)
-    grid = math.prod(len(v) for v in tuner.choices(tuner.seed_knobs(), args.knobs == "deployable").values())
+    grid = math.prod(len(v) for v in tuner.choices(tuner.seed_knobs()).values())
     grid_s = grid * 2 * per_day
-    print(f"bench tune --trace diurnal:peak={args.peak_rps:g} --knobs {args.knobs} (exit {rc}); 2 cores, load "
+    print(f"bench tune --trace diurnal:peak={args.peak_rps:g} (exit {rc}); 2 cores, load "
           f"{load0:.1f} before / {os.getloadavg()[0]:.1f} after\n")
     print("| search | simulated days | wall s | s per day |")
     print("|---|---:|---:|---:|")

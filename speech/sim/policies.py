@@ -13,6 +13,7 @@ docs/design.md §10.3 (AWS mechanics) and §10.4 (the other policies).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -93,6 +94,28 @@ class ScalingNumbers:
             return max(self.min_instances, desired + self.scale_in_step)
         remove = max(self.scale_in_min_removed, math.floor(desired * -self.scale_in_percent / 100.0 + 1e-9))
         return max(self.min_instances, desired - remove)
+
+
+CRON_RE = re.compile(r"^cron\((\d+) (\d+) \* \* \? \*\)$")
+
+
+def floor_at(numbers: ScalingNumbers, t_s: float) -> int:
+    """The scalable target's minimum at ``t_s`` seconds into the trace under the daily scheduled
+    floors (``cron(M H * * ? *)``; the trace starts at 00:00 of the schedule's time zone): the
+    latest entry at or before that time of day (the day's last entry before the first), never
+    below the plan's floor."""
+    if not numbers.floors:
+        return numbers.min_instances
+    entries = []
+    for cron, _tz, n in numbers.floors:
+        m = CRON_RE.match(cron)
+        if m is None:
+            raise ValueError(f"scheduled floor {cron!r} is not cron(M H * * ? *)")
+        entries.append((int(m.group(2)) * 60 + int(m.group(1)), n))
+    entries.sort()
+    minute = int(t_s // 60) % 1440
+    past = [n for at, n in entries if at <= minute]
+    return max(numbers.min_instances, past[-1] if past else entries[-1][1])
 
 
 def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
@@ -325,9 +348,12 @@ class AwsPolicy(Policy):
             else:
                 st = replace(st, surge_until=now + s.surge_cooldown_s)
             return best, why, st
-        if low_fire and now >= st.in_until and desired > s.min_instances:
+        floor = floor_at(s, now)
+        if desired < floor:  # a scheduled action raised MinCapacity: Application Auto Scaling scales to it
+            return floor, "scheduled floor", st
+        if low_fire and now >= st.in_until and desired > floor:
             st = replace(st, in_until=now + s.scale_in_cooldown_s)
-            return s.scale_in_to(desired), "scale-in", st
+            return max(floor, s.scale_in_to(desired)), "scale-in", st
         return desired, "", st
 
     def refused(self, old: Any, new: Any) -> Any:

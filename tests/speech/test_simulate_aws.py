@@ -154,3 +154,21 @@ def test_a_trace_opens_on_a_running_fleet(setup):
     cold = run_policy(model, arr, pol)
     assert warm.serving[0] == 20 and cold.serving[0] == plan.fleet.min_instances
     assert warm.rejected.sum() < 0.05 * cold.rejected.sum()
+
+
+def test_scheduled_floors_raise_and_release_the_minimum(setup):
+    """A daily floor of 12 from 01:00 to 02:00 (the trace starts at 00:00): the fleet rises to it at
+    01:00 with no traffic asking, holds it through the hour, and scales in after 02:00."""
+    from dataclasses import replace as dc_replace
+
+    from speech.sim.policies import floor_at
+
+    plan, model = setup
+    s = dc_replace(scaling_numbers(plan), floors=(("cron(0 1 * * ? *)", "UTC", 12), ("cron(0 2 * * ? *)", "UTC", 1)))
+    assert (floor_at(s, 3599), floor_at(s, 3600), floor_at(s, 7200), floor_at(s, 86400 + 3700)) == (
+        s.min_instances, 12, s.min_instances, 12)
+    run = run_policy(model, np.full(4 * 3600, 1.0), AwsPolicy(s, model.cloudwatch_ratio, model.q_max))
+    up = [a for a in run.actions if a.reason == "scheduled floor"]
+    assert up and up[0].t_s == 3600 and up[0].after == 12
+    assert run.serving[3600 + int(model.startup_s) + 5 : 7200].min() == 12
+    assert run.serving[-1] < 12 and all(a.after >= 12 for a in run.actions if 3600 <= a.t_s < 7200)
