@@ -28,6 +28,7 @@ from speech.schema.artifacts import CopyArtifact, Provenance, QmaxArtifact, Ttot
 from speech.schema.config import PlanInputs
 from speech.errors import PlanInputError
 from speech.plan.realtime import (
+    per_instance_rps, scale_out_target, slo_sizing, tuned_c_scale_min,
     SURVIVAL_OK, UTILIZATION_OK, _surge, c_scale_max, c_scale_min, derated_q_max, finding_bracketed, finding_cloudwatch_ratio,
     finding_derate, finding_invocation, finding_slo, headroom, instances_for, littles_law_instances, min_safe_instances,
     planning_t_total, scale_in_cooldown_s, scale_out_cooldown_s, to_cloudwatch, verdict, w_max_s, weakest_origin,
@@ -372,8 +373,11 @@ def build_copy_plan(
 
     h = headroom(inputs.surge_ratio)
     q = derated_q_max(qmax.q_max, inputs.qmax_derate)
-    c_max = c_scale_max(q, h)
-    c_min = c_scale_min(q, h)
+    # The same SLO-share target as the instance plan (speech.plan.realtime.scale_out_target): a copy
+    # is the gated chain with Q_max per copy.
+    slo = slo_sizing(qmax, q, inputs.slo_ms, inputs.slo_share)
+    c_max, rule = scale_out_target(q, h, inputs.target_share, slo.occupancy)
+    c_min = c_scale_min(q, h) if rule == "surge rule" else tuned_c_scale_min(c_max, h)
     ratio = qmax.cloudwatch_ratio
 
     out_cd = scale_out_cooldown_s(copy.t_copy_s)
@@ -384,15 +388,24 @@ def build_copy_plan(
     levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
     x_target = throughput_at(levels, c_max)
     x_in = throughput_at(levels, c_min)
-    little = littles_law_instances(inputs.peak_rps, qmax.service_time.mean_ms / 1000.0, c_max)
+    little = littles_law_instances(inputs.peak_rps, qmax.service_time.mean_ms / 1000.0, c_scale_max(q, h))
+    per_copy = per_instance_rps(c_max, x_target, slo.rates)
+    at_peak = instances_for(inputs.peak_rps, per_copy)
+    at_trough = instances_for(inputs.trough_rps, per_copy)
+    peak_shares = slo.shares_at(inputs.peak_rps / at_peak)
+    trough_shares = slo.shares_at(inputs.trough_rps / at_trough)
     capacity = Capacity(
         throughput_at_target_rps=round(x_target, 4),
         throughput_at_scale_in_rps=round(x_in, 4),
         littles_law_instances=little,
         littles_law_capacity_rps=round(little * x_target, 2),
+        per_instance_rps=round(per_copy, 4),
+        slo_rate_rps=None if slo.rate_rps is None else round(slo.rate_rps, 4),
+        slo_share_at_peak=round(peak_shares[0], 6),
+        refused_share_at_peak=round(peak_shares[1], 6),
+        slo_share_at_trough=round(trough_shares[0], 6),
+        refused_share_at_trough=round(trough_shares[1], 6),
     )
-    at_peak = instances_for(inputs.peak_rps, x_target)
-    at_trough = instances_for(inputs.trough_rps, x_target)
     safe = min_safe_instances(c_max, c_min) if c_min > 0 else 10**6
 
     pack = packing(copy, spec, margin)

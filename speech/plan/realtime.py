@@ -411,6 +411,8 @@ def finding_fleet(
     base = (
         f"peak {peak_rps:g} rps / {per:.2f} rps per instance at C_scale_max {c_max:g} (measured throughput there "
         f"{capacity.throughput_at_target_rps:.2f} rps) -> {needed} instances"
+        + ("" if capacity.refused_share_at_peak is None else
+           f" (refused at peak {_pct(capacity.refused_share_at_peak)}, at trough {_pct(capacity.refused_share_at_trough or 0)})")
     )
     if cap is not None and cap < needed:
         return Finding(

@@ -124,7 +124,7 @@ def test_alarm_window_and_surge_size_edited_after_deploy(deployed, tmp_path, cap
     assert any(m.startswith(f"{alarm} EvaluationPeriods is 3, plan says 30 (plan scale-in window") for m in msgs), msgs
     assert any(m.startswith(f"{alarm} DatapointsToAlarm is 3, plan says 30 (every one of the 30 periods must breach")
                for m in msgs), msgs
-    assert any(f"{ENDPOINT}-surge adds PercentChangeInCapacity [10] (at least 2), plan says PercentChangeInCapacity [67]" in m
+    assert any(f"{ENDPOINT}-surge adds PercentChangeInCapacity [10] (at least 9), plan says PercentChangeInCapacity [291]" in m
                for m in msgs), msgs
     assert len(msgs) == 3, msgs
 

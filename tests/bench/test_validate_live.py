@@ -48,7 +48,10 @@ def _plan(service_ms: float, q_max: int, tmp_path) -> str:
                      provenance=Provenance(origin="assumption", source="test: known-capacity ladder"))
     t = load_artifact(REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json", TtotalArtifact)
     plan = build_plan(q, t.model_copy(update={"fingerprint": FP}),
-                      PlanInputs(slo_ms=SLO_MS, surge_ratio=1.25, peak_rps=50, trough_rps=5, min_instances=1))
+                      # The surge rule's target, 0.75 x Q_max, set as a tuned share: validate checks the plan's
+                      # own C_scale_max, whichever rule set it.
+                      PlanInputs(slo_ms=SLO_MS, surge_ratio=1.25, peak_rps=50, trough_rps=5, min_instances=1,
+                                 target_share=0.75))
     assert plan.q_max == q_max and plan.queue_max_depth == q_max
     return str(write_artifact(tmp_path / f"plan-q{q_max}.json", plan))
 

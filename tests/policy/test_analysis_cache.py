@@ -50,5 +50,5 @@ def test_build_plan_runs_once_per_endpoint_per_analyze_stack(dev, counted):
     # The next preview (another AnalyzeStack, with an edit) recomputes again, once.
     set_path(named(dev, "kokoro-82m-target"), "maxCapacity", 400.0)
     found = _analyze_stack(dev)
-    assert any("maxCapacity is 400, expected 280" in m for m in found), found
+    assert any("maxCapacity is 400, expected 293" in m for m in found), found
     assert counted == ["kokoro-82m", "kokoro-82m"]

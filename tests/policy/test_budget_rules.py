@@ -44,7 +44,7 @@ def test_multi_stack_passes_with_standard_capped(pack, multi, _multi):
     assert named(multi, "narration-target").props["maxCapacity"] == 10
     scaling = _multi[1].outputs["scaling"]
     budget = scaling["narration"]["budget"]
-    assert budget["max_instances"] == 10 and budget["peak_instances"] == 23 and budget["level"] == "warn"
+    assert budget["max_instances"] == 10 and budget["peak_instances"] == 24 and budget["level"] == "warn"
     # The batch route: an asynchronous endpoint scaled on its backlog from 0 to what the budget left.
     batch = scaling["audiobooks"]
     assert batch["enabled"] and (batch["min"], batch["max"]) == (0, 1) and batch["budget"]["peak_instances"] == 3

@@ -26,7 +26,7 @@ def test_target_value_changed_by_hand_is_blocked(pack, dev):
     report = pack.check(dev)
     [msg] = messages(report, "scaling-matches-plan", "mandatory")
     assert "scaling policy 'kokoro-82m-scale-out'" in msg
-    assert "targetValue is 45, expected 37.5" in msg
+    assert "targetValue is 45, expected 15.9904" in msg
     assert "fix:" in msg
 
 

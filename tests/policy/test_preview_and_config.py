@@ -25,7 +25,7 @@ def test_unknown_target_value_cannot_pass_silently(pack, dev):
     [d] = report.of("scaling-matches-plan")
     assert d.level == "mandatory" and d.resource == "kokoro-82m-scale-out"
     assert d.message.startswith("cannot verify during preview: scaling policy 'kokoro-82m-scale-out'")
-    assert "expected 37.5" in d.message
+    assert "expected 15.9904" in d.message
 
 
 def test_unknown_provenance_content_is_a_preview_violation(pack, dev):
@@ -66,7 +66,7 @@ def test_rule_set_to_advisory_through_config(pack, dev):
     report = pack.check(dev, {"scaling-matches-plan": "advisory"})
     assert report.mandatory == []
     [msg] = messages(report, "scaling-matches-plan", "advisory")
-    assert "targetValue is 45, expected 37.5" in msg
+    assert "targetValue is 45, expected 15.9904" in msg
 
 
 def test_rule_disabled_through_config(pack, dev):

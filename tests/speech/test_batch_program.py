@@ -152,7 +152,7 @@ def test_preview_report_shows_the_batch_route(two_routes):
     assert "fleet 0..3 (woken from 0 by HasBacklogWithoutCapacity)" in text
     assert "clients: InvokeEndpointAsync with role" in text and "/async/narration/input/" in text
     # The real-time model's line is unchanged.
-    assert "Q_max 50, target 37.5, scale-in 25" in text
+    assert "Q_max 50, target 15.9904, scale-in 10.6602" in text
 
 
 def test_delay_alarm_notifies_when_the_route_is_late(two_routes):

@@ -80,7 +80,7 @@ def test_plan_capped_by_allocation_is_a_warn_not_a_stop():
     cfg = ModelConfig(instance_type="ml.g5.xlarge", plan=PlanInputs(peak_rps=500, trough_rps=10), priority="standard")
     plan = build_plan(q, t, cfg.plan)
     n = realtime_need("kokoro-82m", cfg, plan)
-    assert (n.floor_instances, n.peak_instances) == (1, 28)  # ceil(500 / 17.885)
+    assert (n.floor_instances, n.peak_instances) == (1, 30)  # ceil(500 / 17.08, the 99.5 % SLO-share rate)
     alloc = allocate([n], Budget(daily_usd=10 * G5_DAY))
     capped = apply_allocation(plan, alloc.of("kokoro-82m"))
     assert capped.fleet.max_instances == 10
@@ -230,8 +230,8 @@ def test_apply_budget_caps_regates_and_records_the_allocation():
     deps = {n: plan_model(n, m, endpoint=endpoints[n]) for n, m in cfg.models.items()}
     capped, alloc = apply_budget(deps, cfg, endpoints=endpoints)
     std = capped["narration"]
-    assert deps["narration"].plan.fleet.max_instances == 23 and std.plan.fleet.max_instances == 10
-    assert std.gate.enabled and "capped by the daily budget at 10 of the 23" in std.gate.reason
+    assert deps["narration"].plan.fleet.max_instances == 24 and std.plan.fleet.max_instances == 10
+    assert std.gate.enabled and "capped by the daily budget at 10 of the 24" in std.gate.reason
     doc = parse_document(std.document_text, "test")
     assert doc.budget == alloc.of("narration") and doc.stack_budget == cfg.budget
     # Without a budget nothing changes, and the provenance document keeps its bytes.

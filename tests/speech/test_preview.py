@@ -31,8 +31,8 @@ def test_cli_previews_the_dev_stack():
     proc = _cli("--stack", "dev")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "aws:appautoscaling/target:Target" in out and "maxCapacity=280" in out
-    assert "targetValue=37.5" in out and "cooldown=960" in out and 'QUEUE_MAX_DEPTH="50"' in out
+    assert "aws:appautoscaling/target:Target" in out and "maxCapacity=293" in out
+    assert "targetValue=15.9904" in out and "cooldown=960" in out and 'QUEUE_MAX_DEPTH="50"' in out
     assert "kokoro-82m: scaling:" in out
 
 
@@ -147,7 +147,7 @@ def test_bench_plan_stack_file_round_trips(tmp_path):
     assert out["enabled"] is True
     target = result.of_type("aws:appautoscaling/target:Target")[0].inputs
     assert (target["minCapacity"], target["maxCapacity"]) == (plan.fleet.min_instances, plan.fleet.max_instances)
-    assert plan.fleet.min_instances == 3 and plan.fleet.max_instances == 112
+    assert plan.fleet.min_instances == 3 and plan.fleet.max_instances == 118
     config = result.of_type("aws:sagemaker/endpointConfiguration:EndpointConfiguration")[0].inputs
     assert config["productionVariants"][0]["initialInstanceCount"] == 3
     # The pack needs parents to rebuild the resource tree.

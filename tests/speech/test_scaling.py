@@ -81,3 +81,19 @@ def test_diff_counts_steps_before_comparing_them(spec):
     [d] = scaling.diff("surge", s.surge, extra)
     assert d.field == "steps" and len(d.observed) == 2
     assert "surge_adjustment" in s.rule_of("surge", "steps.0.scaling_adjustment")
+
+
+def test_the_simulator_removes_the_share_as_application_auto_scaling_rounds_it(spec):
+    """-16 % of N rounded toward zero, at least one (MinAdjustmentMagnitude), never below the floor."""
+    from speech.sim.policies import scaling_numbers
+
+    plan, _ = spec
+    n = scaling_numbers(plan)
+    assert (n.scale_in_percent, n.scale_in_min_removed) == (-16, 1)
+    assert n.scale_in_to(293) == 293 - 46  # 46.88 -> 46
+    assert n.scale_in_to(10) == 9  # 1.6 -> 1
+    assert n.scale_in_to(5) == 4  # 0.8 -> 0, then the minimum of 1
+    assert n.scale_in_to(plan.fleet.min_instances) == plan.fleet.min_instances
+    # A plan written before shares existed removes one instance at a time.
+    old = scaling_numbers(plan.model_copy(update={"scale_in": None}))
+    assert old.scale_in_percent is None and old.scale_in_to(293) == 292
