@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "observe": ("bench.observe_cmd", "read-only calibration: CloudWatch history vs the deployed plan -> holds | drifted"),
     "thaw": ("bench.thaw_cmd", "restore scaling after an interrupted qmax/ttotal"),
     "simulate": ("bench.simulate_cmd", "a traffic trace against a simulated fleet: every scaling policy side by side"),
+    "tune": ("bench.tune_cmd", "search the scaling parameters for the fewest instance-hours that keep the SLO share (simulated)"),
     "replay": ("bench.replay_cmd", "open-loop replay of a traffic trace against a real target (timestamps honoured)"),
     "demo": ("bench.demo", "the whole chain on this machine: container, qmax, ttotal, plan, preview + policy, report"),
 }

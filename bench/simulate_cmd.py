@@ -13,7 +13,7 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan
-from speech.sim.policies import POLICY_NAMES
+from speech.sim.policies import DEFAULT_SLO_SHARE, POLICY_NAMES
 from speech.sim.artifact import SimulationArtifact, simulation_artifact
 from speech.sim.instance import build_instance
 from speech.sim.fleet import simulate
@@ -29,7 +29,12 @@ DESCRIPTION = f"""\
 Replay a traffic trace against a simulated fleet of the measured instance and compare scaling
 policies on the same traffic: share answered within the SLO, share rejected at the gate, TTFAB
 p95/p99, minutes in violation, instance-hours and cost (as a ratio to the oracle), scaling
-actions, flaps and peak instances.
+actions, changes refused while the endpoint was Updating, flaps and peak instances.
+
+The oracle is clairvoyant, with no start-up and no cooldown, and changes at most once a minute to
+the fewest instances that keep --slo-share of the minute's requests within the SLO; target-floor is
+ceil(arrivals / X(C_scale_max)) every second (the cost floor at the plan's utilization, not
+SLO-meeting).
 
 The instance is the measurement: throughput and TTFAB vs occupancy from the qmax ladder, the gate
 at Q_max, new instances in service after the ttotal artifact's measured phases. Scaling numbers
@@ -39,7 +44,9 @@ trace's busiest minute and quietest minute are the peak and trough).
 Traces (--trace):
   diurnal:peak=5000[,trough=250,hours=24,spikes=3,spike_factor=1.2,spike_s=300,seed=1]
   steady:rps=50[,duration=3600]     step:base=50[,factor=3,at=600,duration=1800]
-  csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN]   (one row per request, timestamp first)
+  csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN][,scale=superpose|multiply][,shift=S][,seed=N]
+      (one row per request, timestamp first; peak=N scales by superposing independent copies shifted
+      within +-shift s (default 300), or with scale=multiply by multiplying counts: bursts as clumps)
   {' / '.join(BUILTIN_TRACES)}[:peak=N,...]   ({ATTRIBUTION})
 
 Policies (--policies, default all): {', '.join(POLICY_NAMES)}.
@@ -68,6 +75,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", required=True, metavar="SPEC", help="traffic: a generator, a CSV or a shipped trace (see above)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="seed for generated traces (default: the spec's, else 1)")
     p.add_argument("--policies", default=",".join(POLICY_NAMES), metavar="A,B,...", help="policies to run (default all)")
+    p.add_argument("--slo-share", type=float, default=DEFAULT_SLO_SHARE, metavar="X",
+                   help=f"share of each minute's requests the oracle keeps within the SLO (default {DEFAULT_SLO_SHARE})")
     p.add_argument("--price-per-hour", type=float, default=None, metavar="USD", help="instance price, for costs in USD")
     p.add_argument("--out", type=Path, default=Path("out/simulate"), metavar="DIR", help="artifact directory (default out/simulate)")
     p.add_argument("--plot", action="store_true", help="also write one timeline of every policy overlaid and a cost-vs-SLO scatter (PNG)")
@@ -150,14 +159,17 @@ def render(a: SimulationArtifact) -> str:
     ]
     if tr.attribution:
         lines.append(f"trace: {tr.attribution}")
-    head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x oracle", "out", "in", "flaps", "peak")
+    if tr.scaling_detail:
+        lines.append(f"rate scaling ({tr.scaling}): {tr.scaling_detail}")
+    head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x oracle", "out", "in",
+            "refused", "flaps", "peak")
     rows = []
     for r in a.results:
         cost = _fmt(r.cost_usd, ",.2f") if r.cost_usd is not None else "-"
         rows.append((
             r.policy, f"{100 * r.within_slo_share:.2f}%", f"{100 * r.rejected_share:.2f}%", _fmt(r.ttfab_p95_ms, ".0f"),
             _fmt(r.ttfab_p99_ms, ".0f"), str(r.violation_minutes), f"{r.instance_hours:,.1f}", cost,
-            _fmt(r.cost_vs_oracle, ".2f"), str(r.scale_out_actions), str(r.scale_in_actions), str(r.flaps),
+            _fmt(r.cost_vs_oracle, ".2f"), str(r.scale_out_actions), str(r.scale_in_actions), str(r.refused_changes), str(r.flaps),
             str(r.peak_instances),
         ))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
@@ -168,8 +180,9 @@ def render(a: SimulationArtifact) -> str:
     lines += [
         "",
         "in SLO: answered within the SLO (a rejected request never is); p95/p99: answered requests; viol min: "
-        "minutes with under 95% in SLO; cost without --price-per-hour: instance-hours only; flaps: scale-in then "
-        "scale-out within the planning T_total",
+        "minutes with under 95% in SLO; cost without --price-per-hour: instance-hours only; refused: changes asked "
+        "for while the endpoint was Updating (SageMaker applies one at a time); flaps: scale-in then scale-out within "
+        "the planning T_total",
     ]
     return "\n".join(lines)
 
@@ -183,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}"
         )
+    if not 0 < args.slo_share < 1:
+        raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
     if args.price_per_hour is not None and not args.price_per_hour > 0:
         raise UsageError(f"--price-per-hour {args.price_per_hour:g}: must be > 0 (USD per instance-hour)")
     if q.q_max < 1:
@@ -192,9 +207,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--trace {args.trace!r}: the trace has no requests")
     plan = resolve_plan(args, q, t, trace)
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
-    model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps)
+    model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
+                               slo_share=args.slo_share)
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
-                              price_per_hour=args.price_per_hour, created_at=datetime.now(UTC))
+                              price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
     path = args.out / f"simulation-{plan.model}-{safe}.json"
     written = [write_artifact(path, art)]

@@ -11,8 +11,10 @@ simulated on that container's own measured ladder.
    --at seconds on, every request at its own timestamp.
 3. Simulates the same per-second arrivals on one instance built from the ladder (speech.sim,
    the fixed-fleet policy, no scaling) and prints replayed vs simulated TTFAB p95 (answered) and
-   rejected share, the difference reached, the tolerance the bench.synthetic test asserts, and the
-   machine (cores, load average before and after).
+   rejected share for the instance model with its service phases fitted to the ladder's level 1
+   (speech.sim.instance.service_phases) and, as the baseline of the same run, with exponential
+   service (one phase: the plan's chain), the differences, the target (0.05 rejected share, 15 %
+   answered p95) and the machine (cores, load average before and after).
 
 Both container runs have deadline shedding off (SLO_MS very large): the simulator models the gate
 at Q_max, not the container's shedding of requests that would miss the SLO. Takes 3-5 minutes.
@@ -35,7 +37,8 @@ if str(ROOT) not in sys.path:
 
 # The tolerances tests/bench/test_simulate_replay.py asserts on bench.synthetic.
 REJECTED_ABS_TOL = 0.05
-P95_REL_TOL = 0.25
+P95_REL_TOL = 0.15
+"""Issue 23's target for the fitted instance model (the bench.synthetic test asserts 25 %)."""
 NO_SHEDDING_SLO_MS = 600000
 
 
@@ -127,19 +130,27 @@ def main() -> int:
     real_p95 = replay["ttfab_p95_ms"]
 
     arrivals = np.bincount(np.floor([r["due_s"] for r in reqs]).astype(int), minlength=args.duration).astype(float)
-    model = build_instance(qmax, None, slo_ms=args.slo_ms)
-    sim = summarize(run_policy(model, arrivals, FixedPolicy("one", 1)), model, args.slo_ms, planning_total_s=60)
+    sims = {}
+    for phases in (None, 1):
+        model = build_instance(qmax, None, slo_ms=args.slo_ms, phases=phases)
+        label = f"fitted, {model.service_phases} phases" if phases is None else "exponential (1 phase)"
+        sims[label] = summarize(run_policy(model, arrivals, FixedPolicy("one", 1)), model, args.slo_ms, planning_total_s=60)
+        if phases is None:
+            fit = model.service_fit
     load_after = os.getloadavg()
     wall = time.monotonic() - t0
 
-    d_rej = abs(sim.rejected_share - real_rej)
-    d_p95 = abs(sim.ttfab_p95_ms - real_p95) / real_p95 if real_p95 else float("nan")
-    rows = [
-        ("rejected share", f"{real_rej:.3f}", f"{sim.rejected_share:.3f}", f"{d_rej:.3f} abs",
-         f"{REJECTED_ABS_TOL:.2f} abs", "yes" if d_rej <= REJECTED_ABS_TOL else "no"),
-        ("TTFAB p95 (answered)", f"{real_p95:.0f} ms", f"{sim.ttfab_p95_ms:.0f} ms", f"{100 * d_p95:.1f}%",
-         f"{100 * P95_REL_TOL:.0f}%", "yes" if d_p95 <= P95_REL_TOL else "no"),
-    ]
+    rows = []
+    for label, sim in sims.items():
+        d_rej = abs(sim.rejected_share - real_rej)
+        d_p95 = abs(sim.ttfab_p95_ms - real_p95) / real_p95 if real_p95 else float("nan")
+        rows += [
+            (label, "rejected share", f"{real_rej:.3f}", f"{sim.rejected_share:.3f}", f"{d_rej:.3f} abs",
+             f"{REJECTED_ABS_TOL:.2f} abs", "yes" if d_rej <= REJECTED_ABS_TOL else "no"),
+            (label, "TTFAB p95 (answered)", f"{real_p95:.0f} ms", f"{sim.ttfab_p95_ms:.0f} ms", f"{100 * d_p95:.1f}%",
+             f"{100 * P95_REL_TOL:.0f}%", "yes" if d_p95 <= P95_REL_TOL else "no"),
+        ]
+    sim = sims[next(iter(sims))]
     cores = os.cpu_count()
     print()
     print(f"machine: {cores} cores, load average {load_before[0]:.2f} before / {load_after[0]:.2f} after "
@@ -148,9 +159,10 @@ def main() -> int:
           f"({qmax_path.name}), Q_max {qmax.q_max} at SLO {qmax.slo.ttfab_p95_ms:g} ms, X(Q_max) {x_q:.2f} rps")
     print(f"trace: {spec}: {replay['requests']} requests, {replay['errors']} errors, "
           f"sent late p99 {replay['send_late_p99_ms']:.1f} ms")
+    print(f"service: {fit}")
     print()
-    print("| metric | replay | simulation | difference | tolerance (bench.synthetic test) | within |")
-    print("|---|---|---|---|---|---|")
+    print("| instance model | metric | replay | simulation | difference | target | within |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     if args.json:
@@ -159,6 +171,7 @@ def main() -> int:
             "x_qmax_rps": x_q, "trace": spec, "requests": replay["requests"], "errors": replay["errors"],
             "replay": {"rejected_share": real_rej, "ttfab_p95_ms": real_p95},
             "simulation": {"rejected_share": sim.rejected_share, "ttfab_p95_ms": sim.ttfab_p95_ms},
+            "by_model": {k: {"rejected_share": v.rejected_share, "ttfab_p95_ms": v.ttfab_p95_ms} for k, v in sims.items()},
         }, indent=2))
     return 0
 

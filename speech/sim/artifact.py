@@ -61,6 +61,44 @@ class TraceRecord(Frozen):
     """Busiest minute's mean arrival rate."""
     source_sha256: str | None = None
     attribution: str | None = None
+    scaling: str | None = None
+    """How a file trace was rate-scaled: superpose (independent shifted copies) or multiply."""
+    scaling_detail: str | None = None
+
+
+class ScalingAction(Frozen):
+    """One capacity change a policy made (``after`` > ``before``: scale-out)."""
+
+    t_s: int
+    before: int
+    after: int
+    reason: str
+
+
+class RefusedActivity(Frozen):
+    """Capacity changes asked for while the endpoint was Updating, which SageMaker refuses and
+    Application Auto Scaling records as not scaled (TargetServicePutResourceAsUnscalable);
+    consecutive retries of the same change are one entry, from ``t_s`` to ``last_s``."""
+
+    t_s: int
+    last_s: int
+    attempts: int
+    before: int
+    wanted: int
+    reason: str
+
+
+def refused_activities(refused: Sequence) -> list[RefusedActivity]:
+    """Coalesce a run's refused changes: a retry of the same change (same before, reason) extends
+    the previous entry."""
+    out: list[dict] = []
+    for a in refused:
+        last = out[-1] if out else None
+        if last is not None and last["before"] == a.before and last["reason"] == a.reason:
+            last.update(last_s=a.t_s, attempts=last["attempts"] + 1, wanted=max(last["wanted"], a.after))
+        else:
+            out.append(dict(t_s=a.t_s, last_s=a.t_s, attempts=1, before=a.before, wanted=a.after, reason=a.reason))
+    return [RefusedActivity(**d) for d in out]
 
 
 class PolicyResult(Frozen):
@@ -77,6 +115,9 @@ class PolicyResult(Frozen):
     scale_in_actions: int
     flaps: int
     peak_instances: int
+    refused_changes: int = 0
+    actions: list[ScalingAction] = Field(default_factory=list)
+    refused: list[RefusedActivity] = Field(default_factory=list)
 
 
 class SimulationArtifact(Frozen):
@@ -105,9 +146,12 @@ def _finite(x: float) -> float | None:
 
 def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact, trace, model: InstanceModel,
                         summaries: Sequence[Summary], price_per_hour: float | None,
-                        created_at: datetime | None = None) -> SimulationArtifact:
-    """The artifact from a run; costs relative to the oracle when it ran."""
+                        created_at: datetime | None = None, runs: Sequence | None = None) -> SimulationArtifact:
+    """The artifact from a run; costs relative to the oracle when it ran; each policy's scaling
+    actions and refused activities when ``runs`` (``speech.sim.fleet.Run``, in the order of
+    ``summaries``) are given."""
     oracle = next((s for s in summaries if s.policy == "oracle"), None)
+    by_run = {r.policy: r for r in runs or ()}
     results = [
         PolicyResult(
             policy=s.policy,
@@ -123,6 +167,10 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
             scale_in_actions=s.scale_in_actions,
             flaps=s.flaps,
             peak_instances=s.peak_instances,
+            refused_changes=s.refused_changes,
+            actions=[ScalingAction(t_s=a.t_s, before=a.before, after=a.after, reason=a.reason)
+                     for a in getattr(by_run.get(s.policy), "actions", ())],
+            refused=refused_activities(getattr(by_run.get(s.policy), "refused", ())),
         )
         for s in summaries
     ]
@@ -136,6 +184,7 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
             spec=trace.spec, name=trace.name, seed=trace.seed, duration_s=trace.duration_s,
             requests=round(trace.total_requests, 3), peak_rps=round(trace.peak_rps, 3),
             source_sha256=trace.source_sha256, attribution=trace.attribution,
+            scaling=getattr(trace, "scaling", None), scaling_detail=getattr(trace, "scaling_detail", None),
         ),
         price_per_hour_usd=price_per_hour,
         startup_s=model.startup_s,
@@ -145,3 +194,68 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
     )
 
 
+
+
+# --- bench tune --------------------------------------------------------------------------------
+
+
+class Promise(Frozen):
+    """What the tuned plan promises, as simulated: the mean over the training days (worst day too)."""
+
+    slo_share_target: float
+    within_slo_share: float
+    """Mean over the training days."""
+    within_slo_share_worst_day: float
+    rejected_share: float
+    instance_hours: float
+    """Mean per training day."""
+    cost_vs_oracle: float
+    """Instance-hours over the SLO oracle's, mean over the training days."""
+    trace: str
+    trace_sha256: str
+    """sha256 of the training days' per-second arrivals (float64 bytes, concatenated)."""
+    seed: int
+    simulator_version: str
+
+
+class TunedValue(Frozen):
+    knob: str
+    seed: str
+    tuned: str
+    deployable_now: bool
+    """The written plan carries the tuned value (a plan input on this branch)."""
+    reason: str
+
+
+class TuneCheck(Frozen):
+    """The seed plan and the tuned one on one day the search did not see."""
+
+    day: str
+    seed_within_slo_share: float
+    seed_instance_hours: float
+    tuned_within_slo_share: float
+    tuned_instance_hours: float
+    tuned_keeps_share: bool
+
+
+class TuneArtifact(Frozen):
+    """Result of ``bench tune``: the tuned knobs next to the seed formulas, the promise, the checks."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["tune"] = "tune"
+    model: str
+    qmax_sha256: str
+    ttotal_sha256: str
+    seed_plan_sha256: str
+    tuned_plan_sha256: str
+    """The plan written next to this artifact (its deployable knobs tuned)."""
+    promise: Promise
+    seed: Promise
+    """The seed plan's numbers on the same training days."""
+    values: list[TunedValue]
+    checks: list[TuneCheck]
+    held: bool
+    """The tuned plan kept the SLO share on every held-out and perturbed day."""
+    evaluations: int
+    created_at: datetime | None = None
+    tool: str = "speech.sim.tune"

@@ -32,8 +32,9 @@ import numpy as np
 
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.sim.policies import History, POLICY_NAMES, Policy, make_policy
+from speech.sim.policies import DEFAULT_SLO_SHARE, AwsReadings, History, POLICY_NAMES, Policy, Scaler, make_policy
 from speech.sim.instance import InstanceModel, build_instance
+from speech.schema.units import EPS
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
 """Datapoints (of one metric period each, all breaching) of the scale-out alarm Application Auto
@@ -74,6 +75,10 @@ class Run:
     billed: np.ndarray
     """Instances paid for in each second: in service, starting and draining."""
     actions: list[Action] = field(default_factory=list)
+    refused: list[Action] = field(default_factory=list)
+    """Changes the policy asked for while the endpoint was Updating: SageMaker refuses them ("Cannot
+    update in-progress endpoint") and Application Auto Scaling records a not-scaled activity
+    (TargetServicePutResourceAsUnscalable); ``after`` is the capacity asked for."""
 
 
 def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tuple[float, float, int, float]:
@@ -102,8 +107,22 @@ def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tu
     return occ_grid[k], blk[k], k, 0.0
 
 
-def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Run:
-    """Step the fleet through the trace one second at a time under ``policy``."""
+WARM_WINDOW_S = 60
+
+
+def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readings: AwsReadings | None = None,
+               warm_x_rps: float | None = None) -> Run:
+    """Step the fleet through the trace one second at a time under ``policy``.
+
+    The endpoint applies one capacity change at a time (UpdateEndpointWeightsAndCapacities sets it
+    to Updating until the change is done): after a scale-out until the new instances are in
+    service, after a removal for ``readings.removal_updating_s``. A change asked for meanwhile is
+    refused and recorded in ``Run.refused``; the policy asks again at its next evaluation.
+
+    ``warm_x_rps``: a scaling fleet starts sized for the trace's opening minute at this throughput
+    per instance (the plan's X(C_scale_max)), within the policy's bounds, as if it had been running:
+    a trace's first second is not a cold endpoint. None: the policy's own initial count."""
+    readings = readings or AwsReadings()
     occ_grid = model.occupancy.tolist()
     dep = model.depart_rps.tolist()
     blk = model.block.tolist()
@@ -112,13 +131,19 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
     hist = History(occupancy=[0.0] * T, arrivals=arr, rejected=[0.0] * T, serving=[0] * T)
     pos_out, adm_out, billed_out = [0.0] * T, [0.0] * T, [0] * T
     actions: list[Action] = []
-    n = policy.initial()
+    scaler = Scaler(policy)
+    n = scaler.initial()
+    if warm_x_rps and not scaler.instant and T:
+        opening = sum(arr[:WARM_WINDOW_S]) / min(T, WARM_WINDOW_S)
+        n = max(n, scaler.bound(math.ceil(opening / warm_x_rps - EPS)))
     desired = n
     pending: deque = deque()
     draining: list = []
     startup = model.startup_s
-    tick = policy.tick_s
-    instant = policy.instant
+    instant = scaler.instant
+    one_at_a_time = readings.one_change_at_a_time and not instant
+    updating_until = -1.0
+    refused: list[Action] = []
     m = 0.0
     for t in range(T):
         while pending and pending[0] <= t:
@@ -136,29 +161,35 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
         if draining:
             draining = [e for e in draining if e > t]
         billed_out[t] = n + len(pending) + len(draining)
-        if (t + 1) % tick == 0 and t + 1 < T:
-            decision = policy.decide(t, desired, hist)
-            if decision is not None and decision[0] != desired:
-                new, why = decision
-                new = max(1, new)
-                if instant:
-                    # The oracle's per-second changes are not scaling actions anyone would run.
-                    m = m * n / new
-                    n = desired = new
-                    continue
-                actions.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
-                if new > desired:
-                    pending.extend([t + 1 + startup] * (new - desired))
-                else:
-                    for _ in range(desired - new):
-                        if pending:
-                            pending.pop()
-                        elif n > 1:
-                            # The instance leaves routing and drains what it holds.
-                            rate = dep[k] if dep[k] > 0 else model.saturation_rps
-                            draining.append(t + 1 + math.ceil(m / rate) if m > 0 else t + 1)
-                            n -= 1
-                desired = new
+        if not scaler.due(t, T):
+            continue
+        out = scaler.step(t, desired, hist, updating=one_at_a_time and t + 1 < updating_until)
+        if out is None:
+            continue
+        new, why = out.new, out.reason
+        if out.refused:
+            refused.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
+            continue
+        if instant:
+            # The oracle's per-second changes are not scaling actions anyone would run.
+            m = m * n / new
+            n = desired = new
+            continue
+        actions.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
+        if new > desired:
+            pending.extend([t + 1 + startup] * (new - desired))
+            updating_until = t + 1 + startup
+        else:
+            updating_until = t + 1 + readings.removal_updating_s
+            for _ in range(desired - new):
+                if pending:
+                    pending.pop()
+                elif n > 1:
+                    # The instance leaves routing and drains what it holds.
+                    rate = dep[k] if dep[k] > 0 else model.saturation_rps
+                    draining.append(t + 1 + math.ceil(m / rate) if m > 0 else t + 1)
+                    n -= 1
+        desired = new
     return Run(
         policy=policy.name,
         occupancy=np.array(hist.occupancy),
@@ -169,6 +200,7 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy) -> Ru
         serving=np.array(hist.serving),
         billed=np.array(billed_out),
         actions=actions,
+        refused=refused,
     )
 
 
@@ -213,6 +245,8 @@ class Summary:
     flaps: int
     peak_instances: int
     """Most instances in service at once."""
+    refused_changes: int = 0
+    """Capacity changes asked for while the endpoint was Updating (refused by SageMaker)."""
 
 
 def count_flaps(actions: Sequence[Action], window_s: float) -> int:
@@ -274,6 +308,7 @@ def summarize(run: Run, model: InstanceModel, slo_ms: float, planning_total_s: f
         scale_in_actions=sum(1 for a in run.actions if a.after < a.before),
         flaps=count_flaps(run.actions, planning_total_s),
         peak_instances=int(run.serving.max()) if run.serving.size else 0,
+        refused_changes=len(run.refused),
     )
 
 
@@ -286,6 +321,8 @@ def simulate(
     policies: Sequence[str] = POLICY_NAMES,
     peak_rps: float | None = None,
     model: InstanceModel | None = None,
+    readings: AwsReadings | None = None,
+    slo_share: float = DEFAULT_SLO_SHARE,
 ) -> tuple[InstanceModel, list[Run], list[Summary]]:
     """Run every named policy on the same arrivals; summaries in the order asked."""
     from speech.sim.traces import peak_rps as trace_peak
@@ -294,8 +331,9 @@ def simulate(
     peak = trace_peak(arrivals) if peak_rps is None else peak_rps
     runs, sums = [], []
     for name in policies:
-        pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak)
-        run = run_policy(model, arrivals, pol)
+        pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak, readings=readings,
+                          slo_share=slo_share)
+        run = run_policy(model, arrivals, pol, readings, warm_x_rps=plan.capacity.throughput_at_target_rps)
         runs.append(run)
         sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))
     return model, runs, sums

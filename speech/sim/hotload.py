@@ -41,7 +41,7 @@ from speech.errors import SimulationInputError
 from speech.schema.units import EPS
 from speech.plan.capacity import FleetInstance, FleetModel, FleetState, evaluate_capacity
 from speech.sim.fleet import Action, Run, Summary, fluid_step, summarize
-from speech.sim.policies import History, Policy
+from speech.sim.policies import History, Policy, Scaler
 from speech.sim.instance import InstanceModel
 
 HOT_LOAD_POLICIES = ("instance-only", "hot-load")
@@ -141,7 +141,8 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
     per = fleet.copies_per_instance if mode == "instance-only" else fleet.copies_fit
     names = (f"i{k}" for k in range(10**9))
     instances: list[_Instance] = []
-    start_copies = max(1, policy.initial())
+    scaler = Scaler(policy)
+    start_copies = scaler.initial()
     n_start = max(fleet.initial_instances, math.ceil(start_copies / per))
     for _ in range(n_start):
         instances.append(_Instance(next(names), 0.0))
@@ -159,7 +160,6 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
     hot_loaded = added_instances = 0
     m = 0.0
     k = 0
-    tick = policy.tick_s
     for t in range(T):
         while pending and pending[0] <= t:
             heapq.heappop(pending)
@@ -175,12 +175,12 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
         draining = [e for e in draining if e > t]
         alive[t] = len(instances)
         billed[t] = len(instances) + len(draining)
-        if (t + 1) % tick or t + 1 >= T:
+        if not scaler.due(t, T):
             continue
-        decision = policy.decide(t, desired, hist)
-        if decision is None or decision[0] == desired:
+        decision = scaler.step(t, desired, hist)
+        if decision is None:
             continue
-        new, why = max(1, decision[0]), decision[1]
+        new, why = decision.new, decision.reason
         now = t + 1
         if new > desired:
             if mode == "instance-only":  # whole instances of `per` copies each

@@ -15,10 +15,15 @@ Spec grammar (``--trace``): ``KIND[:key=value,...]``
 * ``steady:rps=N[,duration=3600,seed=1]``: Poisson arrivals at a constant rate.
 * ``step:base=N[,factor=3,at=600,duration=1800,seed=1]``: ``base`` rps, then ``factor x base``
   from second ``at`` on.
-* ``csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN]``: one row per request, first column
-  a timestamp (ISO date-time or seconds); time-scaled first (``speedup`` divides the gaps,
-  ``duration`` stretches the trace to S seconds), then rate-scaled so its busiest minute averages
-  ``peak`` rps.
+* ``csv:PATH[,peak=N][,speedup=X|duration=S][,size=COLUMN][,scale=superpose|multiply][,shift=S][,seed=N]``:
+  one row per request, first column a timestamp (ISO date-time or seconds); time-scaled first
+  (``speedup`` divides the gaps, ``duration`` stretches the trace to S seconds), then rate-scaled
+  so its busiest minute averages ``peak`` rps. ``scale=superpose`` (the default) scales by k as
+  traffic from k times the users would arrive: k independent copies of the trace, each shifted by
+  its own uniform offset within +-``shift`` seconds (default 300, wrapping around the end), the
+  last copy thinned to the fraction of k; bursts thin out as aggregation thins them and the rate's
+  shape on scales above the shift stays. ``scale=multiply`` multiplies every second's count by k:
+  every burst arrives k times as one clump (the worst case).
 * ``azure-conv`` / ``azure-code``: the shipped Azure LLM inference traces (``data/traces/``),
   the same keys as ``csv``.
 """
@@ -35,6 +40,9 @@ import numpy as np
 
 from speech.errors import SpeechError
 
+SUPERPOSE_SHIFT_S = 300.0
+"""Default largest offset (s) of a superposed copy: structure longer than about twice this keeps."""
+SCALINGS = ("superpose", "multiply")
 PEAK_WINDOW_S = 60
 """A trace's peak is its busiest minute (mean arrivals per second over 60 s), not its busiest
 second: a per-second peak of a Poisson trace is mostly noise."""
@@ -62,6 +70,9 @@ class Trace:
     """Request times (s from the start) of a file trace after time scaling, before rate scaling."""
     sizes: np.ndarray | None = field(default=None, repr=False)
     rate_scale: float = 1.0
+    scaling: str | None = None
+    """How a file trace was rate-scaled: "superpose" or "multiply" (None: not rate-scaled)."""
+    scaling_detail: str | None = None
 
     @property
     def duration_s(self) -> int:
@@ -358,17 +369,74 @@ def from_csv_text(text: str, *, name: str, spec: str, opts: dict[str, str], attr
     if speedup is not None:
         times = times / speedup
     peak = _num(opts, "peak", None, spec, strict=True)
-    _no_leftovers(opts, spec, "peak, speedup, duration, size")
+    method = opts.pop("scale", "superpose").strip().lower()
+    if method not in SCALINGS:
+        raise TraceError(f"--trace {spec!r}: scale={method!r}; use scale=superpose (independent shifted copies, the "
+                         "default) or scale=multiply (every count times k: bursts as clumps, the worst case)")
+    shift = _num(opts, "shift", SUPERPOSE_SHIFT_S, spec)
+    seed = _num(opts, "seed", 1, spec, integer=True)
+    _no_leftovers(opts, spec, "peak, speedup, duration, size, scale, shift, seed")
     if times[-1] >= MAX_TRACE_S:
         raise TraceError(f"{name}: spans {times[-1]:,.0f} s{' after time scaling' if speedup is not None else ''}, longer "
                          f"than a trace may be ({MAX_TRACE_S:,} s, 7 days of 1 s steps); pass speedup=X or duration=S "
                          "in --trace, or check the timestamps (seconds, not milliseconds?)")
-    n_s = int(math.floor(times[-1])) + 1
-    counts = np.bincount(np.floor(times).astype(int), minlength=n_s).astype(float)
-    scale = 1.0 if peak is None else peak / peak_rps(counts)
     if peak is not None and peak > MAX_RATE_RPS:
         raise TraceError(f"--trace {spec!r}: peak={peak:g} is above {MAX_RATE_RPS:,.0f} rps; pass a lower peak")
+    n_s = int(math.floor(times[-1])) + 1
+    counts = np.bincount(np.floor(times).astype(int), minlength=n_s).astype(float)
+    sha = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    if peak is None:
+        return Trace(name=name, spec=spec, arrivals=counts, source_sha256=sha, attribution=attribution, times_s=times,
+                     sizes=sizes)
+    k = peak / peak_rps(counts)
+    if method == "multiply":
+        return Trace(name=name, spec=spec, arrivals=counts * k, source_sha256=sha, attribution=attribution, times_s=times,
+                     sizes=sizes, rate_scale=k, seed=None, scaling="multiply",
+                     scaling_detail=f"every second's count x {k:.4g}")
+    sup_times, sup_sizes, copies = superpose_to_peak(times, sizes, peak, span_s=float(n_s), shift_s=shift, seed=seed)
+    sup_counts = np.bincount(np.floor(sup_times).astype(int), minlength=n_s).astype(float)[:n_s]
+    residual = peak / peak_rps(sup_counts)
     return Trace(
-        name=name, spec=spec, arrivals=counts * scale, source_sha256="sha256:" + hashlib.sha256(text.encode()).hexdigest(),
-        attribution=attribution, times_s=times, sizes=sizes, rate_scale=scale,
+        name=name, spec=spec, arrivals=sup_counts * residual, source_sha256=sha, attribution=attribution, seed=seed,
+        times_s=sup_times, sizes=sup_sizes, rate_scale=residual, scaling="superpose",
+        scaling_detail=(f"{copies:.4g} independent copies (k = {k:.4g} by multiplication), each shifted uniformly within "
+                        f"+-{shift:g} s, wrapping; then x {residual:.4g} to the exact peak"),
     )
+
+
+def superpose(times: np.ndarray, sizes: np.ndarray | None, copies: float, *, span_s: float, shift_s: float,
+              seed: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``copies`` independent copies of the request times (floor(copies) whole, one more with each
+    request kept with probability frac(copies)), each shifted by its own uniform offset in
+    [-shift_s, shift_s] and wrapped into [0, span_s). Sorted; sizes follow their requests."""
+    rng = np.random.default_rng(seed)
+    whole = int(math.floor(copies))
+    frac = copies - whole
+    parts, size_parts = [], []
+    for c in range(whole + (1 if frac > 1e-12 else 0)):
+        keep = np.ones(times.size, bool) if c < whole else rng.random(times.size) < frac
+        off = rng.uniform(-shift_s, shift_s) if c > 0 or whole == 0 else 0.0  # the first copy is the trace itself
+        parts.append(np.mod(times[keep] + off, span_s))
+        if sizes is not None:
+            size_parts.append(sizes[keep])
+    out = np.concatenate(parts) if parts else np.zeros(0)
+    order = np.argsort(out, kind="stable")
+    return out[order], (np.concatenate(size_parts)[order] if sizes is not None else None)
+
+
+def superpose_to_peak(times: np.ndarray, sizes: np.ndarray | None, peak: float, *, span_s: float, shift_s: float,
+                      seed: int, rounds: int = 4) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """Superposed copies whose busiest minute is near ``peak``: superposition lowers the peak
+    below k x the original's (bursts no longer coincide), so the number of copies is raised by the
+    shortfall a few times (same seed). Returns (times, sizes, copies)."""
+    n_s = int(math.ceil(span_s))
+    base = peak_rps(np.bincount(np.floor(times).astype(int), minlength=n_s).astype(float))
+    copies = peak / base
+    for _ in range(rounds):
+        t, z = superpose(times, sizes, copies, span_s=span_s, shift_s=shift_s, seed=seed)
+        used = copies
+        got = peak_rps(np.bincount(np.floor(t).astype(int), minlength=n_s).astype(float))
+        if got <= 0 or abs(got / peak - 1) < 0.01:
+            break
+        copies *= peak / got
+    return t, z, used

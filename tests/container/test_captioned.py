@@ -1,6 +1,7 @@
-import pytest
 """Word timestamps from the real int8 Kokoro-82M's predicted durations (/dev/captioned_speech)."""
 from __future__ import annotations
+
+import pytest
 
 import base64
 import io

@@ -13,7 +13,7 @@ from speech.schema.config import PlanInputs
 from speech.plan.realtime import build_plan
 from speech.deploy.scaling import surge_adjustment
 from speech.sim.policies import POLICY_NAMES, AwsPolicy, FixedPolicy, scaling_numbers
-from speech.sim.instance import build_instance
+from speech.sim.instance import build_instance, startup_s
 from speech.sim.fleet import count_flaps, Action, run_policy, simulate, summarize
 from speech.sim.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps
 from tests.stack_files import embedded_config
@@ -51,9 +51,10 @@ def test_diurnal_day_all_policies(diurnal_day):
     fixed = by["fixed-peak"]
     assert fixed.violation_minutes == 0
     assert all(fixed.instance_hours > s.instance_hours for p, s in by.items() if p != "fixed-peak")
-    # oracle: the cost floor of serving the traffic. Only `reference`, which refuses most of it, is cheaper.
+    # oracle: the cost floor of serving the traffic. Only policies that serve less of it within the SLO are cheaper.
     oracle = by["oracle"]
-    assert all(oracle.instance_hours < s.instance_hours for p, s in by.items() if p not in ("oracle", "reference"))
+    assert all(oracle.instance_hours < s.instance_hours for p, s in by.items()
+               if p != "oracle" and s.within_slo_share >= oracle.within_slo_share)
     assert by["reference"].within_slo_share < oracle.within_slo_share
     # the plan answers nearly everything within the SLO, for more than the oracle pays
     assert by["plan"].within_slo_share > 0.99 and by["plan"].instance_hours > oracle.instance_hours
@@ -80,6 +81,10 @@ def test_step_to_three_times_trough_rejects_only_within_planning_t_total(ref):
     refused = np.nonzero(run.rejected > 1e-3)[0]
     assert refused.size > 0 and s.rejected_share > 0
     assert refused.min() >= at
+    # SageMaker applies one capacity change at a time: the surge step comes first and target
+    # tracking's larger ask is refused while its instances start; the surge alone covers the step,
+    # so rejections end within the planning T_total of the step.
+    assert run.refused and run.refused[0].t_s < run.actions[0].t_s + startup_s(t)
     assert refused.max() <= at + plan.t_total.planning_s
     # the first scale-out came from the alarms, 3 periods of 10 s after the step
     first = run.actions[0]
@@ -172,7 +177,7 @@ def test_bad_specs_name_the_problem(spec, needle):
 
 def test_csv_time_and_rate_scaling():
     text = "t,size\n" + "\n".join(f"{i * 0.5},{i}" for i in range(240))  # 2 rps for 120 s
-    tr = from_csv_text(text, name="x", spec="csv:x.csv", opts={"speedup": "2", "peak": "40", "size": "size"})
+    tr = from_csv_text(text, name="x", spec="csv:x.csv", opts={"speedup": "2", "peak": "40", "size": "size", "scale": "multiply"})
     assert tr.duration_s == 60 and tr.peak_rps == pytest.approx(40)
     assert tr.total_requests == pytest.approx(240 * 40 / 4)
     times, sizes = tr.request_times(seed=1)
@@ -180,16 +185,25 @@ def test_csv_time_and_rate_scaling():
 
 
 def test_shipped_azure_trace_drives_the_simulator(ref):
+    """Superposed (the default), the Azure code trace at 300 rps is traffic a fleet sized for its
+    busiest minute serves within the SLO; multiplied, every burst arrives 100x as one clump and
+    the same fleet misses it (the artefact issue 23 measured)."""
     q, t = ref
     text = (ROOT_TRACES / "azure-llm-2023-code.csv").read_text()
-    tr = from_csv_text(text, name="azure-code", spec="azure-code:peak=300", opts={"peak": "300", "size": "GeneratedTokens"})
-    assert 3300 < tr.duration_s <= 3600  # about an hour of real timestamps
-    assert peak_rps(tr.arrivals) == pytest.approx(300)
     plan = build_plan(q, t, PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=300, trough_rps=20))
-    _, _, sums = simulate(plan, q, t, tr.arrivals, policies=["plan", "fixed-peak", "oracle"])
-    by = {s.policy: s for s in sums}
-    assert by["oracle"].instance_hours < by["fixed-peak"].instance_hours
-    assert sum(s.requests for s in sums) == pytest.approx(3 * tr.total_requests)
+    by = {}
+    for method in ("superpose", "multiply"):
+        tr = from_csv_text(text, name="azure-code", spec="azure-code:peak=300",
+                           opts={"peak": "300", "size": "GeneratedTokens", "scale": method})
+        assert 3300 < tr.duration_s <= 3600  # about an hour of real timestamps
+        assert peak_rps(tr.arrivals) == pytest.approx(300)
+        _, _, sums = simulate(plan, q, t, tr.arrivals, policies=["plan", "fixed-peak", "oracle"])
+        assert sum(s.requests for s in sums) == pytest.approx(3 * tr.total_requests)
+        by[method] = {s.policy: s for s in sums}
+    sup, mult = by["superpose"], by["multiply"]
+    assert sup["oracle"].within_slo_share >= 0.995 and mult["oracle"].within_slo_share >= 0.995
+    assert sup["fixed-peak"].within_slo_share >= 0.995 > mult["fixed-peak"].within_slo_share
+    assert sup["oracle"].instance_hours < sup["fixed-peak"].instance_hours
 
 
 # --- ground truth: a discrete-event simulation of the same fleet --------------------------------
@@ -347,3 +361,40 @@ def test_budget_peak_batch_backlog_grows_and_drains():
     # With the whole need (3 instances) the same traffic finishes within the delay.
     assert full.serving.max() == 3 and full.within_delay_share > 0.99 and full.unfinished == 0
     assert full.delay_p95_s <= whole.inputs.max_delay_s
+
+
+# --- rate scaling: superposition vs multiplication ---------------------------------------------
+
+
+def test_superposition_thins_bursts_and_keeps_the_peak():
+    """One burst of 60 requests in one second in a quiet hour: multiplied by k it stays one clump of
+    60k; superposed, the k copies' bursts land at different seconds, so no second holds more than a
+    few copies' worth, while the busiest minute is still the asked peak and the total is kept."""
+    times = np.concatenate([np.arange(0, 3600, 2.0), 1800 + np.linspace(0, 0.9, 60)])
+    text = "t\n" + "\n".join(f"{t:.3f}" for t in np.sort(times))
+    mult = from_csv_text(text, name="b", spec="csv:b.csv", opts={"peak": "100", "scale": "multiply"})
+    sup = from_csv_text(text, name="b", spec="csv:b.csv", opts={"peak": "100"})
+    assert sup.scaling == "superpose" and mult.scaling == "multiply" and "copies" in sup.scaling_detail
+    assert mult.peak_rps == pytest.approx(100) and sup.peak_rps == pytest.approx(100, rel=0.01)
+    assert mult.arrivals.max() > 10 * sup.arrivals.max()
+    # superposition: its peak comes from many copies of the quiet traffic, so it holds more requests
+    assert sup.total_requests > 2 * mult.total_requests
+    # seeded: the same spec gives the same trace, another seed another
+    again = from_csv_text(text, name="b", spec="csv:b.csv", opts={"peak": "100"})
+    other = from_csv_text(text, name="b", spec="csv:b.csv", opts={"peak": "100", "seed": "2"})
+    assert np.array_equal(again.arrivals, sup.arrivals) and not np.array_equal(other.arrivals, sup.arrivals)
+
+
+def test_superposition_keeps_the_shape_on_scales_above_the_shift():
+    """A trace whose rate doubles in the second half keeps that after superposing with 60 s shifts."""
+    rng = np.random.default_rng(1)
+    times = np.sort(np.concatenate([rng.uniform(0, 1800, 1800), rng.uniform(1800, 3600, 3600)]))
+    text = "t\n" + "\n".join(f"{t:.3f}" for t in times)
+    sup = from_csv_text(text, name="s", spec="csv:s.csv", opts={"peak": "50", "shift": "60"})
+    first, second = sup.arrivals[120:1680].mean(), sup.arrivals[1920:3480].mean()
+    assert second / first == pytest.approx(2.0, rel=0.1)
+
+
+def test_unknown_scaling_names_the_choices():
+    with pytest.raises(TraceError, match="scale=superpose"):
+        from_csv_text("t\n1\n2\n", name="x", spec="csv:x.csv", opts={"peak": "3", "scale": "stretch"})

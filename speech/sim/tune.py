@@ -1,0 +1,243 @@
+"""``bench tune``'s search: the deployable scaling parameters with the fewest instance-hours that
+keep the SLO share on simulated days (docs/design.md §10.10).
+
+Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no clock. The seed
+(the plan's own formulas) is where the search starts and what every tuned value is printed next to.
+
+* The knobs (:class:`Knobs`) are plan inputs (speech.schema.config.PlanInputs): the surge ratio,
+  the target as a share of Q_max, the scale-out alarm's datapoints, the floor, and the scale-in
+  step share, window and cooldown. The plan checks each against its safety bound and refuses what
+  lies outside; the search skips those.
+* Choosing: coordinate descent from the seed over each knob's candidates, twice, on the training
+  days: a candidate wins when it keeps the SLO share on every training day and costs fewer mean
+  instance-hours (while nothing keeps the share, the highest worst-day share wins).
+* Checking: the winner and the seed on held-out days and on perturbed days (spikes raised by the
+  surge ratio, the day shifted by an hour); the verdict says whether the promise held.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from speech.errors import SpeechError
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.sim.fleet import Summary, run_policy, summarize
+from speech.sim.instance import InstanceModel
+from speech.sim.policies import AwsPolicy, OraclePolicy, ScalingNumbers, scaling_numbers
+from speech.schema.units import EPS
+from speech.errors import SimulationInputError
+
+SIMULATOR_VERSION = "speech.sim 2: one capacity change at a time, Erlang-k service, SLO oracle, superposed traces"
+KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
+         "scale_in_window_s", "scale_in_cooldown_s")
+"""The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
+Scheduled floors and the scale-out cooldown stay as the team set them."""
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Plan inputs (None: the plan's seed formula). The plan validates each against its bound
+    (target share <= 1 - h, step share <= 1 - C_scale_min / C_scale_max, cooldown >= max(window,
+    planning T_total)); a candidate outside one is skipped."""
+
+    surge_ratio: float
+    target_share: float | None
+    datapoints_to_alarm: int
+    min_instances: int
+    scale_in_step_share: float | None
+    scale_in_window_s: int | None
+    scale_in_cooldown_s: int | None
+
+    def inputs(self, base: PlanInputs) -> PlanInputs:
+        return base.model_copy(update={
+            "surge_ratio": self.surge_ratio, "target_share": self.target_share, "min_instances": self.min_instances,
+            "reaction": ReactionPolicy(metric_period_s=base.reaction.metric_period_s, datapoints_to_alarm=self.datapoints_to_alarm),
+            "scale_in_step_share": self.scale_in_step_share, "scale_in_window_s": self.scale_in_window_s,
+            "scale_in_cooldown_s": self.scale_in_cooldown_s,
+        })
+
+
+@dataclass
+class Candidate:
+    knobs: Knobs
+    days: list[Summary]
+    oracle_hours: list[float]
+
+    @property
+    def hours(self) -> float:
+        return float(np.mean([d.instance_hours for d in self.days]))
+
+    @property
+    def worst_share(self) -> float:
+        return min(d.within_slo_share for d in self.days)
+
+    @property
+    def share(self) -> float:
+        return float(np.mean([d.within_slo_share for d in self.days]))
+
+    @property
+    def rejected(self) -> float:
+        return float(np.mean([d.rejected_share for d in self.days]))
+
+    @property
+    def x_oracle(self) -> float:
+        return float(np.mean([d.instance_hours / o for d, o in zip(self.days, self.oracle_hours, strict=True)]))
+
+
+class Tuner:
+    """Evaluates knobs on days of traffic (cached) with the simulator's plan policy."""
+
+    def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
+                 slo_share: float, on_eval: Callable[[], None] | None = None) -> None:
+        self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
+        self.seed_plan = build_plan(qmax, ttotal, seed_inputs, allow_config_mismatch=True)
+        self.seed_numbers = scaling_numbers(self.seed_plan)
+        self._plans: dict[Knobs, PlanArtifact | None] = {}
+        self._cache: dict[tuple, Summary] = {}
+        self._oracle: dict[int, float] = {}
+        self.on_eval = on_eval or (lambda: None)
+        self.evaluations = 0
+        self.skipped: list[str] = []
+
+    def seed_knobs(self) -> Knobs:
+        i = self.inputs
+        return Knobs(surge_ratio=i.surge_ratio, target_share=i.target_share, datapoints_to_alarm=i.reaction.datapoints_to_alarm,
+                     min_instances=i.min_instances, scale_in_step_share=i.scale_in_step_share,
+                     scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s)
+
+    def plan_for(self, k: Knobs) -> PlanArtifact | None:
+        """The plan of these inputs, None when one is outside its bound (the plan refuses it)."""
+        if k not in self._plans:
+            try:
+                self._plans[k] = build_plan(self.qmax, self.ttotal, k.inputs(self.inputs), allow_config_mismatch=True)
+            except (SpeechError, ValueError) as err:
+                self.skipped.append(f"{k}: {err}")
+                self._plans[k] = None
+        return self._plans[k]
+
+    def numbers_for(self, k: Knobs) -> ScalingNumbers:
+        plan = self.plan_for(k)
+        if plan is None:
+            raise SimulationInputError(f"knobs outside their bounds: {k}")
+        return scaling_numbers(plan)
+
+    def run(self, k: Knobs, day_id: int, arrivals: np.ndarray) -> Summary:
+        key = (k, day_id)
+        if key not in self._cache:
+            s = self.numbers_for(k)
+            pol = AwsPolicy(s, self.model.cloudwatch_ratio, self.model.q_max)
+            run = run_policy(self.model, arrivals, pol, warm_x_rps=s.x_target_rps)
+            self._cache[key] = summarize(run, self.model, self.inputs.slo_ms, s.planning_total_s)
+            self.evaluations += 1
+            self.on_eval()
+        return self._cache[key]
+
+    def oracle_hours(self, day_id: int, arrivals: np.ndarray) -> float:
+        if day_id not in self._oracle:
+            run = run_policy(self.model, arrivals, OraclePolicy(self.model, arrivals, self.inputs.slo_ms, self.slo_share))
+            self._oracle[day_id] = summarize(run, self.model, self.inputs.slo_ms, 0.0).instance_hours
+        return self._oracle[day_id]
+
+    def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
+        if self.plan_for(k) is None:
+            return None
+        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.oracle_hours(i, a) for i, a in days])
+
+    def better(self, a: Candidate, b: Candidate) -> bool:
+        """a beats b: keeps the share where b does not, or both keep it and a is cheaper, or
+        neither does and a's worst day is better."""
+        ok_a, ok_b = a.worst_share >= self.slo_share, b.worst_share >= self.slo_share
+        if ok_a != ok_b:
+            return ok_a
+        if ok_a:
+            return a.hours < b.hours - EPS
+        return a.worst_share > b.worst_share + EPS
+
+    def choices(self, at: Knobs) -> dict[str, list]:
+        """Each knob's candidates around ``at`` (the seed formula, None, always among them); the plan
+        refuses the ones outside their bounds."""
+        h = at.surge_ratio - 1.0
+        bound = 1.0 - h
+        planning = int(math.ceil(self.seed_numbers.planning_total_s))
+        return {
+            "surge_ratio": [r for r in dict.fromkeys((self.inputs.surge_ratio, 1.1, 1.05)) if 1.0 <= r < MAX_SURGE_RATIO],
+            "target_share": [None, round(bound, 4), round(0.9 * bound, 4), round(0.8 * bound, 4)],
+            "datapoints_to_alarm": list(dict.fromkeys((self.inputs.reaction.datapoints_to_alarm, 1, 2))),
+            "min_instances": list(dict.fromkeys((self.inputs.min_instances, self.seed_numbers.min_instances * 5 // 4 + 1))),
+            "scale_in_step_share": [None, 0.05, 0.1, 0.2, 0.3],
+            "scale_in_window_s": [None, 60, 120],
+            "scale_in_cooldown_s": [None, 600, planning],
+        }
+
+    def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[Candidate, Candidate]:
+        """(seed, winner) on the training ``days`` ((id, arrivals) pairs): coordinate descent from
+        the seed, each knob's candidates in turn."""
+        first = self.candidate(self.seed_knobs(), days)
+        if first is None:
+            raise SimulationInputError("the seed plan inputs are outside their bounds")
+        seed = best = first
+        for _ in range(passes):
+            moved = False
+            for name in KNOBS:
+                for v in self.choices(best.knobs)[name]:
+                    if getattr(best.knobs, name) == v:
+                        continue
+                    c = self.candidate(replace(best.knobs, **{name: v}), days)
+                    if c is not None and self.better(c, best):
+                        best, moved = c, True
+            if not moved:
+                break
+        return seed, best
+
+
+REASONS = {
+    "surge_ratio": "a lower surge ratio raises the target (Q_max / surge): fewer instances for the same traffic; the "
+                   "held-out and spike checks say whether the smaller headroom still absorbs the surges",
+    "target_share": "the scale-out target as a share of Q_max (within the surge rule): the highest that kept the SLO share "
+                    "on the training days",
+    "datapoints_to_alarm": "fewer datapoints: the surge step fires sooner, so start-ups begin earlier",
+    "min_instances": "a higher floor: the plan's floor let the SLO share slip at the trough or at the opening",
+    "scale_in_step_share": "the share of the fleet one scale-in removes: what followed the decline at least cost",
+    "scale_in_window_s": "a shorter scale-in window: the decline is seen sooner",
+    "scale_in_cooldown_s": "a shorter scale-in cooldown (still at least the window and the planning T_total): more removals "
+                           "per hour",
+}
+
+
+def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
+    """Each knob as the plan deploys it (the seed formula's value when the input is None)."""
+    pct = "1 instance" if numbers.scale_in_percent is None else f"{-numbers.scale_in_percent}% of the fleet"
+    return {
+        "surge_ratio": f"{k.surge_ratio:g}",
+        "target_share": f"{numbers.target_value:.2f} (CloudWatch units)"
+                        + ("" if k.target_share is None else f", {k.target_share:g} x Q_max"),
+        "datapoints_to_alarm": str(k.datapoints_to_alarm),
+        "min_instances": f"{numbers.min_instances}",
+        "scale_in_step_share": pct,
+        "scale_in_window_s": f"{numbers.scale_in_periods * numbers.metric_period_s} s",
+        "scale_in_cooldown_s": f"{numbers.scale_in_cooldown_s} s",
+    }
+
+
+def perturbations(arrivals: np.ndarray, surge_ratio: float, *, spike_arrivals: np.ndarray | None = None,
+                  shift_s: int = 3600) -> dict[str, np.ndarray]:
+    """The checks beyond held-out days: spikes raised by the surge ratio (``spike_arrivals`` when
+    the caller could regenerate the day with taller spikes; else three seeded 5-minute windows at
+    the busiest hours multiplied by the ratio) and the day shifted by ``shift_s``."""
+    a = np.asarray(arrivals, dtype=float)
+    if spike_arrivals is None:
+        rng = np.random.default_rng(7)
+        spike_arrivals = a.copy()
+        hot = np.argsort(a)[-max(1, a.size // 10):]
+        for start in rng.choice(hot, size=min(3, hot.size), replace=False):
+            spike_arrivals[start : start + 300] *= surge_ratio
+    return {f"spikes x{surge_ratio:g}": spike_arrivals, f"shifted {shift_s / 3600:g} h": np.roll(a, shift_s)}
+
+
