@@ -82,7 +82,7 @@ def qmax_figure(a: QmaxArtifact):
 def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
     """Phase waterfall: one bar per phase from the previous phase to this one."""
     from speech.schema.config import ReactionPolicy
-    from speech.plan.realtime import planning_t_total
+    from speech.plan.formulas import planning_t_total
 
     from bench.report import dominant_phase
 

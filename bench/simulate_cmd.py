@@ -13,7 +13,8 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan
-from speech.sim.policies import DEFAULT_SLO_SHARE, POLICY_NAMES
+from speech.sim.policies import POLICY_NAMES
+from speech.sim.peers import DEFAULT_SLO_SHARE
 from speech.sim.artifact import SimulationArtifact, simulation_artifact
 from speech.sim.instance import build_instance
 from speech.sim.fleet import simulate
@@ -245,7 +246,8 @@ def hot_load(args: argparse.Namespace, plan: PlanArtifact, model, trace: Trace, 
     from speech.plan.copies import packing
     from speech.errors import PlanInputError
     from speech.sim.hotload import CopyFleet, compare, render_table
-    from speech.sim.policies import AwsPolicy, scaling_numbers
+    from speech.sim.policies import AwsPolicy
+    from speech.sim.scaler import scaling_numbers
 
     copy = load_artifact(args.hot_load, CopyArtifact)
     if copy.model != plan.model:

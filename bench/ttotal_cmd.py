@@ -20,7 +20,7 @@ import numpy as np
 from speech.schema.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
 from speech.schema.config import ReactionPolicy
 from speech.files import load_artifact
-from speech.plan.realtime import planning_t_total
+from speech.plan.formulas import planning_t_total
 
 from container.markers import STAGES, parse_at, parse_stage_line
 
@@ -46,7 +46,7 @@ contains {port}) and times its stage markers, first /ping 200 and first served r
 provisioning phases are recorded as not applicable.
 
 The artifact holds what was measured. The report and plot also show the planning T_total as
-`bench plan` computes it (speech.plan.realtime.planning_t_total: + metric period x datapoints to alarm +
+`bench plan` computes it (speech.plan.formulas.planning_t_total: + metric period x datapoints to alarm +
 scale-out cooldown, with the plan's default reaction policy; a stack that sets its own reaction
 policy plans with that one), and name the phase that dominates and what shortens it.
 The qmax artifact must come from the same fingerprint and transport (else exit 2, nothing written).

@@ -19,7 +19,7 @@ from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha2
 from speech.schema.config import MAX_SURGE_RATIO, PlanInputs
 from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
 from speech.sim.instance import build_instance
-from speech.sim.policies import DEFAULT_SLO_SHARE
+from speech.sim.peers import DEFAULT_SLO_SHARE
 from speech.sim.traces import TraceError, parse_spec, peak_rps
 from speech.schema.config import Promise as PlanPromise
 from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Candidate, Tuner, describe_plan, perturbations

@@ -77,7 +77,7 @@ def main() -> int:
     from bench.cli import main as bench
     from speech.schema.artifacts import QmaxArtifact
     from speech.files import load_artifact
-    from speech.sim.policies import FixedPolicy
+    from speech.sim.peers import FixedPolicy
     from speech.sim.instance import build_instance
     from speech.sim.fleet import run_policy, summarize
     from speech.plan.survival import service_rates

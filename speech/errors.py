@@ -33,6 +33,10 @@ class SpeechError(Exception):
     """What the CLI exits with (2: bad input, nothing written)."""
 
 
+class RehearsalError(SpeechError):
+    """The stack cannot be rehearsed (no model, no build, bad --weights-dir): speech.infra.rehearse."""
+
+
 class OutputError(SpeechError):
     """An output file or directory cannot be written (missing parent that cannot be made, no
     permission, read-only or full disk). The previous file, if any, is left as it was."""

@@ -24,10 +24,10 @@ from speech.schema.plan_artifacts import Cooldowns, Finding
 from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
 from speech.errors import PlanInputError
-from speech.plan.realtime import (
-    derated_q_max, finding_bracketed, finding_fingerprint, finding_instances, finding_provenance, instances_for,
-    require_one_model, scale_in_cooldown_s, verdict, weakest_origin,
+from speech.plan.findings import (
+    finding_bracketed, finding_fingerprint, finding_instances, finding_provenance, require_one_model, verdict, weakest_origin,
 )
+from speech.plan.formulas import derated_q_max, instances_for, scale_in_cooldown_s
 from speech.plan.survival import throughput_at
 
 BATCH_SCHEMA_VERSION: Final = 1

@@ -35,7 +35,7 @@ from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocat
 from speech.schema.artifacts import Frozen
 from speech.schema.config import Budget, ModelConfig, Priority
 from speech.errors import ConfigError
-from speech.plan.realtime import verdict
+from speech.plan.findings import verdict
 from speech.schema.prices import HOURS_PER_DAY
 
 PRIORITY_ORDER: tuple[Priority, ...] = ("critical", "standard", "batch")

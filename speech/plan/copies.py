@@ -28,12 +28,16 @@ from speech.schema.plan_artifacts import Capacity, Cooldowns, Finding, Surge, Th
 from speech.schema.artifacts import CopyArtifact, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
 from speech.errors import PlanInputError
-from speech.plan.realtime import (
-    per_instance_rps, scale_out_target, slo_sizing, tuned_c_scale_min,
-    SURVIVAL_OK, UTILIZATION_OK, _surge, c_scale_max, c_scale_min, derated_q_max, finding_bracketed, finding_cloudwatch_ratio,
-    finding_derate, finding_invocation, finding_slo, headroom, instances_for, littles_law_instances, min_safe_instances,
-    planning_t_total, scale_in_cooldown_s, scale_out_cooldown_s, to_cloudwatch, verdict, w_max_s, weakest_origin,
+from speech.plan.findings import SURVIVAL_OK, UTILIZATION_OK
+from speech.plan.realtime import _surge
+from speech.plan.findings import (
+    finding_bracketed, finding_cloudwatch_ratio, finding_derate, finding_invocation, finding_slo, verdict, weakest_origin,
     ScaleInWording, require_one_model, scale_in_safety,
+)
+from speech.plan.formulas import (
+    per_instance_rps, scale_out_target, slo_sizing, tuned_c_scale_min, c_scale_max, c_scale_min, derated_q_max, headroom,
+    instances_for, littles_law_instances, min_safe_instances, planning_t_total, scale_in_cooldown_s, scale_out_cooldown_s,
+    to_cloudwatch, w_max_s,
 )
 from speech.schema.copy_plan import (  # noqa: F401
     COPY_METRIC, COPY_METRIC_TYPE, COPY_PLAN_SCHEMA_VERSION, COPY_SCALABLE_DIMENSION, copy_resource_id,

@@ -317,7 +317,7 @@ class TtotalArtifact(Frozen):
     """Result of ``bench ttotal``: how long a real scale-out takes, phase by phase.
 
     Only what was measured: the reaction bound and the planning T_total are the plan's
-    (:func:`speech.plan.realtime.planning_t_total`), computed with the plan's reaction policy.
+    (:func:`speech.plan.formulas.planning_t_total`), computed with the plan's reaction policy.
     """
 
     SUPPORTED_SCHEMA_VERSIONS: ClassVar[tuple[int, ...]] = (1, TTOTAL_SCHEMA_VERSION)

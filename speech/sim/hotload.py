@@ -41,7 +41,7 @@ from speech.errors import SimulationInputError
 from speech.schema.units import EPS
 from speech.plan.capacity import FleetInstance, FleetModel, FleetState, evaluate_capacity
 from speech.sim.fleet import Action, Run, Summary, fluid_step, summarize
-from speech.sim.policies import History, Policy, Scaler
+from speech.sim.scaler import History, Policy, Scaler
 from speech.sim.instance import InstanceModel
 
 HOT_LOAD_POLICIES = ("instance-only", "hot-load")

@@ -30,7 +30,9 @@ from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.instance import InstanceModel
-from speech.sim.policies import AwsPolicy, OraclePolicy, ScalingNumbers, scaling_numbers
+from speech.sim.policies import AwsPolicy
+from speech.sim.scaler import ScalingNumbers, scaling_numbers
+from speech.sim.peers import OraclePolicy
 from speech.schema.units import EPS
 from speech.errors import SimulationInputError
 

@@ -17,7 +17,7 @@ from policy import policies, rules
 from policy.check import preview_resources
 from policy.recompute import ProvenanceCache
 from speech.deploy.scaling import realtime as scaling  # the real-time rules live here
-from speech.sim.policies import scaling_numbers
+from speech.sim.scaler import scaling_numbers
 
 from .conftest import ENDPOINT, create_endpoint, deploy_scaling
 

@@ -11,7 +11,8 @@ import pytest
 
 from speech.schema.artifacts import QmaxArtifact
 from speech.files import load_artifact
-from speech.sim.policies import POLICY_NAMES, FixedPolicy
+from speech.sim.policies import POLICY_NAMES
+from speech.sim.peers import FixedPolicy
 from speech.sim.artifact import SimulationArtifact
 from speech.sim.instance import build_instance
 from speech.sim.fleet import run_policy, summarize

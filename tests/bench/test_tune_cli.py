@@ -54,7 +54,7 @@ def test_tune_writes_plan_and_promise(tuned, capsys):
 def test_tuned_values_stay_inside_their_bounds(tuned):
     _, out = tuned
     plan = load_artifact(out / "plan-kokoro-82m-tuned.json", PlanArtifact)
-    from speech.sim.policies import scaling_numbers
+    from speech.sim.scaler import scaling_numbers
 
     s = scaling_numbers(plan)
     assert s.scale_in_cooldown_s >= plan.t_total.planning_s

@@ -12,7 +12,8 @@ from speech.schema.config import PlanInputs
 from speech.files import load_artifact
 from speech.sim.hotload import CopyFleet, compare, render_table, run_copies
 from speech.plan.realtime import build_plan
-from speech.sim.policies import AwsPolicy, scaling_numbers
+from speech.sim.policies import AwsPolicy
+from speech.sim.scaler import scaling_numbers
 from speech.sim.instance import build_instance
 from speech.sim.fleet import run_policy, summarize
 from speech.sim.traces import generate

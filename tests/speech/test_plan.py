@@ -16,7 +16,8 @@ from speech.schema.artifacts import TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.files import load_artifact, write_artifact
 from speech.errors import FingerprintMismatch, PlanInputError
-from speech.plan.realtime import build_plan, c_scale_max, c_scale_min, headroom, min_safe_instances
+from speech.plan.realtime import build_plan
+from speech.plan.formulas import c_scale_max, c_scale_min, headroom, min_safe_instances
 from speech.plan.survival import arrival_for_mean_occupancy, reach_probability, stationary
 
 TTOTAL_REF = Path(__file__).resolve().parents[2] / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"

@@ -91,7 +91,7 @@ def test_the_checkpoint_has_upstreams_formats(gpu_built):
     'module.' prefix; voices of shape [510, 1, 256]; upstream's config keys and vocabulary."""
     import torch
 
-    from speech.infra.rehearse import KMODEL_PARTS, UPSTREAM_HYPERPARAMETERS, upstream_vocab
+    from speech.infra.checkpoint import KMODEL_PARTS, UPSTREAM_HYPERPARAMETERS, upstream_vocab
 
     _, weights = gpu_built
     sd = torch.load(weights / "kokoro-v1_0.pth", map_location="cpu", weights_only=True)

@@ -85,7 +85,7 @@ def test_diff_counts_steps_before_comparing_them(spec):
 
 def test_the_simulator_removes_the_share_as_application_auto_scaling_rounds_it(spec):
     """-16 % of N rounded toward zero, at least one (MinAdjustmentMagnitude), never below the floor."""
-    from speech.sim.policies import scaling_numbers
+    from speech.sim.scaler import scaling_numbers
 
     plan, _ = spec
     n = scaling_numbers(plan)

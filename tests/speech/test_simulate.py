@@ -12,7 +12,9 @@ from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxAr
 from speech.schema.config import PlanInputs
 from speech.plan.realtime import build_plan
 from speech.deploy.scaling import surge_adjustment
-from speech.sim.policies import POLICY_NAMES, AwsPolicy, FixedPolicy, scaling_numbers
+from speech.sim.policies import POLICY_NAMES, AwsPolicy
+from speech.sim.scaler import scaling_numbers
+from speech.sim.peers import FixedPolicy
 from speech.sim.instance import build_instance, startup_s
 from speech.sim.fleet import count_flaps, Action, run_policy, simulate, summarize
 from speech.sim.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps

@@ -8,13 +8,15 @@ import numpy as np
 import pytest
 
 from speech.files import load_artifact
-from speech.plan.realtime import build_plan, to_cloudwatch
+from speech.plan.realtime import build_plan
+from speech.plan.formulas import to_cloudwatch
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.sim.artifact import refused_activities
 from speech.sim.fleet import Action, run_policy
 from speech.sim.instance import build_instance
-from speech.sim.policies import AwsPolicy, AwsReadings, AwsState, Ctx, History, scaling_numbers
+from speech.sim.policies import AwsPolicy, AwsReadings, AwsState
+from speech.sim.scaler import Ctx, History, scaling_numbers
 from speech.sim.traces import generate
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
@@ -161,7 +163,7 @@ def test_scheduled_floors_raise_and_release_the_minimum(setup):
     01:00 with no traffic asking, holds it through the hour, and scales in after 02:00."""
     from dataclasses import replace as dc_replace
 
-    from speech.sim.policies import floor_at
+    from speech.sim.scaler import floor_at
 
     plan, model = setup
     s = dc_replace(scaling_numbers(plan), floors=(("cron(0 1 * * ? *)", "UTC", 12), ("cron(0 2 * * ? *)", "UTC", 1)))

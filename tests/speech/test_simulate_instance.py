@@ -11,7 +11,7 @@ from scipy.stats import gamma
 from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
 from speech.sim.fleet import run_policy, summarize
 from speech.sim.instance import SERVICE_PHASES_MAX, build_instance, fit_phases, gated_chain, phase_chain, service_phases
-from speech.sim.policies import FixedPolicy
+from speech.sim.peers import FixedPolicy
 
 
 @pytest.mark.parametrize("shape", [1, 4, 9, 40])

@@ -12,7 +12,7 @@ from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.sim.fleet import minute_within_share, run_policy, simulate
 from speech.sim.instance import build_instance
-from speech.sim.policies import OraclePolicy, answered_within_slo, slo_oracle_need
+from speech.sim.peers import OraclePolicy, answered_within_slo, slo_oracle_need
 from speech.sim.traces import generate
 from tests.conftest import QMAX_REF, TTOTAL_REF
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from speech.plan.realtime import instances_for, littles_law_instances, min_safe_instances
+from speech.plan.formulas import instances_for, littles_law_instances, min_safe_instances
 from speech.schema.units import EPS, UNBOUNDED
 
 

@@ -107,7 +107,7 @@ def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
     the alarm in ALARM, CloudWatch re-invokes a persisting alarm's Auto Scaling action, and the -1
     step could cancel the wake's +1. All-missing leaves ALARM (INSUFFICIENT_DATA) instead, so
     nothing removes the copy being started; an idle copy still goes once it publishes low values."""
-    from speech.plan.realtime import scale_in_evaluation_periods
+    from speech.plan.formulas import scale_in_evaluation_periods
 
     period = copy_plan.inputs.metric_period_s
     periods = scale_in_evaluation_periods(period)

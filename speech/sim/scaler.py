@@ -1,0 +1,226 @@
+"""What a policy sees and the one wrapper that runs it: the plan's scaling numbers, the history, the
+context, the Policy protocol and the Scaler (bounds, tick, state) — in Ray Serve's style."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+from speech.errors import SimulationInputError
+from speech.schema.units import EPS
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.deploy.scaling import scaling_spec
+
+
+# --- scaling numbers ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScalingNumbers:
+    """Every number the deployed scaling uses, in the units AWS sees them."""
+
+    min_instances: int
+    max_instances: int
+    metric_period_s: int
+    target_value: float
+    """Target tracking on ConcurrentRequestsPerModel (CloudWatch units), scale-in disabled there."""
+    scale_out_cooldown_s: int
+    surge_cooldown_s: int
+    """At least the measured T_total (speech.deploy.scaling.surge_cooldown_s): one surge per start-up."""
+    scale_in_threshold: float
+    scale_in_periods: int
+    scale_in_cooldown_s: int
+    scale_in_step: int
+    """Instances one scale-in changes the fleet by (negative; with ``scale_in_percent`` unused)."""
+    saturation_threshold: float
+    surge_periods: int
+    surge_percent: int
+    surge_min_added: int
+    planning_total_s: float
+    x_target_rps: float
+    """Measured per-instance throughput at C_scale_max."""
+    littles_law_instances: int
+    scale_in_percent: int | None = None
+    """PercentChangeInCapacity of the scale-in step (negative); None: ``scale_in_step`` instances."""
+    scale_in_min_removed: int = 1
+    """MinAdjustmentMagnitude of the scale-in step."""
+    floors: tuple[tuple[str, str, int], ...] = ()
+    """Scheduled floors (cron schedule, time zone, min capacity), by time of day."""
+
+    def scale_in_to(self, desired: int) -> int:
+        """Desired count after one scale-in step from ``desired``, as Application Auto Scaling
+        computes it: a percentage of the count rounded toward zero, at least MinAdjustmentMagnitude,
+        never below the floor."""
+        if self.scale_in_percent is None:
+            return max(self.min_instances, desired + self.scale_in_step)
+        remove = max(self.scale_in_min_removed, math.floor(desired * -self.scale_in_percent / 100.0 + EPS))
+        return max(self.min_instances, desired - remove)
+
+
+CRON_RE = re.compile(r"^cron\((\d+) (\d+) \* \* \? \*\)$")
+
+
+def floor_at(numbers: ScalingNumbers, t_s: float) -> int:
+    """The scalable target's minimum at ``t_s`` seconds into the trace under the daily scheduled
+    floors (``cron(M H * * ? *)``; the trace starts at 00:00 of the schedule's time zone): the
+    latest entry at or before that time of day (the day's last entry before the first), never
+    below the plan's floor."""
+    if not numbers.floors:
+        return numbers.min_instances
+    entries = []
+    for cron, _tz, n in numbers.floors:
+        m = CRON_RE.match(cron)
+        if m is None:
+            raise SimulationInputError(f"scheduled floor {cron!r} is not cron(M H * * ? *)")
+        entries.append((int(m.group(2)) * 60 + int(m.group(1)), n))
+    entries.sort()
+    minute = int(t_s // 60) % 1440
+    past = [n for at, n in entries if at <= minute]
+    return max(numbers.min_instances, past[-1] if past else entries[-1][1])
+
+
+def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
+    """The one place the simulator reads scaling numbers: :func:`speech.deploy.scaling.scaling_spec`, the
+    state ``speech.infra.components.autoscaling`` deploys (the endpoint name does not matter here)."""
+    spec = scaling_spec(plan, "simulated")
+    [surge], [scale_in] = spec.surge.steps, spec.scale_in.steps
+    return ScalingNumbers(
+        min_instances=spec.target.min_capacity,
+        max_instances=spec.target.max_capacity,
+        metric_period_s=spec.scale_in_alarm.period_s,
+        target_value=spec.scale_out.target_value,
+        scale_out_cooldown_s=spec.scale_out.scale_out_cooldown_s,
+        surge_cooldown_s=spec.surge.cooldown_s,
+        scale_in_threshold=spec.scale_in_alarm.threshold,
+        scale_in_periods=spec.scale_in_alarm.evaluation_periods,
+        scale_in_cooldown_s=spec.scale_in.cooldown_s,
+        scale_in_step=scale_in.scaling_adjustment,
+        saturation_threshold=spec.surge_alarm.threshold,
+        surge_periods=spec.surge_alarm.evaluation_periods,
+        surge_percent=surge.scaling_adjustment,
+        # The instance spec always sets the surge's smallest step (surge_adjustment); 0 would mean none.
+        surge_min_added=spec.surge.min_adjustment_magnitude or 0,
+        planning_total_s=plan.t_total.planning_s,
+        x_target_rps=plan.capacity.throughput_at_target_rps,
+        littles_law_instances=plan.capacity.littles_law_instances,
+        scale_in_percent=scale_in.scaling_adjustment if spec.scale_in.adjustment_type == "PercentChangeInCapacity" else None,
+        scale_in_min_removed=spec.scale_in.min_adjustment_magnitude or 1,
+        floors=tuple((a.schedule, a.timezone, a.min_capacity) for a in spec.scheduled),
+    )
+
+
+# --- what a policy sees ------------------------------------------------------------------------
+
+
+@dataclass
+class History:
+    """Per-second record of the run so far; policies read windows of it."""
+
+    occupancy: list
+    """Mean requests in flight per in-service instance, end of each second (in the container:
+    queued inside it as well as being synthesized, what ConcurrentRequestsPerModel counts)."""
+    arrivals: list
+    rejected: list
+    serving: list
+    """Instances in service during each second."""
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What a policy sees at one evaluation (after second ``t``; the decision acts at ``t + 1``)."""
+
+    t: int
+    desired: int
+    """Instances asked for so far (in service, starting)."""
+    history: History
+    state: Any
+    """What this policy returned last time (None at the first evaluation)."""
+
+    @property
+    def now(self) -> int:
+        return self.t + 1
+
+    def window(self, series: list, seconds: int) -> list:
+        return series[max(0, self.t + 1 - seconds) : self.t + 1]
+
+
+Decision = tuple[int, str, Any]
+"""(instances wanted, what fired, the policy's new state)."""
+
+
+class Policy:
+    """A scaling policy: ``decide(ctx)`` runs every ``tick_s`` seconds and returns the instances it
+    wants, why, and its new state. Pure: it reads ``ctx`` and its own parameters, changes neither."""
+
+    name = "policy"
+    tick_s = 10
+    instant = False
+    """True for the oracle and fixed fleets: changes take effect at once, no start-up, no drain."""
+    min_instances = 1
+    max_instances = 10**9
+
+    def initial(self) -> int:
+        raise NotImplementedError
+
+    def decide(self, ctx: Ctx) -> Decision:
+        raise NotImplementedError
+
+    def refused(self, old: Any, new: Any) -> Any:
+        """The state to keep when the change ``decide`` asked for was refused (the endpoint was
+        Updating): by default as if this evaluation had not happened, so the policy asks again."""
+        return old
+
+
+@dataclass
+class Outcome:
+    new: int
+    reason: str
+    refused: bool = False
+
+
+class Scaler:
+    """The one wrapper every policy runs in: its tick, the bounds, its state, refusals.
+
+    ``step`` returns None when the bounded decision keeps the desired count; an :class:`Outcome`
+    otherwise. With ``updating`` (the endpoint is applying a previous capacity change) a change is
+    refused: the outcome says so and the policy's :meth:`Policy.refused` state is kept."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.state: Any = None
+        self.tick_s = policy.tick_s
+        self.instant = policy.instant
+        self.name = policy.name
+
+    def bound(self, n: int) -> int:
+        return max(1, self.policy.min_instances, min(self.policy.max_instances, int(n)))
+
+    def initial(self) -> int:
+        return max(1, int(self.policy.initial()))
+
+    def due(self, t: int, total: int) -> bool:
+        return (t + 1) % self.tick_s == 0 and t + 1 < total
+
+    def step(self, t: int, desired: int, history: History, *, updating: bool = False) -> Outcome | None:
+        old = self.state
+        want, why, new_state = self.policy.decide(Ctx(t=t, desired=desired, history=history, state=old))
+        want = self.bound(want) if want != desired else desired
+        if want == desired:
+            self.state = new_state
+            return None
+        if updating:
+            self.state = self.policy.refused(old, new_state)
+            return Outcome(want, why, refused=True)
+        self.state = new_state
+        return Outcome(want, why)
+
+
+def _alarm(window: tuple, breaching: bool, m: int, n: int) -> tuple[tuple, bool]:
+    """A CloudWatch alarm with M of N datapoints: in ALARM while at least M of the last N breach."""
+    window = (window + (breaching,))[-n:]
+    return window, len(window) == n and sum(window) >= m
+
+
