@@ -98,6 +98,11 @@ class Settings(BaseSettings):
     # The image's own digest when the deployment knows it (SageMaker: set by the program);
     # /ping reports it so a measurement's fingerprint names the image, not just the weights.
     image_digest: str | None = Field(None, pattern=r"^sha256:[0-9a-f]{64}$")
+    mps: Literal["on", "failed", "absent", "no-gpu", "off"] | None = Field(None, validation_alias="SPEECH_MPS")
+    """What the image's `serve` script found for NVIDIA MPS (it sets SPEECH_MPS): on (the control
+    daemon started), failed (it would not start), absent (no nvidia-cuda-mps-control in the
+    container: SageMaker documents none), no-gpu (nvidia-smi sees no GPU), off (TORCH_MPS=0 or a
+    CPU backend). None: not started by that script. /ping reports it."""
 
     @field_validator("pressure_weights", mode="before")
     @classmethod

@@ -24,6 +24,8 @@ async def ping(request: Request) -> Response:
             body["detail"] = engine.load_error
         return JSONResponse(body, status_code=503)
     body = {"status": "ok", **st.backend.identity(), "cores": cores}
+    if st.settings.mps is not None:
+        body["mps"] = st.settings.mps  # what `serve` found for NVIDIA MPS (GPU images)
     if st.settings.image_digest:
         body["image_digest"] = st.settings.image_digest
     if st.footprint is not None:
