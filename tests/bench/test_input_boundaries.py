@@ -211,6 +211,7 @@ BAD_INPUT = {
     "simulate": ["--qmax", "q.json", "--ttotal", "t.json", "--peak-rps", "1e9"],
     "replay": ["--url", "http://127.0.0.1:9", "--trace", "steady:rps=1", "--seed", "-1"],
     "demo": ["--peak-rps", "inf"],
+    "tune": ["--qmax", "q.json", "--ttotal", "t.json", "--trace", "diurnal:peak=5000", "--slo-share", "1.5"],
 }
 
 

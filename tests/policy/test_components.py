@@ -61,18 +61,18 @@ def test_mismatched_copy_target_is_blocked(pack, comp, capsys):
     set_path(named(comp, "kokoro-82m-copies-scale-out"), "targetTrackingScalingPolicyConfiguration.targetValue", 45.0)
     report = pack.check(comp)
     [msg] = messages(report, "copy-scaling-matches-plan", "mandatory")
-    assert "scaling policy 'kokoro-82m-copies-scale-out'" in msg and "targetValue is 45, expected 37.5" in msg
+    assert "scaling policy 'kokoro-82m-copies-scale-out'" in msg and "targetValue is 45, expected 15.9904" in msg
     assert "per-copy C_scale_max" in msg and "Q_max per copy 50" in msg and "fix:" in msg
 
 
 @pytest.mark.parametrize("name,path,value,expect", [
-    ("kokoro-82m-copies-target", "maxCapacity", 400.0, "maxCapacity is 400, expected 280"),
+    ("kokoro-82m-copies-target", "maxCapacity", 400.0, "maxCapacity is 400, expected 293"),
     ("kokoro-82m-copies-scale-in", "stepScalingPolicyConfiguration.cooldown", 60.0, "cooldown is 60, expected 300"),
-    ("kokoro-82m-copies-scale-in-alarm", "threshold", 30.0, "threshold is 30, expected 25"),
+    ("kokoro-82m-copies-scale-in-alarm", "threshold", 30.0, "threshold is 30, expected 10.6602"),
     ("kokoro-82m-copies-wake", "stepScalingPolicyConfiguration.cooldown", 60.0, "cooldown is 60, expected 261"),
     ("kokoro-82m-copies-wake-alarm", "statistic", "Average", "statistic is 'Average', expected 'Sum'"),
     ("kokoro-82m-config", "productionVariants.0.managedInstanceScaling.maxInstanceCount", 500.0,
-     "managedInstanceScaling.maxInstanceCount is 500, expected 280"),
+     "managedInstanceScaling.maxInstanceCount is 500, expected 293"),
     ("kokoro-82m-model", "primaryContainer.environment.QUEUE_MAX_DEPTH", "64", "QUEUE_MAX_DEPTH is '64', expected '50'"),
 ])
 def test_copy_scaling_each_number(pack, comp, name, path, value, expect):
@@ -146,7 +146,7 @@ def test_real_time_rules_do_not_misfire_on_the_component_endpoint(pack, comp):
 
 
 def test_daily_cost_counts_managed_instance_scaling(pack, comp):
-    # 280 instances x $1.408 x 24 = $9,462 fits the default $10,000; at 400 instances it does not.
+    # 293 instances x $1.408 x 24 = $9,901 fits the default $10,000; at 400 instances it does not.
     set_path(named(comp, "kokoro-82m-config"), "productionVariants.0.managedInstanceScaling.maxInstanceCount", 400.0)
     [msg] = messages(pack.check(comp), "daily-cost-ceiling", "mandatory")
     assert "400 x ml.g5.xlarge" in msg and "$13,517/day" in msg

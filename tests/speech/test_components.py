@@ -102,7 +102,7 @@ def test_example_copy_scaling_equals_the_copy_plan(example):
     out = policies["kokoro-82m-copies-scale-out"]["targetTrackingScalingPolicyConfiguration"]
     assert out["predefinedMetricSpecification"] == {
         "predefinedMetricType": "SageMakerInferenceComponentConcurrentRequestsPerCopyHighResolution"}
-    assert out["targetValue"] == plan.scaling.target_value == 37.5
+    assert out["targetValue"] == plan.scaling.target_value == 15.9904  # sized for the SLO share (docs/plan.md)
     assert (out["scaleOutCooldown"], out["scaleInCooldown"]) == (plan.scaling.scale_out_cooldown_s,
                                                                  plan.scaling.scale_in_cooldown_s)
     assert out["disableScaleIn"] is True
@@ -130,7 +130,7 @@ def test_example_outputs_name_the_component_and_count_copies(example):
     sc = example.outputs["scaling"]["kokoro-82m"]
     plan = copy_plan_of(example_entry())
     assert sc["dimension"] == scaling.COMPONENT_SCALABLE_DIMENSION
-    assert (sc["min"], sc["max"], sc["target"], sc["q_max"]) == (0, plan.copies.max_copies, 37.5, 50)
+    assert (sc["min"], sc["max"], sc["target"], sc["q_max"]) == (0, plan.copies.max_copies, 15.9904, 50)
     assert sc["instances"] == {"min": 0, "max": plan.instances.max_instances}
 
 
@@ -139,7 +139,7 @@ def test_preview_cli_shows_the_component_and_its_copy_scaling(capsys):
     out = capsys.readouterr().out
     assert "aws-native:sagemaker:InferenceComponent" in out and "managedInstanceScaling=" in out
     assert "inference component components-kokoro-82m: Q_max 50 per copy" in out
-    assert "copies 0..280, instances 0..280 (managed instance scaling)" in out
+    assert "copies 0..293, instances 0..293 (managed instance scaling)" in out
 
 
 def test_copy_floor_one_has_no_wake_policy(write_stack):
