@@ -62,6 +62,7 @@ def test_onnx_model_dir_missing_a_file_refuses_to_start(tmp_path, skip):
     assert [n for n in _ONNX_NAMES.values() if n in named] == [_ONNX_NAMES[skip]], line
 
 
+@pytest.mark.slow
 def test_onnx_model_dir_that_does_not_exist_refuses_to_start(tmp_path):
     _refused(_serve({"BACKEND": "onnx", "MODEL_DIR": str(tmp_path / "nope")}), "nope", "does not exist")
 
@@ -69,12 +70,14 @@ def test_onnx_model_dir_that_does_not_exist_refuses_to_start(tmp_path):
 @pytest.mark.parametrize("skip,needle", [
     ("config", "lacks config.json"), ("weights", "lacks *.pth (kokoro-v1_0.pth"),
     ("voices", "lacks voices/*.pt (at least one voice)")])
+@pytest.mark.slow
 def test_torch_model_dir_missing_a_file_refuses_to_start(tmp_path, skip, needle):
     # The check reads names only, so it needs neither torch nor real weights.
     _refused(_serve({"BACKEND": "torch", "MODEL_DIR": str(_torch_dir(tmp_path, skip))}),
              needle, str(tmp_path), "upstream Kokoro-82M layout")
 
 
+@pytest.mark.slow
 def test_torch_without_model_dir_refuses_to_start():
     _refused(_serve({"BACKEND": "torch", "MODEL_DIR": ""}), "needs MODEL_DIR", "/opt/ml/model")
 

@@ -34,6 +34,7 @@ def test_example_previews_with_its_backend_and_image(stack, instance, backend, d
 
 @pytest.mark.parametrize("stack", ["gpu", "cpu"])
 @pytest.mark.parametrize("first", [False, True])
+@pytest.mark.slow
 def test_example_passes_the_pack(stack, first):
     proc = subprocess.run([sys.executable, "-m", "policy", "check", "--stack-dir", str(EXAMPLES), "--stack", stack,
                            "--json", *(["--first-preview"] if first else [])],

