@@ -1,25 +1,5 @@
-"""Fleet simulator: a traffic trace against a fleet of the measured instance, under a scaling policy.
-
-Pure and vectorized where it can be: numpy tables built once per instance, one scalar loop over
-1 s steps per policy (no per-request work), no I/O, no clock. docs/design.md §10 says what is
-modelled and what is not.
-
-**Instance model (from the measurement only).** The qmax ladder gives X(n), completions per second
-with n requests in the instance (``speech.plan.survival.service_rates``, the plan's own interpolation),
-and TTFAB p50/p95/p99 at each concurrency. An instance is the plan's birth-death chain with the
-admission gate at Q_max (an arrival finding Q_max in the instance is refused with 503). Over time,
-the fleet's mean occupancy per in-service instance m follows the pointwise-stationary fluid
-approximation: dm/dt = lambda (1 - P_block(m)) - D(m), where P_block and D (completions/s) are those
-of the stationary gated chain whose mean occupancy is m. It is integrated with an implicit 1 s
-step (stable for any rate). Routing is least-outstanding, so in-service instances share the load
-evenly (m is one number); a new instance takes its share at once. A request admitted while the
-mean is m finds n requests ahead with the chain's probability at that mean (arrivals see time
-averages) and then has the ladder's TTFAB distribution at concurrency n + 1.
-
-**Fleet.** A new instance serves after the ttotal artifact's measured provisioning phases
-(:func:`startup_s`); it is billed from the moment it is asked for. A removed instance stops
-receiving requests, finishes the ones it holds and is billed until then.
-"""
+"""The simulation artifact: the trace, each policy's summary, its scaling actions and the activities
+AWS would have refused, as ``bench simulate`` writes it (docs/design.md §10)."""
 
 from __future__ import annotations
 
