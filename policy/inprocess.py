@@ -40,9 +40,15 @@ PACK_VERSION = "0.0.1"
 """What pulumi_policy's PolicyPack reports as its version without a PulumiPolicy.yaml."""
 
 
-def _props(props: Mapping[str, Any]) -> Any:
+def _wire(props: Mapping[str, Any]) -> dict[str, Any]:
     # The engine sends properties as a Struct: numbers arrive as floats, unknowns as the sentinel.
-    return unknown_checking_proxy(deserialize_properties(json_format.MessageToDict(_struct(props))))
+    return json_format.MessageToDict(_struct(props))
+
+
+def _props(wire: Mapping[str, Any]) -> Any:
+    # As the servicer does for each policy: a fresh deserialized copy behind the unknown-checking
+    # proxy (deserialize_properties builds new containers, so one wire form serves every policy).
+    return unknown_checking_proxy(deserialize_properties(dict(wire)))
 
 
 def _options(resource: Resource) -> PolicyResourceOptions:
@@ -103,24 +109,25 @@ class InProcessPack:
                 configs[policy.name] = json_format.MessageToDict(_struct(reconciled[policy.name]["props"])) or None
         active = [p for p in self._policies if p.name in levels]
         diags: list[Diagnostic] = []
-        for r in resources:  # Analyze, once per resource
+        wires = [_wire(r.props) for r in resources]  # the Struct each request carries, built once
+        for r, wire in zip(resources, wires, strict=True):  # Analyze, once per resource
             urn = r.urn_in(self.stack, self.project)
             for policy in active:
                 if isinstance(policy, ResourceValidationPolicy):
-                    args = ResourceValidationArgs(r.type, _props(r.props), urn, r.name, _options(r), None, configs[policy.name])
+                    args = ResourceValidationArgs(r.type, _props(wire), urn, r.name, _options(r), None, configs[policy.name])
                     diags += self._validate(policy, args, levels[policy.name], default_urn=urn, names=names)
         for policy in active:  # AnalyzeStack
             if isinstance(policy, StackValidationPolicy):
-                args = StackValidationArgs(self._stack(resources), configs[policy.name])
+                args = StackValidationArgs(self._stack(resources, wires), configs[policy.name])
                 diags += self._validate(policy, args, levels[policy.name], default_urn="", names=names)
         return Report(diags)
 
-    def _stack(self, resources: list[Resource]) -> list[PolicyResource]:
+    def _stack(self, resources: list[Resource], wires: list[dict[str, Any]]) -> list[PolicyResource]:
         by_urn = {}
         out = []
-        for r in resources:
+        for r, wire in zip(resources, wires, strict=True):
             urn = r.urn_in(self.stack, self.project)
-            pr = PolicyResource(r.type, _props(r.props), urn, r.name, _options(r), None, None, [], {})
+            pr = PolicyResource(r.type, _props(wire), urn, r.name, _options(r), None, None, [], {})
             by_urn[urn] = pr
             out.append((r, pr))
         for r, pr in out:

@@ -24,6 +24,7 @@ container downloads at run time.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import re
@@ -256,6 +257,20 @@ class _Module:
     is_package: bool
 
 
+
+def _parsed(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per version of the file (path, mtime, size): every
+    preview walks the exporter's imports, and parsing them was most of a repeated preview's time.
+    Trees are only read, never changed."""
+    st = path.stat()
+    return _parse_cached(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_cached(path: str, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(Path(path).read_bytes(), filename=path)
+
+
 class _Closure:
     """Modules of one package that a run imports: each reached module's import-time imports (its
     body outside functions), and, from the entry function on, the imports in every function it
@@ -282,7 +297,7 @@ class _Closure:
         parts = module.split(".")
         for i in range(1, len(parts)):  # importing a.b.c runs a/__init__ and a/b/__init__ first
             self.load(".".join(parts[:i]))
-        mod = _Module(module, path, ast.parse(path.read_bytes(), filename=str(path)), path.name == "__init__.py")
+        mod = _Module(module, path, _parsed(path), path.name == "__init__.py")
         self.modules[module] = mod
         for node in self._import_time_nodes(mod.tree):
             self._imports(mod, node)

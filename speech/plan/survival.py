@@ -15,6 +15,7 @@ For a one-at-a-time server X(n) = 1/S and the chain is M/M/1: utilization = L / 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -144,11 +145,23 @@ def reach_probability(
 
     Arrivals ramp linearly from lambda to lambda * ramp_ratio over the horizon, applied as
     ``steps`` piecewise-constant segments at their midpoint rate (exact when ramp_ratio is 1).
+
+    Memoized on its exact inputs: the program, the pack, drift and the tuner re-plan the same
+    measurements many times per run, and each call is up to 32 matrix exponentials.
     """
     if q_max <= 0:
         return 1.0
     if start_occupancy >= q_max:
         return 1.0
+    rates = np.ascontiguousarray(rates, dtype=float)
+    return _reach_probability(float(start_occupancy), int(q_max), float(arrival_rps), rates.tobytes(), len(rates),
+                              float(horizon_s), float(ramp_ratio), int(steps))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reach_probability(start_occupancy: float, q_max: int, arrival_rps: float, rates_bytes: bytes, n_rates: int,
+                       horizon_s: float, ramp_ratio: float, steps: int) -> float:
+    rates = np.frombuffer(rates_bytes, dtype=float, count=n_rates)
     p = start_distribution(start_occupancy, q_max + 1)
     segments = 1 if ramp_ratio == 1.0 else steps
     dt = horizon_s / segments
