@@ -393,6 +393,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             out.apply(functools.partial(resolved.__setitem__, key))
         return pulumi.Output.all(*outputs.values()) if outputs else None
 
+    failed: Exception | None = None
     try:
         program()
     except Exception as err:
@@ -401,17 +402,20 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
         # nor as asyncio's complaints about the tasks the failed run left pending.
         from speech.errors import speech_error_in
 
-        mapped = speech_error_in(err)
-        if mapped is None:
+        failed = speech_error_in(err)
+        if failed is None:
             gc.collect()
             raise
+    if failed is not None:
+        # Collected here, after the except block: there the traceback still held the frames that
+        # reference the pending tasks, which then died later, logging into whatever ran next.
         quiet = logging.getLogger("asyncio")
         was, quiet.disabled = quiet.disabled, True
         try:
             gc.collect()
         finally:
             quiet.disabled = was
-        raise mapped from None
+        raise failed from None
     # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
     # reference cycles: collect them now, or a process running many previews (the test suite)
     # runs out of file descriptors.
