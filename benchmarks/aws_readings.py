@@ -15,7 +15,8 @@ behaves otherwise, not what a plan tuned for another reading would be.
 Prints per trace and plan: reading | in SLO | rejected | inst-h | x oracle | out | in | refused,
 then "max move across the documented-unknown readings: X points of SLO share, Y % instance-hours"
 (against the default row; the rule-off row is left out of it, it is not a reading of an unknown).
-Progress on stderr; ``--json`` prints the same as one JSON object instead. Exit 0, 2 on bad input.
+Progress on stderr; ``--json`` prints the same as one JSON object instead. Exit 0; 2 on bad input
+(an unknown trace, a reference artifact missing), nothing on stdout; 130 interrupted.
 About 25 s on 2 shared cores for the two default traces: the tuning (40-60 simulated days a trace) is most of
 it, then 14 runs of the test day a trace and one of the oracle.
 """
@@ -191,10 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object on stdout instead of the tables")
     args = ap.parse_args(argv)
 
+    from speech.errors import SpeechError
+
     t_all = time.monotonic()
     try:
         q, t, model = reference_model()
         traces = [run_trace(name, q, t, model, args.train_days) for name in args.traces]
+    except SpeechError as err:  # e.g. a reference artifact missing or unreadable: nothing printed on stdout
+        log(f"{type(err).__name__}: {err}")
+        return 2
     except KeyboardInterrupt:
         log("interrupted")
         return 130
