@@ -23,7 +23,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.sim.instance import InstanceModel
+    from speech.sim.scaler import ScalingNumbers
+    from speech.sim.tune import Candidate, Tuner
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -65,38 +75,83 @@ def day(spec: str, seed: int):
     return load_trace(_with(spec, seed=seed)).arrivals
 
 
+def reference_model() -> tuple[QmaxArtifact, TtotalArtifact, InstanceModel]:
+    """The reference measurements and the instance model the simulator builds from them at the SLO."""
+    from speech.files import load_artifact
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.sim.instance import build_instance
+
+    q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)
+    return q, t, build_instance(q, t, slo_ms=SLO_MS)
+
+
+@dataclass
+class TunedTrace:
+    """One trace's training days, held-out test day, seed plan (in ``tuner``) and tuned plan."""
+
+    name: str
+    spec: str
+    train: list[tuple[int, np.ndarray]]
+    test: np.ndarray
+    tuner: Tuner
+    best: Candidate
+    tune_s: float
+
+    @property
+    def test_seed(self) -> int:
+        return 1 + len(self.train)
+
+    @property
+    def warm_x_rps(self) -> float:
+        """Every scaling fleet opens sized for the test day's first minute at the seed plan's
+        X(C_scale_max)."""
+        return self.tuner.seed_plan.capacity.throughput_at_target_rps
+
+    @property
+    def tuned_numbers(self) -> ScalingNumbers:
+        return self.tuner.numbers_for(self.best.knobs)
+
+
+def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceModel, train_days: int = 2) -> TunedTrace:
+    """The seed plan from the first training day's busiest and quietest minute, tuned on the
+    training seeds 1..train_days (the week: one week, one pass); the test day is the next seed."""
+    import numpy as np
+
+    from speech.schema.config import PlanInputs
+    from speech.sim.traces import peak_rps
+    from speech.sim.tune import Tuner
+
+    spec = TRACES[name]
+    t0 = time.monotonic()
+    train = [(i, day(spec, 1 + i)) for i in range(1 if name == "week" else train_days)]
+    test = day(spec, 1 + len(train))
+    first = train[0][1]
+    c = np.concatenate([[0.0], np.cumsum(first)])
+    trough = round(max(float(((c[60:] - c[:-60]) / 60).min()), 1e-3), 3)
+    inputs = PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
+    tuner = Tuner(q, t, inputs, model, SLO_SHARE)
+    _, best = tuner.search(train, passes=1 if name == "week" else 2)
+    return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train-days", type=int, default=2)
     ap.add_argument("--traces", default=",".join(TRACES))
     args = ap.parse_args()
 
-    import numpy as np
-
-    from speech.files import load_artifact
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.config import PlanInputs
     from speech.sim.fleet import run_policy, summarize
-    from speech.sim.instance import build_instance
     from speech.sim.policies import AwsPolicy, make_policy
     from speech.sim.traces import peak_rps
-    from speech.sim.tune import Tuner, describe_plan
+    from speech.sim.tune import describe_plan
 
-    q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)
-    model = build_instance(q, t, slo_ms=SLO_MS)
+    q, t, model = reference_model()
     verdicts = []
     t_all = time.monotonic()
     for name in [x.strip() for x in args.traces.split(",") if x.strip()]:
-        spec = TRACES[name]
-        t0 = time.monotonic()
-        train = [(i, day(spec, 1 + i)) for i in range(1 if name == "week" else args.train_days)]
-        test = day(spec, 1 + len(train))
-        first = train[0][1]
-        c = np.concatenate([[0.0], np.cumsum(first)])
-        trough = round(max(float(((c[60:] - c[:-60]) / 60).min()), 1e-3), 3)
-        inputs = PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
-        tuner = Tuner(q, t, inputs, model, SLO_SHARE)
-        _, best = tuner.search(train, passes=1 if name == "week" else 2)
+        tt = tune_trace(name, q, t, model, args.train_days)
+        spec, train, test, tuner, best = tt.spec, tt.train, tt.test, tt.tuner, tt.best
+        t0 = time.monotonic() - tt.tune_s
         tuned = {"tuned plan": (tuner, best)}
         plan = tuner.seed_plan
         policies = [("seed plan", make_policy("plan", plan=plan, qmax=q, model=model, arrivals=test, peak_rps=peak_rps(test)))]
@@ -104,7 +159,7 @@ def main() -> int:
                      for label, (tu, best) in tuned.items()]
         policies += [(p, make_policy(p, plan=plan, qmax=q, model=model, arrivals=test, peak_rps=peak_rps(test),
                                      slo_share=SLO_SHARE)) for p in OTHERS]
-        warm = plan.capacity.throughput_at_target_rps  # every scaling fleet starts sized for the opening minute
+        warm = tt.warm_x_rps  # every scaling fleet starts sized for the opening minute
         rows = [(label, summarize(run_policy(model, test, pol, warm_x_rps=warm), model, SLO_MS, plan.t_total.planning_s))
                 for label, pol in policies]
         oracle = dict(rows)["oracle"]

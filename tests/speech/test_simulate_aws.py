@@ -174,3 +174,63 @@ def test_scheduled_floors_raise_and_release_the_minimum(setup):
     assert up and up[0].t_s == 3600 and up[0].after == 12
     assert run.serving[3600 + int(model.startup_s) + 5 : 7200].min() == 12
     assert run.serving[-1] < 12 and all(a.after >= 12 for a in run.actions if 3600 <= a.t_s < 7200)
+
+
+# --- the readings of what AWS does not document (AwsReadings): each one must reach the run ------------
+
+
+def test_target_tracking_datapoints_set_when_target_tracking_scales_out(setup):
+    """A step to twice the opening load with the surge alarm out of reach (90 periods): the first
+    scale-out is target tracking's, ``target_tracking_datapoints`` metric periods after the first
+    datapoint above target, so each extra datapoint delays it by exactly one period."""
+    from dataclasses import replace as dc_replace
+
+    plan, model = setup
+    s = dc_replace(scaling_numbers(plan), surge_periods=90)
+    base = 0.5 * s.min_instances * s.x_target_rps
+    arr = np.concatenate([np.full(600, base), np.full(600, 2.0 * base)])
+    first = {}
+    for k in (1, 2, 3, 5):
+        readings = AwsReadings(target_tracking_datapoints=k)
+        run = run_policy(model, arr, AwsPolicy(s, model.cloudwatch_ratio, model.q_max, readings=readings), readings)
+        a = run.actions[0]
+        assert a.reason == "target-tracking" and a.after > a.before
+        first[k] = (a.t_s, float(run.rejected.sum()))
+    for k in (2, 3, 5):
+        assert first[k][0] - first[1][0] == (k - 1) * s.metric_period_s
+        assert first[k][1] > first[1][1]  # the later scale-out costs rejections
+
+
+def test_simulate_hands_every_reading_to_the_run(setup):
+    """Through ``simulate(..., readings=...)`` (what bench simulate and benchmarks/aws_readings.py
+    call), each field alone changes the plan's run the way it should; the oracle, whose changes
+    are instant, is the same under every reading."""
+    from speech.sim.fleet import simulate
+
+    plan, model = setup
+    q, t = load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
+    base = 0.5 * plan.fleet.min_instances * plan.capacity.throughput_at_target_rps
+    arr = generate(f"step:base={base:.3f},factor=3,at=600,duration=3000").arrivals
+
+    def sim(readings):
+        _, runs, sums = simulate(plan, q, t, arr, policies=("plan", "oracle"), model=model, readings=readings)
+        return runs[0], sums
+
+    default, d_sums = sim(AwsReadings())
+    assert default.refused and default.actions[0].reason == "surge"
+
+    quick_tt, tt_sums = sim(AwsReadings(target_tracking_datapoints=1))
+    assert quick_tt.actions[0].reason == "target-tracking" and quick_tt.actions[0].t_s < default.actions[0].t_s
+
+    slow_removal, sr_sums = sim(AwsReadings(removal_updating_s=1500))
+    ins = [a.t_s for a in default.actions if a.after < a.before]
+    slow_ins = [a.t_s for a in slow_removal.actions if a.after < a.before]
+    assert len(ins) >= 2 and ins[1] - ins[0] < 1500 <= slow_ins[1] - slow_ins[0]
+    assert len(slow_removal.refused) > len(default.refused)
+
+    no_rule, nr_sums = sim(AwsReadings(one_change_at_a_time=False))
+    outs = sum(1 for a in no_rule.actions if a.after > a.before)
+    assert not no_rule.refused and outs > sum(1 for a in default.actions if a.after > a.before)
+    assert nr_sums[0].instance_hours > d_sums[0].instance_hours
+
+    assert d_sums[1] == tt_sums[1] == sr_sums[1] == nr_sums[1]
