@@ -252,22 +252,35 @@ def binding_resource(free: Amounts | float, need: Amounts | float) -> tuple[floa
 def best_fit(free: Sequence[Amounts | float], need: Amounts | float) -> int | None:
     """Index of the instance where the copy fits and leaves the least headroom on its binding
     resource (:func:`binding_resource`); the first listed on ties; None when it fits nowhere."""
-    need = as_amounts(need)
+    return _best_fit([as_amounts(f) for f in free], as_amounts(need))
+
+
+def _best_fit(free: list[Amounts], need: Amounts) -> int | None:
+    """:func:`best_fit` on :class:`Amounts`, :func:`fits` and :func:`binding_resource` inlined: it
+    runs once per copy over every instance (the simulator's hot-load policy calls it per scale-out)."""
+    req = [(k, n) for k, n in enumerate(need) if n > 0]
     tol = MEMORY_EPS_MIB / max(max(need), MEMORY_EPS_MIB)  # the slack, in copies of this size
     best: int | None = None
     best_h = math.inf
     for i, f in enumerate(free):
-        if not fits(f, need):
-            continue
-        h = binding_resource(f, need)[0]
-        if best is None or h < best_h - tol:
-            best, best_h = i, h
+        h = math.inf
+        for k, n in req:
+            fk = f[k]
+            if n > fk + MEMORY_EPS_MIB:
+                break
+            if (x := (fk - n) / n) < h:
+                h = x
+        else:
+            if best is None or h < best_h - tol:
+                best, best_h = i, h
     return best
 
 
 def placement_order(free: Sequence[Amounts], sizes: Sequence[Amounts]) -> list[int]:
     """Largest first: by the largest share of any one resource an item takes (need / the most of
     that resource any instance has free; untracked resources do not count); input order on ties."""
+    if len(set(sizes)) <= 1:
+        return list(range(len(sizes)))  # one size (one model's copies): input order
     most = [max((f[k] for f in free if not math.isinf(f[k])), default=0.0) for k in range(len(RESOURCES))]
 
     def share(s: Amounts) -> float:
@@ -286,7 +299,7 @@ def place_best_fit_decreasing(
     items = [as_amounts(s) for s in sizes]
     where: list[int | None] = [None] * len(items)
     for item in placement_order(left, items):
-        i = best_fit(left, items[item])
+        i = _best_fit(left, items[item])
         if i is not None:
             left[i] = left[i].minus(items[item])
             where[item] = i
@@ -334,7 +347,8 @@ class ResourceAmounts(Frozen):
 
     @classmethod
     def of(cls, a: Amounts) -> ResourceAmounts:
-        return cls(**{r: _finite_or_none(v) for r, v in zip(RESOURCES, a, strict=True)})
+        return cls(accelerator_memory_mib=_finite_or_none(a[0]), cpu_cores=_finite_or_none(a[1]),
+                   host_memory_mib=_finite_or_none(a[2]))
 
 
 class PlacementStep(Frozen):
