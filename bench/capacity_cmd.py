@@ -55,7 +55,7 @@ placement is inferred):
 
   python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \\
       --t-copy-s 48 --t-total-s 320 [--concurrency-per-copy 37.5] [--region eu-west-1]
-  python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \
+  python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \\
       --copy-plan artifacts/copy-plan-kokoro-82m.json
 
 Exit 0 all placed (or warn: instances needed, fragmentation), 1 copies that fit no instance at
