@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from speech.plan.capacity import (
-    Amounts, FleetInstance, FleetModel, FleetState, best_fit, binding_resource, copies_for, evaluate_capacity, fleet_model,
+    Amounts, FleetInstance, FleetModel, FleetState, best_fit, binding_resource, copies_for, evaluate_capacity, fits, fleet_model,
     place_best_fit_decreasing,
 )
 from speech.schema.config import PlanInputs
@@ -386,3 +386,32 @@ def test_an_old_fleet_file_gives_the_old_results():
         else:
             assert {k: ev["fragmentation"][k] for k in old["fragmentation"]} == old["fragmentation"]
         assert [[f["name"], f["level"]] for f in ev["findings"]] == case["findings"]
+
+
+cpu_frees = st.lists(st.tuples(st.floats(0, 16), st.floats(0, 32768)), min_size=0, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cpu_frees, st.sampled_from([0.25, 1.0, 3.75, 4.0, 6.5]), st.floats(128, 12000), deltas)
+def test_properties_of_a_three_resource_evaluation(free, cores, host_mib, delta):
+    m = CPU_MODEL.model_copy(update={"copy_cpu_cores": cores, "copy_host_memory_mib": host_mib})
+    f = FleetState(instances=[cpu_instance(f"i{k}", c, h) for k, (c, h) in enumerate(free)], models={"k": m})
+    ev = evaluate_capacity(f, "k", delta)
+    need = m.request
+    # never beyond what is free, resource by resource
+    for p in ev.placements:
+        inst = next(i for i in f.instances if i.name == p.instance)
+        assert p.copies * cores <= inst.free.cpu_cores + 1e-6 and p.copies * host_mib <= inst.free.host_memory_mib + 1e-3
+    assert ev.hot_loadable + ev.copies_on_new_instances + ev.unplaceable_copies == ev.copies_needed
+    # each step took, among the instances the copy fitted, the one with the least headroom on its binding resource
+    free_now = {i.name: i.free for i in f.instances}
+    for s in ev.steps:
+        fitting = [a for a in free_now.values() if fits(a, need)]
+        assert fits(free_now[s.instance], need)
+        assert binding_resource(free_now[s.instance], need)[0] <= min(binding_resource(a, need)[0] for a in fitting) + 1e-9
+        free_now[s.instance] = free_now[s.instance].minus(need)
+    # nothing left on the table: a copy sent to a new instance fitted no running one
+    if ev.copies_on_new_instances or ev.unplaceable_copies:
+        assert not any(fits(a, need) for a in free_now.values())
+    # a new c7i.4xlarge holds what both its cores and its memory allow
+    assert ev.copies_per_new_instance == min(math.floor(16 / cores + 1e-9), math.floor(32768 / host_mib + 1e-9))
