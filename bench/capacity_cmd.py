@@ -1,5 +1,6 @@
-"""``bench capacity``: where more concurrency goes, copies into spare accelerator memory first,
-new instances for the rest."""
+"""``bench capacity``: where more concurrency goes, copies into the spare room of running instances
+first (CPU cores, host memory and accelerator memory, every resource a copy requests), new
+instances for the rest."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from speech.plan.capacity import CapacityEvaluation, FleetState, evaluate_capacity
+from speech.plan.capacity import RESOURCES, CapacityEvaluation, FleetState, describe, evaluate_capacity
 from speech.errors import describe_validation_error
 from speech.schema.copy_plan import CopyPlan
 from speech.files import atomic_write_text, load_artifact
@@ -26,13 +27,24 @@ EXAMPLE_FLEET = """\
             "t_total_s": 320.2, "new_instance_type": "ml.g5.12xlarge",
             "new_instance_accelerator_memory_mib": 98304}}}"""
 
+EXAMPLE_CPU_FLEET = """\
+{"kind": "fleet", "schema_version": 1,
+ "instances": [{"name": "i-1", "instance_type": "ml.c7i.4xlarge", "cpu_cores": 16, "used_cpu_cores": 12,
+                "host_memory_mib": 32768, "used_host_memory_mib": 7590, "copies": {"kokoro-82m": 3}}],
+ "models": {"kokoro-82m": {"copy_cpu_cores": 4, "copy_host_memory_mib": 2530, "concurrency_per_copy": 6,
+            "t_copy_s": 20.5, "t_total_s": 290, "new_instance_type": "ml.c7i.4xlarge",
+            "new_instance_cpu_cores": 16, "new_instance_host_memory_mib": 32768}}}"""
+
 
 DESCRIPTION = """\
-Evaluate an increase in concurrency for one model against a fleet: how many copies fit into
-spare accelerator memory of running instances (best-fit decreasing: each copy goes where the
-least memory is left), where they go, how many new instances the rest needs, and when each part
-serves (T_copy for copies on running instances, T_total for new instances). Says so when free
-memory is split so that no copy fits although it would in total (fragmentation). No AWS calls.
+Evaluate an increase in concurrency for one model against a fleet: how many copies fit into the
+spare room of running instances, where they go, how many new instances the rest needs, and when
+each part serves (T_copy for copies on running instances, T_total for new instances). A copy fits
+an instance only if every resource it requests fits there: CPU cores, host memory and accelerator
+memory (an inference component's NumberOfCpuCoresRequired, MinMemoryRequiredInMb and
+NumberOfAcceleratorDevicesRequired). Placement is best-fit decreasing: each copy goes where it
+leaves the fewest copies' worth of room on the resource it makes scarcest. Says so when free room
+is split so that no copy fits although it would in total (fragmentation). No AWS calls.
 
   python -m bench capacity --fleet fleet.json --model kokoro-82m --delta-concurrency 120
   python -m bench capacity --fleet fleet.json --model kokoro-82m --delta-concurrency 120 --json
@@ -43,7 +55,7 @@ placement is inferred):
 
   python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \\
       --t-copy-s 48 --t-total-s 320 [--concurrency-per-copy 37.5] [--region eu-west-1]
-  python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \
+  python -m bench capacity --from-endpoint prod-kokoro --write-fleet fleet.json \\
       --copy-plan artifacts/copy-plan-kokoro-82m.json
 
 Exit 0 all placed (or warn: instances needed, fragmentation), 1 copies that fit no instance at
@@ -52,7 +64,12 @@ all, 2 bad input (nothing written).
 A fleet file by hand (one g5.12xlarge with three of its four GPUs taken; a copy takes a whole
 device on SageMaker, so copy_memory_mib is one device's memory):
 
-""" + EXAMPLE_FLEET
+""" + EXAMPLE_FLEET + """
+
+CPU-only copies (one c7i.4xlarge, 12 of its 16 vCPUs requested; instances name the resources
+they have, models what one copy requests; leave out what a copy does not request):
+
+""" + EXAMPLE_CPU_FLEET
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fleet", type=Path, metavar="FILE", help="fleet file (JSON) to evaluate against")
@@ -177,19 +194,25 @@ def render(ev: CapacityEvaluation, fleet: FleetState) -> None:
     from rich.table import Table
 
     console = Console()
+    m = fleet.models[ev.model]
     console.print(
         f"[bold]{escape(ev.model)}[/]: +{ev.delta_concurrency:g} in flight = {ev.copies_needed} "
-        f"cop{'y' if ev.copies_needed == 1 else 'ies'} of "
-        f"{ev.copy_memory_mib:g} MiB at {ev.concurrency_per_copy:g} in flight each"
+        f"cop{'y' if ev.copies_needed == 1 else 'ies'} of {describe(m.request)} at {ev.concurrency_per_copy:g} in flight each"
     )
     placed = {p.instance: p for p in ev.placements}
+    shown = [r for r, need in zip(RESOURCES, m.request, strict=True) if need > 0]
+    heading = {"accelerator_memory_mib": "accel. MiB free", "cpu_cores": "cores free", "host_memory_mib": "host MiB free"}
     t = Table(title=f"running instances ({fleet.placement} placement)")
-    for col in ("instance", "type", "memory MiB", "free before", "copies added", "free after"):
+    for col in ("instance", "type", "copies added", *(heading[r] for r in shown)):
         t.add_column(col, justify="left" if col in ("instance", "type") else "right")
-    for inst in fleet.instances:
+    for inst in fleet.candidates(ev.model):
         p = placed.get(inst.name)
-        t.add_row(inst.name, inst.instance_type, f"{inst.accelerator_memory_mib:g}", f"{inst.free_mib:g}",
-                  str(p.copies) if p else "0", f"{p.free_after_mib:g}" if p else f"{inst.free_mib:g}")
+        cells = []
+        for r in shown:
+            before = getattr(inst.free, r)
+            after = getattr(p.free_after, r) if p else before
+            cells.append(f"{before:g} -> {after:g}" if p else f"{before:g}")
+        t.add_row(inst.name, inst.instance_type, str(p.copies) if p else "0", *cells)
     console.print(t)
     s = Table(title="serving")
     for col in ("part", "copies", "in flight", "serving after"):

@@ -6,17 +6,25 @@ injected so tests drive it with botocore's Stubber (moto has no inference compon
 
 SageMaker reports how many instances a variant runs and how many copies each component has, not
 which instance holds which copy: the fleet file says ``placement: inferred`` and places the
-existing copies with the evaluation's own best-fit, largest first. A copy's accelerator memory is
-its whole devices (``NumberOfAcceleratorDevicesRequired`` x the device memory of the instance
-type, :data:`speech.plan.copies.INSTANCE_SPECS`), because that is what SageMaker gives a copy.
+existing copies with the evaluation's own best-fit, largest first, per variant.
+
+Every resource a component's copy requests is read from its ComputeResourceRequirements:
+``NumberOfCpuCoresRequired`` (cores), ``MinMemoryRequiredInMb`` (host memory) and
+``NumberOfAcceleratorDevicesRequired`` (accelerator memory: whole devices x the device memory of
+the instance type, because that is what SageMaker gives a copy). Each instance gets the vCPUs,
+memory and accelerator memory of its type (:data:`speech.schema.instances.INSTANCE_SPECS`), so
+CPU-only components on CPU instances (ml.c7i, ml.m7i, ...), GPU components, and CPU-only
+components on GPU instances are all read. An adapter component (no requirements of its own: it
+runs inside its base component's copies) holds nothing and is left out.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from speech.plan.capacity import FleetInstance, FleetModel, FleetState, place_best_fit_decreasing
+from speech.plan.capacity import Amounts, FleetInstance, FleetModel, FleetState, place_best_fit_decreasing
 from speech.plan.copies import COPY_METRIC_TYPE, COPY_SCALABLE_DIMENSION, copy_resource_id
 from speech.schema.instances import INSTANCE_SPECS
 from speech.deploy.scaling import SERVICE_NAMESPACE
@@ -62,6 +70,59 @@ def copy_target_value(aas: Any, component: str) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One component's copy, as read from its ComputeResourceRequirements."""
+
+    accelerator_memory_mib: float
+    cpu_cores: float | None
+    host_memory_mib: float | None
+
+    @property
+    def amounts(self) -> Amounts:
+        return Amounts(self.accelerator_memory_mib, self.cpu_cores or 0.0, self.host_memory_mib or 0.0)
+
+
+def copy_request(name: str, ic: dict, spec: Any, variant: str) -> _Request | None:
+    """What one copy of component ``name`` requests on ``spec`` (the instance type of its
+    variant); None for an adapter component (it uses its base component's copies). A
+    :class:`TargetError` for what the evaluation does not model, with the way out."""
+    specification = ic.get("Specification")
+    if specification is None and ic.get("Specifications"):
+        raise TargetError(
+            f"inference component {name} has one specification per instance type (instance pools); bench capacity "
+            "reads a single specification: write the fleet file by hand for it (see --help)"
+        )
+    specification = specification or {}
+    req = specification.get("ComputeResourceRequirements")
+    if req is None:
+        if specification.get("BaseInferenceComponentName"):
+            return None  # an adapter: it runs inside its base component's copies and holds nothing of its own
+        raise TargetError(f"inference component {name} reports no ComputeResourceRequirements; check that it is "
+                          "InService (describe-inference-component), or write the fleet file by hand")
+    if req.get("AcceleratorPartitionType"):
+        raise TargetError(
+            f"inference component {name} runs on accelerator partition {req['AcceleratorPartitionType']!r} (MIG); "
+            "bench capacity models whole devices only: write the fleet file by hand with the partition's memory"
+        )
+    devices = req.get("NumberOfAcceleratorDevicesRequired")
+    if devices and spec.accelerator_count == 0:
+        raise TargetError(
+            f"inference component {name} requests {devices:g} accelerator devices but variant {variant} runs "
+            f"{spec.instance_type}, which has none; check the component's variant and requirements"
+        )
+    cores = req.get("NumberOfCpuCoresRequired")
+    host_mb = req.get("MinMemoryRequiredInMb")
+    if not devices and not cores and not host_mb:
+        raise TargetError(f"inference component {name} requests no accelerators, CPU cores or memory; nothing to place")
+    return _Request(
+        accelerator_memory_mib=float(math.ceil(devices)) * spec.accelerator_memory_mib if devices else 0.0,
+        cpu_cores=float(cores) if cores else None,
+        # MinMemoryRequiredInMb is compared with the instance memory in the table's MiB (GiB x 1024)
+        host_memory_mib=float(host_mb) if host_mb else None,
+    )
+
+
 def read_fleet(
     sess: Any,
     endpoint: str,
@@ -84,24 +145,23 @@ def read_fleet(
         raise TargetError(f"endpoint {endpoint} reports no production variants yet; wait until it is InService")
 
     instances: list[FleetInstance] = []
-    variant_of: list[str] = []
     spec_of: dict[str, Any] = {}
     for variant, n in counts.items():
         itype = variant_types.get(variant)
         if itype not in INSTANCE_SPECS:
             raise TargetError(
                 f"endpoint {endpoint} variant {variant} runs {itype!r}, which is not in the instance table "
-                "(speech.plan.copies.INSTANCE_SPECS); write the fleet file by hand for it"
+                "(speech.schema.instances.INSTANCE_SPECS); write the fleet file by hand for it (see --help)"
             )
-        spec_of[variant] = INSTANCE_SPECS[itype]
-        for k in range(n):
-            variant_of.append(variant)
-            instances.append(FleetInstance(
-                name=f"{variant}-{k + 1}", instance_type=itype,
-                accelerator_memory_mib=float(INSTANCE_SPECS[itype].total_accelerator_memory_mib or 1),
-            ))
-    if any(i.accelerator_memory_mib <= 1 for i in instances):
-        raise TargetError(f"endpoint {endpoint} runs CPU instances: the capacity evaluation places by accelerator memory")
+        spec = spec_of[variant] = INSTANCE_SPECS[itype]
+        instances.extend(
+            FleetInstance(
+                name=f"{variant}-{k + 1}", instance_type=itype, variant=variant,
+                accelerator_memory_mib=float(spec.total_accelerator_memory_mib),
+                cpu_cores=float(spec.vcpus), host_memory_mib=float(spec.memory_mib),
+            )
+            for k in range(n)
+        )
 
     summaries = _pages(f"inference components of {endpoint}", sm, "list_inference_components", "InferenceComponents",
                        EndpointNameEquals=endpoint)
@@ -109,7 +169,7 @@ def read_fleet(
         raise TargetError(f"endpoint {endpoint} has no inference components; bench capacity is for hosting: components")
     aas = sess.client("application-autoscaling")
     models: dict[str, FleetModel] = {}
-    sizes: list[float] = []
+    sizes: list[Amounts] = []
     owners: list[tuple[str, str]] = []  # (component, variant) per existing copy
     for s in sorted(summaries, key=lambda x: x["InferenceComponentName"]):
         name = s["InferenceComponentName"]
@@ -118,13 +178,11 @@ def read_fleet(
         spec = spec_of.get(variant)
         if spec is None:
             raise TargetError(f"inference component {name} names variant {variant!r}, which endpoint {endpoint} does not report")
-        req = (ic.get("Specification") or {}).get("ComputeResourceRequirements") or {}
-        devices = req.get("NumberOfAcceleratorDevicesRequired")
-        if not devices:
-            continue  # a CPU-only component holds no accelerator memory
-        copy_mib = float(math.ceil(devices)) * spec.accelerator_memory_mib
+        request = copy_request(name, ic, spec, variant)
+        if request is None:
+            continue
         current = int((ic.get("RuntimeConfig") or {}).get("CurrentCopyCount") or 0)
-        sizes.extend([copy_mib] * current)
+        sizes.extend([request.amounts] * current)
         owners.extend([(name, variant)] * current)
         target = concurrency_per_copy if concurrency_per_copy is not None else copy_target_value(aas, name)
         if target is None:
@@ -133,31 +191,38 @@ def read_fleet(
                 "--concurrency-per-copy (the copy plan's C_scale_max)"
             )
         models[name] = FleetModel(
-            copy_memory_mib=copy_mib, concurrency_per_copy=target, t_copy_s=t_copy_s, t_total_s=t_total_s,
+            copy_memory_mib=request.accelerator_memory_mib, copy_cpu_cores=request.cpu_cores,
+            copy_host_memory_mib=request.host_memory_mib,
+            concurrency_per_copy=target, t_copy_s=t_copy_s, t_total_s=t_total_s, variant=variant,
             new_instance_type=spec.instance_type, new_instance_accelerator_memory_mib=spec.total_accelerator_memory_mib,
+            new_instance_cpu_cores=float(spec.vcpus), new_instance_host_memory_mib=float(spec.memory_mib),
         )
     if not models:
-        raise TargetError(f"endpoint {endpoint}: no inference component requests accelerators; nothing to place by memory")
+        raise TargetError(f"endpoint {endpoint}: every inference component is an adapter (no compute requirements of "
+                          "its own); pass the base components' endpoint")
 
     # Placed per variant: a component's copies live on its own variant's instances.
-    used = [0.0] * len(instances)
+    used: list[Amounts] = [Amounts() for _ in instances]
     placed: list[dict[str, int]] = [{} for _ in instances]
     for variant in counts:
-        idx = [k for k, v in enumerate(variant_of) if v == variant]
+        idx = [k for k, i in enumerate(instances) if i.variant == variant]
         mine = [(o, size) for o, size in zip(owners, sizes, strict=True) if o[1] == variant]
-        where, left = place_best_fit_decreasing([instances[k].accelerator_memory_mib for k in idx], [sz for _, sz in mine])
+        where, _left = place_best_fit_decreasing([instances[k].free for k in idx], [sz for _, sz in mine])
         if any(w is None for w in where):
             raise TargetError(
                 f"endpoint {endpoint}: the {len(mine)} current copies on variant {variant} do not fit its {len(idx)} "
                 "instances by their compute requirements (a deployment in progress?); try again when it is InService"
             )
-        for ((name, _), _size), w in zip(mine, where, strict=True):
+        for ((name, _), size), w in zip(mine, where, strict=True):
             assert w is not None
-            placed[idx[w]][name] = placed[idx[w]].get(name, 0) + 1
-        for j, k in enumerate(idx):
-            used[k] = instances[k].accelerator_memory_mib - left[j]
+            k = idx[w]
+            placed[k][name] = placed[k].get(name, 0) + 1
+            used[k] = Amounts(*(u + q for u, q in zip(used[k], size, strict=True)))
     instances = [
-        FleetInstance.model_validate({**i.model_dump(), "used_accelerator_memory_mib": used[k], "copies": placed[k]})
+        FleetInstance.model_validate({
+            **i.model_dump(), "used_accelerator_memory_mib": used[k].accelerator_memory_mib,
+            "used_cpu_cores": used[k].cpu_cores, "used_host_memory_mib": used[k].host_memory_mib, "copies": placed[k],
+        })
         for k, i in enumerate(instances)
     ]
     return FleetState(source=f"sagemaker:{endpoint}", placement="inferred", instances=instances, models=models)

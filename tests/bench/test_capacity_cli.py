@@ -17,7 +17,7 @@ import bench.aws
 from bench.cli import main
 from bench.errors import TargetError
 from bench.fleet_read import read_fleet
-from speech.plan.capacity import CapacityEvaluation, FleetState
+from speech.plan.capacity import CapacityEvaluation, FleetState, evaluate_capacity
 
 T = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 ACCOUNT = "123456789012"
@@ -243,3 +243,143 @@ def test_unknown_endpoint_is_a_target_error(capsys, monkeypatch):
     assert main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", "x.json", "--t-copy-s", "1",
                  "--t-total-s", "2"]) == 2
     assert "Could not find endpoint" in capsys.readouterr().err
+
+
+# --- CPU-only components, CPU instances, mixed fleets ---------------------------------------------
+
+
+def stub_fleet(sess: StubbedSession, variants: list[tuple[str, str, int]],
+               components: list[tuple[str, str, dict | None, int, float | None]], *, base: dict | None = None) -> None:
+    """Recorded responses of an endpoint with ``variants`` (name, instance type, instances) and
+    ``components`` (name, variant, ComputeResourceRequirements or None for an adapter, current
+    copies, copy-scaling target or None for no policy)."""
+    sm, aas = sess.stubs["sagemaker"], sess.stubs["application-autoscaling"]
+    sm.add_response("describe_endpoint", {
+        "EndpointName": ENDPOINT, "EndpointArn": f"{ARN}:endpoint/{ENDPOINT}", "EndpointConfigName": f"{ENDPOINT}-cfg",
+        "ProductionVariants": [{"VariantName": v, "CurrentInstanceCount": n, "DesiredInstanceCount": n,
+                                "ManagedInstanceScaling": {"Status": "ENABLED", "MinInstanceCount": 1, "MaxInstanceCount": 4}}
+                               for v, _, n in variants],
+        "EndpointStatus": "InService", "CreationTime": T, "LastModifiedTime": T,
+    }, {"EndpointName": ENDPOINT})
+    sm.add_response("describe_endpoint_config", {
+        "EndpointConfigName": f"{ENDPOINT}-cfg", "EndpointConfigArn": f"{ARN}:endpoint-config/{ENDPOINT}-cfg",
+        "ProductionVariants": [{"VariantName": v, "InstanceType": t, "InitialInstanceCount": 1,
+                                "RoutingConfig": {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}} for v, t, _ in variants],
+        "CreationTime": T,
+    }, {"EndpointConfigName": f"{ENDPOINT}-cfg"})
+    described = []
+    for name, variant, req, copies, _ in components:
+        c = component(name, 1, copies)
+        c["VariantName"] = variant
+        c["Specification"] = ({"ModelName": f"{name}-model", "ComputeResourceRequirements": req} if req is not None
+                              else {"BaseInferenceComponentName": "kokoro-gpu", "Container": {"ArtifactUrl": "s3://b/adapter"}})
+        described.append(c)
+    sm.add_response("list_inference_components", {"InferenceComponents": [
+        {k: c[k] for k in ("InferenceComponentName", "InferenceComponentArn", "EndpointName", "EndpointArn", "VariantName",
+                           "CreationTime", "LastModifiedTime", "InferenceComponentStatus")} for c in described]},
+        {"EndpointNameEquals": ENDPOINT})
+    params = {"ServiceNamespace": "sagemaker", "ScalableDimension": "sagemaker:inference-component:DesiredCopyCount"}
+    for c, (name, _, req, _, target) in sorted(zip(described, components, strict=True), key=lambda x: x[1][0]):
+        sm.add_response("describe_inference_component", c, {"InferenceComponentName": name})
+        if req is not None:
+            aas.add_response("describe_scaling_policies",
+                             {"ScalingPolicies": [policy(name, target)] if target is not None else []},
+                             {**params, "ResourceId": f"inference-component/{name}"})
+
+
+CPU_REQ = {"NumberOfCpuCoresRequired": 4.0, "MinMemoryRequiredInMb": 2530}
+GPU_REQ = {"NumberOfAcceleratorDevicesRequired": 1.0, "NumberOfCpuCoresRequired": 1.25, "MinMemoryRequiredInMb": 2530}
+
+
+def test_cpu_only_copies_on_cpu_instances_are_read_and_placed_by_cores(tmp_path, capsys, monkeypatch):
+    sess = StubbedSession()
+    stub_fleet(sess, [("AllTraffic", "ml.c7i.4xlarge", 2)], [("kokoro-82m", "AllTraffic", CPU_REQ, 5, 6.0)])
+    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    out = tmp_path / "fleet.json"
+    rc = main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", str(out), "--t-copy-s", "20.5",
+               "--t-total-s", "290", "--model", "kokoro-82m", "--delta-concurrency", "30", "--json"])
+    assert rc == 0
+    for stub in sess.stubs.values():
+        stub.assert_no_pending_responses()
+    fleet = FleetState.model_validate_json(out.read_text())
+    # 16 vCPUs and 32 GiB per c7i.4xlarge; 5 copies of 4 cores inferred best-fit: 4 fill the first, 1 on the second
+    assert [(i.cpu_cores, i.host_memory_mib, i.accelerator_memory_mib) for i in fleet.instances] == [(16, 32768, 0)] * 2
+    assert [(i.used_cpu_cores, i.used_host_memory_mib, i.copies) for i in fleet.instances] == [
+        (16.0, 4 * 2530.0, {"kokoro-82m": 4}), (4.0, 2530.0, {"kokoro-82m": 1})]
+    k = fleet.models["kokoro-82m"]
+    assert (k.copy_memory_mib, k.copy_cpu_cores, k.copy_host_memory_mib, k.concurrency_per_copy) == (0, 4, 2530, 6)
+    assert (k.new_instance_cpu_cores, k.new_instance_host_memory_mib, k.variant) == (16, 32768, "AllTraffic")
+    ev = CapacityEvaluation.model_validate_json(capsys.readouterr().out)
+    # +30 in flight = 5 copies: 3 into the second instance's 12 free cores, 2 on one new c7i.4xlarge (4 per instance)
+    assert [s.instance for s in ev.steps] == ["AllTraffic-2"] * 3 and {s.binding for s in ev.steps} == {"cpu_cores"}
+    assert (ev.hot_loadable, ev.copies_on_new_instances, ev.new_instances) == (3, 2, 1)
+    assert (ev.copies_per_new_instance, ev.new_instance_limited_by) == (4, "cpu_cores")
+    assert ev.verdict == "warn"
+
+
+def test_cpu_only_fleet_human_report(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # rich wraps at the terminal width
+    sess = StubbedSession()
+    stub_fleet(sess, [("AllTraffic", "ml.c7i.4xlarge", 2)], [("kokoro-82m", "AllTraffic", CPU_REQ, 5, 6.0)])
+    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    assert main(["capacity", "--from-endpoint", ENDPOINT, "--t-copy-s", "20.5", "--t-total-s", "290",
+                 "--model", "kokoro-82m", "--delta-concurrency", "30"]) == 0
+    out = capsys.readouterr().out
+    for needle in ("5 copies of 4 CPU cores + 2530 MiB host memory", "cores free", "host MiB free", "12 -> 0",
+                   "limited by CPU cores", "1 new instance(s), 4 copies each", "WARN placement_source", "verdict: warn"):
+        assert needle in out, needle
+
+
+def test_a_mixed_fleet_keeps_each_components_copies_on_its_variant():
+    sess = StubbedSession()
+    stub_fleet(sess, [("gpu", "ml.g5.12xlarge", 1), ("cpu", "ml.c7i.4xlarge", 1)], [
+        ("kokoro-gpu", "gpu", GPU_REQ, 3, 37.5),
+        ("kokoro-cpu", "cpu", CPU_REQ, 2, 6.0),
+        ("sidecar", "gpu", {"NumberOfCpuCoresRequired": 2.0, "MinMemoryRequiredInMb": 1024}, 1, 4.0),  # CPU-only on a GPU host
+        ("adapter", "gpu", None, 1, None),  # runs inside kokoro-gpu's copies: holds nothing
+    ])
+    fleet = read_fleet(sess, ENDPOINT, t_copy_s=20, t_total_s=300)
+    for stub in sess.stubs.values():
+        stub.assert_no_pending_responses()
+    assert sorted(fleet.models) == ["kokoro-cpu", "kokoro-gpu", "sidecar"]
+    gpu, cpu = fleet.instances
+    assert (gpu.variant, gpu.used_accelerator_memory_mib, gpu.used_cpu_cores, gpu.used_host_memory_mib) == (
+        "gpu", 3 * 24576.0, 3 * 1.25 + 2, 3 * 2530.0 + 1024)
+    assert gpu.copies == {"kokoro-gpu": 3, "sidecar": 1} and cpu.copies == {"kokoro-cpu": 2}
+    assert fleet.models["sidecar"].copy_memory_mib == 0 and fleet.models["kokoro-gpu"].copy_memory_mib == 24576
+    # 5 more CPU copies: 2 fit the c7i's 8 free cores; the GPU host's 42 free cores are another variant's
+    ev = evaluate_capacity(fleet, "kokoro-cpu", 30)
+    assert {s.instance for s in ev.steps} == {"cpu-1"} and (ev.hot_loadable, ev.new_instances) == (2, 1)
+    assert ev.copies_per_new_instance == 4
+    # the CPU-only sidecar does use the GPU host's cores: 42 / 2 = 21 would fit; host memory allows more
+    assert evaluate_capacity(fleet, "sidecar", 40).hot_loadable == 10
+
+
+@pytest.mark.parametrize(
+    ("variants", "req", "message"),
+    [
+        ([("AllTraffic", "ml.c7i.4xlarge", 1)], GPU_REQ,
+         "requests 1 accelerator devices but variant AllTraffic runs ml.c7i.4xlarge, which has none"),
+        ([("AllTraffic", "ml.g6e.12xlarge", 1)], {**GPU_REQ, "AcceleratorPartitionType": "mig-3g.40gb"},
+         "runs on accelerator partition 'mig-3g.40gb' (MIG); bench capacity models whole devices only"),
+    ],
+)
+def test_what_the_evaluation_does_not_model_is_a_target_error(tmp_path, capsys, monkeypatch, variants, req, message):
+    sess = StubbedSession()
+    stub_fleet(sess, variants, [("kokoro-82m", "AllTraffic", req, 1, 6.0)])
+    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    out = tmp_path / "fleet.json"
+    assert main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", str(out), "--t-copy-s", "1",
+                 "--t-total-s", "2"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("example", ["EXAMPLE_FLEET", "EXAMPLE_CPU_FLEET"])
+def test_the_help_examples_are_valid_fleet_files(tmp_path, capsys, example):
+    import bench.capacity_cmd as cmd
+
+    fleet = write(tmp_path, getattr(cmd, example))
+    assert main(["capacity", "--fleet", str(fleet), "--model", "kokoro-82m", "--delta-concurrency", "30", "--json"]) == 0
+    assert CapacityEvaluation.model_validate_json(capsys.readouterr().out).hot_loadable >= 1
