@@ -60,8 +60,15 @@ nearest-rank p95 (equal to the slowest below 20 starts).
   python -m bench tcopy --url http://127.0.0.1:8080 --serve-cmd "python -m container serve --port {port}" --json
   python -m bench tcopy --inference-component prod-kokoro-82m-ic --footprint-from artifacts/copy-....json --starts 3
 
+On SageMaker the copy count is put back on every way out (an AWS error that outlasts the
+retries, the component going Failed, Ctrl-C, SIGTERM), and stderr says so, also with --json.
+If AWS refuses that too, the error names the exact call to run:
+aws sagemaker update-inference-component-runtime-config --inference-component-name NAME
+--desired-runtime-config CopyCount=N --region REGION.
+
 Writes copy-<model>-<slug>.json into --out. Exit 0 written, 1 a copy did not become ready
-(nothing written), 2 bad input, 130 interrupted (the copy process is stopped either way).
+(nothing written), 2 bad input or an AWS error, 130 interrupted (the copy process is stopped,
+or the copy count put back, either way).
 """
 
 MIB = 2**20
