@@ -56,10 +56,13 @@ class FreezeState(BaseModel):
 
 
 def thaw_command(endpoint: str, state_dir: Path | None = None, region: str | None = None) -> str:
-    """The exact ``bench thaw`` command that restores ``endpoint`` from its saved state."""
+    """The exact ``bench thaw`` command that restores ``endpoint`` from its saved state (the state
+    directory absolute and shell-quoted, so it runs from anywhere as printed)."""
+    import shlex
+
     cmd = f"python -m bench thaw --endpoint {endpoint}"
     if state_dir is not None:
-        cmd += f" --state-dir {state_dir}"
+        cmd += f" --state-dir {shlex.quote(str(Path(state_dir).absolute()))}"
     return cmd + (f" --region {region}" if region else "")
 
 
