@@ -78,11 +78,30 @@ def describe_aws_error(err: BaseException) -> tuple[str, str]:
         error = (err.response or {}).get("Error", {})
         code = error.get("Code", "Error")
         op = getattr(err, "operation_name", "") or "the call"
-        fix = ("grant the permission to this role or user" if "AccessDenied" in code or "Unauthorized" in code
-               else f"AWS still refused after {MAX_ATTEMPTS} attempts; retry later" if "Throttl" in code
-               or "TooManyRequests" in code else "check the names and the region")
+        fix = ("grant the permission to this role or user" if is_access_denied(err)
+               else f"AWS still refused after {MAX_ATTEMPTS} attempts; retry later" if is_throttled(err)
+               else "check the names and the region")
         return "AwsError", f"{op}: {code}: {error.get('Message') or err}; {fix}"
     return "AwsError", f"{err.__class__.__name__}: {err}; check the network and the region, then retry"
+
+
+def error_code(err: BaseException) -> str:
+    """AWS's error code of a botocore ClientError ("" for anything else)."""
+    resp = getattr(err, "response", None) or {}
+    return str(resp.get("Error", {}).get("Code", "")) if isinstance(resp, dict) else ""
+
+
+def is_access_denied(err: BaseException) -> bool:
+    """AWS refused the call for want of a permission (AccessDenied, AccessDeniedException,
+    UnauthorizedOperation, ...): it changed nothing, and retrying will not help."""
+    code = error_code(err)
+    return "AccessDenied" in code or "Unauthorized" in code
+
+
+def is_throttled(err: BaseException) -> bool:
+    """Throttling that outlasted the retry budget (:data:`MAX_ATTEMPTS`)."""
+    code = error_code(err)
+    return "Throttl" in code or "TooManyRequests" in code or code in ("RequestLimitExceeded", "SlowDown")
 
 
 def client_error_message(err: Exception) -> str:
@@ -96,6 +115,8 @@ def describe_endpoint(sess: Any, endpoint: str) -> dict:
     try:
         return sess.client("sagemaker").describe_endpoint(EndpointName=endpoint)
     except ClientError as err:
+        if is_access_denied(err) or is_throttled(err):
+            raise  # not the name's fault: the CLI names the operation, the code and the fix
         raise TargetError(f"endpoint {endpoint!r}: {client_error_message(err)}; check --endpoint and the region") from None
     except BotoCoreError as err:
         raise TargetError(f"endpoint {endpoint!r}: {err}; check AWS credentials and region") from None
@@ -161,6 +182,8 @@ def describe_inference_component(sess: Any, name: str) -> dict:
     try:
         return sess.client("sagemaker").describe_inference_component(InferenceComponentName=name)
     except ClientError as err:
+        if is_access_denied(err) or is_throttled(err):
+            raise  # not the name's fault: the CLI names the operation, the code and the fix
         raise TargetError(f"inference component {name!r}: {client_error_message(err)}; check --inference-component "
                           "and the region") from None
     except BotoCoreError as err:

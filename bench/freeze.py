@@ -17,6 +17,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,49 @@ class FreezeState(BaseModel):
     """The desired count the run set (None: it did not touch it); restore sets desired_instance_count back."""
     saved_at: datetime
     tool: str
+
+
+def thaw_command(endpoint: str, state_dir: Path | None = None, region: str | None = None) -> str:
+    """The exact ``bench thaw`` command that restores ``endpoint`` from its saved state (the state
+    directory absolute and shell-quoted, so it runs from anywhere as printed)."""
+    import shlex
+
+    cmd = f"python -m bench thaw --endpoint {endpoint}"
+    if state_dir is not None:
+        cmd += f" --state-dir {shlex.quote(str(Path(state_dir).absolute()))}"
+    return cmd + (f" --region {region}" if region else "")
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ignore Ctrl-C while restoring: a second Ctrl-C mid-restore would leave scaling changed.
+    Only the main thread can set signal handlers; elsewhere this holds nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread for the length of the block, so a
+    ``kill`` unwinds through the same restore as Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum, frame):
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def default_state_dir() -> Path:
@@ -186,6 +231,7 @@ class Freeze:
         self.sess = sess
         self.endpoint = endpoint
         self.variant = variant
+        self.state_dir = state_dir
         self.path = state_path(state_dir, endpoint)
         self.tool = tool
         self.log = log
@@ -230,6 +276,18 @@ class Freeze:
         try:
             if target is not None:
                 self.pin(pin)
+        except Exception as err:
+            if aws.is_access_denied(err):
+                # AWS refused the first change for want of a permission: nothing changed, and the
+                # same permission would refuse the restore. Nothing to give back.
+                self._forget()
+                raise
+            self._restore()
+            raise
+        except BaseException:
+            self._restore()
+            raise
+        try:
             if self.instances is not None:
                 self._set_instances(self.instances, was)
         except BaseException:
@@ -274,26 +332,35 @@ class Freeze:
 
             self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
 
+    def _forget(self) -> None:
+        """Nothing was changed: drop the saved state and the SIGTERM handler."""
+        self.state = None
+        self.path.unlink(missing_ok=True)
+        self._uninstall_sigterm()
+
+    def _uninstall_sigterm(self) -> None:
+        if self._old_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._old_sigterm)
+            self._old_sigterm = None
+
+    def thaw_command(self) -> str:
+        return thaw_command(self.endpoint, self.state_dir, getattr(self.sess, "region_name", None))
+
     def _restore(self) -> None:
         if self.state is None:
             return
-        main = threading.current_thread() is threading.main_thread()
-        # A second Ctrl-C while restoring would leave scaling frozen: hold signals until done.
-        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        # A second Ctrl-C while restoring would leave scaling frozen: hold it until done.
         try:
-            restore_state(self.sess, self.state, self.path, timeout_s=self.timeout_s, poll_s=self.poll_s,
-                          sleep=self.sleep, log=self.log)
+            with interrupts_held():
+                restore_state(self.sess, self.state, self.path, timeout_s=self.timeout_s, poll_s=self.poll_s,
+                              sleep=self.sleep, log=self.log)
         except Exception as err:
             raise BenchError(
                 f"could not restore scaling of {self.endpoint} ({aws.client_error_message(err)}); the saved state is "
-                f"in {self.path}: run python -m bench thaw --endpoint {self.endpoint}"
+                f"in {self.path}: run {self.thaw_command()}"
             ) from None
         finally:
-            if main:
-                signal.signal(signal.SIGINT, old_int)
-                if self._old_sigterm is not None:
-                    signal.signal(signal.SIGTERM, self._old_sigterm)
-                    self._old_sigterm = None
+            self._uninstall_sigterm()
         count = (f", desired instance count {self.state.desired_instance_count}"
                  if self.state.pinned_instances is not None else "")
         self.log(

@@ -350,6 +350,7 @@ class SageMakerTarget:
         self.session = session or aws.session()
         self._runtime = None
         self._pool: ThreadPoolExecutor | None = None
+        self._workers = 0
         self.described: dict = {}
 
     def check(self) -> None:
@@ -418,9 +419,15 @@ class SageMakerTarget:
     async def open(self, concurrency: int) -> None:
         from botocore.config import Config
 
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=max(4, concurrency + 2), thread_name_prefix="invoke")
-            cfg = Config(max_pool_connections=max(10, concurrency + 2), read_timeout=70, retries={"max_attempts": 0})
+        # A ladder opens the target once per level: a pool sized for an earlier, lower level would
+        # cap this one's requests in flight at that level's (and queue the rest unseen).
+        workers = max(4, concurrency + 2)
+        if self._pool is None or self._workers < workers:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+            self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="invoke")
+            self._workers = workers
+            cfg = Config(max_pool_connections=max(10, workers), read_timeout=70, retries={"max_attempts": 0})
             self._runtime = self.session.client("sagemaker-runtime", config=cfg)
 
     async def close(self) -> None:

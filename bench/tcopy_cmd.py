@@ -60,8 +60,15 @@ nearest-rank p95 (equal to the slowest below 20 starts).
   python -m bench tcopy --url http://127.0.0.1:8080 --serve-cmd "python -m container serve --port {port}" --json
   python -m bench tcopy --inference-component prod-kokoro-82m-ic --footprint-from artifacts/copy-....json --starts 3
 
+On SageMaker the copy count is put back on every way out (an AWS error that outlasts the
+retries, the component going Failed, Ctrl-C, SIGTERM), and stderr says so, also with --json.
+If AWS refuses that too, the error names the exact call to run:
+aws sagemaker update-inference-component-runtime-config --inference-component-name NAME
+--desired-runtime-config CopyCount=N --region REGION.
+
 Writes copy-<model>-<slug>.json into --out. Exit 0 written, 1 a copy did not become ready
-(nothing written), 2 bad input, 130 interrupted (the copy process is stopped either way).
+(nothing written), 2 bad input or an AWS error, 130 interrupted (the copy process is stopped,
+or the copy count put back, either way).
 """
 
 MIB = 2**20
@@ -346,20 +353,36 @@ def check_copy_scaling_suspended(sess: Any, name: str) -> None:
             )
 
 
+def put_back_command(name: str, count: int, region: str | None = None) -> str:
+    """The aws CLI call that sets the component's copy count (UpdateInferenceComponentRuntimeConfig)."""
+    return (f"aws sagemaker update-inference-component-runtime-config --inference-component-name {name} "
+            f"--desired-runtime-config CopyCount={count}" + (f" --region {region}" if region else ""))
+
+
+FAILED_STATES = ("Failed", "Deleting")
+"""InferenceComponentStatus values a copy cannot come back from by waiting."""
+
+
 def run_sagemaker(
     sess: Any, name: str, starts: int, *, poll_s: float, timeout_s: float,
     clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
     done: Callable[[int, CopyStart], None] = lambda i, s: None,
+    notify: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
 ) -> tuple[list[CopyStart], dict]:
     """``starts`` copy-count increases of one, each timed to InService and given back before the
-    next; the count is put back on every way out (error, Ctrl-C)."""
+    next. On every way out (an AWS error past the retry budget, a Failed component, Ctrl-C,
+    SIGTERM) the count is put back and ``notify`` says so; when AWS refuses that too, a
+    :class:`~bench.errors.BenchError` names the aws CLI call that puts it back."""
+    from bench.freeze import interrupts_held, sigterm_as_interrupt
+
     status, base, desired, ic = _component_state(sess, name)
     if status != "InService" or base is None or base != desired:
         raise TargetError(f"inference component {name!r} is {status} with {base} of {desired} copies; wait until it is "
                           "InService with its copies all current")
     check_copy_scaling_suspended(sess, name)
     sm = sess.client("sagemaker")
+    region = getattr(sess, "region_name", None)
 
     def set_count(n: int) -> None:
         from botocore.exceptions import ClientError
@@ -367,45 +390,76 @@ def run_sagemaker(
         try:
             sm.update_inference_component_runtime_config(InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": n})
         except ClientError as err:
+            if aws.is_access_denied(err) or aws.is_throttled(err):
+                raise
             raise TargetError(f"inference component {name!r}: cannot set {n} copies ({aws.client_error_message(err)})") from None
 
     def wait_for(n: int, t0: float, what: str) -> float:
         while True:
             status, current, _, info = _component_state(sess, name)
-            if status == "Failed":
-                raise CopyNotReady(f"inference component {name!r} failed while {what}: {info.get('FailureReason', 'no reason given')}")
+            if status in FAILED_STATES:
+                raise CopyNotReady(f"inference component {name!r} went {status} while {what}: "
+                                   f"{info.get('FailureReason', 'no reason given')}; nothing written")
             if status == "InService" and current == n:
                 return clock() - t0
             if clock() - t0 > timeout_s:
                 raise CopyNotReady(f"inference component {name!r}: not InService with {n} copies after --timeout-s "
-                                   f"{timeout_s:g} while {what} (now {status}, {current} copies)")
+                                   f"{timeout_s:g} while {what} (now {status}, {current} copies); nothing written")
             sleep(poll_s)
 
-    out: list[CopyStart] = []
-    raised = False
-    try:
-        for i in range(starts):
-            started_at = datetime.fromtimestamp(clock(), tz=UTC)
-            t0 = clock()
-            set_count(base + 1)
-            raised = True
-            ready = round(wait_for(base + 1, t0, f"adding copy {base + 1}"), 3)
-            start = CopyStart(started_at=started_at, weights_ready_s=ready, ready_s=ready,
-                              source=f"UpdateInferenceComponentRuntimeConfig CopyCount {base} -> {base + 1}, then "
-                                     f"DescribeInferenceComponent InService with CurrentCopyCount {base + 1} (polled every "
-                                     f"{poll_s:g} s: up to one poll late); no stage markers, so weights_ready_s = ready_s")
-            out.append(start)
+    def put_back(raised: bool, why: BaseException) -> None:
+        """The desired count back to ``base`` (unless AWS already has it there)."""
+        try:
+            _, _, now, info = _component_state(sess, name)
+        except Exception:  # noqa: BLE001 - cannot read it: set it anyway
+            now, info = None, {}
+        if now == base:
+            if raised:
+                notify(f"restored {name}: copy count {base}, as before the run")
+            return
+        try:
             set_count(base)
-            wait_for(base, clock(), f"giving copy {base + 1} back")
-            raised = False
-            done(i, start)
-    finally:
-        if raised:
-            try:
+        except Exception as err:  # noqa: BLE001 - whatever AWS said, the count is not back: say what to run
+            stopped = "Ctrl-C" if isinstance(why, KeyboardInterrupt) else (
+                f"{why.__class__.__name__}: {aws.client_error_message(why) if isinstance(why, Exception) else why}")
+            raise BenchError(
+                f"the run stopped ({stopped}) and could not put the copy count of inference component {name} back to "
+                f"{base} ({aws.client_error_message(err)}); its desired count is "
+                f"{now if now is not None else 'unknown'}: run {put_back_command(name, base, region)}"
+            ) from None
+        status = info.get("InferenceComponentStatus")
+        after = (f"; it is {status} ({info.get('FailureReason', 'no reason given')}): fix the cause and redeploy it "
+                 f"(pulumi up), then check it with aws sagemaker describe-inference-component --inference-component-name "
+                 f"{name}" if status in FAILED_STATES else "")
+        notify(f"restored {name}: copy count set back to {base} (was {now if now is not None else 'unknown'}){after}")
+
+    out: list[CopyStart] = []
+    pending = raised = False
+    """pending: the count may differ from base (a raise was sent); raised: AWS took one."""
+    with sigterm_as_interrupt():
+        try:
+            for i in range(starts):
+                started_at = datetime.fromtimestamp(clock(), tz=UTC)
+                t0 = clock()
+                pending = True
+                set_count(base + 1)
+                raised = True
+                ready = round(wait_for(base + 1, t0, f"adding copy {base + 1}"), 3)
+                start = CopyStart(started_at=started_at, weights_ready_s=ready, ready_s=ready,
+                                  source=f"UpdateInferenceComponentRuntimeConfig CopyCount {base} -> {base + 1}, then "
+                                         f"DescribeInferenceComponent InService with CurrentCopyCount {base + 1} (polled "
+                                         f"every {poll_s:g} s: up to one poll late); no stage markers, so weights_ready_s "
+                                         "= ready_s")
+                out.append(start)
                 set_count(base)
-                log(f"{name}: copy count set back to {base}")
-            except Exception as err:  # noqa: BLE001 - the original error matters more; say what to do
-                log(f"warning: could not set {name} back to {base} copies ({err}); set it by hand")
+                wait_for(base, clock(), f"giving copy {base + 1} back")
+                pending = raised = False
+                done(i, start)
+        except BaseException as why:
+            if pending:
+                with interrupts_held():
+                    put_back(raised, why)
+            raise
     return out, ic
 
 
@@ -486,7 +540,9 @@ def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], fl
         starts, ic = run_sagemaker(
             sess, args.inference_component, args.starts, poll_s=args.poll_s, timeout_s=args.timeout_s, clock=clock,
             sleep=sleep, log=(lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr)),
-            done=lambda i, st: progress.done(i + 1, args.starts, f"  copy {i + 1}: InService after {st.ready_s:.1f} s"))
+            done=lambda i, st: progress.done(i + 1, args.starts, f"  copy {i + 1}: InService after {st.ready_s:.1f} s"),
+            # What was put back is said on stderr even with --json (stdout carries the JSON); -q silences it.
+            notify=(lambda m: None) if getattr(args, "quiet", False) else (lambda m: print(m, file=sys.stderr)))
     finally:
         progress.stop()
     endpoint = ic.get("EndpointName", "")

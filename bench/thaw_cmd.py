@@ -1,4 +1,4 @@
-"""``bench thaw``: restore an endpoint's scaling after a qmax/ttotal run that was killed outright."""
+"""``bench thaw``: restore an endpoint's scaling after a qmax/ttotal/validate --live run that was killed outright."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from bench.errors import TargetError, UsageError
 from bench.freeze import FreezeState, load_state, restore_state, state_path
 
 DESCRIPTION = """\
-Restore the scalable target of an endpoint to exactly what qmax/ttotal found before freezing it
+Restore the scalable target of an endpoint to exactly what qmax/ttotal/validate --live found before freezing it
 (min, max and suspended state, and the desired instance count when qmax pinned one instance),
 from the state file they wrote before changing anything
 (~/.cache/speech-endpoints/freeze-<endpoint>.json, or --state-dir). Runs that end normally,

@@ -41,10 +41,15 @@ With --live also load it (closed loop, scaling frozen for the check and restored
      admitted requests must stay within the SLO.
 --url runs only the live checks against a local container (no policy to compare).
 
+On SageMaker scaling is restored on every way out (an AWS error that outlasts the retries,
+Ctrl-C, SIGTERM) and stderr says so; if AWS refuses the restore, the error names the exact
+`bench thaw` command. An endpoint that leaves service during the load (Failed, OutOfService)
+stops the checks with an `endpoint` issue (exit 1) naming the way back.
+
   python -m bench validate --plan artifacts/plan-kokoro-82m.json --endpoint dev-kokoro-82m
   python -m bench validate --plan plan.json --url http://127.0.0.1:8080 --live --measure-s 20
 
-Exit 0 pass, 1 fail, 2 bad input.
+Exit 0 pass, 1 fail, 2 bad input or an AWS error, 130 interrupted (scaling restored).
 """
 
 
@@ -93,9 +98,31 @@ def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, clo
         f"{t.c_scale_max:g}; fix: re-run bench qmax on this endpoint (it measures the ratio) and bench plan, then pulumi up"))
 
 
+ENDPOINT_DOWN = ("Failed", "OutOfService", "UpdateRollbackFailed", "Deleting")
+"""EndpointStatus values a live check cannot measure anything on."""
+
+
+def endpoint_down_issue(sess, endpoint: str) -> Issue | None:
+    """An issue when the endpoint left service during the live checks (DescribeEndpoint): its
+    load figures then say nothing about the plan, so the checks stop there."""
+    ep = aws.describe_endpoint(sess, endpoint)
+    status = ep.get("EndpointStatus", "")
+    if status not in ENDPOINT_DOWN:
+        return None
+    reason = ep.get("FailureReason")
+    return Issue("endpoint", (
+        f"endpoint {endpoint} went {status} during the live checks{f' ({reason})' if reason else ''}; the load "
+        f"figures say nothing about the plan and the remaining checks were not run; fix: the endpoint (its "
+        f"FailureReason, CloudWatch logs /aws/sagemaker/Endpoints/{endpoint}), then pulumi up and re-run bench "
+        "validate --live"))
+
+
 def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "the endpoint",
                 read_cloudwatch: Callable[[datetime, datetime], aws.CloudwatchReading] | None = None,
+                still_serving: Callable[[], Issue | None] | None = None,
                 ) -> tuple[list[Issue], list[dict]]:
+    """The two load checks; ``still_serving`` (SageMaker) runs after each and, when it returns an
+    issue (the endpoint left service), that issue replaces the level's and the checks stop."""
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
     c_ok = max(1, round(0.8 * plan.thresholds.c_scale_max * instances))
@@ -111,6 +138,8 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
         wall0, perf0 = time.time(), time.perf_counter()
         r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
         rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
+        if still_serving is not None and (down := still_serving()) is not None:
+            return [down], rows
         if read_cloudwatch is not None:
             to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=UTC)  # noqa: E731
             reading = read_cloudwatch(to_dt(r.window[0]), to_dt(r.window[1]))
@@ -126,6 +155,8 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
                                         f"p95 within the SLO {slo:g} ms and nothing rejected; {remeasure}"))
         g: LevelResult = session.level(c_gate, args.settle_s, args.measure_s, texts)
         rows.append({"check": "past Q_max", "concurrency": c_gate, "p95_ms": g.pct(95), "rejected": g.rejected, "errors": g.errors})
+        if still_serving is not None and (down := still_serving()) is not None:
+            return [down], rows
         if g.rejected == 0:
             issues.append(Issue("live", f"{where} at {c_gate} in flight{per} (past Q_max {plan.q_max}) rejected nothing; "
                                         f"expected 503 queue_saturated beyond queue_max_depth {plan.queue_max_depth}; fix: "
@@ -167,7 +198,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
         target.check()
         with ExitStack() as stack:
             instances = 1
-            reader = None
+            reader = serving = None
             if isinstance(target, SageMakerTarget):
                 from bench.freeze import Freeze
 
@@ -177,8 +208,9 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
                 reader = lambda a, b: aws.wait_concurrency_max(  # noqa: E731
                     sess, args.endpoint, a, b, wait_s=args.cloudwatch_wait_s, poll_s=args.poll_s, sleep=sleep,
                     progress=(lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr)))
+                serving = lambda: endpoint_down_issue(sess, args.endpoint)  # noqa: E731
             where = f"local server {args.url}" if args.url else f"endpoint {args.endpoint}"
-            got, live_rows = live_checks(args, plan, load_target or target, instances, where, reader)
+            got, live_rows = live_checks(args, plan, load_target or target, instances, where, reader, serving)
             issues += got
     ok = not issues
     if args.json:

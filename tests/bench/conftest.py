@@ -3,7 +3,10 @@ as the AWS stand-in, shaped the way the Pulumi program deploys an endpoint (docs
 
 from __future__ import annotations
 
+import json
 import os
+import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -150,3 +153,88 @@ def deployed(aws_env, ref_plan):
 
 def state_dir() -> Path:
     return Path(os.environ["SPEECH_ENDPOINTS_STATE_DIR"])
+
+
+# --- AWS faults at botocore's before-send (tests/bench/test_aws_faults*.py) -------------------------
+
+
+class _Raw:
+    def __init__(self, body: bytes):
+        self.body = body
+
+    def stream(self, **_):
+        yield self.body
+
+
+class Faults:
+    """Per operation, a list of faults to serve in order ("throttle", "drop", "deny"; None passes;
+    the last one repeats). ``answer[op]`` stands in for AWS where moto has no such call (it gets
+    the HTTP request and returns an AWSResponse, or None to leave it to moto); anything else passes
+    on to moto."""
+
+    def __init__(self):
+        self.plan: dict[str, list[str | None]] = {}
+        self.calls: dict[str, int] = {}
+        self.sleeps: list[float] = []
+        self.answer: dict[str, Callable] = {}
+
+    def __call__(self, request, event_name, **_):
+        from botocore.awsrequest import AWSResponse
+        from botocore.exceptions import ClientError, ConnectionClosedError
+
+        op = event_name.rsplit(".", 1)[-1]
+        self.calls[op] = self.calls.get(op, 0) + 1
+        queue = self.plan.get(op)
+        fault = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else None
+        if fault == "throttle":
+            body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode()
+            return self._answered(request, AWSResponse(request.url, 400, {"Content-Type": "application/x-amz-json-1.1"},
+                                                       _Raw(body)))
+        if fault == "drop":
+            raise ConnectionClosedError(endpoint_url=request.url)
+        if fault == "deny":  # raised, so no later handler (moto) carries the call out
+            raise ClientError({"Error": {"Code": "AccessDeniedException",
+                                         "Message": "User is not authorized to perform this action"}}, op)
+        if op in self.answer:
+            return self._answered(request, self.answer[op](request))
+        return None
+
+    @staticmethod
+    def _answered(request, response):
+        """botocore emits before-send to every handler: hide the request's URL from moto's, so the
+        call answered here (a throttled one, too) is not also carried out there. ``restore_url``,
+        registered last, puts the URL back for a retry of the same request."""
+        if response is not None:
+            request.faults_url, request.url = request.url, "http://answered.by.faults.invalid/"
+        return response
+
+    @staticmethod
+    def restore_url(request, **_):
+        if getattr(request, "faults_url", None):
+            request.url, request.faults_url = request.faults_url, None
+
+
+def json_response(request, body: dict, status: int = 200):
+    """An AWS JSON-protocol answer (SageMaker, Application Auto Scaling) to ``request``."""
+    from botocore.awsrequest import AWSResponse
+
+    return AWSResponse(request.url, status, {"Content-Type": "application/x-amz-json-1.1"}, _Raw(json.dumps(body).encode()))
+
+
+@pytest.fixture
+def faults(monkeypatch, aws_env):
+    import botocore.endpoint
+    import botocore.session
+
+    f = Faults()
+    real = botocore.session.get_session
+
+    def get_session(*a, **kw):  # every session bench.aws.session() makes gets the injector first
+        s = real(*a, **kw)
+        s.get_component("event_emitter").register_first("before-send", f)
+        s.get_component("event_emitter").register_last("before-send", f.restore_url)
+        return s
+
+    monkeypatch.setattr(botocore.session, "get_session", get_session)
+    monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=f.sleeps.append))
+    return f

@@ -10,13 +10,8 @@ recorded instead of slept."""
 from __future__ import annotations
 
 import json
-import types
 
-import botocore.endpoint
-import botocore.session
 import pytest
-from botocore.awsrequest import AWSResponse
-from botocore.exceptions import ClientError, ConnectionClosedError
 
 from bench import aws
 from bench.cli import main
@@ -25,53 +20,6 @@ from bench.freeze import state_path
 from .conftest import ENDPOINT
 
 ORIGINAL = {"DynamicScalingInSuspended": False, "DynamicScalingOutSuspended": False, "ScheduledScalingSuspended": False}
-
-
-class _Raw:
-    def __init__(self, body: bytes):
-        self.body = body
-
-    def stream(self, **_):
-        yield self.body
-
-
-class Faults:
-    """Per operation, a list of faults to serve in order ("throttle", "drop", "deny"; None passes)."""
-
-    def __init__(self):
-        self.plan: dict[str, list[str | None]] = {}
-        self.calls: dict[str, int] = {}
-        self.sleeps: list[float] = []
-
-    def __call__(self, request, event_name, **_):
-        op = event_name.rsplit(".", 1)[-1]
-        self.calls[op] = self.calls.get(op, 0) + 1
-        queue = self.plan.get(op)
-        fault = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else None
-        if fault == "throttle":
-            body = json.dumps({"__type": "ThrottlingException", "message": "Rate exceeded"}).encode()
-            return AWSResponse(request.url, 400, {"Content-Type": "application/x-amz-json-1.1"}, _Raw(body))
-        if fault == "drop":
-            raise ConnectionClosedError(endpoint_url=request.url)
-        if fault == "deny":  # raised, so no later handler (moto) carries the call out
-            raise ClientError({"Error": {"Code": "AccessDeniedException",
-                                         "Message": "User is not authorized to perform this action"}}, op)
-        return None
-
-
-@pytest.fixture
-def faults(monkeypatch, aws_env):
-    f = Faults()
-    real = botocore.session.get_session
-
-    def get_session(*a, **kw):  # every session bench.aws.session() makes gets the injector first
-        s = real(*a, **kw)
-        s.get_component("event_emitter").register_first("before-send", f)
-        return s
-
-    monkeypatch.setattr(botocore.session, "get_session", get_session)
-    monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=f.sleeps.append))
-    return f
 
 
 def _target(sess, min_c=2, max_c=7, suspended=None):

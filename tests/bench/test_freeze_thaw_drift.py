@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,15 @@ def test_missing_endpoint_is_one_line_exit_2(aws_env, capsys, tmp_path):
     assert not (tmp_path / "o").exists()
     assert main(["thaw", "--endpoint", "nope"]) == 2
     assert not list(state_dir().glob("*")) if state_dir().exists() else True
+
+
+def test_the_named_thaw_command_runs_from_anywhere_as_printed(tmp_path, monkeypatch):
+    import shlex
+
+    from bench.freeze import thaw_command
+
+    monkeypatch.chdir(tmp_path)
+    cmd = thaw_command("prod-kokoro-82m", Path("my state"), "eu-west-1")
+    assert shlex.split(cmd) == ["python", "-m", "bench", "thaw", "--endpoint", "prod-kokoro-82m",
+                                "--state-dir", str(tmp_path / "my state"), "--region", "eu-west-1"]
+    assert thaw_command("x") == "python -m bench thaw --endpoint x"

@@ -124,7 +124,12 @@ def no_aws(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
-@pytest.mark.parametrize("argv", [["thaw", "--endpoint", "x"], ["validate", "--plan", "p.json", "--endpoint", "x"]])
+@pytest.mark.parametrize("argv", [
+    ["thaw", "--endpoint", "x"], ["validate", "--plan", "p.json", "--endpoint", "x"],
+    ["validate", "--plan", "p.json", "--endpoint", "x", "--live"],
+    ["tcopy", "--inference-component", "x", "--footprint-from",
+     str(ROOT / "artifacts" / "local" / "copy-kokoro-82m-local-4ed3d00a.json")],
+])
 def test_missing_region_is_one_line_exit_2(no_aws, work, capsys, argv, ref_plan):
     from speech.files import write_artifact
 

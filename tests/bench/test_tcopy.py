@@ -184,6 +184,7 @@ def _stub_run(sess: StubbedSession, polls_to_ready: list[int], base: int = 2, fa
         if fail_at == i:
             failed = {**_ic("Failed", base, base + 1), "FailureReason": "out of accelerator memory"}
             sm.add_response("describe_inference_component", failed, name)
+            sm.add_response("describe_inference_component", failed, name)  # the put-back reads the desired count
             sm.add_response("update_inference_component_runtime_config", {"InferenceComponentArn": "arn:aws:sagemaker:us-east-1:1:ic/x"},
                             {**name, "DesiredRuntimeConfig": {"CopyCount": base}})
             return
