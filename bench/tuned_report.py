@@ -80,7 +80,7 @@ def tuned_summary(tuned: PlanArtifact, simulation: SimulationArtifact | None) ->
         vs = f" ({100 * (c.simulated_instance_hours / seed.instance_hours - 1):+.1f}% vs the seed plan's {seed.instance_hours:,.1f})"
     head = (f"{100 * c.simulated_share:.2f}% within the SLO, {c.simulated_instance_hours:,.1f} instance-hours{vs}: "
             + ("keeps" if c.kept else "MISSES") + f" {100 * c.slo_share:.2f}%")
-    reason = (f"bench tune's plan, fleet {tuned.fleet.min_instances}-{tuned.fleet.max_instances}, on the same trace; "
+    reason = (f"bench tune's plan (fleet {tuned.fleet.min_instances}-{tuned.fleet.max_instances}) on the same trace. "
               + verdict_line(c))
     return head, reason
 
