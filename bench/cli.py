@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("bench.simulate_cmd", "a traffic trace against a simulated fleet: every scaling policy side by side"),
     "tune": ("bench.tune_cmd", "search the scaling parameters for the fewest instance-hours that keep the SLO share (simulated)"),
     "replay": ("bench.replay_cmd", "open-loop replay of a traffic trace against a real target (timestamps honoured)"),
-    "demo": ("bench.demo", "the whole chain on this machine: container, qmax, ttotal, plan, preview + policy, report"),
+    "demo": ("bench.demo", "the whole chain on this machine: container, qmax, ttotal, plan, tune, simulate, preview + policy, report"),
 }
 
 

@@ -2,9 +2,10 @@
 
 Starts the inference container with the real Kokoro-82M (onnx, CPU), measures Q_max with a
 short ladder, measures T_total by starting a second container process, plans with stated
-inputs, writes a stack config, simulates the plan against the other scaling policies on a
-one-hour trace, previews the Pulumi program under mocks with the policy pack, and writes one
-HTML report. Every step is the same code a user runs by hand.
+inputs, writes a stack config, tunes the plan on the demo's one-hour trace (bench tune),
+simulates the seed and the tuned plan against the other scaling policies on that trace, previews
+the Pulumi program under mocks with the policy pack, and writes one HTML report. Every step is
+the same code a user runs by hand.
 """
 
 from __future__ import annotations
@@ -16,20 +17,22 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.files import load_artifact
-from speech.sim.artifact import SimulationArtifact
+from speech.sim.artifact import SimulationArtifact, TuneArtifact
 
 from bench.errors import BenchError, TargetError, UsageError
 from bench.synthetic import free_port
 
 DESCRIPTION = """\
-Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> simulate
-(one hour of diurnal traffic at the planned peak, every scaling policy) -> offline preview +
-policy pack -> report. No AWS account, GPU or Pulumi CLI needed.
+Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> tune (bench tune
+on the demo's trace: trained on that hour, checked on other hours) -> simulate (one hour of
+diurnal traffic at the planned peak: the seed plan, the tuned plan and every other scaling
+policy) -> offline preview + policy pack -> report. No AWS account, GPU or Pulumi CLI needed.
 
 The local measurements describe this machine, not a SageMaker instance: the stack entry is
 written for --instance-type with allow_config_mismatch, so the program plans real scaling
@@ -41,7 +44,13 @@ Exit 0 when every step ran (whatever the policy verdict), 1 when a step failed, 
 130 interrupted (the container is stopped; artifacts are written atomically or not at all).
 """
 
-STEPS = ("container", "qmax", "ttotal", "plan", "simulate", "preview+policy", "report")
+STEPS = ("container", "qmax", "ttotal", "plan", "tune", "simulate", "preview+policy", "report")
+
+TUNE_TRAIN_DAYS = 1
+"""The tuner chooses on the demo's own hour (seed 1, the trace the simulation runs), so the tuned
+plan's promise is what the simulation must reproduce."""
+TUNE_HOLDOUT_DAYS = 2
+"""... and checks the winner on two other hours (seeds 2 and 3) and the perturbed first hour."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a reduced chain for CI: levels 1,2, short windows")
     p.add_argument("--report-only", action="store_true",
                    help="no container and no measurement: re-run simulate, preview+policy and the report on the newest "
-                        "qmax, ttotal and plan artifacts already in --out (a previous demo's)")
+                        "qmax, ttotal, plan and tuned plan artifacts already in --out (a previous demo's)")
     p.add_argument("--serve-cmd", default=f"{shlex.quote(sys.executable)} -m container serve",
                    help="command that starts the container (default: python -m container serve)")
 
@@ -120,11 +129,26 @@ class Container:
         self._log.close()
 
 
-def _newest(out: Path, pattern: str) -> Path:
-    found = sorted(out.glob(pattern), key=lambda p: p.stat().st_mtime)
+def _newest(out: Path, pattern: str, *, exclude: str | None = None) -> Path:
+    found = sorted((p for p in out.glob(pattern) if exclude is None or not p.match(exclude)), key=lambda p: p.stat().st_mtime)
     if not found:
         raise BenchError(f"no {pattern} in {out} after the step; see its output above")
     return found[-1]
+
+
+def _seed_plan_path(out: Path) -> Path:
+    """bench plan's plan-<model>.json (not bench tune's plan-<model>-tuned.json beside it)."""
+    return _newest(out, "plan-*.json", exclude="plan-*-tuned.json")
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """bench tune's output in --out: the tuned plan and the tune artifact (knobs, checks)."""
+
+    plan_path: Path
+    plan: PlanArtifact
+    tune_path: Path | None
+    tune: TuneArtifact | None
 
 
 def _step(name: str, rc: int, ok: tuple[int, ...] = (0,)) -> None:
@@ -146,15 +170,17 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
         qmax_path, ttotal_path = _newest(out, "qmax-*.json"), _newest(out, "ttotal-*.json")
         qmax, ttotal = load_artifact(qmax_path, QmaxArtifact), load_artifact(ttotal_path, TtotalArtifact)
-        plan = load_artifact(_newest(out, "plan-*.json"), PlanArtifact)
+        plan = load_artifact(_seed_plan_path(out), PlanArtifact)
         _say("report", f"re-using {qmax_path.name}, {ttotal_path.name} and the plan in {out}")
+        tuned = _reuse_tuned(out, plan, qmax, ttotal)
         from bench.plots import plot_qmax, plot_ttotal
 
         plot_qmax(qmax, qmax_path.with_suffix(".png"))
         plot_ttotal(ttotal, ttotal_path.with_suffix(".png"))
     else:
         qmax_path, ttotal_path, qmax, ttotal, plan = _measure_and_plan(args, out, previous)
-    return _after_plan(args, out, t_start, qmax_path, ttotal_path, qmax, ttotal, plan)
+        tuned = _tune(args, out, qmax_path, ttotal_path, plan)
+    return _after_plan(args, out, t_start, qmax_path, ttotal_path, qmax, ttotal, plan, tuned)
 
 
 def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
@@ -186,7 +212,7 @@ def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
         _step("plan", rc, ok=(0, 1))
         qmax = load_artifact(qmax_path, QmaxArtifact)
         ttotal = load_artifact(ttotal_path, TtotalArtifact)
-        plan = load_artifact(_newest(out, "plan-*.json"), PlanArtifact)
+        plan = load_artifact(_seed_plan_path(out), PlanArtifact)
     finally:
         if container is not None:
             container.stop()
@@ -195,10 +221,56 @@ def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
     return qmax_path, ttotal_path, qmax, ttotal, plan
 
 
+def _tune(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan: PlanArtifact) -> Tuned | None:
+    """``bench tune`` on the demo's trace with the plan's own inputs (so its seed is the plan just
+    made): trained on that hour, checked on other hours; the tuned plan and the tune artifact land
+    in --out. Exit 1 (a check missed the share) is a result the report shows, not a failure."""
+    if plan.q_max < 1:
+        _say("tune", "skipped: Q_max is 0 (no ladder level met the SLO), there is nothing to tune")
+        return None
+    spec = simulation_trace(args)
+    _say("tune", f"bench tune on {spec}: {TUNE_TRAIN_DAYS} training hour (the one simulated next), "
+                 f"{TUNE_HOLDOUT_DAYS} held-out hours, spikes x{args.surge_ratio:g} and a shifted hour")
+    started = time.monotonic()
+    rc = _bench(["tune", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--trace", spec,
+                 "--slo-ms", f"{args.slo_ms:g}", "--peak-rps", f"{args.peak_rps:g}",
+                 "--trough-rps", f"{min(args.trough_rps, args.peak_rps):g}", "--surge-ratio", f"{args.surge_ratio:g}",
+                 "--train-days", str(TUNE_TRAIN_DAYS), "--holdout-days", str(TUNE_HOLDOUT_DAYS), "--out", str(out)])
+    _step("tune", rc, ok=(0, 1))
+    tuned_path = out / f"plan-{plan.model}-tuned.json"
+    tune_path = _newest(out, f"tune-{plan.model}-*.json")
+    tuned = Tuned(tuned_path, load_artifact(tuned_path, PlanArtifact), tune_path, load_artifact(tune_path, TuneArtifact))
+    _say("tune", f"done in {time.monotonic() - started:.1f} s: " + ("the promise held on every check" if rc == 0 else
+                 "a check missed the SLO share (the report shows which)"))
+    return tuned
+
+
+def _reuse_tuned(out: Path, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact) -> Tuned | None:
+    """--report-only: the tuned plan a previous demo left in --out, when it was tuned from the
+    artifacts re-used (else the report goes without it, and says why here)."""
+    path = out / f"plan-{plan.model}-tuned.json"
+    if not path.exists():
+        _say("tune", f"no {path.name} in {out} (a demo from before bench tune ran in it): the report shows the seed plan only")
+        return None
+    tuned = load_artifact(path, PlanArtifact)
+    if (tuned.inputs.qmax_sha256, tuned.inputs.ttotal_sha256) != (canonical_sha256(qmax), canonical_sha256(ttotal)):
+        _say("tune", f"{path.name} was tuned from other qmax/ttotal artifacts than the newest ones: left out; "
+                     "run the whole demo to tune again")
+        return None
+    tune_path, tune = None, None
+    for p in sorted(out.glob(f"tune-{plan.model}-*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
+        candidate = load_artifact(p, TuneArtifact)
+        if candidate.tuned_plan_sha256 == canonical_sha256(tuned):  # the tuning that wrote this tuned plan
+            tune_path, tune = p, candidate
+            break
+    _say("tune", f"re-using {path.name}" + (f" and {tune_path.name}" if tune is not None else ""))
+    return Tuned(path, tuned, tune_path if tune is not None else None, tune)
+
+
 def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: Path, ttotal_path: Path,
-                qmax: QmaxArtifact, ttotal: TtotalArtifact, plan: PlanArtifact) -> int:
-    plan_path = _newest(out, "plan-*.json")
-    simulation, simulation_pngs = _simulate(args, out, qmax_path, ttotal_path, plan_path, plan)
+                qmax: QmaxArtifact, ttotal: TtotalArtifact, plan: PlanArtifact, tuned: Tuned | None = None) -> int:
+    plan_path = _seed_plan_path(out)
+    simulation, simulation_pngs = _simulate(args, out, qmax_path, ttotal_path, plan_path, plan, tuned)
 
     from speech.infra.stack_config import stack_file as stack_path
 
@@ -232,6 +304,7 @@ def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: 
                      "shows it would block deploying them there. On AWS, measure the endpoint itself."),
         title="speech-endpoints demo: measured on this machine",
         instance_type=args.instance_type,
+        tuned_plan=tuned.plan if tuned is not None else None, tune=tuned.tune if tuned is not None else None,
     )
     elapsed = time.monotonic() - t_start
     print()
@@ -240,6 +313,11 @@ def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: 
     print(f"  qmax artifact   {qmax_path}  (+ {qmax_path.with_suffix('.png').name})")
     print(f"  ttotal artifact {ttotal_path}  (+ {ttotal_path.with_suffix('.png').name})")
     print(f"  plan            {plan_path}")
+    if tuned is not None:
+        print(f"  tuned plan      {tuned.plan_path}" + (f"  (+ {tuned.tune_path.name})" if tuned.tune_path else ""))
+        check = _promise_line(tuned.plan, simulation)
+        if check:
+            print(f"                  {check}")
     if simulation is not None:
         print(f"  simulation      {_newest(out, 'simulation-*.json')}  (+ {len(simulation_pngs)} PNGs)")
     print(f"  stack config    {stack_file}")
@@ -260,17 +338,26 @@ def simulation_trace(args: argparse.Namespace) -> str:
     return f"diurnal:peak={args.peak_rps:g},trough={min(args.trough_rps, args.peak_rps):g},hours=1,seed=1"
 
 
+def _promise_line(tuned: PlanArtifact, simulation: SimulationArtifact | None) -> str | None:
+    from bench.tuned_report import promise_check, verdict_line
+
+    c = promise_check(tuned, simulation) if simulation is not None else None
+    return verdict_line(c) if c is not None else None
+
+
 def _simulate(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan_path: Path,
-              plan: PlanArtifact) -> tuple[SimulationArtifact | None, list[Path]]:
-    """``bench simulate`` on the plan just made: the comparison table in the output, the artifact and
-    the PNGs next to the others."""
+              plan: PlanArtifact, tuned: Tuned | None = None) -> tuple[SimulationArtifact | None, list[Path]]:
+    """``bench simulate`` on the plan just made (and the tuned plan beside it): the comparison table
+    in the output, the artifact and the PNGs next to the others."""
     if plan.q_max < 1:
         _say("simulate", "skipped: Q_max is 0 (no ladder level met the SLO), there is no instance to simulate")
         return None, []
     spec = simulation_trace(args)
-    _say("simulate", f"the plan against every scaling policy on {spec}")
+    pair = ["--tuned-plan", str(tuned.plan_path)] if tuned is not None else []
+    _say("simulate", ("the seed plan and the tuned plan" if tuned is not None else "the plan")
+         + f" against every scaling policy on {spec}")
     _step("simulate", _bench(["simulate", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--plan", str(plan_path),
-                              "--trace", spec, "--out", str(out), "--plot"]))
+                              *pair, "--trace", spec, "--out", str(out), "--plot"]))
     path = _newest(out, "simulation-*.json")
     art = load_artifact(path, SimulationArtifact)
     stem = path.with_suffix("")

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.files import atomic_write_text
-from speech.sim.artifact import SimulationArtifact
+from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact
 
 from bench.report import plan_rows
 
@@ -82,6 +82,9 @@ class Answer:
     simulated_reason: str
     cost: str
     cost_reason: str
+    tuned: str | None = None
+    """The tuned plan's simulated row and whether it keeps its share (bench.tuned_report); None: no tuned plan."""
+    tuned_reason: str | None = None
 
 
 def usd_per_day(instances: float, price_per_hour_usd: float) -> float:
@@ -94,7 +97,7 @@ def usd_per_day(instances: float, price_per_hour_usd: float) -> float:
 def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
     """Why the simulated plan rejected what it rejected: the fleet at its ceiling, or arrivals over
     Q_max per instance while a scale-out was under way (T_total), compared with the oracle."""
-    r = a.results[[x.policy for x in a.results].index("plan")] if any(x.policy == "plan" for x in a.results) else a.results[0]
+    r = a.seed_result() or a.results[0]
     oracle = next((x for x in a.results if x.policy == "oracle"), None)
     gate = f"the admission gate answers 503 once an instance holds Q_max {plan.q_max} in flight"
     if r.rejected_share <= 0:
@@ -116,11 +119,12 @@ def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
 
 def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_ran: bool,
            simulation: SimulationArtifact | None, prices: dict[str, float] | None = None,
-           instance_type: str | None = None) -> Answer:
+           instance_type: str | None = None, tuned_plan: PlanArtifact | None = None) -> Answer:
     """The top block's numbers and reasons (pure: tests read them without the HTML).
 
     ``instance_type``: what the stack deploys, when not what was measured (the demo measures this
-    machine and writes an ``ml.*`` entry); fleet and cost are in it."""
+    machine and writes an ``ml.*`` entry); fleet and cost are in it. ``tuned_plan``: bench tune's
+    plan, simulated beside the seed (``Answer.tuned``)."""
     from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR, PRICE_REGION, PRICES_TAKEN
 
     mandatory = [v for v in violations or [] if v.level == "mandatory"]
@@ -146,7 +150,7 @@ def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_
         fleet = (f"{f.min_instances}-{f.max_instances} x {itype}: target {plan.thresholds.scaling_target_value:g} in "
                  f"flight per instance (Q_max {plan.q_max}), plan verdict {plan.verdict.upper()}")
     if simulation is not None:
-        r = next((x for x in simulation.results if x.policy == "plan"), simulation.results[0])
+        r = simulation.seed_result() or simulation.results[0]
         simulated = (f"{100 * r.within_slo_share:.2f}% within the SLO ({simulation.slo_ms:g} ms p95 TTFAB), "
                      f"{100 * r.rejected_share:.2f}% rejected")
         simulated_reason = f"on {simulation.trace.spec}: {rejection_reason(plan, simulation)}"
@@ -165,11 +169,17 @@ def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_
                 f"(floor - maximum)")
         cost_reason = f"{itype} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN})"
         if simulation is not None:
-            r = next((x for x in simulation.results if x.policy == "plan"), simulation.results[0])
+            r = simulation.seed_result() or simulation.results[0]
             mean = r.instance_hours / (simulation.trace.duration_s / 3600)
             cost += f"; ${usd_per_day(mean, price):,.2f} per day at the simulated mean fleet"
             cost_reason += f"; the simulated plan held {mean:.2f} instances on average over the trace"
-    return Answer(deploy, reason, blocked, fleet, simulated, simulated_reason, cost, cost_reason)
+    tuned = None
+    if tuned_plan is not None:
+        from bench.tuned_report import tuned_summary
+
+        tuned = tuned_summary(tuned_plan, simulation)
+    return Answer(deploy, reason, blocked, fleet, simulated, simulated_reason, cost, cost_reason,
+                  *(tuned or (None, None)))
 
 
 def _answer_block(a: Answer) -> str:
@@ -184,6 +194,9 @@ def _answer_block(a: Answer) -> str:
                       f"{html.escape(a.simulated_reason)}</span>"),
         ("Cost", f"<span class='big'>{html.escape(a.cost)}</span><br><span class='muted'>{html.escape(a.cost_reason)}</span>"),
     ]
+    if a.tuned is not None:
+        rows.insert(3, ("Tuned", f"<span class='big'>{html.escape(a.tuned)}</span><br><span class='muted'>"
+                                 f"{html.escape(a.tuned_reason or '')}</span>"))
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     return f"<div class='answer {cls}' id='answer'><table>{body}</table></div>"
 
@@ -204,13 +217,18 @@ def render_report(
     title: str = "speech-endpoints: measured autoscaling",
     prices: dict[str, float] | None = None,
     instance_type: str | None = None,
+    tuned_plan: PlanArtifact | None = None,
+    tune: TuneArtifact | None = None,
 ) -> str:
+    """The page. ``tuned_plan`` (bench tune's, with its ``tune`` artifact when there is one): a
+    section with its inputs beside the seed's, both simulated rows and the promise against the
+    simulation (bench.tuned_report)."""
     v = plan.verdict
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
-        _answer_block(answer(plan, violations, policy_ran, simulation, prices, instance_type)),
+        _answer_block(answer(plan, violations, policy_ran, simulation, prices, instance_type, tuned_plan)),
         f"<p>Model <b>{html.escape(plan.model)}</b> on <code>{html.escape(plan.fingerprint.instance_type)}</code> "
         f"(<code>{html.escape(plan.fingerprint.slug)}</code>), origin <b>{html.escape(plan.provenance.origin)}</b>. "
         f"Plan verdict <span class='badge {v}'>{v.upper()}</span> &middot; Q_max <b>{plan.q_max}</b> &middot; "
@@ -251,6 +269,7 @@ def render_report(
         f"{plan.t_total.planning_s:.1f} s.{_dominant(ttotal)}</p>",
         "<h2>The plan</h2>",
         _table(["name", "value", "formula"], plan_rows(plan), num_cols={1}),
+        *_tuned_section(plan, tuned_plan, tune, simulation),
         *_simulation_section(simulation, simulation_pngs),
         "<h2>Findings</h2>",
         _table(
@@ -269,6 +288,15 @@ def render_report(
 
 
 _GENERATED_MARK = "<!-- generated -->"
+
+
+def _tuned_section(plan: PlanArtifact, tuned: PlanArtifact | None, tune: TuneArtifact | None,
+                   simulation: SimulationArtifact | None) -> list[str]:
+    if tuned is None:
+        return []
+    from bench.tuned_report import tuned_section
+
+    return tuned_section(plan, tuned, tune, simulation)
 
 
 def _policy_section(violations: list[PolicyViolation] | None, policy_ran: bool, policy_note: str | None) -> list[str]:
@@ -300,7 +328,8 @@ def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> l
     pct = lambda x: f"{100 * x:.2f}%"  # noqa: E731
     num = lambda x, spec: "-" if x is None else format(x, spec)  # noqa: E731
     rows = [
-        (Markup(f"<b>{html.escape(r.policy)}</b>") if r.policy == "plan" else r.policy, pct(r.within_slo_share),
+        (Markup(f"<b>{html.escape(r.policy)}</b>") if r.policy in ("plan", SEED_ROW, TUNED_ROW) else r.policy,
+         pct(r.within_slo_share),
          pct(r.rejected_share), num(r.ttfab_p95_ms, ".0f"), num(r.ttfab_p99_ms, ".0f"), r.violation_minutes,
          f"{r.instance_hours:,.2f}", num(r.cost_vs_oracle, ".2f"), r.scale_out_actions, r.scale_in_actions, r.flaps,
          r.peak_instances)
@@ -309,7 +338,8 @@ def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> l
     paths = [Path(p) for p in pngs]
     scatter = [p for p in paths if p.stem.endswith("-cost-vs-slo")]
     parts = [
-        "<h2>Simulation: the plan against other scaling policies</h2>",
+        "<h2>Simulation: " + ("the seed and tuned plans" if a.tuned_plan_sha256 is not None else "the plan")
+        + " against other scaling policies</h2>",
         f"<p>Trace <code>{html.escape(tr.spec)}</code>: {tr.duration_s / 3600:.2f} h at 1 s, {tr.requests:,.0f} requests, "
         f"busiest minute {tr.peak_rps:,.1f} rps. The simulated instance is the measured one (ladder above, gate at "
         f"Q_max, new instances serving after {a.startup_s:.1f} s); SLO {a.slo_ms:g} ms p95 TTFAB.</p>",

@@ -115,9 +115,11 @@ def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
     return path
 
 
-POLICY_STYLE = {"plan": dict(lw=2.0, color="tab:blue", zorder=5)}
-"""The plan drawn on top; the other policies thinner, in matplotlib's cycle without blue and grey
-(grey is the offered load)."""
+POLICY_STYLE = {"plan": dict(lw=2.0, color="tab:blue", zorder=5), "seed plan": dict(lw=2.0, color="tab:blue", zorder=5),
+                "tuned plan": dict(lw=2.0, color="black", zorder=6)}
+"""The plans drawn on top (beside a tuned plan, the seed in blue and the tuned one in black); the
+other policies thinner, in matplotlib's cycle without blue and grey (grey is the offered load)."""
+PLAN_DOT = {"plan": "tab:blue", "seed plan": "tab:blue", "tuned plan": "black"}
 OTHER_COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
 
 
@@ -179,8 +181,7 @@ def plot_simulation(art, runs, model, plan, stem: Path) -> list[Path]:
     for r in art.results:
         x = r.cost_vs_oracle if r.cost_vs_oracle is not None else r.instance_hours
         y = 100 * r.within_slo_share
-        ax.scatter([x], [y], s=60 if r.policy == "plan" else 40, color="tab:blue" if r.policy == "plan" else "0.35",
-                   zorder=3)
+        ax.scatter([x], [y], s=60 if r.policy in PLAN_DOT else 40, color=PLAN_DOT.get(r.policy, "0.35"), zorder=3)
         ax.annotate(r.policy, (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
     ax.axhline(target_pct, color="tab:red", lw=1, ls=":", label=f"target: {target_pct:g}% within the SLO (p95)")
     lowest = min(100 * r.within_slo_share for r in art.results)

@@ -15,7 +15,7 @@ from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan
 from speech.sim.policies import POLICY_NAMES
 from speech.sim.peers import DEFAULT_SLO_SHARE
-from speech.sim.artifact import SimulationArtifact, simulation_artifact
+from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, simulation_artifact
 from speech.sim.instance import build_instance
 from speech.sim.fleet import simulate
 from speech.sim.traces import BUILTIN_TRACES, ATTRIBUTION, MAX_TRACE_BYTES, Trace, TraceError, from_csv_text, generate, parse_spec
@@ -56,8 +56,15 @@ Hot loading (--hot-load COPY_FILE from bench tcopy): the plan's scaling on copie
 instances only and once placing copies into spare memory first (speech.plan.capacity's best fit),
 side by side: SLO share, rejected share, instance-hours, and how soon the first added copy served.
 
+A tuned plan (--tuned-plan FILE, the plan-<model>-tuned.json bench tune wrote from the same qmax
+and ttotal artifacts, at the seed's SLO) runs on the same trace beside the seed (--plan, or the plan
+made from the flags): the rows read "seed plan" and "tuned plan", and the lines under the table
+give the tuned plan's promise (its simulated SLO share) next to what this trace got.
+
   python -m bench simulate --qmax Q.json --ttotal T.json --peak-rps 5000 --trace diurnal:peak=5000
   python -m bench simulate --qmax Q.json --ttotal T.json --plan plan.json --trace azure-conv:peak=500 --plot
+  python -m bench simulate --qmax Q.json --ttotal T.json --plan plan.json --tuned-plan plan-kokoro-82m-tuned.json \\
+      --trace diurnal:peak=20,hours=1
 
 Writes simulation-<model>-<trace>.json (+ PNGs with --plot) into --out. Exit 0 ok, 2 bad input.
 """
@@ -67,6 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact (bench qmax)")
     p.add_argument("--ttotal", required=True, type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
     p.add_argument("--plan", type=Path, metavar="FILE", help="plan artifact (bench plan); else planned from the flags below")
+    p.add_argument("--tuned-plan", type=Path, metavar="FILE",
+                   help="tuned plan artifact (bench tune's plan-<model>-tuned.json, from the same --qmax/--ttotal, at the "
+                        "seed's SLO): simulated beside the seed (--plan or the flags); rows 'seed plan' and 'tuned plan'")
     p.add_argument("--peak-rps", type=float, default=None, metavar="N", help="plan input (default: the trace's busiest minute)")
     p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="plan input (default: the trace's quietest minute)")
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="plan input (default: the ladder's SLO)")
@@ -146,6 +156,72 @@ def resolve_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, t
     return build_plan(q, t, plan_inputs(ns, q), allow_config_mismatch=True)
 
 
+def resolve_tuned_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, seed: PlanArtifact) -> PlanArtifact:
+    """The --tuned-plan artifact, refused unless it was planned from these qmax/ttotal artifacts
+    and for the seed's SLO (the table judges both plans at one SLO, on one instance model)."""
+    path = args.tuned_plan
+    tuned = load_artifact(path, PlanArtifact)
+    if tuned.inputs.qmax_sha256 != canonical_sha256(q) or tuned.inputs.ttotal_sha256 != canonical_sha256(t):
+        raise UsageError(
+            f"--tuned-plan {path} was planned from other artifacts than --qmax/--ttotal (sha256 differs); pass the "
+            "tuned plan bench tune made from these artifacts, or run bench tune on them"
+        )
+    if abs(tuned.inputs.slo_ms - seed.inputs.slo_ms) > 1e-9:
+        raise UsageError(
+            f"--tuned-plan {path} plans for an SLO of {tuned.inputs.slo_ms:g} ms, the seed plan for "
+            f"{seed.inputs.slo_ms:g} ms: both rows are judged at one SLO; tune at the seed's (bench tune "
+            f"--slo-ms {seed.inputs.slo_ms:g}) or pass --slo-ms {tuned.inputs.slo_ms:g}"
+        )
+    return tuned
+
+
+def add_tuned_rows(tuned: PlanArtifact, q: QmaxArtifact, t: TtotalArtifact, trace: Trace, model, runs: list, sums: list,
+                   slo_share: float) -> tuple[list, list]:
+    """The tuned plan's run on the same trace and instance model, right after the seed's row; the
+    seed's row renamed ``seed plan``, the tuned one's ``tuned plan``."""
+    from dataclasses import replace
+
+    _, [run], [summary] = simulate(tuned, q, t, trace.arrivals, policies=("plan",), model=model, peak_rps=trace.peak_rps,
+                                   slo_share=slo_share)
+    run.policy = TUNED_ROW
+    for r in runs:
+        if r.policy == "plan":
+            r.policy = SEED_ROW
+    sums = [replace(s, policy=SEED_ROW) if s.policy == "plan" else s for s in sums]
+    names = [s.policy for s in sums]
+    at = names.index(SEED_ROW) + 1 if SEED_ROW in names else 0
+    return runs[:at] + [run] + runs[at:], sums[:at] + [replace(summary, policy=TUNED_ROW)] + sums[at:]
+
+
+def promise_lines(a: SimulationArtifact, tuned: PlanArtifact) -> list[str]:
+    """The tuned plan's promise (its own simulation, bench tune) next to this trace's row, and the
+    tuned row against the seed's."""
+    row, seed = a.result(TUNED_ROW), a.seed_result()
+    if row is None:
+        return []
+    want = tuned.inputs.slo_share
+    kept = row.within_slo_share + 1e-9 >= want
+    from speech.plan.findings import share_shortfall
+
+    lines = [f"tuned plan: sized for {100 * want:.2f}% within the SLO; on this trace {100 * row.within_slo_share:.2f}%: "
+             + ("keeps it" if kept else "MISSES it: "
+                + share_shortfall(want, row.within_slo_share, row.rejected_share, tuned.q_max))]
+    pr = tuned.promise
+    if pr is not None:
+        hours = f"{pr.trace_hours:g} h " if pr.trace_hours else ""
+        lines.append(f"  promise (bench tune, {hours}training trace {pr.trace_sha256[:12]}, seed {pr.seed}): "
+                     f"{100 * pr.slo_share:.2f}% within the SLO, {100 * pr.rejected_share:.2f}% refused, "
+                     f"{pr.instance_hours:.1f} inst-h; this trace: {100 * row.within_slo_share:.2f}%, "
+                     f"{100 * row.rejected_share:.2f}% rejected, {row.instance_hours:.1f} inst-h")
+    else:
+        lines.append("  the tuned plan carries no promise (not written by bench tune): nothing to compare with")
+    if seed is not None and seed.instance_hours > 0:
+        d = row.instance_hours / seed.instance_hours - 1
+        lines.append(f"  vs the seed plan: {100 * d:+.1f}% instance-hours, "
+                     f"{100 * (row.within_slo_share - seed.within_slo_share):+.2f} points within the SLO")
+    return lines
+
+
 def _fmt(x: float | None, spec: str, none: str = "-") -> str:
     return none if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
 
@@ -207,11 +283,15 @@ def run(args: argparse.Namespace) -> int:
     if trace.total_requests <= 0:
         raise UsageError(f"--trace {args.trace!r}: the trace has no requests")
     plan = resolve_plan(args, q, t, trace)
+    tuned = resolve_tuned_plan(args, q, t, plan) if getattr(args, "tuned_plan", None) is not None else None
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
     model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
                                slo_share=args.slo_share)
+    if tuned is not None:
+        runs, sums = add_tuned_rows(tuned, q, t, trace, model, runs, sums, args.slo_share)
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
-                              price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs)
+                              price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs,
+                              tuned_plan=tuned)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
     path = args.out / f"simulation-{plan.model}-{safe}.json"
     written = [write_artifact(path, art)]
@@ -229,6 +309,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"simulation": art.model_dump(mode="json"), "hot_load": hot}, indent=2))
     else:
         print(render(art))
+        if tuned is not None:
+            print("\n" + "\n".join(promise_lines(art, tuned)))
         if hot is not None:
             print("\n" + hot["table"])
         print("\nwrote " + ", ".join(str(p) for p in written))

@@ -33,6 +33,12 @@ ABSURD_FLEET_FACTOR = 2.0
 measured throughput alone needs at peak: the fleet pays mostly for idle headroom."""
 
 
+LEVERS = ("a looser SLO (Q_max grows with it: re-run bench qmax --slo-ms), a queue in front (a client that "
+          "retries 503 with backoff absorbs the refused share), or a batch route (priority: batch, hosting: async) "
+          "for requests that can wait")
+"""What keeps an SLO share that no fleet of this instance keeps by its size alone."""
+
+
 # --- findings ----------------------------------------------------------------------------------
 
 
@@ -211,9 +217,7 @@ def finding_slo_share(
         f"{peak_rps:g} rps over {max_n}: {_pct(within_peak)} within, {_pct(refused_peak)} refused; at trough "
         f"{trough_rps:g} rps over {floor_n}: {_pct(within_trough)} within, {_pct(refused_trough)} refused"
     )
-    levers = ("a looser SLO (Q_max grows with it: re-run bench qmax --slo-ms), a queue in front (a client that "
-              "retries 503 with backoff absorbs the refused share), or a batch route (priority: batch, hosting: async) "
-              "for requests that can wait")
+    levers = LEVERS
     if cap is not None and cap < needed:
         burst_within, burst_refused = slo.shares_at(peak_rps * surge_ratio / cap)
         return Finding(
@@ -386,14 +390,37 @@ def finding_schedule(asked: FloorSchedule, deployed: FloorSchedule, floor_n: int
     )
 
 
-def finding_promise(promise, slo_share: float) -> Finding:
-    """The simulated promise against the SLO share the plan is sized for."""
+def share_shortfall(slo_share: float, within_share: float, rejected_share: float, q_max: int) -> str:
+    """Why a simulated share within the SLO fell below ``slo_share`` and what would keep it.
+
+    The missed share (1 - within) splits into requests refused at the admission gate (503 once an
+    instance holds Q_max) and requests answered after the SLO. Refusals are traffic that outran the
+    fleet: more floor absorbs the rise before a scale-out serves, else the :data:`LEVERS`. Late
+    answers are instances held too full: a lower target share, or a looser SLO."""
+    missed = max(0.0, 1.0 - within_share)
+    late = max(0.0, missed - rejected_share)
+    why = (f"{100 * missed:.2f}% missed: {100 * rejected_share:.2f}% refused at the gate (Q_max {q_max} in flight per "
+           f"instance) and {100 * late:.2f}% answered after the SLO")
+    if rejected_share >= late:
+        what = f"more floor (min_instances: instances already serving when traffic rises, not one that serves a T_total later), {LEVERS}"
+    else:
+        what = ("a lower target_share (instances held further below the SLO occupancy), or a looser SLO (Q_max grows "
+                "with it: re-run bench qmax --slo-ms)")
+    return f"{why}; what would keep {100 * slo_share:.2f}%: {what}"
+
+
+def finding_promise(promise, slo_share: float, q_max: int | None = None) -> Finding:
+    """The simulated promise against the SLO share the plan is sized for; below it, why and what
+    would keep it (:func:`share_shortfall`, given ``q_max``)."""
     msg = (f"simulated on trace {promise.trace_sha256[:12]} (seed {promise.seed}, simulator {promise.simulator_version}): "
            f"{_pct(promise.slo_share)} within the SLO, {_pct(promise.rejected_share)} refused, "
            f"{promise.instance_hours:.1f} instance-hours, {promise.cost_vs_oracle:.2f}x the oracle")
     if promise.slo_share + 1e-12 < slo_share:
+        why = ("re-run bench tune" if q_max is None else
+               share_shortfall(slo_share, promise.slo_share, promise.rejected_share, q_max)
+               + "; bench tune searched the deployable knobs and none kept it")
         return Finding(name="promise", level="warn",
-                       message=f"{msg}: below the SLO share {_pct(slo_share)} the plan is sized for; re-run bench tune")
+                       message=f"{msg}: below the SLO share {_pct(slo_share)} the plan is sized for; {why}")
     return Finding(name="promise", level="ok", message=msg)
 
 

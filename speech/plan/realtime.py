@@ -126,7 +126,7 @@ def build_plan(
     if inputs.schedule is not None and schedule is not None:
         findings.append(finding_schedule(inputs.schedule, schedule, floor_n, max_n))
     if inputs.promise is not None:
-        findings.append(finding_promise(inputs.promise, inputs.slo_share))
+        findings.append(finding_promise(inputs.promise, inputs.slo_share, q))
     if inputs.qmax_derate < 1.0:
         findings.append(finding_derate(qmax.q_max, q, inputs.qmax_derate))
     if abs(inputs.slo_ms - qmax.slo.ttfab_p95_ms) > EPS:

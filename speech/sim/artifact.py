@@ -89,6 +89,12 @@ class PolicyResult(Frozen):
     refused: list[RefusedActivity] = Field(default_factory=list)
 
 
+SEED_ROW = "seed plan"
+TUNED_ROW = "tuned plan"
+"""The rows of the two plans when ``bench simulate --tuned-plan`` runs a tuned plan beside the
+seed (without one the seed's row is the policy ``plan``)."""
+
+
 class SimulationArtifact(Frozen):
     """Result of ``bench simulate``: every policy on one trace, with what went in."""
 
@@ -99,6 +105,9 @@ class SimulationArtifact(Frozen):
     qmax_sha256: str
     ttotal_sha256: str
     plan_sha256: str
+    tuned_plan_sha256: str | None = Field(None, exclude_if=lambda v: v is None)
+    """The tuned plan simulated beside the seed (``--tuned-plan``): its row is ``tuned plan`` and
+    the seed's ``seed plan``; None (left out of the JSON): one plan, its row ``plan``."""
     trace: TraceRecord
     price_per_hour_usd: float | None = None
     startup_s: float
@@ -108,6 +117,14 @@ class SimulationArtifact(Frozen):
     created_at: datetime | None = None
     tool: str = "speech.sim.fleet.simulate"
 
+    def result(self, policy: str) -> PolicyResult | None:
+        """The row of one policy, None when it did not run."""
+        return next((r for r in self.results if r.policy == policy), None)
+
+    def seed_result(self) -> PolicyResult | None:
+        """The row of the plan the table is about: ``seed plan`` beside a tuned plan, else ``plan``."""
+        return self.result(SEED_ROW if self.tuned_plan_sha256 is not None else "plan")
+
 
 def _finite(x: float) -> float | None:
     return round(x, 3) if x == x and math.isfinite(x) else None
@@ -115,10 +132,11 @@ def _finite(x: float) -> float | None:
 
 def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact, trace, model: InstanceModel,
                         summaries: Sequence[Summary], price_per_hour: float | None,
-                        created_at: datetime | None = None, runs: Sequence | None = None) -> SimulationArtifact:
+                        created_at: datetime | None = None, runs: Sequence | None = None,
+                        tuned_plan: PlanArtifact | None = None) -> SimulationArtifact:
     """The artifact from a run; costs relative to the oracle when it ran; each policy's scaling
     actions and refused activities when ``runs`` (``speech.sim.fleet.Run``, in the order of
-    ``summaries``) are given."""
+    ``summaries``) are given; ``tuned_plan``: the plan whose row is ``tuned plan``."""
     oracle = next((s for s in summaries if s.policy == "oracle"), None)
     by_run = {r.policy: r for r in runs or ()}
     results = [
@@ -149,6 +167,7 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
         qmax_sha256=canonical_sha256(qmax),
         ttotal_sha256=canonical_sha256(ttotal),
         plan_sha256=canonical_sha256(plan),
+        tuned_plan_sha256=canonical_sha256(tuned_plan) if tuned_plan is not None else None,
         trace=TraceRecord(
             spec=trace.spec, name=trace.name, seed=trace.seed, duration_s=trace.duration_s,
             requests=round(trace.total_requests, 3), peak_rps=round(trace.peak_rps, 3),

@@ -240,6 +240,6 @@ def perturbations(arrivals: np.ndarray, surge_ratio: float, *, spike_arrivals: n
         hot = np.argsort(a)[-max(1, a.size // 10):]
         for start in rng.choice(hot, size=min(3, hot.size), replace=False):
             spike_arrivals[start : start + 300] *= surge_ratio
-    return {f"spikes x{surge_ratio:g}": spike_arrivals, f"shifted {shift_s / 3600:g} h": np.roll(a, shift_s)}
+    return {f"spikes x{surge_ratio:g}": spike_arrivals, f"shifted {shift_s / 3600:.3g} h": np.roll(a, shift_s)}
 
 

@@ -107,3 +107,124 @@ def test_ladder_plot_starts_at_zero_on_integer_concurrency_and_says_why_levels_f
     assert notes == ["7 rejected (503)", "p95 3375 ms > SLO"]
     labels = ax.get_legend_handles_labels()[1]
     assert "failed: rejections/errors under the SLO" in labels and "failed: p95 over the SLO" in labels
+
+
+# --- the tuned plan beside the seed (bench.tuned_report) ------------------------------------------
+
+TRACE = "diurnal:peak=200,trough=10,hours=1,seed=1"
+
+
+@pytest.fixture(scope="module")
+def tuned_run(tmp_path_factory):
+    """bench plan, bench tune on TRACE from the same inputs, bench simulate with both: the real files."""
+    from bench.cli import main
+    from speech.sim.artifact import TuneArtifact
+
+    d = tmp_path_factory.mktemp("tuned")
+    common = ["--qmax", str(REF / "qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"),
+              "--ttotal", str(REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json")]
+    inputs = ["--peak-rps", "200", "--trough-rps", "10"]
+    assert main(["plan", *common, *inputs, "--allow-config-mismatch", "--out", str(d), "--json"]) in (0, 1)
+    assert main(["tune", *common, *inputs, "--trace", TRACE, "--train-days", "1", "--holdout-days", "1", "--out", str(d),
+                 "--no-progress", "--json"]) in (0, 1)
+    assert main(["simulate", *common, "--plan", str(d / "plan-kokoro-82m.json"), "--tuned-plan",
+                 str(d / "plan-kokoro-82m-tuned.json"), "--trace", TRACE, "--out", str(d), "--json"]) == 0
+    from speech.schema.plan_artifacts import PlanArtifact
+
+    return (load_artifact(d / "plan-kokoro-82m.json", PlanArtifact), load_artifact(d / "plan-kokoro-82m-tuned.json", PlanArtifact),
+            load_artifact(d / "tune-kokoro-82m-diurnal.json", TuneArtifact),
+            load_artifact(d / "simulation-kokoro-82m-diurnal.json", SimulationArtifact))
+
+
+def test_report_shows_the_tuned_inputs_beside_the_seed_and_the_promise_against_the_simulation(ref, tuned_run):
+    import html as h
+
+    from bench.tuned_report import promise_check
+    from speech.sim.artifact import SEED_ROW, TUNED_ROW
+
+    q, t, _ = ref
+    seed, tuned, tune, sim = tuned_run
+    page = render_report(plan=seed, qmax=q, ttotal=t, simulation=sim, tuned_plan=tuned, tune=tune)
+    section = page[page.index("<h2>The tuned plan"):page.index("<h2>Simulation: the seed and tuned plans")]
+    assert "its seed is the plan above (the same sha256)" in section
+    for v in tune.values:
+        assert f"<td>{v.knob}</td><td>{h.escape(v.seed)}</td><td>{h.escape(v.tuned)}</td><td>{h.escape(v.reason)}</td>" in section
+    assert (f"<td>fleet (min-max)</td><td>{seed.fleet.min_instances}-{seed.fleet.max_instances}</td>"
+            f"<td>{tuned.fleet.min_instances}-{tuned.fleet.max_instances}</td>") in section
+    pr = tuned.promise
+    assert pr is not None and f"{100 * pr.slo_share:.2f}% within the SLO, {100 * pr.rejected_share:.2f}% refused" in section
+    row = sim.result(TUNED_ROW)
+    for r in (sim.result(SEED_ROW), row):  # both simulated rows
+        assert f"<td>{r.policy}</td><td class=\"num\">{100 * r.within_slo_share:.2f}%</td>" in section
+    c = promise_check(tuned, sim)
+    assert c is not None and c.simulated_share == row.within_slo_share and c.matches_promise  # trained on TRACE itself
+    assert c.kept == (row.within_slo_share >= 0.995)
+    for k in tune.checks:
+        assert f"<td>{h.escape(k.day)}</td>" in section
+    # the tuned plan's own findings, its promise among them
+    assert f"<td>promise</td><td>{h.escape(tuned.finding('promise').message)}</td>" in section
+
+
+def _pair(plan, tuned, seed_share: float, tuned_share: float, tuned_rejected: float):
+    from speech.schema.artifacts import canonical_sha256
+
+    sim = _sim(plan, _result("seed plan", seed_share, 0.002, 12, inst_h=20.0),
+               _result("tuned plan", tuned_share, tuned_rejected, 12, inst_h=16.0), _result("oracle", 0.999, 0.001, 11))
+    return sim.model_copy(update={"tuned_plan_sha256": canonical_sha256(tuned)})
+
+
+def _tuned_with_promise(q, t, share: float, rejected: float):
+    from speech.schema.config import Promise
+
+    promise = Promise(slo_share=share, rejected_share=rejected, instance_hours=16.0, cost_vs_oracle=1.4,
+                      trace_sha256="b" * 64, seed=1, simulator_version="sim-2")
+    return build_plan(q, t, PlanInputs(peak_rps=200, trough_rps=10, min_instances=2, promise=promise))
+
+
+def test_a_tuned_plan_that_misses_its_share_says_why_and_what_would_in_the_report_and_its_findings(ref):
+    from bench.tuned_report import promise_check
+
+    q, t, plan = ref
+    tuned = _tuned_with_promise(q, t, 0.99, 0.008)
+    sim = _pair(plan, tuned, 0.992, 0.99, 0.008)
+    c = promise_check(tuned, sim)
+    assert c is not None and not c.kept and c.matches_promise
+    # 1% missed, 0.8% of it refused at the gate: the floor first, then the levers no fleet size replaces
+    assert c.why == ("1.00% missed: 0.80% refused at the gate (Q_max 50 in flight per instance) and 0.20% answered after "
+                     "the SLO; what would keep 99.50%: more floor (min_instances: instances already serving when traffic "
+                     "rises, not one that serves a T_total later), a looser SLO (Q_max grows with it: re-run bench qmax "
+                     "--slo-ms), a queue in front (a client that retries 503 with backoff absorbs the refused share), or a "
+                     "batch route (priority: batch, hosting: async) for requests that can wait")
+    f = tuned.finding("promise")  # the plan's own finding says the same
+    assert f.level == "warn" and c.why in f.message
+    a = answer(plan, [], True, sim, tuned_plan=tuned)
+    assert a.tuned == "99.00% within the SLO, 16.0 instance-hours (-20.0% vs the seed plan's 20.0): MISSES 99.50%"
+    page = render_report(plan=plan, qmax=q, ttotal=t, simulation=sim, tuned_plan=tuned)
+    verdict = page[page.index("id='promise-check'"):]
+    assert "MISSES the SLO share it is sized for: 99.00% within the SLO (&lt; 99.50%); 1.00% missed" in verdict
+    # without a tune artifact each knob as the two plans deploy it, the reasons the plan artifact kept
+    assert (f"<td>min_instances</td><td>{plan.fleet.min_instances}</td><td>{tuned.fleet.min_instances}</td>"
+            "<td>no reason in the plan artifact (bench tune&#x27;s tune-*.json has it)</td>") in page
+    assert "<td>surge_ratio</td><td>1.25</td><td>1.25</td><td>the seed formula kept</td>" in page
+
+
+def test_a_tuned_plan_that_keeps_its_share_off_its_training_trace_says_by_how_much(ref):
+    from bench.tuned_report import promise_check, verdict_line
+
+    q, t, plan = ref
+    tuned = _tuned_with_promise(q, t, 0.998, 0.001)
+    c = promise_check(tuned, _pair(plan, tuned, 0.997, 0.996, 0.003))
+    assert c is not None and c.kept and c.matches_promise is False and c.why is None
+    assert verdict_line(c) == ("The tuned plan keeps the SLO share it is sized for: 99.60% within the SLO (>= 99.50%); the "
+                               "promise was 99.80% (the mean of its training days), this trace -0.20 points.")
+
+
+def test_a_simulation_of_another_tuned_plan_is_not_checked_against_this_one(ref):
+    from bench.tuned_report import promise_check
+
+    q, t, plan = ref
+    tuned = _tuned_with_promise(q, t, 0.998, 0.001)
+    other = _pair(plan, plan, 0.997, 0.996, 0.003)  # its tuned row is of another plan
+    assert promise_check(tuned, other) is None and answer(plan, [], True, other, tuned_plan=tuned).tuned is None
+    page = render_report(plan=plan, qmax=q, ttotal=t, simulation=other, tuned_plan=tuned)
+    assert "The simulation below did not run this tuned plan." in page

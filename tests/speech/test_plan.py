@@ -370,4 +370,12 @@ def test_promise_is_recorded_and_judged_against_the_slo_share(qmax_ref, ttotal_r
     bad = good.model_copy(update={"slo_share": 0.98})
     p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"promise": bad}))
     assert p.finding("promise").level == "warn"
+    # Below the share it says why (refused vs answered late) and what would keep it.
+    msg = p.finding("promise").message
+    assert f"2.00% missed: 0.10% refused at the gate (Q_max {p.q_max} in flight per instance) and 1.90% answered " \
+           "after the SLO; what would keep 99.50%: a lower target_share" in msg
+    refused = bad.model_copy(update={"rejected_share": 0.015})
+    msg = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"promise": refused})).finding("promise").message
+    assert "1.50% refused at the gate" in msg and "what would keep 99.50%: more floor (min_instances" in msg
+    assert "a queue in front" in msg and "a batch route (priority: batch, hosting: async)" in msg
     assert "promise" not in [f.name for f in build_plan(qmax_ref, ttotal_ref, REF_INPUTS).findings]
