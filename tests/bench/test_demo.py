@@ -203,6 +203,7 @@ def _report_only(root: Path, capsys) -> tuple[int, str]:
     return rc, capsys.readouterr().out
 
 
+@pytest.mark.slow  # --report-only sends the preview to the real pack process
 def test_report_only_simulates_and_reports_both_plans(planned_and_tuned, tmp_path, capsys):
     import shutil
 
@@ -238,6 +239,7 @@ def test_report_only_simulates_and_reports_both_plans(planned_and_tuned, tmp_pat
     assert "<td>Tuned</td>" in top and f"{100 * row.within_slo_share:.2f}% within the SLO" in top
 
 
+@pytest.mark.slow  # --report-only sends the preview to the real pack process
 def test_report_only_leaves_out_a_tuned_plan_of_other_artifacts(planned_and_tuned, tmp_path, capsys):
     import shutil
 
