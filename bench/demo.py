@@ -214,10 +214,12 @@ def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
         ttotal = load_artifact(ttotal_path, TtotalArtifact)
         plan = load_artifact(_seed_plan_path(out), PlanArtifact)
     finally:
-        if container is not None:
-            container.stop()
-            _say("container", "stopped")
-        signal.signal(signal.SIGTERM, previous)
+        try:
+            if container is not None:
+                container.stop()
+                _say("container", "stopped")
+        finally:  # even when stopping failed: the caller's SIGTERM handler comes back
+            signal.signal(signal.SIGTERM, previous)
     return qmax_path, ttotal_path, qmax, ttotal, plan
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import gc
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -43,6 +44,12 @@ FAST = os.environ.get("SPEECH_TEST_TIER") == "fast"
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: needs the real model, a server, a subprocess or the pack process (not in make test-fast)")
+    # A shell without job control starts background commands (`make test &`, nohup, some CI
+    # runners) with SIGINT ignored, and every process started from them inherits that: the Ctrl-C
+    # tests would then wait forever for an interrupt that never comes. Python's own handler is
+    # what an interactive run has; a handled signal is reset to the default in the subprocesses.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 HEAVY_FIXTURES = frozenset({"onnx_server", "server_factory", "container_url", "async_server", "synthetic_40ms", "real_pack"})
@@ -97,3 +104,17 @@ def _freeze_what_outlives_each_module():
     gc.collect()
     gc.freeze()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_left_as_found():
+    """A test that leaves SIGINT or SIGTERM changed (ignored, or a handler of a command that
+    returned) breaks every later Ctrl-C test, and the subprocesses it starts inherit an ignored
+    signal. Restore them and fail the test that did it, so the failure points at its cause."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    changed = {s.name: signal.getsignal(s) for s, h in before.items() if signal.getsignal(s) is not h}
+    for s, h in before.items():
+        signal.signal(s, h)
+    if changed:
+        pytest.fail(f"the test left signal handlers changed: {changed}")
