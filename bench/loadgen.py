@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
+import signal
+import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -252,6 +255,31 @@ async def run_level_async(
     )
 
 
+
+@contextmanager
+def _ctrl_c_cancels(loop: asyncio.AbstractEventLoop, task: asyncio.Task) -> Iterator[list[bool]]:
+    """Ctrl-C while a level runs cancels the level's task, and the caller raises KeyboardInterrupt
+    once the loop has stopped. Python's own handler would raise it inside whichever loop callback
+    was running (uvloop then logs that callback's traceback before the command's one line).
+    Only where Ctrl-C has Python's default handler and in the main thread; otherwise (SIGINT
+    ignored, or a command's own handler) nothing changes. The handler found is put back."""
+    interrupted: list[bool] = []
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler or threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+
+    def on_ctrl_c() -> None:
+        interrupted.append(True)
+        task.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, on_ctrl_c)
+    try:
+        yield interrupted
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
+
 @dataclass
 class Session:
     """One event loop for a whole ladder, so connections are reused across levels."""
@@ -260,9 +288,14 @@ class Session:
     loop: asyncio.AbstractEventLoop = field(default_factory=new_event_loop)
 
     def level(self, concurrency: int, settle_s: float, measure_s: float, texts: Sequence[str], on_progress=None) -> LevelResult:
-        return self.loop.run_until_complete(
-            run_level_async(self.target, concurrency, settle_s, measure_s, texts, on_progress)
-        )
+        task = self.loop.create_task(run_level_async(self.target, concurrency, settle_s, measure_s, texts, on_progress))
+        with _ctrl_c_cancels(self.loop, task) as interrupted:
+            try:
+                return self.loop.run_until_complete(task)
+            except asyncio.CancelledError:
+                if interrupted:
+                    raise KeyboardInterrupt from None
+                raise
 
     def close(self) -> None:
         try:
