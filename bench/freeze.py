@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
@@ -237,7 +237,7 @@ class Freeze:
         self.log = log
         self.state: FreezeState | None = None
         self.pinned: int | None = None
-        self._old_sigterm: Any = None
+        self._sigterm = ExitStack()  # sigterm_as_interrupt, held from freezing until restored
 
     @property
     def active(self) -> bool:
@@ -326,11 +326,7 @@ class Freeze:
         self.pinned = n
 
     def _install_sigterm(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            def on_term(signum, frame):
-                raise Terminated()
-
-            self._old_sigterm = signal.signal(signal.SIGTERM, on_term)
+        self._sigterm.enter_context(sigterm_as_interrupt())
 
     def _forget(self) -> None:
         """Nothing was changed: drop the saved state and the SIGTERM handler."""
@@ -339,9 +335,7 @@ class Freeze:
         self._uninstall_sigterm()
 
     def _uninstall_sigterm(self) -> None:
-        if self._old_sigterm is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._old_sigterm)
-            self._old_sigterm = None
+        self._sigterm.close()
 
     def thaw_command(self) -> str:
         return thaw_command(self.endpoint, self.state_dir, getattr(self.sess, "region_name", None))
