@@ -11,6 +11,7 @@ from pathlib import Path
 
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.units import EPS
 from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan
 from speech.sim.policies import POLICY_NAMES
@@ -166,7 +167,7 @@ def resolve_tuned_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtif
             f"--tuned-plan {path} was planned from other artifacts than --qmax/--ttotal (sha256 differs); pass the "
             "tuned plan bench tune made from these artifacts, or run bench tune on them"
         )
-    if abs(tuned.inputs.slo_ms - seed.inputs.slo_ms) > 1e-9:
+    if abs(tuned.inputs.slo_ms - seed.inputs.slo_ms) > EPS:
         raise UsageError(
             f"--tuned-plan {path} plans for an SLO of {tuned.inputs.slo_ms:g} ms, the seed plan for "
             f"{seed.inputs.slo_ms:g} ms: both rows are judged at one SLO; tune at the seed's (bench tune "
@@ -196,16 +197,13 @@ def add_tuned_rows(tuned: PlanArtifact, q: QmaxArtifact, t: TtotalArtifact, trac
 def promise_lines(a: SimulationArtifact, tuned: PlanArtifact) -> list[str]:
     """The tuned plan's promise (its own simulation, bench tune) next to this trace's row, and the
     tuned row against the seed's."""
-    row, seed = a.result(TUNED_ROW), a.seed_result()
-    if row is None:
-        return []
-    want = tuned.inputs.slo_share
-    kept = row.within_slo_share + 1e-9 >= want
-    from speech.plan.findings import share_shortfall
+    from bench.tuned_report import promise_check
 
-    lines = [f"tuned plan: sized for {100 * want:.2f}% within the SLO; on this trace {100 * row.within_slo_share:.2f}%: "
-             + ("keeps it" if kept else "MISSES it: "
-                + share_shortfall(want, row.within_slo_share, row.rejected_share, tuned.q_max))]
+    row, seed, check = a.result(TUNED_ROW), a.seed_result(), promise_check(tuned, a)
+    if row is None or check is None:
+        return []
+    lines = [f"tuned plan: sized for {100 * check.slo_share:.2f}% within the SLO; on this trace "
+             f"{100 * row.within_slo_share:.2f}%: " + ("keeps it" if check.kept else f"MISSES it: {check.why}")]
     pr = tuned.promise
     if pr is not None:
         hours = f"{pr.trace_hours:g} h " if pr.trace_hours else ""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from speech.plan.findings import share_shortfall
 from speech.schema.artifacts import canonical_sha256
 from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.units import EPS
 from speech.sim.artifact import TUNED_ROW, PolicyResult, SimulationArtifact, TuneArtifact
 
 PROMISE_MATCH = 1e-6
@@ -44,7 +45,7 @@ def promise_check(tuned: PlanArtifact, simulation: SimulationArtifact) -> Promis
     if row is None or simulation.tuned_plan_sha256 != canonical_sha256(tuned):
         return None
     want = tuned.inputs.slo_share
-    kept = row.within_slo_share + 1e-9 >= want
+    kept = row.within_slo_share + EPS >= want
     pr = tuned.promise
     return PromiseCheck(
         slo_share=want, promised_share=pr.slo_share if pr is not None else None, simulated_share=row.within_slo_share,
