@@ -180,7 +180,7 @@ def test_share_out_fits_and_is_fair(extras, available):
 
 
 def test_stack_budget_config_parses_and_names_a_missing_price():
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
 
     model = {"instance_type": "ml.g5.xlarge", "plan": {"peak_rps": 100}, "priority": "critical"}
     cfg = parse_stack_config({"models": {"a": model}, "budget": {"daily_usd": 500}})
@@ -197,7 +197,7 @@ def test_stack_budget_config_parses_and_names_a_missing_price():
 
 def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
 
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
 
     raw = embedded_config(Path(__file__).parents[2] / "examples" / "Pulumi.components.yaml")
     models = raw["speech-endpoints:models"]
@@ -212,7 +212,7 @@ def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
 
 def _multi_config(daily_usd: float):
 
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
 
     raw = embedded_stack(Path(__file__).resolve().parents[2] / "examples/Pulumi.multi.yaml")
     cfg = {k.split(":", 1)[1]: v for k, v in raw["config"].items() if k.startswith("speech-endpoints:")}
