@@ -199,7 +199,7 @@ def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
 
     from speech.stack.read import parse_stack_config
 
-    raw = embedded_config(Path(__file__).parents[2] / "examples" / "Pulumi.components.yaml")
+    raw = embedded_config(Path(__file__).parents[3] / "examples" / "Pulumi.components.yaml")
     models = raw["speech-endpoints:models"]
     assert parse_stack_config({"models": models}).models  # the example itself parses
     with pytest.raises(ConfigError, match=r"hosted as inference components, which speech-endpoints:budget does not "
@@ -214,7 +214,7 @@ def _multi_config(daily_usd: float):
 
     from speech.stack.read import parse_stack_config
 
-    raw = embedded_stack(Path(__file__).resolve().parents[2] / "examples/Pulumi.multi.yaml")
+    raw = embedded_stack(Path(__file__).resolve().parents[3] / "examples/Pulumi.multi.yaml")
     cfg = {k.split(":", 1)[1]: v for k, v in raw["config"].items() if k.startswith("speech-endpoints:")}
     cfg["budget"] = {"daily_usd": daily_usd}
     return parse_stack_config(cfg)

@@ -20,7 +20,7 @@ from speech.sim.fleet import count_flaps, Action, run_policy, simulate, summariz
 from speech.sim.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps
 from tests.stack_files import embedded_config
 
-ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[2] / "data" / "traces"
+ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[3] / "data" / "traces"
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from speech.infra.preview import run_preview
 from speech.deploy.scaling import POLICY_SUFFIXES
 from speech.stack.read import parse_stack_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 
 

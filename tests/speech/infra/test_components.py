@@ -20,7 +20,7 @@ from speech.deploy.provenance import parse_document
 from speech.stack.read import parse_stack_config
 from tests.stack_files import embedded_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "Pulumi.components.yaml"
 MODELS = "speech-endpoints:models"
 T_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
