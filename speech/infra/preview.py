@@ -337,6 +337,68 @@ def stack_config_values(stack_file: Path) -> dict[str, str]:
             for key, value in read_stack_yaml(stack_file).items()}
 
 
+class _MockedRun:
+    """One mocked run's event loop, ended as ``asyncio.run()`` ends its own (:meth:`finish`).
+
+    A program that raises leaves Pulumi's remaining applies pending, waiting on outputs that will
+    never resolve, and the futures of the resources it could not register failed and unawaited.
+    Left alone, asyncio reports each of them ("Task was destroyed but it is pending!", "Future
+    exception was never retrieved") when the garbage collector destroys it: at a moment no one
+    chooses, into whatever the process is printing then (the same command's one-line error, the
+    next command's stderr). So every task made on the loop is kept, and :meth:`finish` cancels the
+    pending ones and runs them to their end (a cancelled task reports nothing); and the loop's
+    exception handler holds the "never retrieved" reports until the run's outcome is known: a
+    failed run's are its own error again (raised to the caller through ``program()``) and are
+    dropped, whenever they come; a successful run's are passed on to asyncio's default handler."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.tasks: list[asyncio.Task[Any]] = []
+        self.failed: bool | None = None  # None while the run is on
+        self.unretrieved: list[dict[str, Any]] = []
+        loop.set_task_factory(self._task)
+        loop.set_exception_handler(self._report)
+
+    def _task(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kwargs)
+        self.tasks.append(task)
+        return task
+
+    def _report(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if str(context.get("message", "")).endswith("exception was never retrieved"):
+            if self.failed is None:
+                self.unretrieved.append(context)
+                return
+            if self.failed:
+                return
+        loop.default_exception_handler(context)
+
+    def finish(self, *, failed: bool) -> None:
+        """Cancel the tasks still pending and run them to their end, join the worker threads,
+        close the loop."""
+        loop = self.loop
+        try:
+            if not loop.is_closed() and not loop.is_running():
+                # A cancelled task may start others while unwinding: repeat until none is pending.
+                while pending := [task for task in self.tasks if not task.done()]:
+                    for task in pending:
+                        task.cancel()
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                # An RPC a worker thread still runs would call back into the loop once it is closed.
+                loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            self.tasks.clear()
+            self.failed = failed
+            held, self.unretrieved = self.unretrieved, []
+            for context in held:
+                self._report(loop, context)
+            with contextlib.suppress(RuntimeError):
+                if asyncio.get_event_loop_policy().get_event_loop() is loop:
+                    asyncio.set_event_loop(None)
+            loop.close()
+
+
 def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False,
                 receipts: dict[str, str] | None = None, bucket_errors: dict[str, str] | None = None) -> PreviewResult:
     """Run the program against ``stack_file`` under mocks. Raises :class:`ConfigError` (or another
@@ -371,6 +433,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
 
     mocks, monitor = install_mocks(stack, config, region=region, logger=logger, first_preview=first_preview,
                                    receipts=receipts, bucket_errors=bucket_errors)
+    run = _MockedRun(asyncio.get_event_loop())  # the fresh loop install_mocks just set
     resolved: dict[str, Any] = {}
     decided: dict[str, Any] = {}
     final: dict[str, Any] = {}
@@ -394,32 +457,28 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
         return pulumi.Output.all(*outputs.values()) if outputs else None
 
     failed: Exception | None = None
+    ran = False
     try:
-        program()
+        try:
+            program()
+            ran = True
+        finally:
+            # Whether the program failed or not, nothing of this run may outlive it (_MockedRun).
+            run.finish(failed=not ran)
+            # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
+            # reference cycles: collect them now, or a process running many previews (the test
+            # suite) runs out of file descriptors.
+            gc.collect()
     except Exception as err:
         # A ConfigError raised inside the program (an apply, a component) reaches the user as
-        # that one line (the CLI prints it, exit 2), not as the runtime's traceback around it,
-        # nor as asyncio's complaints about the tasks the failed run left pending.
+        # that one line (the CLI prints it, exit 2), not as the runtime's traceback around it.
         from speech.errors import speech_error_in
 
         failed = speech_error_in(err)
         if failed is None:
-            gc.collect()
             raise
     if failed is not None:
-        # Collected here, after the except block: there the traceback still held the frames that
-        # reference the pending tasks, which then died later, logging into whatever ran next.
-        quiet = logging.getLogger("asyncio")
-        was, quiet.disabled = quiet.disabled, True
-        try:
-            gc.collect()
-        finally:
-            quiet.disabled = was
         raise failed from None
-    # The runtime's worker threads each leave an event loop (a selector and a self-pipe) in
-    # reference cycles: collect them now, or a process running many previews (the test suite)
-    # runs out of file descriptors.
-    gc.collect()
 
     resources = []
     for key in mocks.order:
