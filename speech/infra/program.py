@@ -6,8 +6,6 @@ under Pulumi's mocks, so all three run exactly this code.
 
 from __future__ import annotations
 
-import asyncio
-from typing import cast
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -31,7 +29,7 @@ from speech.infra.components.guard import ScalingGuard, ScalingGuardArgs
 from speech.infra.components.image import ContainerImage, ContainerImageArgs, context_tag, dockerfile_for
 from speech.schema.config import ECR_REPO_RE, StackConfig
 from speech.errors import SpeechError
-from speech.deploy.gate import GateDecision, ModelDeployment, apply_budget, image_matches_measurements, plan_model, with_receipts
+from speech.deploy.gate import GateDecision, ModelDeployment, apply_budget, image_matches_measurements, plan_model
 from speech.deploy.hosting import endpoint_name as checked_endpoint_name
 from speech.deploy.scaling import InstanceScalingSpec, component_scaling_spec, resource_id
 from speech.deploy.hosting import startup_health_check_timeout_s
@@ -40,8 +38,9 @@ from speech.deploy.outputs import (
 )
 from speech.deploy.provenance import TAG_MODEL, provenance_tags
 from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR
-from speech.schema.receipts import NO_RECEIPT, RECEIPT_TAGS
-from speech.deploy.receipts import ReceiptClaim, read_receipt, receipt_claims, receipt_problem
+from speech.schema.receipts import RECEIPT_TAGS
+from speech.deploy.receipts import ReceiptClaim, receipt_claims
+from speech.infra.receipts import ReceiptRead, bucket_once_created, gate_after_receipts, read_receipts
 from speech.infra.stack_config import load_stack_config
 from speech.deploy.weights import cache_inputs, cache_key, layout_for_instance
 
@@ -87,74 +86,6 @@ class ModelOutputs:
     """The final gate: the config gate, then the receipts once read (an Output while they are)."""
 
 
-async def _invoke_data_source(token: str, args: dict) -> tuple[dict | None, bool]:
-    """(result, known) of one data source, its failure raised to the caller (who turns it into a
-    reason) instead of failing the program. The output form of an invoke (``get_objects_output``)
-    would fail the whole program when the provider errors (every Output is awaited at the end);
-    the plain form (``invoke_async``) does not declare its inputs' dependencies, so the engine would
-    answer a bucket still to be created with a read that fails, not with "unknown". So the SDK's
-    own invoke is called with the output form's dependency check (pulumi.runtime.invoke._invoke,
-    check_dependencies=True): unknown while a dependency is pending creation, errors raised here."""
-    from pulumi.runtime.invoke import _invoke
-
-    result = await _invoke(token, args, pulumi.InvokeOutputOptions(), None, None, check_dependencies=True)
-    return (result.value if result.is_known else None), bool(result.is_known)
-
-
-def _read_receipt_object(claim: ReceiptClaim, bucket: pulumi.Input[str]) -> pulumi.Output[tuple]:
-    """(tag value, why, bucket name) of one claim, read with the S3 data sources in the artifact's
-    own region. A read that fails (no such bucket, another account's, another region's, access
-    denied) is no receipt, with the provider's error as the reason: the gate then says
-    receipt_missing and the preview goes on, where the failed data source used to fail the whole
-    preview. A read the engine answers unknown (the bucket is created in this update) stays unknown."""
-    region = {"region": claim.artifact.provenance.region} if claim.artifact.provenance.region else {}
-
-    async def read() -> tuple[tuple | None, bool]:
-        try:
-            found, known = await _invoke_data_source("aws:s3/getObjects:getObjects",
-                                                     {"bucket": bucket, "prefix": claim.key, **region})
-            if not known or found is None:
-                return None, False
-            name = found.get("bucket")
-            if claim.key not in (found.get("keys") or []):
-                return (NO_RECEIPT, None, name), True
-            obj, known = await _invoke_data_source("aws:s3/getObject:getObject",
-                                                   {"bucket": name, "key": claim.key, **region})
-            if not known or obj is None:
-                return None, False
-            return (*read_receipt(obj.get("body"), claim), name), True
-        except Exception as err:  # noqa: BLE001  the SDK raises a failed invoke as a plain Exception
-            name = await pulumi.Output.from_input(bucket).future()
-            return (NO_RECEIPT, f"the read failed: {err}", name), True
-
-    task = asyncio.ensure_future(read())
-
-    async def value() -> tuple:
-        # None while unknown, as inside Pulumi's own Outputs (the known future says which).
-        return cast(tuple, (await task)[0])
-
-    async def known() -> bool:
-        return (await task)[1]
-
-    return pulumi.Output(set(), value(), known())
-
-
-def read_receipts(claims: list[ReceiptClaim], own_bucket: pulumi.Input[str]) -> dict[str, pulumi.Output[tuple]]:
-    """Per artifact kind: (what was read, why it is not a receipt, bucket name), read with the S3
-    data sources at preview (:func:`_read_receipt_object`). The object is listed first: ``getObject``
-    on a missing key fails, while a missing receipt must only keep scaling off with its fix. While
-    the bucket is still to be created (a new stack's first preview) the engine answers unknown, and
-    so is this."""
-    reads: dict[str, pulumi.Output[tuple]] = {}
-    for claim in claims:
-        bucket = claim.bucket or own_bucket
-        if claim.key is None:
-            reads[claim.kind] = pulumi.Output.from_input(bucket).apply(lambda b: (NO_RECEIPT, None, b))
-            continue
-        reads[claim.kind] = _read_receipt_object(claim, bucket)
-    return reads
-
-
 def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pulumi.Input[str],
                  topic_arn: pulumi.Input[str], allow_config_mismatch: bool = False,
                  native: pulumi.ProviderResource | None = None) -> ModelOutputs:
@@ -192,7 +123,7 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     # compares them) and decide the gate (below).
     claims = (receipt_claims(cfg.measurements, cfg.measured_on)
               if (plan is not None or dep.batch is not None) and cfg.measurements else [])
-    reads = read_receipts(claims, foundation.bucket.bucket)
+    reads = read_receipts(claims, bucket_once_created(foundation.bucket))
     tags = {**tags, **{RECEIPT_TAGS[kind]: r.apply(lambda v: v[0]) for kind, r in reads.items()}}
     cache_args = ModelCacheArgs(
         model=name,
@@ -373,7 +304,7 @@ def _deploy_components(dep: ModelDeployment, *, ep_name: str, image: pulumi.Inpu
                        tags: dict[str, pulumi.Input[str]], base_tags: dict[str, str], observability: Observability,
                        depends_on: list[pulumi.Resource], region: pulumi.Input[str], account_id: pulumi.Input[str],
                        native: pulumi.ProviderResource | None, claims: list[ReceiptClaim],
-                       reads: dict[str, pulumi.Output[tuple]], bucket: aws.s3.Bucket) -> ModelOutputs:
+                       reads: dict[str, pulumi.Output[ReceiptRead]], bucket: aws.s3.Bucket) -> ModelOutputs:
     """``hosting: components``: the endpoint with managed instance scaling, the model as an inference
     component sized by the copy plan, and copy scaling when the gate is open (docs/design.md §5.8)."""
     name, cfg, plan, cp = dep.name, dep.config, dep.plan, dep.copy_plan
@@ -433,27 +364,6 @@ def component_environment(env: dict[str, pulumi.Input[str]], spec) -> dict[str, 
     the component reserves no cores, and none are set."""
     cores = spec.compute.cpu_cores
     return {**env, "CPU_CORES": f"{cores:g}"} if cores else env
-
-
-def gate_after_receipts(dep: ModelDeployment, claims: list[ReceiptClaim], reads: dict[str, pulumi.Output[tuple]],
-                        tags: dict, scale) -> GateDecision | pulumi.Output[GateDecision]:
-    """Call ``scale`` with the final gate: the config gate, then every receipt (read from the
-    bucket) matching its artifact. With receipts to read, scaling is created once they have been
-    read (at preview for an existing bucket; at up for one created in the same update), tagged with
-    what was read for the pack; without, at once."""
-    if not (dep.gate.enabled and reads):
-        return scale(dep.gate, tags)
-    cfg = dep.config
-
-    def decide(values: dict[str, tuple]) -> GateDecision:
-        problems = [p for c in claims if (p := receipt_problem(
-            dep.name, c, values[c.kind][0], bucket=values[c.kind][2], stack=pulumi.get_stack(),
-            inputs=cfg.plan, max_instances=cfg.max_instances, why=values[c.kind][1]))]
-        plain = {**{k: v for k, v in tags.items() if k not in RECEIPT_TAGS.values()},
-                 **{RECEIPT_TAGS[k]: v[0] for k, v in values.items()}}
-        return scale(with_receipts(dep.gate, problems), plain)
-
-    return pulumi.Output.all(**reads).apply(decide)
 
 
 def _scaling_of(gate: GateDecision | pulumi.Output[GateDecision], output) -> dict | pulumi.Output[dict]:
