@@ -31,10 +31,12 @@ def preview(request):
 def test_every_pinned_urn_is_still_produced(preview):
     where, result = preview
     produced = {r.urn for r in result.resources}
-    moved = {old for r in result.resources for old in r.aliases}
-    missing = sorted(set(PINNED[where]) - produced - moved)
+    moved = {old: r for r in result.resources for old in r.aliases}
+    missing = sorted(set(PINNED[where]) - produced - set(moved))
     stack = where.split("/")[1]
     assert not missing, f"{len(missing)} resource(s) of the {stack} stack would be replaced or deleted: {missing[:5]}"
+    # A pinned URN kept by an alias is kept by a resource of the pinned type (moved, not re-typed).
+    assert all(moved[old].type == old.split("::")[2].split("$")[-1] for old in set(PINNED[where]) - produced)
 
 
 def test_each_old_urn_is_claimed_by_one_resource_of_the_same_name(preview):
