@@ -12,7 +12,9 @@ deploys (docs/sagemaker.md, "What the stack deploys for a model"):
 Every component and resource the model owns is its child. They were the stack's own children
 before this component existed, so each carries an alias to its old parent, the root stack: the
 engine then finds every deployed resource at its old URN and moves it under the model instead of
-replacing it (tests/speech/test_urns.py).
+replacing it. The engine derives the aliases of their own children (a URN holds every ancestor's
+type) from these (pulumi/pulumi#9734, computed by the engine since #10819); Pulumi's mocks put only
+the parent's type in a URN, so there the grandchildren keep theirs unchanged (tests/speech/test_urns.py).
 """
 
 from __future__ import annotations
@@ -139,10 +141,10 @@ class SpeechModel(pulumi.ComponentResource):
         self.register_outputs({"endpoint": self.outputs.endpoint, "dashboard": self.outputs.dashboard,
                                "alarms": self.outputs.alarms})
 
-    def _child(self, **kwargs) -> pulumi.ResourceOptions:
+    def _child(self) -> pulumi.ResourceOptions:
         """Options of a direct child: this model as its parent, and the alias that finds it where it was
         deployed before there was a model component (the root stack's child)."""
-        return pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)], **kwargs)
+        return pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)])
 
     def _foundation_image_and_observability(self, name: str) -> HostingArgs:
         args = self._args
