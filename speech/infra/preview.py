@@ -358,6 +358,19 @@ def stack_config_values(stack_file: Path) -> dict[str, str]:
             for key, value in read_stack_yaml(stack_file).items()}
 
 
+def _settle_pending_tasks() -> None:
+    """Cancel the tasks a failed program left pending on this thread's event loop and let them end."""
+    with contextlib.suppress(RuntimeError):
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        if loop.is_running() or loop.is_closed():
+            return
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
 def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False,
                 receipts: dict[str, str] | None = None, bucket_errors: dict[str, str] | None = None) -> PreviewResult:
     """Run the program against ``stack_file`` under mocks. Raises :class:`ConfigError` (or another
@@ -430,9 +443,13 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
     if failed is not None:
         # Collected here, after the except block: there the traceback still held the frames that
         # reference the pending tasks, which then died later, logging into whatever ran next.
+        # Tasks the runtime still holds (its RPCs waiting on the registration that failed) are
+        # cancelled and run to their end first: dropped pending at the next preview's reset, each
+        # would log "Task was destroyed but it is pending!" into that preview's output.
         quiet = logging.getLogger("asyncio")
         was, quiet.disabled = quiet.disabled, True
         try:
+            _settle_pending_tasks()
             gc.collect()
         finally:
             quiet.disabled = was
