@@ -135,7 +135,7 @@ class SpeechModel(pulumi.ComponentResource):
     def __init__(self, name: str, args: SpeechModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(MODEL_TYPE, name, None, opts)
         self._args = args
-        hosting = self._foundation_image_and_observability(name)
+        hosting = self._foundation_image_and_observability()
         cfg = args.deployment.config
         self.outputs = self._components(hosting) if cfg.hosting == "components" else self._variant(hosting)
         self.register_outputs({"endpoint": self.outputs.endpoint, "dashboard": self.outputs.dashboard,
@@ -146,10 +146,12 @@ class SpeechModel(pulumi.ComponentResource):
         deployed before there was a model component (the root stack's child)."""
         return pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)])
 
-    def _foundation_image_and_observability(self, name: str) -> HostingArgs:
+    def _foundation_image_and_observability(self) -> HostingArgs:
+        """The parts every hosting builds on (:class:`HostingArgs`), created in this order: foundation,
+        provenance document, receipt reads, weights cache, image, observability."""
         args = self._args
         dep, ep_name = args.deployment, args.endpoint_name
-        cfg, plan = dep.config, dep.plan
+        name, cfg, plan = dep.name, dep.config, dep.plan
         layout = layout_for_instance(cfg.instance_type, cfg.weights_source, f"speech-endpoints:models.{name}")
         inputs = cache_inputs()
         key = cache_key(layout, inputs)

@@ -51,3 +51,23 @@ def test_each_old_urn_is_claimed_by_one_resource_of_the_same_name(preview):
     assert not set(claims) & produced
     for r in result.resources:
         assert all(old.split("::")[3] == r.name for old in r.aliases), r.aliases
+
+
+def test_every_resource_of_a_model_is_inside_its_speech_model(preview):
+    """The program is config -> one SpeechModel per model -> outputs: only the stack's shared alarm
+    topic and the aws-native provider stay outside a model."""
+    _, result = preview
+    by_urn = {r.urn: r for r in result.resources}
+    models = {r.urn: r.name for r in result.resources if r.type == "speech:index:SpeechModel"}
+    assert models
+
+    def model_of(r):
+        while r is not None and r.urn not in models:
+            r = by_urn.get(r.parent)
+        return None if r is None else models[r.urn]
+
+    outside = {(r.type, r.name) for r in result.resources if r.urn not in models and model_of(r) is None}
+    assert outside <= {("speech:index:AlarmTopic", "alarms"), ("aws:sns/topic:Topic", "alarms-topic"),
+                       ("aws:kms/key:Key", "alarms-key"), ("pulumi:providers:aws-native", "aws-native")}, outside
+    # Each model's resources are named after it (they were before the component existed).
+    assert all(r.name.startswith(model_of(r)) for r in result.resources if model_of(r) is not None)
