@@ -14,7 +14,7 @@ before this component existed, so each carries an alias to its old parent, the r
 engine then finds every deployed resource at its old URN and moves it under the model instead of
 replacing it. The engine derives the aliases of their own children (a URN holds every ancestor's
 type) from these (pulumi/pulumi#9734, computed by the engine since #10819); Pulumi's mocks put only
-the parent's type in a URN, so there the grandchildren keep theirs unchanged (tests/speech/test_urns.py).
+the parent's type in a URN, so there the grandchildren keep theirs unchanged (tests/speech/infra/test_urns.py).
 """
 
 from __future__ import annotations
