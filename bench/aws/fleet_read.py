@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from speech.plan.capacity import Amounts, FleetInstance, FleetModel, FleetState, place_best_fit_decreasing
+from speech.plan.fleet import FleetInstance, FleetModel, FleetState
+from speech.plan.placement import Amounts, place_best_fit_decreasing
 from speech.plan.copies import COPY_METRIC_TYPE, COPY_SCALABLE_DIMENSION, copy_resource_id
 from speech.schema.instances import INSTANCE_SPECS
 from speech.deploy.scaling import SERVICE_NAMESPACE

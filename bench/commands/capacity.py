@@ -11,7 +11,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from speech.plan.capacity import RESOURCES, CapacityEvaluation, FleetState, describe, evaluate_capacity
+from speech.plan.capacity import CapacityEvaluation, evaluate_capacity
+from speech.plan.fleet import FleetState
+from speech.plan.placement import RESOURCES, describe
 from speech.errors import describe_validation_error
 from speech.schema.copy_plan import CopyPlan
 from speech.files import atomic_write_text, load_artifact

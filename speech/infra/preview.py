@@ -46,6 +46,9 @@ class RegisteredResource:
     """Input name -> URNs its value came from, as the engine sends them to a policy pack."""
     delete_before_replace: bool = False
     replace_on_changes: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    """URNs this resource had before (its ``aliases`` option, resolved as the engine resolves them):
+    an existing stack's resource at one of them is moved to :attr:`urn`, not replaced."""
 
 
 @dataclass
@@ -270,11 +273,28 @@ def _make_monitor(mocks: Any) -> Any:
             super().__init__(m)
             self.parents: dict[tuple[str, str], tuple[str, str, bool]] = {}
             self.requests: dict[tuple[str, str], dict[str, Any]] = {}
+            self.root_urn = ""
+
+        def alias_urns(self, request: Any) -> list[str]:
+            """The URNs of a registration's aliases, by the rule of this monitor's URNs (make_urn): an
+            alias spec's name, type and parent default to the resource's own; ``noParent`` is the root
+            stack, the parent of every resource registered without one."""
+            urns = []
+            for alias in request.aliases:
+                if alias.urn:
+                    urns.append(alias.urn)
+                    continue
+                spec = alias.spec
+                parent = self.root_urn if spec.noParent else (spec.parentUrn or request.parent)
+                urns.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+            return urns
 
         def RegisterResource(self, request: Any) -> Any:
             from google.protobuf import json_format
 
             resp = super().RegisterResource(request)
+            if request.type == "pulumi:pulumi:Stack":
+                self.root_urn = resp.urn
             key = (request.type, request.name)
             self.parents[key] = (request.parent, resp.urn, bool(request.custom))
             self.requests[key] = {
@@ -284,6 +304,7 @@ def _make_monitor(mocks: Any) -> Any:
                 "property_dependencies": {k: list(v.urns) for k, v in request.propertyDependencies.items()},
                 "delete_before_replace": bool(request.deleteBeforeReplace),
                 "replace_on_changes": list(request.replaceOnChanges),
+                "aliases": self.alias_urns(request),
             }
             return resp
 
@@ -491,7 +512,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             type=key[0], name=key[1], inputs=inputs, parent=parent or None, urn=urn, custom=custom,
             dependencies=req.get("dependencies", []), property_dependencies=req.get("property_dependencies", {}),
             delete_before_replace=req.get("delete_before_replace", False),
-            replace_on_changes=req.get("replace_on_changes", []),
+            replace_on_changes=req.get("replace_on_changes", []), aliases=req.get("aliases", []),
         ))
     gates = []
     for m, d in decided.items():

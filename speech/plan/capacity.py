@@ -5,334 +5,31 @@ Pure: a typed fleet state in, a typed evaluation out; no I/O, no clock, no boto3
 capacity`` reads the fleet file and prints the result; the simulator's hot-load policy may call
 :func:`evaluate_capacity` on its own fleet.
 
-A copy requests up to three resources, the ones an inference component declares in its
-ComputeResourceRequirements: accelerator memory (``NumberOfAcceleratorDevicesRequired`` whole
-devices x the device memory), CPU cores (``NumberOfCpuCoresRequired``) and host memory
-(``MinMemoryRequiredInMb``). A copy fits an instance only if every resource it requests fits what
-is free there. A resource a copy does not request (0) never stops it; a resource an instance does
-not track (``None`` in the fleet file) is no limit there.
-
-Placement is best-fit decreasing. Copies are placed largest first: by the largest share of any
-one resource they take (need / the most of it any instance has free); one model's copies are all
-one size, so the order matters only when the existing copies of several models are placed. Each
-copy goes to the instance where, after it, the fewest copies of its size would still fit on its
-*binding* resource, the one it leaves scarcest: ``min over the resources it requests of (free -
-need) / need``. Ties go to the instance listed first, so a result is the same on every machine.
-With accelerator memory as the only resource this is the instance with the least memory left,
-the rule of the accelerator-only evaluation, so old fleet files give the same placements.
+The fleet file's types are in :mod:`speech.plan.fleet`, the resources a copy requests and the
+placement rule (best-fit decreasing on the binding resource) in :mod:`speech.plan.placement`; this
+module puts them together for one model and an increase in concurrency, and judges the result.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated, Final, Literal, NamedTuple
-
-from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
+from typing import Literal
 
 from speech.schema.units import EPS
 from speech.schema.plan_artifacts import Finding
 from speech.schema.artifacts import Frozen, Level
 from speech.schema.copy_plan import CopyPlan
 from speech.errors import PlanInputError
-
-FLEET_SCHEMA_VERSION: Final = 1
-MEMORY_EPS_MIB = 1e-6
-"""Float slack when comparing what is free with what a copy needs (MiB, cores): a copy that fits
-exactly fits."""
-
-Resource = Literal["accelerator_memory_mib", "cpu_cores", "host_memory_mib"]
-RESOURCES: Final[tuple[Resource, ...]] = ("accelerator_memory_mib", "cpu_cores", "host_memory_mib")
-"""The resources a copy requests, in the order of :class:`Amounts` (and of tie-breaking)."""
-_LABEL: Final[dict[str, tuple[str, str]]] = {
-    "accelerator_memory_mib": ("MiB", "accelerator memory"),
-    "cpu_cores": ("", "CPU cores"),
-    "host_memory_mib": ("MiB", "host memory"),
-}
-
-
-class Amounts(NamedTuple):
-    """One amount per resource: what a copy requests (0: not requested) or what an instance has
-    free (``math.inf``: not tracked, no limit). Units in the names."""
-
-    accelerator_memory_mib: float = 0.0
-    cpu_cores: float = 0.0
-    host_memory_mib: float = 0.0
-
-    def minus(self, other: Amounts) -> Amounts:
-        return Amounts(*(a - b for a, b in zip(self, other, strict=True)))
-
-
-def as_amounts(x: Amounts | float) -> Amounts:
-    """A bare number is accelerator memory in MiB (the fleet file's original single resource)."""
-    return x if isinstance(x, Amounts) else Amounts(accelerator_memory_mib=float(x))
+from speech.plan.fleet import FleetModel, FleetState
+from speech.plan.placement import (
+    RESOURCE_LABELS, RESOURCES, Amounts, Resource, as_amounts, binding_resource, copies_per_new_instance, copies_that_fit, describe, fits,
+    place_best_fit_decreasing,
+)
 
 
 def _finite_or_none(v: float | None) -> float | None:
     return None if v is None or math.isinf(v) else round(v, 3)
-
-
-# --- the fleet file -----------------------------------------------------------------------------
-
-
-class FleetInstance(Frozen):
-    """One running instance and what is taken on it. An instance tracks the resources it has a
-    figure for: accelerator memory (0 on a CPU instance), and optionally CPU cores and host memory
-    (required where a model's copies request them)."""
-
-    name: Annotated[str, Field(min_length=1)]
-    """A label unique in the fleet (an instance id, or ``<variant>-<n>`` when the id is not known)."""
-    instance_type: str
-    variant: str | None = None
-    """The production variant it belongs to; a model with a ``variant`` is placed only on its own
-    variant's instances. None: any model may use it."""
-    accelerator_memory_mib: NonNegativeFloat = 0.0
-    """Total accelerator memory of the instance (all devices), MiB; 0 on a CPU instance."""
-    used_accelerator_memory_mib: NonNegativeFloat = 0.0
-    """Held by what already runs there (every model's copies), MiB."""
-    cpu_cores: PositiveFloat | None = None
-    """CPU cores copies may request (a SageMaker vCPU counts as one core); None: not tracked."""
-    used_cpu_cores: NonNegativeFloat = 0.0
-    """Cores requested by the copies already there."""
-    host_memory_mib: PositiveFloat | None = None
-    """Host memory copies may request, MiB; None: not tracked."""
-    used_host_memory_mib: NonNegativeFloat = 0.0
-    """Host memory requested by the copies already there, MiB."""
-    copies: dict[str, Annotated[int, Field(ge=0)]] = {}
-    """Copies per model on this instance (for the reader; the ``used_*`` fields are what count)."""
-
-    @model_validator(mode="after")
-    def _used_within_total(self) -> FleetInstance:
-        if not (self.accelerator_memory_mib > 0 or self.cpu_cores is not None or self.host_memory_mib is not None):
-            raise ValueError(
-                f"instance {self.name!r} declares no capacity: set accelerator_memory_mib (GPU instances) and/or "
-                "cpu_cores and host_memory_mib (the vCPUs and memory of its instance type)"
-            )
-        for used, total in (("used_accelerator_memory_mib", "accelerator_memory_mib"), ("used_cpu_cores", "cpu_cores"),
-                            ("used_host_memory_mib", "host_memory_mib")):
-            u, t = getattr(self, used), getattr(self, total)
-            if t is None and u > 0:
-                raise ValueError(f"instance {self.name!r}: {used} {u:g} is set but {total} is not; add {total}")
-            if t is not None and u > t + MEMORY_EPS_MIB:
-                raise ValueError(f"instance {self.name!r}: {used} {u:g} exceeds its {total} {t:g}")
-        return self
-
-    @property
-    def free_mib(self) -> float:
-        """Free accelerator memory, MiB."""
-        return self.accelerator_memory_mib - self.used_accelerator_memory_mib
-
-    @property
-    def free(self) -> Amounts:
-        """What is free per resource; ``math.inf`` for a resource not tracked."""
-        return Amounts(
-            self.free_mib,
-            math.inf if self.cpu_cores is None else self.cpu_cores - self.used_cpu_cores,
-            math.inf if self.host_memory_mib is None else self.host_memory_mib - self.used_host_memory_mib,
-        )
-
-
-class FleetModel(Frozen):
-    """What the evaluation needs to know of one model hosted as copies: what one copy requests, how
-    much it carries, how soon it serves, and the instance managed instance scaling adds for it."""
-
-    copy_memory_mib: NonNegativeFloat = 0.0
-    """Accelerator memory one copy reserves, MiB: whole devices x device memory on SageMaker (a
-    copy takes whole devices there), or the measured footprint plus margin where copies share a
-    device; 0 for a CPU-only copy."""
-    copy_cpu_cores: PositiveFloat | None = None
-    """CPU cores one copy requests (NumberOfCpuCoresRequired); None: not requested."""
-    copy_host_memory_mib: PositiveFloat | None = None
-    """Host memory one copy requests, MiB (MinMemoryRequiredInMb); None: not requested."""
-    concurrency_per_copy: PositiveFloat
-    """Requests in flight one copy carries at its scale-out target: the copy plan's C_scale_max."""
-    t_copy_s: PositiveFloat
-    """Planning T_copy: a copy added on a running instance serves after this long, seconds."""
-    t_total_s: PositiveFloat
-    """Planning T_total: a new instance (and the copies on it) serves after this long, seconds."""
-    new_instance_type: str
-    """The type managed instance scaling adds."""
-    new_instance_accelerator_memory_mib: NonNegativeFloat = 0.0
-    """Its total accelerator memory, MiB (0: a CPU instance)."""
-    new_instance_cpu_cores: PositiveFloat | None = None
-    """Its vCPUs; required when copies request cores."""
-    new_instance_host_memory_mib: PositiveFloat | None = None
-    """Its memory, MiB; required when copies request host memory."""
-    variant: str | None = None
-    """The production variant the model's component runs on: its copies go only onto instances of
-    that variant. None: onto any instance of the fleet."""
-
-    @model_validator(mode="after")
-    def _requests_something(self) -> FleetModel:
-        if self.copy_memory_mib <= 0 and self.copy_cpu_cores is None and self.copy_host_memory_mib is None:
-            raise ValueError(
-                "a copy must request a resource: set copy_memory_mib (accelerator memory, GPU copies) and/or "
-                "copy_cpu_cores and copy_host_memory_mib (NumberOfCpuCoresRequired, MinMemoryRequiredInMb)"
-            )
-        for copy_field, new_field, what in (("copy_cpu_cores", "new_instance_cpu_cores", "the vCPUs"),
-                                            ("copy_host_memory_mib", "new_instance_host_memory_mib", "the memory in MiB")):
-            if getattr(self, copy_field) is not None and getattr(self, new_field) is None:
-                raise ValueError(f"{copy_field} is set but {new_field} is not; add {new_field} ({what} of "
-                                 f"{self.new_instance_type})")
-        return self
-
-    @property
-    def request(self) -> Amounts:
-        """What one copy requests, per resource (0: not requested)."""
-        return Amounts(self.copy_memory_mib, self.copy_cpu_cores or 0.0, self.copy_host_memory_mib or 0.0)
-
-    @property
-    def new_instance(self) -> Amounts:
-        """What a new instance has, per resource (``math.inf``: not tracked)."""
-        return Amounts(
-            self.new_instance_accelerator_memory_mib,
-            math.inf if self.new_instance_cpu_cores is None else self.new_instance_cpu_cores,
-            math.inf if self.new_instance_host_memory_mib is None else self.new_instance_host_memory_mib,
-        )
-
-
-class FleetState(Frozen):
-    """A fleet file: the instances running now and the models hosted on them as copies."""
-
-    schema_version: Literal[1] = FLEET_SCHEMA_VERSION
-    kind: Literal["fleet"] = "fleet"
-    source: str = "hand"
-    """``hand`` or ``sagemaker:<endpoint>`` (``bench capacity --from-endpoint``)."""
-    placement: Literal["observed", "inferred"] = "observed"
-    """``inferred`` when the copies' instances were not observed but placed by this module's own
-    best-fit (SageMaker does not say which instance holds which copy)."""
-    instances: list[FleetInstance] = []
-    models: Annotated[dict[str, FleetModel], Field(min_length=1)]
-
-    @model_validator(mode="after")
-    def _unique_names(self) -> FleetState:
-        names = [i.name for i in self.instances]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"instance names must be unique; repeated: {', '.join(dupes)}")
-        for name, m in self.models.items():
-            for copy_field, inst_field in (("copy_cpu_cores", "cpu_cores"), ("copy_host_memory_mib", "host_memory_mib")):
-                if getattr(m, copy_field) is None:
-                    continue
-                for inst in self.candidates(name):
-                    if getattr(inst, inst_field) is None:
-                        raise ValueError(
-                            f"model {name!r} requests {copy_field} {getattr(m, copy_field):g} but instance {inst.name!r} "
-                            f"has no {inst_field}: add {inst_field} to it (from its instance type), or drop {copy_field}"
-                        )
-        return self
-
-    def candidates(self, model: str) -> list[FleetInstance]:
-        """The instances ``model``'s copies may go to: its variant's, or all when it names none."""
-        variant = self.models[model].variant
-        return [i for i in self.instances if variant is None or i.variant == variant]
-
-
-# --- the placement rule -----------------------------------------------------------------------
-
-
-def fits(free: Amounts | float, need: Amounts | float) -> bool:
-    """True when every resource the copy requests is free: need <= free (+ slack), resource by resource."""
-    free, need = as_amounts(free), as_amounts(need)
-    return all(n <= f + MEMORY_EPS_MIB for f, n in zip(free, need, strict=True) if n > 0)
-
-
-def binding_resource(free: Amounts | float, need: Amounts | float) -> tuple[float, Resource]:
-    """The copy's headroom after placement, in copies of its size, on the resource it leaves
-    scarcest: ``min over requested r of (free_r - need_r) / need_r``, and that resource (the first
-    in :data:`RESOURCES` on ties). ``math.inf`` when it requests only what is not tracked."""
-    free, need = as_amounts(free), as_amounts(need)
-    best: tuple[float, Resource] = (math.inf, RESOURCES[0])
-    for r, f, n in zip(RESOURCES, free, need, strict=True):
-        if n > 0 and (h := (f - n) / n) < best[0]:
-            best = (h, r)
-    return best
-
-
-def best_fit(free: Sequence[Amounts | float], need: Amounts | float) -> int | None:
-    """Index of the instance where the copy fits and leaves the least headroom on its binding
-    resource (:func:`binding_resource`); the first listed on ties; None when it fits nowhere."""
-    return _best_fit([as_amounts(f) for f in free], as_amounts(need))
-
-
-def _best_fit(free: list[Amounts], need: Amounts) -> int | None:
-    """:func:`best_fit` on :class:`Amounts`, :func:`fits` and :func:`binding_resource` inlined: it
-    runs once per copy over every instance (the simulator's hot-load policy calls it per scale-out)."""
-    req = [(k, n) for k, n in enumerate(need) if n > 0]
-    tol = MEMORY_EPS_MIB / max(max(need), MEMORY_EPS_MIB)  # the slack, in copies of this size
-    best: int | None = None
-    best_h = math.inf
-    for i, f in enumerate(free):
-        h = math.inf
-        for k, n in req:
-            fk = f[k]
-            if n > fk + MEMORY_EPS_MIB:
-                break
-            if (x := (fk - n) / n) < h:
-                h = x
-        else:
-            if best is None or h < best_h - tol:
-                best, best_h = i, h
-    return best
-
-
-def placement_order(free: Sequence[Amounts], sizes: Sequence[Amounts]) -> list[int]:
-    """Largest first: by the largest share of any one resource an item takes (need / the most of
-    that resource any instance has free; untracked resources do not count); input order on ties."""
-    if len(set(sizes)) <= 1:
-        return list(range(len(sizes)))  # one size (one model's copies): input order
-    most = [max((f[k] for f in free if not math.isinf(f[k])), default=0.0) for k in range(len(RESOURCES))]
-
-    def share(s: Amounts) -> float:
-        return max((n / most[k] if most[k] > 0 else math.inf for k, n in enumerate(s) if n > 0), default=0.0)
-
-    return sorted(range(len(sizes)), key=lambda k: -share(sizes[k]))
-
-
-def place_best_fit_decreasing(
-    free: Sequence[Amounts | float], sizes: Sequence[Amounts | float]
-) -> tuple[list[int | None], list[Amounts]]:
-    """Place items largest first (:func:`placement_order`), each by :func:`best_fit`. Returns each
-    item's instance index (None: did not fit), in the order of ``sizes``, and what is left free per
-    instance. Bare numbers are accelerator memory in MiB."""
-    left = [as_amounts(f) for f in free]
-    items = [as_amounts(s) for s in sizes]
-    where: list[int | None] = [None] * len(items)
-    for item in placement_order(left, items):
-        i = _best_fit(left, items[item])
-        if i is not None:
-            left[i] = left[i].minus(items[item])
-            where[item] = i
-        # an item that fits nowhere now fits nowhere later either: free room only shrinks
-    return where, left
-
-
-def copies_that_fit(free: Amounts, need: Amounts, limit: int) -> int:
-    """How many copies of ``need`` fit into ``free`` together: min over requested resources of
-    floor((free + slack) / need), at most ``limit``."""
-    n = min((math.floor((f + MEMORY_EPS_MIB) / q) for f, q in zip(free, need, strict=True) if q > 0 and not math.isinf(f)),
-            default=limit)
-    return max(0, min(limit, n))
-
-
-def copies_per_new_instance(capacity: Amounts, need: Amounts) -> tuple[int, Resource]:
-    """floor(capacity / need) on each resource the copy requests, the smallest of them, and the
-    resource that sets it (the first in :data:`RESOURCES` on ties); 0: a copy does not fit at all."""
-    best: tuple[float, Resource] = (math.inf, RESOURCES[0])
-    for r, c, n in zip(RESOURCES, capacity, need, strict=True):
-        if n > 0 and not math.isinf(c) and (k := math.floor(c / n + EPS)) < best[0]:
-            best = (k, r)
-    return (0 if math.isinf(best[0]) else int(best[0])), best[1]
-
-
-def describe(a: Amounts) -> str:
-    """``24576 MiB accelerator memory``, ``2 CPU cores + 2530 MiB host memory``: the requested part."""
-    parts = []
-    for r, v in zip(RESOURCES, a, strict=True):
-        if v > 0 and not math.isinf(v):
-            unit, label = _LABEL[r]
-            parts.append(f"{v:g} {unit + ' ' if unit else ''}{label}")
-    return " + ".join(parts) or "nothing"
 
 
 # --- the evaluation ---------------------------------------------------------------------------
@@ -573,7 +270,7 @@ def _findings(
     what = describe(copy)
     if unplaceable:
         k = RESOURCES.index(limited_by)
-        unit, label = _LABEL[limited_by]
+        unit, label = RESOURCE_LABELS[limited_by]
         has = m.new_instance[k]
         out.append(
             Finding(
@@ -599,7 +296,7 @@ def _findings(
                 level="warn",
                 message=f"{hot} of {need} copies fit into spare capacity (serving after {m.t_copy_s:g} s); the other {on_new} "
                 f"need {new_instances} new {m.new_instance_type} instance{'s' if new_instances != 1 else ''} ({per_new} "
-                f"copies each, limited by {_LABEL[limited_by][1]}), serving after T_total {m.t_total_s:g} s",
+                f"copies each, limited by {RESOURCE_LABELS[limited_by][1]}), serving after T_total {m.t_total_s:g} s",
             )
         )
     if frag is not None:

@@ -1,5 +1,7 @@
 """The plan's formulas, each a small function named after its one job, with its rule and units in the
-docstring (docs/design.md §3): thresholds, time, the scale-in step, the fleet."""
+docstring (docs/design.md §3): thresholds, time, the scale-in step, the fleet, and one serving unit's
+sizing (:func:`unit_sizing`, :func:`capacity_at`, :func:`surge_at_target`), which the instance plan
+and the copy plan share."""
 
 from __future__ import annotations
 
@@ -7,17 +9,16 @@ import math
 from dataclasses import dataclass
 
 from speech.schema.units import EPS, UNBOUNDED
-from speech.schema.plan_artifacts import (
-    ScaleIn, TTotalSummary,
-)
+from speech.schema.plan_artifacts import Capacity, ScaleIn, Surge, TTotalSummary
 from speech.schema.artifacts import QmaxArtifact
-from speech.schema.config import MAX_SURGE_RATIO, ReactionPolicy
+from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
 from speech.errors import PlanInputError
 
 import numpy as np
 
 from speech.plan.survival import (
-    arrival_for_gated_mean, gated_mean, over_slo_by_concurrency, service_rates, slo_rate, slo_shares,
+    arrival_for_gated_mean, arrival_for_mean_occupancy, gated_mean, over_slo_by_concurrency, reach_probability, service_rates,
+    slo_rate, slo_shares, throughput_at,
 )
 
 
@@ -301,3 +302,122 @@ def littles_law_instances(peak_rps: float, service_mean_s: float, c_max: float) 
     return max(1, math.ceil(peak_rps * service_mean_s / c_max - EPS)) if c_max > 0 else UNBOUNDED
 
 
+
+
+# --- one serving unit (an instance, or a copy): the sizing both plans share -------------------
+
+
+@dataclass(frozen=True)
+class UnitSizing:
+    """The scaling numbers of one serving unit, with the evidence they were computed from.
+
+    A unit is what the ladder ran against and what target tracking counts: an instance of a
+    real-time variant (:func:`speech.plan.realtime.build_plan`) or a copy of an inference
+    component (:func:`speech.plan.copies.build_copy_plan`). Concurrencies are requests in flight
+    per unit (client units), rates requests/s per unit."""
+
+    headroom: float
+    """h = surge ratio - 1 (:func:`headroom`)."""
+    q_max: int
+    """Q_max per unit after the derate (:func:`derated_q_max`)."""
+    slo: SloSizing
+    """The gated chain against the SLO share (:func:`slo_sizing`)."""
+    c_scale_max: float
+    """Scale-out target (:func:`scale_out_target`)."""
+    target_rule: str
+    """Which rule set the target: ``surge rule``, ``SLO share`` or ``target share``."""
+    c_scale_min: float
+    """Scale-in threshold: (1 - 2h) x Q_max under the surge rule, else :func:`tuned_c_scale_min`."""
+    levels: list[tuple[int, float]]
+    """The ladder: (concurrency, closed-loop throughput requests/s)."""
+    throughput_at_target_rps: float
+    """X(C_scale_max), interpolated on the ladder."""
+    throughput_at_scale_in_rps: float
+    """X(C_scale_min), interpolated on the ladder."""
+    per_unit_rps: float
+    """The rate each unit is sized at (:func:`per_instance_rps`)."""
+    littles_law_units: int
+    """The common sizing the plan is compared with, at the seed target (1 - h) x Q_max
+    (:func:`littles_law_instances`)."""
+    min_safe_units: int
+    """The smallest count scale-in never flaps from (:func:`min_safe_instances`); UNBOUNDED when
+    the scale-in threshold is 0."""
+
+
+def unit_sizing(qmax: QmaxArtifact, inputs: PlanInputs) -> UnitSizing:
+    """Size one unit from its ladder and the team's inputs: Q_max derated, C_scale_max by the SLO
+    share or the surge rule (:func:`scale_out_target`), C_scale_min, the ladder's throughput at
+    both, the per-unit rate at the target, and Little's law's count at ``inputs.peak_rps`` for
+    comparison. Raises :class:`PlanInputError` for a surge ratio or tuned share out of range."""
+    h = headroom(inputs.surge_ratio)
+    q = derated_q_max(qmax.q_max, inputs.qmax_derate)
+    slo = slo_sizing(qmax, q, inputs.slo_ms, inputs.slo_share)
+    c_max, rule = scale_out_target(q, h, inputs.target_share, slo.occupancy)
+    c_min = c_scale_min(q, h) if rule == "surge rule" else tuned_c_scale_min(c_max, h)
+    levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
+    x_target = throughput_at(levels, c_max)
+    return UnitSizing(
+        headroom=h, q_max=q, slo=slo, c_scale_max=c_max, target_rule=rule, c_scale_min=c_min, levels=levels,
+        throughput_at_target_rps=x_target,
+        throughput_at_scale_in_rps=throughput_at(levels, c_min),
+        per_unit_rps=per_instance_rps(c_max, x_target, slo.rates),
+        littles_law_units=littles_law_instances(inputs.peak_rps, qmax.service_time.mean_ms / 1000.0, c_scale_max(q, h)),
+        min_safe_units=min_safe_instances(c_max, c_min) if c_min > 0 else UNBOUNDED,
+    )
+
+
+def capacity_at(sizing: UnitSizing, *, peak_rps: float, units_at_peak: int, trough_rps: float,
+                units_at_trough: int) -> Capacity:
+    """The plan's capacity block: the ladder's throughput at the target and the scale-in
+    threshold, Little's law's count and what it would carry (count x X(C_scale_max), requests/s),
+    the per-unit rate, and the shares within the SLO and refused when the peak (trough) rate is
+    spread over ``units_at_peak`` (``units_at_trough``) units."""
+    at_peak = sizing.slo.shares_at(peak_rps / units_at_peak)
+    at_trough = sizing.slo.shares_at(trough_rps / units_at_trough)
+    rate = sizing.slo.rate_rps
+    return Capacity(
+        throughput_at_target_rps=round(sizing.throughput_at_target_rps, 4),
+        throughput_at_scale_in_rps=round(sizing.throughput_at_scale_in_rps, 4),
+        littles_law_instances=sizing.littles_law_units,
+        littles_law_capacity_rps=round(sizing.littles_law_units * sizing.throughput_at_target_rps, 2),
+        per_instance_rps=round(sizing.per_unit_rps, 4),
+        slo_rate_rps=None if rate is None else round(rate, 4),
+        slo_share_at_peak=round(at_peak[0], 6),
+        refused_share_at_peak=round(at_peak[1], 6),
+        slo_share_at_trough=round(at_trough[0], 6),
+        refused_share_at_trough=round(at_trough[1], 6),
+    )
+
+
+def surge_at_target(levels: list[tuple[int, float]], q_max: int, c_max: float, planning_s: float,
+                    surge_ratio: float) -> Surge:
+    """A unit held at C_scale_max (requests in flight): its utilization (the arrival rate that
+    holds that mean occupancy / the saturated throughput) and the chance of reaching Q_max within
+    ``planning_s`` seconds, the time a new unit takes to serve, while traffic ramps x
+    ``surge_ratio`` (and at a steady rate), from the birth-death chain (speech.plan.survival).
+
+    No measured throughput at saturation (the top level completed nothing) means no chain to
+    solve: the surge counts as not survived, rather than a NaN the artifact cannot store."""
+    n_max = max(q_max, levels[-1][0])
+    rates = service_rates(levels, n_max)
+    if q_max < 1 or c_max <= 0 or not rates[-1] > 0:
+        return Surge(
+            utilization=1.0, arrival_rps=0.0, reach_qmax_probability=1.0, survival=0.0, reach_qmax_probability_steady=1.0
+        )
+    lam = arrival_for_mean_occupancy(c_max, rates)
+    util = lam / rates[-1]
+    p_ramp = reach_probability(start_occupancy=c_max, q_max=q_max, arrival_rps=lam, rates=rates, horizon_s=planning_s,
+                               ramp_ratio=surge_ratio)
+    p_steady = reach_probability(start_occupancy=c_max, q_max=q_max, arrival_rps=lam, rates=rates, horizon_s=planning_s)
+    return Surge(
+        utilization=round(util, 6),
+        arrival_rps=round(lam, 6),
+        reach_qmax_probability=round(p_ramp, 6),
+        survival=round(1 - p_ramp, 6),
+        reach_qmax_probability_steady=round(p_steady, 6),
+    )
+
+
+def hot_load_gain(planning_t_copy_s: float, planning_t_total_s: float) -> float:
+    """planning T_total / planning T_copy: how many times sooner an added copy serves than an instance."""
+    return planning_t_total_s / planning_t_copy_s if planning_t_copy_s > 0 else float("inf")

@@ -8,22 +8,18 @@ docstring states the rule and the units (docs/design.md §3).
 from __future__ import annotations
 
 
-from speech.schema.units import EPS, UNBOUNDED
+from speech.schema.units import EPS
 from speech.schema.plan_artifacts import (
-    Alarms, Capacity, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, Surge, Thresholds,
+    Alarms, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, Thresholds,
 )
 from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
 
 
-from speech.plan.survival import (
-    arrival_for_mean_occupancy, reach_probability,
-    saturation_rps, service_rates, throughput_at,
-)
+from speech.plan.survival import saturation_rps
 from speech.plan.formulas import (
-    SCALE_IN_WINDOW_S, c_scale_max, c_scale_min, derated_q_max, headroom, instances_for, littles_law_instances, min_fleet,
-    min_safe_instances, per_instance_rps, planning_t_total, scale_in, scale_in_evaluation_periods, scale_out_target, slo_sizing,
-    to_cloudwatch, tuned_c_scale_min, tuned_scale_in_cooldown_s, tuned_scale_out_cooldown_s, w_max_s,
+    SCALE_IN_WINDOW_S, capacity_at, instances_for, min_fleet, planning_t_total, scale_in, scale_in_evaluation_periods,
+    surge_at_target, to_cloudwatch, tuned_scale_in_cooldown_s, tuned_scale_out_cooldown_s, unit_sizing, w_max_s,
 )
 from speech.plan.findings import (
     clamp_schedule, finding_bracketed, finding_cloudwatch_ratio, finding_derate, finding_fingerprint, finding_fleet,
@@ -50,16 +46,11 @@ def build_plan(
     """
     require_one_model(qmax, ttotal, "ttotal")
     fp_finding = finding_fingerprint(qmax, ttotal, allow_config_mismatch)
-    h = headroom(inputs.surge_ratio)
-    q = derated_q_max(qmax.q_max, inputs.qmax_derate)
+    unit = unit_sizing(qmax, inputs)
+    h, q, slo, levels = unit.headroom, unit.q_max, unit.slo, unit.levels
+    c_max, c_min, target_rule = unit.c_scale_max, unit.c_scale_min, unit.target_rule
     ratio = qmax.cloudwatch_ratio
-    levels = [(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder]
     sat = saturation_rps(levels)
-
-    # The SLO share: the per-instance rate the gated chain allows, and the occupancy it holds.
-    slo = slo_sizing(qmax, q, inputs.slo_ms, inputs.slo_share)
-    c_max, target_rule = scale_out_target(q, h, inputs.target_share, slo.occupancy)
-    c_min = c_scale_min(q, h) if target_rule == "surge rule" else tuned_c_scale_min(c_max, h)
 
     period = inputs.reaction.metric_period_s
     out_cd = tuned_scale_out_cooldown_s(inputs.scale_out_cooldown_s, ttotal.measured_total_s, period)
@@ -69,32 +60,15 @@ def build_plan(
     in_cd = tuned_scale_in_cooldown_s(inputs.scale_in_cooldown_s, in_periods * period, planning)
     step_in = scale_in(c_max, c_min, inputs.scale_in_step_share, in_periods * period, period, inputs.surge_ratio)
 
-    x_target = throughput_at(levels, c_max)
-    x_in = throughput_at(levels, c_min)
-    per_instance = per_instance_rps(c_max, x_target, slo.rates)
-    # The common sizing the plan is compared with uses the seed target (1 - h) x Q_max.
-    little = littles_law_instances(inputs.peak_rps, qmax.service_time.mean_ms / 1000.0, c_scale_max(q, h))
-    needed = instances_for(inputs.peak_rps, per_instance)
+    needed = instances_for(inputs.peak_rps, unit.per_unit_rps)
     needed_throughput = instances_for(inputs.peak_rps, sat)
-    safe = min_safe_instances(c_max, c_min) if c_min > 0 else UNBOUNDED
-    floor_n = min_fleet(inputs.min_instances, inputs.trough_rps, per_instance)
+    safe = unit.min_safe_units
+    floor_n = min_fleet(inputs.min_instances, inputs.trough_rps, unit.per_unit_rps)
     max_n = max(floor_n, needed if max_instances_cap is None else min(needed, max_instances_cap))
-    at_peak = slo.shares_at(inputs.peak_rps / max_n)
-    at_trough = slo.shares_at(inputs.trough_rps / floor_n)
-    capacity = Capacity(
-        throughput_at_target_rps=round(x_target, 4),
-        throughput_at_scale_in_rps=round(x_in, 4),
-        littles_law_instances=little,
-        littles_law_capacity_rps=round(little * x_target, 2),
-        per_instance_rps=round(per_instance, 4),
-        slo_rate_rps=None if slo.rate_rps is None else round(slo.rate_rps, 4),
-        slo_share_at_peak=round(at_peak[0], 6),
-        refused_share_at_peak=round(at_peak[1], 6),
-        slo_share_at_trough=round(at_trough[0], 6),
-        refused_share_at_trough=round(at_trough[1], 6),
-    )
+    capacity = capacity_at(unit, peak_rps=inputs.peak_rps, units_at_peak=max_n, trough_rps=inputs.trough_rps,
+                           units_at_trough=floor_n)
 
-    surge = _surge(levels, q, c_max, planning, inputs.surge_ratio)
+    surge = surge_at_target(levels, q, c_max, planning, inputs.surge_ratio)
 
     findings = [
         finding_slo(inputs.slo_ms, qmax.service_time.p95_ms, q),
@@ -201,27 +175,3 @@ def build_plan(
                             planning_s=planning, period=period),
     )
 
-
-def _surge(levels: list[tuple[int, float]], q: int, c_max: float, planning_s: float, surge_ratio: float) -> Surge:
-    """Utilization and the chance of reaching Q_max within one planning T_total (see survival).
-
-    No measured throughput at saturation (the top level completed nothing) means no chain to
-    solve: the surge counts as not survived, rather than a NaN the artifact cannot store."""
-    n_max = max(q, levels[-1][0])
-    rates = service_rates(levels, n_max)
-    if q < 1 or c_max <= 0 or not rates[-1] > 0:
-        return Surge(
-            utilization=1.0, arrival_rps=0.0, reach_qmax_probability=1.0, survival=0.0, reach_qmax_probability_steady=1.0
-        )
-    lam = arrival_for_mean_occupancy(c_max, rates)
-    util = lam / rates[-1]
-    p_ramp = reach_probability(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s,
-                               ramp_ratio=surge_ratio)
-    p_steady = reach_probability(start_occupancy=c_max, q_max=q, arrival_rps=lam, rates=rates, horizon_s=planning_s)
-    return Surge(
-        utilization=round(util, 6),
-        arrival_rps=round(lam, 6),
-        reach_qmax_probability=round(p_ramp, 6),
-        survival=round(1 - p_ramp, 6),
-        reach_qmax_probability_steady=round(p_steady, 6),
-    )

@@ -17,7 +17,8 @@ import bench.aws.client
 from bench.cli.main import main
 from bench.errors import TargetError
 from bench.aws.fleet_read import read_fleet
-from speech.plan.capacity import CapacityEvaluation, FleetState, evaluate_capacity
+from speech.plan.capacity import CapacityEvaluation, evaluate_capacity
+from speech.plan.fleet import FleetState
 
 T = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 ACCOUNT = "123456789012"

@@ -9,7 +9,7 @@ import pytest
 
 import bench.aws.client
 from bench.cli.main import main
-from speech.plan.capacity import FleetState
+from speech.plan.fleet import FleetState
 from speech.schema.copy_plan import CopyPlan
 from speech.files import load_artifact, write_artifact
 from tests.bench.test_capacity_cli import ENDPOINT, StubbedSession, stub_endpoint

@@ -14,7 +14,7 @@ context hash stays on the image as the OCI label ``speech.context``.
 
 Never built on preview (``build_on_preview=False``): a preview needs no Docker daemon and does not
 build the multi-GB CUDA image; the digest is unknown there and checked against the measurements at
-``pulumi up``, before the Model (speech.infra.program).
+``pulumi up``, before the Model (speech.infra.components.model).
 """
 
 from __future__ import annotations

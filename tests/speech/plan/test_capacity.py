@@ -12,10 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from speech.plan.capacity import (
-    Amounts, FleetInstance, FleetModel, FleetState, best_fit, binding_resource, copies_for, evaluate_capacity, fits, fleet_model,
-    place_best_fit_decreasing,
-)
+from speech.plan.capacity import copies_for, evaluate_capacity, fleet_model
+from speech.plan.fleet import FleetInstance, FleetModel, FleetState
+from speech.plan.placement import Amounts, best_fit, binding_resource, fits, place_best_fit_decreasing
 from speech.schema.config import PlanInputs
 from speech.plan.copies import build_copy_plan
 from speech.errors import PlanInputError

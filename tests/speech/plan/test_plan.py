@@ -17,7 +17,7 @@ from speech.schema.config import PlanInputs
 from speech.files import load_artifact, write_artifact
 from speech.errors import FingerprintMismatch, PlanInputError
 from speech.plan.realtime import build_plan
-from speech.plan.formulas import c_scale_max, c_scale_min, headroom, min_safe_instances
+from speech.plan.formulas import capacity_at, c_scale_max, c_scale_min, headroom, min_safe_instances, unit_sizing
 from speech.plan.survival import arrival_for_mean_occupancy, reach_probability, stationary
 
 TTOTAL_REF = Path(__file__).resolve().parents[3] / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
@@ -379,3 +379,19 @@ def test_promise_is_recorded_and_judged_against_the_slo_share(qmax_ref, ttotal_r
     assert "1.50% refused at the gate" in msg and "what would keep 99.50%: more floor (min_instances" in msg
     assert "a queue in front" in msg and "a batch route (priority: batch, hosting: async)" in msg
     assert "promise" not in [f.name for f in build_plan(qmax_ref, ttotal_ref, REF_INPUTS).findings]
+
+
+def test_unit_sizing_returns_the_rule_and_evidence_with_the_target(qmax_ref, ttotal_ref):
+    """One unit's sizing says which rule set the target and what it was computed from; the plan's
+    capacity block is capacity_at over the fleet the plan chose."""
+    inputs = PlanInputs(peak_rps=5000.0, trough_rps=10.0, surge_ratio=1.25)
+    unit = unit_sizing(qmax_ref, inputs)
+    assert unit.target_rule in ("surge rule", "SLO share")
+    assert 0 < unit.c_scale_min < unit.c_scale_max <= (1 - unit.headroom) * unit.q_max + 1e-9
+    assert unit.throughput_at_scale_in_rps <= unit.throughput_at_target_rps
+    assert 0 < unit.per_unit_rps <= unit.throughput_at_target_rps
+    plan = build_plan(qmax_ref, ttotal_ref, inputs)
+    assert plan.capacity == capacity_at(unit, peak_rps=5000.0, units_at_peak=plan.fleet.max_instances, trough_rps=10.0,
+                                        units_at_trough=plan.fleet.min_instances)
+    tuned = unit_sizing(qmax_ref, PlanInputs(peak_rps=5000.0, trough_rps=10.0, surge_ratio=1.25, target_share=0.6))
+    assert tuned.target_rule == "target share" and tuned.c_scale_max == pytest.approx(0.6 * tuned.q_max)
