@@ -179,7 +179,10 @@ def test_provenance_document_carries_the_copy_inputs(example):
     (lambda e: e.update(hosting="realtime"), "speech-endpoints:models.kokoro-82m", "hosting: components"),
     (lambda e: e["components"].update(min_copies=-1), "speech-endpoints:models.kokoro-82m.components.min_copies",
      "greater than or equal to 0"),
-    (lambda e: e.update(instance_type="ml.g5.9xlarge"), "speech-endpoints:models.kokoro-82m", "not in the instance table"),
+    (lambda e: e.update(instance_type="ml.g4dn.4xlarge"), "speech-endpoints:models.kokoro-82m", "not in the instance table"),
+    # Not a type SageMaker hosts at all: refused by the config before anything is planned.
+    (lambda e: e.update(instance_type="ml.g5.9xlarge"), "speech-endpoints:models.kokoro-82m.instance_type",
+     "not an instance type a SageMaker endpoint runs"),
     # A GPU copy on a CPU instance: not even the first copy could be placed.
     (lambda e: e.update(instance_type="ml.c6i.xlarge"), "speech-endpoints:models.kokoro-82m.instance_type",
      "has no accelerator"),
