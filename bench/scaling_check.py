@@ -75,6 +75,7 @@ AWS_KEYS: dict[tuple[str, str], str] = {
     ("alarm", "threshold"): "Threshold",
     ("alarm", "comparison"): "ComparisonOperator",
     ("alarm", "treat_missing_data"): "TreatMissingData",
+    ("alarm", "wake_guard"): "Metrics",
     ("scheduled", "schedule"): "Schedule",
     ("scheduled", "timezone"): "Timezone",
     ("scheduled", "min_capacity"): "ScalableTargetAction.MinCapacity",
@@ -110,9 +111,17 @@ def observed(part: str, described: dict, expected: Any) -> Any:
     """The spec part ``expected`` as AWS describes it (``described``: a scalable target, a policy
     or an alarm from Describe*), normalized into the spec shape."""
     kind, values = KIND[part], {}
+    # A metric-math alarm (DescribeAlarms' Metrics) names its metric inside its queries.
+    math = scaling.read_guarded(described["Metrics"]) if kind == "alarm" and described.get("Metrics") else None
     for f in dataclasses.fields(expected):
         if not f.compare:
             values[f.name] = getattr(expected, f.name)
+            continue
+        if math is not None and f.name in math:
+            values[f.name] = math[f.name]
+            continue
+        if f.name == "wake_guard":
+            values[f.name] = None
             continue
         v = _get(described, AWS_KEYS[(kind, f.name)])
         if v is None:

@@ -110,8 +110,17 @@ def test_example_copy_scaling_equals_the_copy_plan(example):
     assert scale_in["cooldown"] == plan.scaling.scale_in_cooldown_s
     alarms = {a.name: a.inputs for a in example.of_type(T_ALARM)}
     low = alarms["kokoro-82m-copies-scale-in-alarm"]
-    assert low["metricName"] == "ConcurrentRequestsPerCopy" and low["threshold"] == plan.scaling.scale_in_threshold
-    assert low["dimensions"] == {"InferenceComponentName": "components-kokoro-82m"}
+    # Copy floor 0: metric math, so a minute with a refused request (a pending wake) never reads as idle.
+    dims = {"InferenceComponentName": "components-kokoro-82m"}
+    assert low["threshold"] == plan.scaling.scale_in_threshold and "metricName" not in low
+    assert low["metricQueries"] == [
+        {"id": "low", "returnData": False, "metric": {"namespace": "AWS/SageMaker", "metricName": "ConcurrentRequestsPerCopy",
+                                                      "dimensions": dims, "stat": "Maximum", "period": 60}},
+        {"id": "nocap", "returnData": False, "metric": {"namespace": "AWS/SageMaker",
+                                                        "metricName": "NoCapacityInvocationFailures",
+                                                        "dimensions": dims, "stat": "Sum", "period": 60}},
+        {"id": "guarded", "returnData": True, "expression": f"IF(FILL(nocap, 0) > 0, {plan.q_max_per_copy:g}, low)"}]
+    assert (low["treatMissingData"], low["evaluationPeriods"], low["datapointsToAlarm"]) == ("missing", 5, 5)
     # Scale to zero: the documented step policy on NoCapacityInvocationFailures, cooldown = the
     # measured instance start (from zero instances a copy waits for one), not the guide's 60 s.
     wake = policies["kokoro-82m-copies-wake"]["stepScalingPolicyConfiguration"]

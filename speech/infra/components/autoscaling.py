@@ -8,7 +8,7 @@ cooldown. Surge: a step policy that grows the fleet by a fraction at once when i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -17,7 +17,7 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.batch import BatchPlan
 from speech.deploy.scaling import (
     AlarmSpec, BatchScalingSpec, ScalingSpec, ScheduledActionSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec,
-    batch_scaling_spec, resource_id, scaling_spec,
+    batch_scaling_spec, guarded_queries, resource_id, scaling_spec,
 )
 from speech.infra.components.guard import REPLACE_ON, TAG_INSTANCE_TYPE
 
@@ -71,16 +71,26 @@ def step_policy_args(spec: StepPolicySpec) -> aws.appautoscaling.PolicyStepScali
 
 def concurrency_alarm(resource_name: str, spec: AlarmSpec, *, action: pulumi.Input[str], tags: dict,
                       opts: pulumi.ResourceOptions) -> aws.cloudwatch.MetricAlarm:
-    """The alarm ``spec`` describes, firing ``action`` (a scaling policy ARN)."""
+    """The alarm ``spec`` describes, firing ``action`` (a scaling policy ARN): its one metric, or
+    with a wake guard the metric math of :func:`speech.deploy.scaling.guarded_queries`."""
+    if spec.wake_guard is None:
+        metric: dict[str, Any] = dict(namespace=spec.namespace, metric_name=spec.metric_name,
+                                      dimensions=dict(spec.dimensions), statistic=spec.statistic, period=spec.period_s)
+    else:
+        metric = dict(metric_queries=[
+            aws.cloudwatch.MetricAlarmMetricQueryArgs(id=q.id, expression=q.expression, return_data=q.return_data)
+            if q.expression else
+            aws.cloudwatch.MetricAlarmMetricQueryArgs(
+                id=q.id, return_data=q.return_data,
+                metric=aws.cloudwatch.MetricAlarmMetricQueryMetricArgs(
+                    namespace=q.namespace, metric_name=str(q.metric_name), dimensions=dict(q.dimensions),
+                    stat=str(q.stat), period=spec.period_s))
+            for q in guarded_queries(spec)])
     return aws.cloudwatch.MetricAlarm(
         resource_name,
         name=spec.name,
         alarm_description=spec.description,
-        namespace=spec.namespace,
-        metric_name=spec.metric_name,
-        dimensions=dict(spec.dimensions),
-        statistic=spec.statistic,
-        period=spec.period_s,
+        **metric,
         evaluation_periods=spec.evaluation_periods,
         datapoints_to_alarm=spec.datapoints_to_alarm,
         threshold=spec.threshold,
