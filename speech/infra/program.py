@@ -175,7 +175,9 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
     foundation = Foundation(
         name,
         FoundationArgs(model=name, endpoint_name=ep_name, account_id=account_id, region=region, tags=base_tags,
-                       image_repository_arn=repository_arn(cfg.image_repository) if cfg.image_repository else None),
+                       image_repository_arn=repository_arn(cfg.image_repository) if cfg.image_repository else None,
+                       # The component is named like its endpoint (component_scaling_spec); its copies log there.
+                       inference_component=ep_name if cfg.hosting == "components" else None),
     )
     if dep.document_key is not None:
         # The policy pack reads this object to recompute the plan and compare it with what deploys.

@@ -249,3 +249,33 @@ def test_each_copy_is_told_the_cores_its_component_reserves(example):
 def test_a_variant_leaves_its_cores_to_the_instance():
     dev = run_preview(ROOT / "Pulumi.dev.yaml", "dev")
     assert "CPU_CORES" not in dev.named("kokoro-82m-model").inputs["primaryContainer"]["environment"]
+
+
+def _log_resources(result) -> list[str]:
+    (policy,) = [r for r in result.resources if r.name == "kokoro-82m-execution-policy"]
+    (logs,) = [s for s in json.loads(policy.inputs["policy"])["Statement"] if s["Sid"] == "OwnLogs"]
+    return logs["Resource"]
+
+
+def test_the_execution_role_may_write_the_component_log_group(example):
+    """A component's containers log to /aws/sagemaker/InferenceComponents/<component>: without that
+    grant they log nothing, so their EMF metrics (TTFAB, service time, rejections) never exist."""
+    group = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/InferenceComponents/components-kokoro-82m"
+    assert {group, f"{group}:*"} <= set(_log_resources(example))
+    assert example.outputs["endpoints"]["kokoro-82m"]["inference_component"] == "components-kokoro-82m"
+    # Only a components stack gets it: the real-time dev stack writes its endpoint's group alone.
+    dev = run_preview(Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml")
+    assert not any("InferenceComponents" in r for r in _log_resources(dev))
+
+
+def test_alarms_on_container_metrics_name_the_log_group_they_depend_on(example):
+    by_name = {a.name: a.inputs for a in example.of_type(T_ALARM)}
+    from container.telemetry import NAMESPACE
+
+    emf = sorted(n for n, a in by_name.items() if NAMESPACE in json.dumps({k: a.get(k) for k in ("namespace", "metricQueries")}))
+    assert emf == ["kokoro-82m-obs-errors-5xx", "kokoro-82m-obs-queue-saturated-rate", "kokoro-82m-obs-slowdown",
+                   "kokoro-82m-obs-ttfab-slo"]
+    for name in emf:
+        assert "/aws/sagemaker/InferenceComponents/components-kokoro-82m" in by_name[name]["alarmDescription"], name
+    for name, a in by_name.items():
+        assert len(a["alarmDescription"]) <= 1024, name  # PutMetricAlarm's AlarmDescription limit
