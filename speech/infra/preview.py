@@ -46,6 +46,8 @@ class RegisteredResource:
     """Input name -> URNs its value came from, as the engine sends them to a policy pack."""
     delete_before_replace: bool = False
     replace_on_changes: list[str] = field(default_factory=list)
+    ignore_changes: list[str] = field(default_factory=list)
+    """Input names whose changes the engine ignores on update (camelCase, as the engine receives them)."""
 
 
 @dataclass
@@ -284,6 +286,7 @@ def _make_monitor(mocks: Any) -> Any:
                 "property_dependencies": {k: list(v.urns) for k, v in request.propertyDependencies.items()},
                 "delete_before_replace": bool(request.deleteBeforeReplace),
                 "replace_on_changes": list(request.replaceOnChanges),
+                "ignore_changes": list(request.ignoreChanges),
             }
             return resp
 
@@ -433,6 +436,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             dependencies=req.get("dependencies", []), property_dependencies=req.get("property_dependencies", {}),
             delete_before_replace=req.get("delete_before_replace", False),
             replace_on_changes=req.get("replace_on_changes", []),
+            ignore_changes=req.get("ignore_changes", []),
         ))
     gates = []
     for m, d in decided.items():

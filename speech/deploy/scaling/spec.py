@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,6 +207,38 @@ class ScheduledActionSpec:
     timezone: str = field(metadata=_meta("the schedule's IANA time zone"))
     min_capacity: int = field(metadata=_meta("the scheduled floor, never below the plan's floor"))
     max_capacity: int = field(metadata=_meta("plan fleet size for peak traffic (unchanged by the schedule)"))
+
+
+CRON_DAILY_RE = re.compile(r"^cron\((?P<minute>\d+) (?P<hour>\d+) \* \* \? \*\)$")
+"""The daily cron of a scheduled floor: ``cron(M H * * ? *)``."""
+
+
+def floor_in_force(scheduled: Sequence[ScheduledActionSpec], floor: int, when: datetime) -> tuple[int, ScheduledActionSpec | None]:
+    """The scalable target's MinCapacity at ``when`` (an aware datetime) under daily scheduled floors:
+    each action sets the target's MinCapacity and MaxCapacity when it runs (Application Auto Scaling,
+    "How scheduled scaling works"), so the one in force is the latest at or before ``when``'s time of
+    day in the schedule's own time zone, and before the day's first, the previous day's last; never
+    below ``floor`` (the plan's). No schedule: ``floor``. Returns (MinCapacity, the action in force).
+
+    The one rule the program's schedule, ``bench drift`` and ``bench validate`` share."""
+    if when.tzinfo is None:
+        raise ValueError("floor_in_force needs an aware datetime (a naive one has no time zone to convert from)")
+    if not scheduled:
+        return floor, None
+    from zoneinfo import ZoneInfo
+
+    entries = []
+    for a in scheduled:
+        m = CRON_DAILY_RE.match(a.schedule)
+        if m is None:
+            raise ValueError(f"scheduled action {a.name}: {a.schedule!r} is not a daily cron(M H * * ? *)")
+        entries.append((int(m.group("hour")) * 60 + int(m.group("minute")), a))
+    entries.sort(key=lambda e: e[0])
+    local = when.astimezone(ZoneInfo(scheduled[0].timezone))
+    minute = local.hour * 60 + local.minute
+    past = [a for at, a in entries if at <= minute]
+    action = past[-1] if past else entries[-1][1]
+    return max(floor, action.min_capacity), action
 
 
 @dataclass(frozen=True)
