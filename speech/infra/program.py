@@ -225,7 +225,8 @@ def deploy_model(dep: ModelDeployment, account_id: pulumi.Input[str], region: pu
         def checked(uri_digest: list[str]) -> str:
             # Runs once the push is done (or in a preview of an unchanged image): before the Model.
             problem = image_matches_measurements(name, plan, dep.gate.enabled, uri_digest[1],
-                                                 allow_config_mismatch=allow_config_mismatch)
+                                                 allow_config_mismatch=allow_config_mismatch,
+                                                 dockerfile=dockerfile_for(layout.backend))
             if problem:
                 raise pulumi.RunError(f"ConfigError: {problem}")
             return uri_digest[0]
