@@ -1,7 +1,7 @@
 """AWS enumerations the stack config accepts, snapshotted from botocore's service models (pure data).
 
 The pure core may not import botocore (docs/design.md §2), so the values a stack setting is checked
-against at preview are copied here; tests/speech/test_aws_enums.py compares them with the installed
+against at preview are copied here; tests/speech/schema/test_aws_enums.py compares them with the installed
 botocore's model, so a botocore upgrade that adds or drops instance types fails that test (naming
 them) until this file is updated.
 
