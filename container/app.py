@@ -15,7 +15,7 @@ from .backends import create_backend
 from .engine import Engine
 from .errors import ContainerError
 from .footprint import FootprintCache
-from .routes import bidi, docs, openai, sagemaker
+from .routes import bidi, docs, openai, prometheus, sagemaker
 from .routes.common import EXCEPTION_HANDLERS, format_for_accept, validate_request
 from .settings import Settings
 from .state import State
@@ -86,7 +86,7 @@ def build_app(settings: Settings | None = None) -> Starlette:
             await asyncio.get_running_loop().run_in_executor(None, st.backend.close)
             st.metrics.flush()
 
-    app = Starlette(routes=[*sagemaker.routes, *openai.routes, *bidi.routes, *docs.routes],
+    app = Starlette(routes=[*sagemaker.routes, *openai.routes, *bidi.routes, *docs.routes, *prometheus.routes],
                     lifespan=lifespan, exception_handlers=EXCEPTION_HANDLERS)
     app.state.container = st
     return app

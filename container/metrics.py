@@ -79,6 +79,8 @@ class MetricsRecorder:
         self._ttfab: list[float] = []
         self._service: list[float] = []
         self._counts = collections.Counter()
+        self._totals: collections.Counter[str] = collections.Counter()
+        """Counts since start (never reset): what GET /metrics serves as Prometheus counters."""
         self.concurrent = 0
         self.queued = 0
 
@@ -87,6 +89,7 @@ class MetricsRecorder:
         now = time.monotonic() if now is None else now
         with self._lock:
             self._counts[kind] += 1
+            self._totals[kind] += 1
             self._events.append((now, kind))
 
     def record_ttfab(self, ms: float) -> None:
@@ -123,6 +126,31 @@ class MetricsRecorder:
             values[telemetry.PRESSURE] = pressure_index(rate, self.capacity_rps, self.concurrent,
                                                      self.queue_max_depth, rej_rate, self.weights)
             return values
+
+    def prometheus_text(self) -> str:
+        """The container's own counters and gauges in Prometheus' text exposition format (0.0.4), for a
+        scraper of GET /metrics: requests by outcome since start (counters, never reset by the EMF
+        flush), and the current in-flight count, queue depth, pressure index and this flush interval's
+        TTFAB and service-time p95 (gauges), labelled with the EMF dimensions."""
+        values = self.snapshot()
+        with self._lock:
+            totals = dict(self._totals)
+        labels = ",".join(f'{k.lower()}="{v}"' for k, v in
+                          (("endpoint", self.dimensions.get("EndpointName", "")),
+                           ("variant", self.dimensions.get("VariantName", "")), ("model", self.model)))
+        lines = ["# HELP speech_requests_total Requests by outcome since the container started.",
+                 "# TYPE speech_requests_total counter"]
+        for outcome in ("admitted", "rejected", "shed"):
+            lines.append(f'speech_requests_total{{{labels},outcome="{outcome}"}} {totals.get(outcome, 0)}')
+        gauges = ((telemetry.CONCURRENT, "speech_concurrent_requests", "Requests in flight (admitted, not yet answered)."),
+                  (telemetry.QUEUE_DEPTH, "speech_queue_depth", "Requests waiting for an inference slot."),
+                  (telemetry.PRESSURE, "speech_pressure_index", "0-100 pressure index over the last window."),
+                  (telemetry.TTFAB_P95, "speech_ttfab_p95_ms", "TTFAB p95 of this flush interval, milliseconds."),
+                  (telemetry.SERVICE_P95, "speech_service_time_p95_ms", "Service time p95 of this flush interval, ms."))
+        for key, name, help_ in gauges:
+            if key in values:
+                lines += [f"# HELP {name} {help_}", f"# TYPE {name} gauge", f"{name}{{{labels}}} {values[key]:g}"]
+        return "\n".join(lines) + "\n"
 
     def flush(self) -> dict:
         values = self.snapshot()

@@ -18,6 +18,7 @@ Pydantic validators keep raising ``ValueError`` (pydantic turns it into a Valida
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from collections.abc import Callable
 
@@ -82,8 +83,21 @@ def describe_validation_error(
     got = first.get("input")
     shown = "" if isinstance(got, (dict, list)) or first["type"] == "missing" else f" (got {got!r})"
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    msg = str(first["msg"]).removeprefix("Value error, ")
+    msg = str(first["msg"]).removeprefix("Value error, ") + _literal_hint(first)
     return f"{where + ': ' if where else ''}{label}{name}: {msg}{shown}{more}"
+
+
+def _literal_hint(error: Any) -> str:
+    """``; did you mean 'realtime'?`` for a near miss of a fixed set of values (pydantic lists them
+    all in ``ctx.expected`` as quoted strings); empty for anything else."""
+    import difflib
+
+    got = error.get("input")
+    if error.get("type") != "literal_error" or not isinstance(got, str):
+        return ""
+    allowed = re.findall(r"'([^']*)'", str((error.get("ctx") or {}).get("expected", "")))
+    close = difflib.get_close_matches(got, allowed, n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def speech_error_in(exc: BaseException) -> SpeechError | None:

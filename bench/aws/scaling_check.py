@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from speech.deploy import scaling
 from speech.schema.plan_artifacts import PlanArtifact
@@ -75,6 +77,7 @@ AWS_KEYS: dict[tuple[str, str], str] = {
     ("alarm", "threshold"): "Threshold",
     ("alarm", "comparison"): "ComparisonOperator",
     ("alarm", "treat_missing_data"): "TreatMissingData",
+    ("alarm", "wake_guard"): "Metrics",
     ("scheduled", "schedule"): "Schedule",
     ("scheduled", "timezone"): "Timezone",
     ("scheduled", "min_capacity"): "ScalableTargetAction.MinCapacity",
@@ -110,9 +113,17 @@ def observed(part: str, described: dict, expected: Any) -> Any:
     """The spec part ``expected`` as AWS describes it (``described``: a scalable target, a policy
     or an alarm from Describe*), normalized into the spec shape."""
     kind, values = KIND[part], {}
+    # A metric-math alarm (DescribeAlarms' Metrics) names its metric inside its queries.
+    math = scaling.read_guarded(described["Metrics"]) if kind == "alarm" and described.get("Metrics") else None
     for f in dataclasses.fields(expected):
         if not f.compare:
             values[f.name] = getattr(expected, f.name)
+            continue
+        if math is not None and f.name in math:
+            values[f.name] = math[f.name]
+            continue
+        if f.name == "wake_guard":
+            values[f.name] = None
             continue
         v = _get(described, AWS_KEYS[(kind, f.name)])
         if v is None:
@@ -159,6 +170,27 @@ def differences(part: str, where: str, described: dict, spec: scaling.ScalingSpe
     return issues
 
 
+def in_force(spec, now: datetime | None, deployed: DeployedScaling):
+    """``spec`` with its target's MinCapacity the floor in force at ``now`` (default: the current time):
+    under daily scheduled floors each action sets MinCapacity when it runs, so a raised window is not
+    drift (:func:`speech.deploy.scaling.floor_in_force`, the rule the program's schedule follows).
+    Only planned actions that are deployed run; a missing one is reported as missing_scheduled."""
+    names = {a.get("ScheduledActionName") for a in deployed.scheduled}
+    scheduled = tuple(a for a in getattr(spec, "scheduled", ()) if a.name in names)
+    if not scheduled:
+        return spec
+    when = now or datetime.now(UTC)
+    floor, action = scaling.floor_in_force(scheduled, spec.target.min_capacity, when)
+    if action is None:
+        return spec
+    local = when.astimezone(ZoneInfo(action.timezone)).strftime("%H:%M")
+    why = (f"the scheduled floor in force at {local} {action.timezone}: {action.name} ({action.schedule}) sets "
+           f"MinCapacity {action.min_capacity}, never below the plan's floor {spec.target.min_capacity}; a target "
+           "registered inside a raised window keeps the plan's floor until its next scheduled action runs")
+    return dataclasses.replace(spec, target=dataclasses.replace(spec.target, min_capacity=floor),
+                               why={**spec.why, ("target", "min_capacity"): why})
+
+
 def _target_issues(spec, d: DeployedScaling) -> list[Issue]:
     """The scalable target: missing, or its numbers against the spec."""
     if d.target is None:
@@ -193,9 +225,11 @@ def _policy_issues(spec, d: DeployedScaling, by_role: dict[str, list[dict]],
     return issues
 
 
-def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = "") -> list[Issue]:
+def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = "",
+            now: datetime | None = None) -> list[Issue]:
     """Every difference between the plan and the deployment. ``plan`` None (or a stop verdict)
-    means no scaling should exist at all."""
+    means no scaling should exist at all. ``now``: when the deployment was read (default the
+    current time), which decides the scheduled floor in force."""
     issues = frozen_issues(d)
     if plan is None or plan.verdict == "stop":
         reason = why_no_plan or ("the plan's verdict is stop" if plan is not None else "no measured plan")
@@ -208,7 +242,7 @@ def compare(plan: PlanArtifact | None, d: DeployedScaling, why_no_plan: str = ""
         return issues
 
     spec = scaling.scaling_spec(plan, d.endpoint)
-    issues += _target_issues(spec, d)
+    issues += _target_issues(in_force(spec, now, d), d)
 
     by_role: dict[str, list[dict]] = {s: [] for s in SUFFIXES}
     for p in d.policies:

@@ -47,6 +47,10 @@ def openapi_document(version: str = "1") -> dict:
             "tags": ["sagemaker"], "summary": "Health: 200 once the model is loaded and warmed",
             "responses": {"200": _json(PingBody, "ready: backend, weights, footprint, cores"),
                           "503": _json(PingBody, "loading, load error, or draining")}}},
+        "/metrics": {"get": {
+            "tags": ["sagemaker"], "summary": "The container's counters and gauges, Prometheus text format 0.0.4",
+            "responses": {"200": {"description": "speech_requests_total by outcome, in-flight, queue, pressure, p95s",
+                                  "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
         "/invocations": {"post": {
             "tags": ["sagemaker"], "summary": "Speech, streamed as it is synthesized (SageMaker InvokeEndpoint)",
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(SpeechRequest)}}},

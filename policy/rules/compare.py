@@ -48,6 +48,7 @@ PULUMI_PATHS: dict[tuple[str, str], str] = {
     ("alarm", "threshold"): "threshold",
     ("alarm", "comparison"): "comparisonOperator",
     ("alarm", "treat_missing_data"): "treatMissingData",
+    ("alarm", "wake_guard"): "metricQueries",
     ("queue", "max_depth"): "primaryContainer.environment.QUEUE_MAX_DEPTH",
     ("scheduled", "schedule"): "schedule",
     ("scheduled", "timezone"): "timezone",
@@ -103,11 +104,19 @@ def _steps(value: Any) -> Any:
 def observed(part: str, res: Res, expected: Any, kind: str | None = None) -> Any:
     """The spec part ``expected`` as ``res`` has it (Pulumi properties normalized into the spec shape)."""
     kind, values = kind or KIND[part], {}
+    # A metric-math alarm names its metric inside metricQueries: read those into the flat fields.
+    queries = res.get("metricQueries") if kind == "alarm" else MISSING
+    math = scaling.read_guarded(queries) if isinstance(queries, (list, tuple)) else None
     for f in dataclasses.fields(expected):
         if not f.compare:
             values[f.name] = getattr(expected, f.name)
             continue
+        if math is not None and f.name in math:
+            values[f.name] = math[f.name]
+            continue
         v = res.get(PULUMI_PATHS[(kind, f.name)])
+        if f.name == "wake_guard":
+            v = None if v is MISSING else v
         if v is MISSING:
             v = PROVIDER_DEFAULTS.get((kind, f.name), None)
         if f.name == "steps":

@@ -109,9 +109,14 @@ def _variant_view(config: Res, variant: Mapping[str, Any]) -> Res:
 def _copy_alarms(stack: Stack, component_name: str, metrics: tuple[str, ...]) -> list[Res]:
     out = []
     for a in stack.of(T_ALARM):
-        dims = a.get("dimensions")
+        dims, metric = a.get("dimensions"), a.get("metricName")
+        queries = a.get("metricQueries")
+        if isinstance(queries, (list, tuple)):
+            # The zero-floor scale-in alarm is metric math: its metric and dimensions are in its queries.
+            view = scaling.read_guarded(queries)
+            dims, metric = dict(view["dimensions"] or ()), view["metric_name"]
         if isinstance(dims, Mapping) and at(dims, "InferenceComponentName") == component_name \
-                and a.get("metricName") in (*metrics, UNKNOWN):
+                and metric in (*metrics, UNKNOWN):
             out.append(a)
     return out
 

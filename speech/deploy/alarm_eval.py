@@ -1,12 +1,31 @@
 """A small, pure evaluator of CloudWatch metric-alarm semantics, to test alarm definitions
-(:class:`speech.infra.components.observability.OpsAlarm`) against synthetic metric series.
+(:class:`speech.infra.components.observability.OpsAlarm`, :class:`speech.deploy.scaling.AlarmSpec`)
+against synthetic metric series.
 
-What it models (CloudWatch "Evaluating an alarm"): raw datapoints are aggregated into periods of
-``period_s`` with the alarm's statistic; the alarm looks at the last ``evaluation_periods``
-periods and is in ALARM when at least ``datapoints_to_alarm`` of them breach the threshold on the
-alarm's side of the comparison. Missing periods follow ``treat_missing_data`` (notBreaching: good,
-breaching: bad, ignore/missing: not counted, and with no data at all the state stays
-INSUFFICIENT_DATA). Single-metric alarms only (metric math is not evaluated here).
+What it models: raw datapoints are aggregated into periods of ``period_s`` with the alarm's
+statistic, and each evaluation follows CloudWatch's documented rule (user guide, "Using Amazon
+CloudWatch alarms", section "How CloudWatch alarms treat missing data"): CloudWatch reads an
+*evaluation range* of more periods than ``evaluation_periods`` (its example: 5 for 3);
+
+* no period of the range missing, or at least ``evaluation_periods`` of them present: the most
+  recent ``evaluation_periods`` present points decide, missing-data treatment ignored;
+* fewer present: the missing-data treatment fills the rest, using "missing data points only as few
+  times as possible" (breaching: counted as breaching, notBreaching: as good);
+* ``missing`` and ``ignore`` fill nothing: ``datapoints_to_alarm`` breaching points give ALARM,
+  else a good point gives OK; with only (fewer) breaching points, ``missing`` gives ALARM when the
+  oldest of them is at least ``datapoints_to_alarm`` periods old, "even when missing data is being
+  treated as missing" (AWS Knowledge Center, "Why did my CloudWatch alarm send me a notification
+  after a single breached data point?"; the guide's table row ``X - - - -``), and INSUFFICIENT_DATA
+  when it is younger; ``ignore`` keeps the state;
+* every period of the range missing: INSUFFICIENT_DATA (``missing``), the state kept (``ignore``),
+  ALARM (``breaching``), OK (``notBreaching``).
+
+So an alarm treating missing data as missing stays in ALARM after its metric stops, until the
+breaching points leave the evaluation range: an Auto Scaling action keeps being invoked all that
+time. The range's length for other windows is not documented; it is a parameter here
+(``evaluation_range``, default the example's evaluation_periods + 2) and the tests that depend on it
+try several. :func:`guarded_periods` evaluates the copy scale-in alarm's metric-math expression
+(:func:`speech.deploy.scaling.guarded_queries`) period by period.
 """
 
 from __future__ import annotations
@@ -56,30 +75,57 @@ def period_values(datapoints: Iterable[tuple[float, float]], period_s: int, stat
 
 
 def evaluate(periods: Sequence[float | None], *, threshold: float, comparison: str, evaluation_periods: int,
-             datapoints_to_alarm: int, treat_missing_data: str = "notBreaching") -> list[State]:
-    """The alarm's state after each period (a state only once ``evaluation_periods`` have passed)."""
+             datapoints_to_alarm: int, treat_missing_data: str = "notBreaching",
+             evaluation_range: int | None = None) -> list[State]:
+    """The alarm's state after each period (a state only once ``evaluation_periods`` have passed),
+    by CloudWatch's documented rule (module docstring). ``evaluation_range``: how many of the most
+    recent periods CloudWatch reads (default ``evaluation_periods + 2``, the documented example's)."""
     breach = _COMPARE[comparison]
+    n, m = evaluation_periods, datapoints_to_alarm
+    r = max(n, evaluation_range if evaluation_range is not None else n + 2)
+    state: State = "INSUFFICIENT_DATA"
     states: list[State] = []
-    for end in range(evaluation_periods, len(periods) + 1):
-        window = periods[end - evaluation_periods:end]
-        bad = good = 0
-        for v in window:
-            if v is None:
-                if treat_missing_data == "breaching":
-                    bad += 1
-                elif treat_missing_data == "notBreaching":
-                    good += 1
-            elif breach(v, threshold):
-                bad += 1
-            else:
-                good += 1
-        if bad >= datapoints_to_alarm:
-            states.append("ALARM")
-        elif bad + good == 0:
-            states.append("INSUFFICIENT_DATA")
-        else:
-            states.append("OK")
+    for end in range(n, len(periods) + 1):
+        window = periods[max(0, end - r):end]
+        # (age in periods, newest = 1; breaching?) of each present point, newest first.
+        present = [(age, breach(v, threshold)) for age, v in enumerate(reversed(window), start=1) if v is not None]
+        state = _next_state(present, state, n, m, treat_missing_data)
+        states.append(state)
     return states
+
+
+def _next_state(present: list[tuple[int, bool]], state: State, n: int, m: int, treat: str) -> State:
+    if len(present) >= n:
+        # Enough real points: the most recent n decide, the missing-data setting is not used.
+        return "ALARM" if sum(b for _, b in present[:n]) >= m else "OK"
+    bad = sum(b for _, b in present)
+    good = len(present) - bad
+    if treat in ("breaching", "notBreaching"):
+        # Filled as few times as possible: n - len(present) filled points join the real ones.
+        filled = n - len(present)
+        bad += filled if treat == "breaching" else 0
+        return "ALARM" if bad >= m else "OK"
+    if not present:
+        return "INSUFFICIENT_DATA" if treat == "missing" else state
+    if bad >= m:
+        return "ALARM"
+    if good:
+        return "OK"
+    if treat == "ignore":
+        return state
+    # Only breaching points, fewer than m: ALARM once the oldest of them is m periods old (the
+    # Knowledge Center's single-breached-point case), else too early to say.
+    return "ALARM" if max(age for age, _ in present) >= m else "INSUFFICIENT_DATA"
+
+
+def guarded_periods(concurrency: Sequence[float | None], failures: Sequence[float | None],
+                    guard_value: float) -> list[float | None]:
+    """Per period, what ``IF(FILL(nocap, 0) > 0, guard_value, low)`` gives (CloudWatch user guide,
+    "Using metric math", IF and FILL): ``guard_value`` where NoCapacityInvocationFailures is above
+    0, else the concurrency point, and no point where that is missing (IF drops it)."""
+    if len(concurrency) != len(failures):
+        raise ValueError("both series need the same periods")
+    return [guard_value if (f or 0.0) > 0 else c for c, f in zip(concurrency, failures, strict=True)]
 
 
 class SingleMetricAlarm(Protocol):
@@ -106,7 +152,7 @@ class SingleMetricAlarm(Protocol):
 
 
 def evaluate_alarm(alarm: SingleMetricAlarm, datapoints: Iterable[tuple[float, float]], start_s: float,
-                   end_s: float) -> list[State]:
+                   end_s: float, evaluation_range: int | None = None) -> list[State]:
     """:func:`evaluate` with every parameter taken from one single-metric alarm definition
     (:class:`speech.infra.components.observability.OpsAlarm`)."""
     if alarm.queries or alarm.statistic is None:
@@ -114,4 +160,4 @@ def evaluate_alarm(alarm: SingleMetricAlarm, datapoints: Iterable[tuple[float, f
     periods = period_values(datapoints, alarm.period_s, alarm.statistic, start_s, end_s)
     return evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison,
                     evaluation_periods=alarm.evaluation_periods, datapoints_to_alarm=alarm.datapoints_to_alarm,
-                    treat_missing_data=alarm.treat_missing_data)
+                    treat_missing_data=alarm.treat_missing_data, evaluation_range=evaluation_range)

@@ -193,8 +193,10 @@ def copy_plan_of(name: str, model: ModelConfig, *, allow_config_mismatch: bool =
 
 
 def image_matches_measurements(model_name: str, dep_plan: PlanArtifact | None, gate_enabled: bool,
-                               built_digest: str, *, allow_config_mismatch: bool = False) -> str | None:
-    """None when a built image may run under this deployment's scaling, else the reason it may not.
+                               built_digest: str, *, allow_config_mismatch: bool = False,
+                               dockerfile: str = "container/Dockerfile") -> str | None:
+    """None when a built image may run under this deployment's scaling, else the reason it may not
+    (naming ``dockerfile``, the one the image was built from: the CPU image's is container/Dockerfile.cpu).
 
     The image the program builds is known only after its push. Scaling was planned from
     measurements of one digest; a different digest has different latency, so the deployment
@@ -206,7 +208,7 @@ def image_matches_measurements(model_name: str, dep_plan: PlanArtifact | None, g
     if built_digest == measured:
         return None
     return (
-        f"{CONFIG_KEY}.{model_name}: the image built from container/Dockerfile has digest {built_digest}, but the "
+        f"{CONFIG_KEY}.{model_name}: the image built from {dockerfile} has digest {built_digest}, but the "
         f"measurements in stack config describe {measured} ({dep_plan.fingerprint.slug}); their scaling says nothing "
         f"about this image. Fix: deploy it without scaling first (remove {CONFIG_KEY}.{model_name}.measurements, "
         "pulumi up), measure it (bench qmax, bench ttotal) and re-plan (bench plan --stack); or pin the measured "

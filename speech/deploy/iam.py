@@ -54,6 +54,12 @@ def endpoint_log_group_arn(region: str, account: str, endpoint_name: str) -> str
     return f"arn:aws:logs:{region}:{account}:log-group:/aws/sagemaker/Endpoints/{endpoint_name}"
 
 
+def component_log_group_arn(region: str, account: str, component_name: str) -> str:
+    """An inference component's containers log to /aws/sagemaker/InferenceComponents/<component>,
+    not to the endpoint's group: without it the copies write no logs, so no EMF metrics either."""
+    return f"arn:aws:logs:{region}:{account}:log-group:/aws/sagemaker/InferenceComponents/{component_name}"
+
+
 def _list_prefix_statement(bucket_arn: str, prefix: str) -> dict:
     """ListBucket on the bucket, but only for keys under the model's own prefix."""
     return {
@@ -65,19 +71,21 @@ def _list_prefix_statement(bucket_arn: str, prefix: str) -> dict:
     }
 
 
-def _logs_statement(log_group_arn: str) -> Doc:
+def _logs_statement(log_group_arn: str, *more: str) -> Doc:
     return {
         "Sid": "OwnLogs",
         "Effect": "Allow",
         "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-        "Resource": [log_group_arn, f"{log_group_arn}:*"],
+        "Resource": [r for arn in (log_group_arn, *more) for r in (arn, f"{arn}:*")],
     }
 
 
 def execution_role_policy(
-    *, bucket_arn: str, weights_prefix: str, repository_arn: str, log_group_arn: str
+    *, bucket_arn: str, weights_prefix: str, repository_arn: str, log_group_arn: str,
+    component_log_group_arn: str | None = None,
 ) -> Doc:
-    """SageMaker execution role: read its own weights, pull its own image, write its own logs/metrics."""
+    """SageMaker execution role: read its own weights, pull its own image, write its own logs/metrics
+    (with ``component_log_group_arn``, hosting components: the component's log group as well)."""
     prefix = weights_prefix.strip("/")
     return {
         "Version": "2012-10-17",
@@ -102,7 +110,7 @@ def execution_role_policy(
                 "Action": ["ecr:GetAuthorizationToken"],
                 "Resource": "*",
             },
-            _logs_statement(log_group_arn),
+            _logs_statement(log_group_arn, *([component_log_group_arn] if component_log_group_arn else [])),
             {
                 # PutMetricData has no resource-level permissions; the namespace condition scopes it.
                 "Sid": "OwnMetrics",

@@ -49,6 +49,8 @@ class RegisteredResource:
     aliases: list[str] = field(default_factory=list)
     """URNs this resource had before (its ``aliases`` option, resolved as the engine resolves them):
     an existing stack's resource at one of them is moved to :attr:`urn`, not replaced."""
+    ignore_changes: list[str] = field(default_factory=list)
+    """Input names whose changes the engine ignores on update (camelCase, as the engine receives them)."""
 
 
 @dataclass
@@ -305,6 +307,7 @@ def _make_monitor(mocks: Any) -> Any:
                 "delete_before_replace": bool(request.deleteBeforeReplace),
                 "replace_on_changes": list(request.replaceOnChanges),
                 "aliases": self.alias_urns(request),
+                "ignore_changes": list(request.ignoreChanges),
             }
             return resp
 
@@ -513,6 +516,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             dependencies=req.get("dependencies", []), property_dependencies=req.get("property_dependencies", {}),
             delete_before_replace=req.get("delete_before_replace", False),
             replace_on_changes=req.get("replace_on_changes", []), aliases=req.get("aliases", []),
+            ignore_changes=req.get("ignore_changes", []),
         ))
     gates = []
     for m, d in decided.items():

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from speech.schema.aws_enums import check_instance_type, nearest
 from speech.schema.artifacts import CopyArtifact, DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 
 MAX_SURGE_RATIO = 1.5
@@ -83,7 +84,11 @@ class FloorSchedule(Frozen):
         try:
             ZoneInfo(v)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"timezone {v!r} is not an IANA time zone; use e.g. UTC, Europe/Berlin, America/New_York") from None
+            from zoneinfo import available_timezones
+
+            close = nearest(v, sorted(available_timezones()))
+            hint = f"nearest: {', '.join(close)}" if close else "use e.g. UTC, Europe/Berlin, America/New_York"
+            raise ValueError(f"timezone {v!r} is not an IANA time zone; {hint}") from None
         return v
 
     @field_validator("floors")
@@ -302,7 +307,9 @@ class ModelConfig(Frozen):
     """One model served by its own endpoint."""
 
     instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$")]
-    """SageMaker instance type of the production variant, e.g. ``ml.g5.xlarge``."""
+    """SageMaker instance type of the production variant, e.g. ``ml.g5.xlarge``: one of botocore's
+    ProductionVariantInstanceType values (speech.schema.aws_enums), else the preview stops naming the
+    nearest ones."""
     image: str | None = None
     """An existing image pinned by digest, ``<account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:...``
     (teams with their own image pipeline). Absent: the program builds ``container/Dockerfile`` and
@@ -338,6 +345,11 @@ class ModelConfig(Frozen):
     measured_on: MeasuredOn | None = None
     """Absent: measured artifacts must name this stack's endpoint as their target. Set: they may
     name this endpoint instead (same fingerprint, checked by the plan), with a justification."""
+
+    @field_validator("instance_type")
+    @classmethod
+    def _sagemaker_instance_type(cls, v: str) -> str:
+        return check_instance_type(v, name_value=False)
 
     @model_validator(mode="after")
     def _image_pinned(self) -> ModelConfig:
@@ -490,6 +502,7 @@ class Budget(Frozen):
         for itype in v:
             if not re.match(r"^ml\.[a-z0-9]+\.[a-z0-9]+$", itype):
                 raise ValueError(f"{itype!r} is not a SageMaker instance type; use e.g. ml.g5.xlarge")
+            check_instance_type(itype)
         return v
 
     def prices(self) -> dict[str, float]:

@@ -6,6 +6,7 @@ No other code changes: that is the contract docs/design.md §5 describes."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -176,12 +177,50 @@ def test_a_scheduled_floor_in_the_spec_and_every_reader_follows(before, monkeypa
     other = f"{ENDPOINT}-b"
     create_endpoint(aws_env, other)
     deploy_scaling(aws_env, ref_plan, other)
-    assert compare(ref_plan, aws.read_deployed(aws_env, other)) == []
+    # Registered with the plan's floor, the target has MinCapacity 12 only once 07:40 UTC has run.
+    after_raise = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+    [not_yet] = compare(ref_plan, aws.read_deployed(aws_env, other), now=after_raise)
+    assert not_yet.kind == "mismatch" and "MinCapacity is 1, plan says 12" in not_yet.message
+    _raised(aws_env, other, 12)
+    assert compare(ref_plan, aws.read_deployed(aws_env, other), now=after_raise) == []
     # ...and an extra, unplanned scheduled action on it is named.
     aws_env.client("application-autoscaling").put_scheduled_action(
         ServiceNamespace="sagemaker", ScheduledActionName="by-hand", Schedule="cron(0 9 * * ? *)",
         ResourceId=f"endpoint/{other}/variant/AllTraffic", ScalableDimension="sagemaker:variant:DesiredInstanceCount",
         ScalableTargetAction={"MinCapacity": 50})
-    assert [i.kind for i in compare(ref_plan, aws.read_deployed(aws_env, other))] == ["orphan_scheduled"]
+    assert [i.kind for i in compare(ref_plan, aws.read_deployed(aws_env, other), now=after_raise)] == ["orphan_scheduled"]
     # The simulator reads it too.
     assert scaling_numbers(ref_plan).floors == (("cron(40 7 * * ? *)", "UTC", 12),)
+
+
+def _raised(sess, endpoint: str, n: int) -> None:
+    """What a scheduled action does when it runs: the target's MinCapacity becomes its floor."""
+    aas = sess.client("application-autoscaling")
+    t = aas.describe_scalable_targets(ServiceNamespace="sagemaker",
+                                      ResourceIds=[f"endpoint/{endpoint}/variant/AllTraffic"])["ScalableTargets"][0]
+    aas.register_scalable_target(ServiceNamespace="sagemaker", ResourceId=t["ResourceId"],
+                                 ScalableDimension=t["ScalableDimension"], MinCapacity=n, MaxCapacity=t["MaxCapacity"])
+
+
+def test_drift_and_validate_judge_a_raised_window_by_the_entry_in_force(monkeypatch, aws_env, ref_plan):
+    """A raise 07:40-10:00 Europe/Berlin: inside the window the raised MinCapacity is no drift, a
+    minute before it (or after the release) the same target is; the edge is in the schedule's own
+    time zone (06:40 UTC in winter). Before issue 34 drift compared MinCapacity with the plan's floor
+    and reported every raised window."""
+
+    def floors(plan, endpoint_name):
+        return tuple(scaling.ScheduledActionSpec(name=f"{endpoint_name}-floor-{at}", schedule=cron, timezone="Europe/Berlin",
+                                                 min_capacity=n, max_capacity=plan.fleet.max_instances)
+                     for at, cron, n in (("0740", "cron(40 7 * * ? *)", 12), ("1000", "cron(0 10 * * ? *)", 1)))
+
+    monkeypatch.setattr(scaling, "floor_actions", floors)
+    create_endpoint(aws_env)
+    deploy_scaling(aws_env, ref_plan)
+    _raised(aws_env, ENDPOINT, 12)
+    deployed = aws.read_deployed(aws_env, ENDPOINT)
+    assert compare(ref_plan, deployed, now=datetime(2026, 1, 15, 6, 40, tzinfo=UTC)) == []   # 07:40 Berlin
+    assert compare(ref_plan, deployed, now=datetime(2026, 1, 15, 8, 59, tzinfo=UTC)) == []   # 09:59 Berlin
+    for outside in (datetime(2026, 1, 15, 6, 39, tzinfo=UTC), datetime(2026, 1, 15, 9, 0, tzinfo=UTC)):
+        [issue] = compare(ref_plan, deployed, now=outside)
+        assert issue.kind == "mismatch" and "MinCapacity is 12, plan says 1" in issue.message, issue
+        assert "Europe/Berlin" in issue.message and f"{ENDPOINT}-floor-1000" in issue.message

@@ -49,3 +49,17 @@ def test_ping_reports_the_mps_state_serve_found(server_factory):
     assert body["status"] == "ok" and body["mps"] == "absent"
     other = server_factory({"BACKEND": "sine"})
     assert "mps" not in httpx.get(f"{other.url}/ping", timeout=5).json()  # not started by the script
+
+
+@pytest.mark.parametrize(("env", "port"), [({}, "8080"), ({"PORT": "9000"}, "9000"),
+                                           ({"SAGEMAKER_BIND_TO_PORT": "9123", "PORT": "9000"}, "9123")])
+def test_serve_listens_where_sagemaker_binds_it(tmp_path, env, port):
+    """Both images declare accept-bind-to-port=true, so the port SageMaker passes wins (issue 34 F6)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _tool(bin_dir, "python", 'echo "ARGS=$*"')
+    out = subprocess.run(["sh", str(SERVE)], env={"PATH": f"{bin_dir}:/usr/bin:/bin", "BACKEND": "onnx", **env},
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == f"ARGS=-m container serve --host 0.0.0.0 --port {port}"
+

@@ -101,20 +101,36 @@ def wake_cooldown_s(copy_plan: Any) -> int:
 def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
     """Every copy at or below the per-copy C_scale_min for the whole scale-in window: remove a copy.
 
-    Missing data breaches when the copy floor is at least 1: an idle component publishes nothing
-    and shrinks to its floor, and there is no wake to undo. With a floor of 0 missing data is
-    ``missing``: at zero copies, and while a woken copy starts, there is no data; breaching would keep
-    the alarm in ALARM, CloudWatch re-invokes a persisting alarm's Auto Scaling action, and the -1
-    step could cancel the wake's +1. All-missing leaves ALARM (INSUFFICIENT_DATA) instead, so
-    nothing removes the copy being started; an idle copy still goes once it publishes low values."""
+    Copy floor 1 or more: missing data breaches (an idle component publishes nothing and shrinks
+    to its floor; there is no wake to undo).
+
+    Copy floor 0: treating missing data as missing is not enough. CloudWatch keeps an alarm whose
+    newest points are missing in ALARM while an old enough breaching point is in its evaluation range,
+    "even when missing data is being treated as missing" (speech.deploy.alarm_eval), and re-invokes
+    the -1 step all that time; a wake's +1 ends the scale-in cooldown, so the copy being woken
+    would be removed again. So the alarm is metric math (:func:`speech.deploy.scaling.guarded_queries`):
+    a minute in which a request found no copy reads as Q_max per copy, far above the threshold,
+    and a scale-in then needs the whole window again after the last refused request. Both metrics
+    per minute: NoCapacityInvocationFailures is per minute (the documented wake alarm), metric math
+    needs one period, and a minute's Maximum is at or below C_scale_min exactly when every shorter
+    period in it is, so the window (the plan's, rounded up to whole minutes) means the same."""
     from speech.plan.formulas import scale_in_evaluation_periods
 
     period = copy_plan.inputs.metric_period_s
     periods = scale_in_evaluation_periods(period)
     threshold = copy_plan.scaling.scale_in_threshold
+    zero = copy_plan.copies.min_copies == 0
+    if zero:
+        periods = math.ceil(periods * period / WAKE_PERIOD_S)
+        period = WAKE_PERIOD_S
+    guard = float(copy_plan.q_max_per_copy) if zero else None
+    description = f"every copy at or below C_scale_min ({threshold:g}) for {periods} x {period} s: remove one copy"
+    if zero:
+        description += ("; a minute with NoCapacityInvocationFailures reads as Q_max per copy "
+                        f"({guard:g}), so no copy is removed while a wake is pending")
     return AlarmSpec(
         name=f"{component_name}{SUFFIX_SCALE_IN}",
-        description=f"every copy at or below C_scale_min ({threshold:g}) for {periods} x {period} s: remove one copy",
+        description=description,
         namespace=METRIC_NAMESPACE,
         metric_name=COMPONENT_METRIC,
         dimensions=tuple(sorted(component_metric_dimensions(component_name).items())),
@@ -124,7 +140,8 @@ def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
         datapoints_to_alarm=periods,
         threshold=threshold,
         comparison="LessThanOrEqualToThreshold",
-        treat_missing_data="missing" if copy_plan.copies.min_copies == 0 else "breaching",
+        treat_missing_data="missing" if zero else "breaching",
+        wake_guard=guard,
     )
 
 
@@ -182,11 +199,17 @@ def component_scaling_spec(copy_plan: Any, endpoint_name: str, component_name: s
         ("scale_in", "steps"): "one step of -1 copy below the per-copy C_scale_min",
         ("scale_in", "cooldown_s"): "copy plan scale-in cooldown max(300, 3 x planning T_copy) s",
         ("scale_in_alarm", "threshold"): f"deployed per-copy C_scale_min = (1-2h) x Q_max per copy {copy_plan.q_max_per_copy}",
-        ("scale_in_alarm", "evaluation_periods"): f"scale-in window max(3, ceil(300 s / period)) = {periods_in} periods",
+        ("scale_in_alarm", "evaluation_periods"): f"scale-in window max(3, ceil(300 s / period)) periods = {periods_in} "
+                                                  f"periods of {copy_scale_in_alarm(copy_plan, name).period_s} s",
         ("scale_in_alarm", "datapoints_to_alarm"): f"every one of the {periods_in} periods must breach",
-        ("scale_in_alarm", "treat_missing_data"): ("no data at zero copies or while a woken copy starts: missing, so the "
-                                                   "-1 step cannot cancel the wake" if zero else
+        ("scale_in_alarm", "treat_missing_data"): ("no data at zero copies or while a woken copy starts: missing (all "
+                                                   "missing is INSUFFICIENT_DATA, no action)" if zero else
                                                    "an idle component publishes nothing; it shrinks to its floor"),
+        ("scale_in_alarm", "wake_guard"): (f"a minute with a request that found no copy reads as Q_max per copy "
+                                           f"{copy_plan.q_max_per_copy}: no copy is removed while a wake is pending"
+                                           if zero else "copy floor 1 or more: no wake to guard"),
+        ("scale_in_alarm", "period_s"): ("per minute, the period of NoCapacityInvocationFailures" if zero
+                                         else "plan metric period (high-resolution)"),
         ("wake", "cooldown_s"): "max(60 s, the measured start of the first copy: T_total from zero instances, else T_copy)",
         ("wake", "steps"): "one copy when a request finds none",
         ("wake_alarm", "threshold"): "the first request that found no copy",

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from speech.schema.aws import SCALABLE_DIMENSION, SERVICE_NAMESPACE, STEP_SCALING, TARGET_TRACKING, resource_id
+from speech.schema.aws import (
+    NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC, SCALABLE_DIMENSION, SERVICE_NAMESPACE, STEP_SCALING, TARGET_TRACKING,
+    resource_id,
+)
 
 # --- the spec ----------------------------------------------------------------------------------
 
@@ -87,6 +93,100 @@ class AlarmSpec:
     threshold: float = field(metadata=_meta("the plan's threshold"))
     comparison: str = field(metadata=_meta("the side of the threshold that fires"))
     treat_missing_data: str = field(metadata=_meta("what a period without datapoints means"))
+    wake_guard: float | None = field(default=None, metadata=_meta(
+        "None: the alarm watches its metric alone. A number: metric math (:func:`guarded_queries`): a period in "
+        "which a request found no copy (NoCapacityInvocationFailures > 0) reads as this non-breaching value, so "
+        "the alarm cannot remove a copy while a wake is pending"))
+
+
+@dataclass(frozen=True)
+class AlarmQuery:
+    """One metric query of a metric-math alarm: a metric with its statistic, or an expression."""
+
+    id: str
+    expression: str | None = None
+    namespace: str | None = None
+    metric_name: str | None = None
+    dimensions: tuple[tuple[str, str], ...] = ()
+    stat: str | None = None
+    return_data: bool = False
+
+
+GUARD_EXPRESSION = "IF(FILL(nocap, 0) > 0, {value}, low)"
+"""The guarded scale-in value per period (CloudWatch metric math, "Using IF expressions"):
+``IF(TS > S, S, TS)`` gives the scalar where NoCapacityInvocationFailures is above 0 and the
+concurrency point elsewhere, and drops the period where that point is missing (zero copies stay
+missing data); FILL(nocap, 0) because the failure metric has no point in a period without failures."""
+
+
+def guarded_queries(alarm: AlarmSpec) -> tuple[AlarmQuery, ...]:
+    """The metric queries of an alarm with a :attr:`AlarmSpec.wake_guard`: ``low`` (its metric),
+    ``nocap`` (NoCapacityInvocationFailures, Sum, same dimensions and period) and ``guarded`` (the
+    expression the alarm compares, :data:`GUARD_EXPRESSION`)."""
+    if alarm.wake_guard is None:
+        raise ValueError(f"{alarm.name} watches one metric; it has no guarded queries")
+    return (
+        AlarmQuery(id="low", namespace=alarm.namespace, metric_name=alarm.metric_name, dimensions=alarm.dimensions,
+                   stat=alarm.statistic),
+        AlarmQuery(id="nocap", namespace=alarm.namespace, metric_name=NO_CAPACITY_METRIC, dimensions=alarm.dimensions,
+                   stat=NO_CAPACITY_STATISTIC),
+        AlarmQuery(id="guarded", expression=GUARD_EXPRESSION.format(value=f"{alarm.wake_guard:g}"), return_data=True),
+    )
+
+
+def _lower_keys(value: Any) -> Any:
+    # Pulumi inputs are camelCase (metricName), AWS Describe* output PascalCase (MetricName).
+    # Readers hand over their own mapping and sequence types (the pack's are not dicts and lists).
+    # A dimensions mapping's keys are dimension names, kept as they are.
+    if isinstance(value, Mapping):
+        return {(k[:1].lower() + k[1:] if isinstance(k, str) else k):
+                (dict(v) if k in ("dimensions", "Dimensions") and isinstance(v, Mapping) else _lower_keys(v))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lower_keys(v) for v in value]
+    return value
+
+
+def read_guarded(queries: Any) -> dict[str, Any]:
+    """A metric-math alarm's queries (Pulumi ``metricQueries`` or AWS ``Metrics``) read back into the
+    flat fields of :class:`AlarmSpec`: namespace, metric_name, dimensions, statistic, period_s and
+    wake_guard. A set of queries that is not :func:`guarded_queries`'s shape reads as wake_guard =
+    its expressions (a string), which no planned value equals."""
+    qs = [q for q in _lower_keys(queries) if isinstance(q, dict)] if isinstance(queries, (list, tuple)) else []
+    metrics: dict[str, dict[str, Any]] = {}
+    expressions: dict[str, str] = {}
+    for q in qs:
+        if q.get("expression"):
+            expressions[str(q.get("id"))] = str(q["expression"])
+            continue
+        raw_stat, raw_metric = q.get("metricStat"), q.get("metric")
+        stat: dict[str, Any] = raw_stat if isinstance(raw_stat, dict) else {}
+        if not isinstance(raw_metric, dict):
+            raw_metric = stat.get("metric")
+        metric: dict[str, Any] = raw_metric if isinstance(raw_metric, dict) else {}
+        dims = metric.get("dimensions")
+        if isinstance(dims, Mapping):
+            dims = tuple(sorted((str(k), v) for k, v in dims.items()))
+        elif isinstance(dims, list):
+            dims = tuple(sorted((str(d.get("name")), d.get("value")) for d in dims if isinstance(d, dict)))
+        metrics[str(q.get("id"))] = {
+            "namespace": metric.get("namespace"), "metric_name": metric.get("metricName"), "dimensions": dims,
+            "statistic": metric.get("stat", stat.get("stat")), "period_s": metric.get("period", stat.get("period"))}
+    low, nocap = metrics.get("low", {}), metrics.get("nocap", {})
+    flat = {k: low.get(k) for k in ("namespace", "metric_name", "dimensions", "statistic", "period_s")}
+    guard: Any = " ; ".join(f"{k}={v}" for k, v in sorted(expressions.items())) or None
+    expression = expressions.get("guarded", "")
+    prefix, _, rest = GUARD_EXPRESSION.partition("{value}")
+    if (set(expressions) == {"guarded"} and set(metrics) == {"low", "nocap"} and expression.startswith(prefix)
+            and expression.endswith(rest) and nocap.get("metric_name") == NO_CAPACITY_METRIC
+            and nocap.get("statistic") == NO_CAPACITY_STATISTIC and nocap.get("namespace") == low.get("namespace")
+            and nocap.get("dimensions") == low.get("dimensions") and nocap.get("period_s") == low.get("period_s")):
+        try:
+            guard = float(expression[len(prefix):len(expression) - len(rest)])
+        except ValueError:
+            pass
+    flat["wake_guard"] = guard
+    return flat
 
 
 @dataclass(frozen=True)
@@ -107,6 +207,38 @@ class ScheduledActionSpec:
     timezone: str = field(metadata=_meta("the schedule's IANA time zone"))
     min_capacity: int = field(metadata=_meta("the scheduled floor, never below the plan's floor"))
     max_capacity: int = field(metadata=_meta("plan fleet size for peak traffic (unchanged by the schedule)"))
+
+
+CRON_DAILY_RE = re.compile(r"^cron\((?P<minute>\d+) (?P<hour>\d+) \* \* \? \*\)$")
+"""The daily cron of a scheduled floor: ``cron(M H * * ? *)``."""
+
+
+def floor_in_force(scheduled: Sequence[ScheduledActionSpec], floor: int, when: datetime) -> tuple[int, ScheduledActionSpec | None]:
+    """The scalable target's MinCapacity at ``when`` (an aware datetime) under daily scheduled floors:
+    each action sets the target's MinCapacity and MaxCapacity when it runs (Application Auto Scaling,
+    "How scheduled scaling works"), so the one in force is the latest at or before ``when``'s time of
+    day in the schedule's own time zone, and before the day's first, the previous day's last; never
+    below ``floor`` (the plan's). No schedule: ``floor``. Returns (MinCapacity, the action in force).
+
+    The one rule the program's schedule, ``bench drift`` and ``bench validate`` share."""
+    if when.tzinfo is None:
+        raise ValueError("floor_in_force needs an aware datetime (a naive one has no time zone to convert from)")
+    if not scheduled:
+        return floor, None
+    from zoneinfo import ZoneInfo
+
+    entries = []
+    for a in scheduled:
+        m = CRON_DAILY_RE.match(a.schedule)
+        if m is None:
+            raise ValueError(f"scheduled action {a.name}: {a.schedule!r} is not a daily cron(M H * * ? *)")
+        entries.append((int(m.group("hour")) * 60 + int(m.group("minute")), a))
+    entries.sort(key=lambda e: e[0])
+    local = when.astimezone(ZoneInfo(scheduled[0].timezone))
+    minute = local.hour * 60 + local.minute
+    past = [a for at, a in entries if at <= minute]
+    action = past[-1] if past else entries[-1][1]
+    return max(floor, action.min_capacity), action
 
 
 @dataclass(frozen=True)

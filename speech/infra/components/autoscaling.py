@@ -8,7 +8,7 @@ cooldown. Surge: a step policy that grows the fleet by a fraction at once when i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pulumi
 import pulumi_aws as aws
@@ -17,7 +17,7 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.batch import BatchPlan
 from speech.deploy.scaling import (
     AlarmSpec, BatchScalingSpec, ScalingSpec, ScheduledActionSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec,
-    batch_scaling_spec, resource_id, scaling_spec,
+    batch_scaling_spec, guarded_queries, resource_id, scaling_spec,
 )
 from speech.infra.components.guard import REPLACE_ON, TAG_INSTANCE_TYPE
 
@@ -71,16 +71,26 @@ def step_policy_args(spec: StepPolicySpec) -> aws.appautoscaling.PolicyStepScali
 
 def concurrency_alarm(resource_name: str, spec: AlarmSpec, *, action: pulumi.Input[str], tags: dict,
                       opts: pulumi.ResourceOptions) -> aws.cloudwatch.MetricAlarm:
-    """The alarm ``spec`` describes, firing ``action`` (a scaling policy ARN)."""
+    """The alarm ``spec`` describes, firing ``action`` (a scaling policy ARN): its one metric, or
+    with a wake guard the metric math of :func:`speech.deploy.scaling.guarded_queries`."""
+    if spec.wake_guard is None:
+        metric: dict[str, Any] = dict(namespace=spec.namespace, metric_name=spec.metric_name,
+                                      dimensions=dict(spec.dimensions), statistic=spec.statistic, period=spec.period_s)
+    else:
+        metric = dict(metric_queries=[
+            aws.cloudwatch.MetricAlarmMetricQueryArgs(id=q.id, expression=q.expression, return_data=q.return_data)
+            if q.expression else
+            aws.cloudwatch.MetricAlarmMetricQueryArgs(
+                id=q.id, return_data=q.return_data,
+                metric=aws.cloudwatch.MetricAlarmMetricQueryMetricArgs(
+                    namespace=q.namespace, metric_name=str(q.metric_name), dimensions=dict(q.dimensions),
+                    stat=str(q.stat), period=spec.period_s))
+            for q in guarded_queries(spec)])
     return aws.cloudwatch.MetricAlarm(
         resource_name,
         name=spec.name,
         alarm_description=spec.description,
-        namespace=spec.namespace,
-        metric_name=spec.metric_name,
-        dimensions=dict(spec.dimensions),
-        statistic=spec.statistic,
-        period=spec.period_s,
+        **metric,
         evaluation_periods=spec.evaluation_periods,
         datapoints_to_alarm=spec.datapoints_to_alarm,
         threshold=spec.threshold,
@@ -101,10 +111,16 @@ class TargetKeys(TypedDict):
 
 
 def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent: pulumi.Resource,
-                    depends_on: Sequence[pulumi.Resource], replace_on_changes: Sequence[str] = ()
-                    ) -> tuple[aws.appautoscaling.Target, TargetKeys]:
+                    depends_on: Sequence[pulumi.Resource], replace_on_changes: Sequence[str] = (),
+                    scheduled: bool = False) -> tuple[aws.appautoscaling.Target, TargetKeys]:
     """The scalable target of a spec and the three keys its policies name it by. Deleted before it
-    is replaced: the replacement registers the same resource id."""
+    is replaced: the replacement registers the same resource id.
+
+    ``scheduled``: daily scheduled actions own the target's MinCapacity and MaxCapacity (each sets
+    both when it runs), so after creation the program leaves them alone (``ignore_changes``):
+    otherwise ``pulumi up --refresh`` or a re-plan inside a raised window would put the plan's floor
+    back until the next action. A changed floor or ceiling reaches the target through the actions,
+    which carry the plan's values, at the next one that runs."""
     target = aws.appautoscaling.Target(
         resource_name,
         service_namespace=spec.service_namespace,
@@ -114,7 +130,8 @@ def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent:
         max_capacity=spec.max_capacity,
         tags=tags,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on), delete_before_replace=True,
-                                    replace_on_changes=list(replace_on_changes) or None),
+                                    replace_on_changes=list(replace_on_changes) or None,
+                                    ignore_changes=["min_capacity", "max_capacity"] if scheduled else None),
     )
     keys = TargetKeys(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
                       service_namespace=target.service_namespace)
@@ -122,11 +139,12 @@ def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent:
 
 
 def variant_target(resource_name: str, spec: TargetSpec, *, tags: dict, instance_type: str, parent: pulumi.Resource,
-                   depends_on: Sequence[pulumi.Resource]) -> tuple[aws.appautoscaling.Target, TargetKeys]:
+                   depends_on: Sequence[pulumi.Resource], scheduled: bool = False
+                   ) -> tuple[aws.appautoscaling.Target, TargetKeys]:
     """The scalable target of a variant's instance count (real-time and batch routes): tagged with the
     instance type, and replaced when that tag changes (after the endpoint update, the guard)."""
     return scalable_target(resource_name, spec, tags={**tags, TAG_INSTANCE_TYPE: instance_type}, parent=parent,
-                           depends_on=depends_on, replace_on_changes=REPLACE_ON)
+                           depends_on=depends_on, replace_on_changes=REPLACE_ON, scheduled=scheduled)
 
 
 def policy_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -202,7 +220,8 @@ class Autoscaling(pulumi.ComponentResource):
         policy_opts = policy_options(self)
         spec = self.spec = scaling_spec(args.plan, args.endpoint_name)
         self.target, target = variant_target(f"{name}-target", spec.target, tags=args.tags,
-                                             instance_type=args.instance_type, parent=self, depends_on=args.depends_on)
+                                             instance_type=args.instance_type, parent=self, depends_on=args.depends_on,
+                                             scheduled=bool(spec.scheduled))
         self.scale_out = predefined_tracking_policy(f"{name}-scale-out", spec.scale_out, target=target, opts=policy_opts)
         self.scale_in, self.scale_in_alarm = step_policy_with_alarm(f"{name}-scale-in", spec.scale_in, spec.scale_in_alarm,
                                                                     target=target, tags=args.tags, parent=self)

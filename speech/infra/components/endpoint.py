@@ -58,6 +58,12 @@ class AsyncInference:
         """Requests SageMaker hands one instance at once: the measured Q_max (None before measuring:
         SageMaker chooses)."""
 
+    def fields(self) -> dict[str, pulumi.Input]:
+        """Every value of the asynchronous part, plainly (a change makes a new endpoint configuration)."""
+        return {"s3_output_path": self.s3_output_path, "s3_failure_path": self.s3_failure_path,
+                "success_topic_arn": self.success_topic_arn, "error_topic_arn": self.error_topic_arn,
+                "max_concurrent_invocations_per_instance": self.max_concurrent_invocations_per_instance}
+
     def args(self) -> aws.sagemaker.EndpointConfigurationAsyncInferenceConfigArgs:
         return aws.sagemaker.EndpointConfigurationAsyncInferenceConfigArgs(
             output_config=aws.sagemaker.EndpointConfigurationAsyncInferenceConfigOutputConfigArgs(
@@ -163,44 +169,59 @@ class Endpoint(pulumi.ComponentResource):
         self.model = sagemaker_model(f"{name}-model", image=args.image, environment=args.environment,
                                      role_arn=args.role_arn, model_data_s3_uri=args.model_data_s3_uri, tags=args.tags,
                                      opts=pulumi.ResourceOptions(parent=self, depends_on=args.depends_on))
+        # Every input of the endpoint configuration but its instance count (and its tags, which update
+        # in place): a change in any of them replaces the configuration, so a blue/green update starts
+        # a new fleet, and the kept count must be read again for it. One dict feeds both the
+        # configuration and the capacity read's triggers, so they cannot drift apart.
+        variant: dict[str, pulumi.Input] = {
+            "variant_name": VARIANT,
+            "model_name": self.model.name,
+            "instance_type": args.instance_type,
+            "initial_variant_weight": 1.0,
+            "container_startup_health_check_timeout_in_seconds": args.startup_health_check_timeout_s,
+            # A torch variant on a GPU host needs a CUDA 12 driver (speech.deploy.hosting).
+            "inference_ami_version": inference_ami_version(args.instance_type, args.environment.get("BACKEND")),
+            "model_data_download_timeout_in_seconds": MODEL_DATA_DOWNLOAD_TIMEOUT_S,
+            # Real-time requests are routed per request; an asynchronous endpoint hands its queue out
+            # up to max_concurrent_invocations_per_instance per instance itself.
+            "routing_strategy": None if args.async_inference is not None else ROUTING_STRATEGY,
+        }
+        async_fields = args.async_inference.fields() if args.async_inference is not None else None
         count: pulumi.Input[int] = args.initial_instance_count
         self.capacity = None
         if args.capacity_function is not None:
             from speech.infra.components.guard import initial_count
 
-            # Re-read whenever a new endpoint configuration is made (a new Model, instance type or
-            # start-up timeout), and only then: the same configuration keeps the count it was made with.
+            # Re-read whenever a new endpoint configuration is made, and only then: the same
+            # configuration keeps the count it was made with.
             self.capacity = aws.lambda_.Invocation(
                 f"{name}-capacity",
                 function_name=args.capacity_function,
                 input=json.dumps({"action": "desired_count", "endpoint_name": args.endpoint_name, "variant": VARIANT,
                                   "floor": args.initial_instance_count,
                                   "ceiling": args.capacity_ceiling or args.initial_instance_count}),
-                triggers={"model": self.model.name, "instance_type": args.instance_type,
-                          "startup_timeout_s": str(args.startup_health_check_timeout_s)},
+                triggers={"configuration": pulumi.Output.json_dumps({"variant": variant, "async": async_fields},
+                                                                    sort_keys=True)},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.endpoint_depends_on),
             )
             floor, ceiling = args.initial_instance_count, args.capacity_ceiling or args.initial_instance_count
             count = self.capacity.result.apply(lambda r: initial_count(r, floor, ceiling))
+        routing = variant["routing_strategy"]
         self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
             f"{name}-config",
             production_variants=[
                 aws.sagemaker.EndpointConfigurationProductionVariantArgs(
-                    variant_name=VARIANT,
-                    model_name=self.model.name,
-                    instance_type=args.instance_type,
+                    variant_name=variant["variant_name"],
+                    model_name=variant["model_name"],
+                    instance_type=variant["instance_type"],
                     initial_instance_count=count,
-                    initial_variant_weight=1.0,
-                    container_startup_health_check_timeout_in_seconds=args.startup_health_check_timeout_s,
-                    # A torch variant on a GPU host needs a CUDA 12 driver (speech.deploy.hosting).
-                    inference_ami_version=inference_ami_version(args.instance_type, args.environment.get("BACKEND")),
-                    model_data_download_timeout_in_seconds=MODEL_DATA_DOWNLOAD_TIMEOUT_S,
-                    # Real-time requests are routed per request; an asynchronous endpoint hands its
-                    # queue out up to max_concurrent_invocations_per_instance per instance itself.
-                    routing_configs=None if args.async_inference is not None else [
-                        aws.sagemaker.EndpointConfigurationProductionVariantRoutingConfigArgs(
-                            routing_strategy=ROUTING_STRATEGY
-                        )
+                    initial_variant_weight=variant["initial_variant_weight"],
+                    container_startup_health_check_timeout_in_seconds=variant[
+                        "container_startup_health_check_timeout_in_seconds"],
+                    inference_ami_version=variant["inference_ami_version"],
+                    model_data_download_timeout_in_seconds=variant["model_data_download_timeout_in_seconds"],
+                    routing_configs=None if routing is None else [
+                        aws.sagemaker.EndpointConfigurationProductionVariantRoutingConfigArgs(routing_strategy=routing)
                     ],
                 )
             ],

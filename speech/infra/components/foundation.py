@@ -12,7 +12,7 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from speech.deploy.iam import assume_role_policy, endpoint_log_group_arn, execution_role_policy
+from speech.deploy.iam import assume_role_policy, component_log_group_arn, endpoint_log_group_arn, execution_role_policy
 
 
 class FoundationArgs:
@@ -25,7 +25,10 @@ class FoundationArgs:
         region: pulumi.Input[str],
         image_repository_arn: str | None = None,
         tags: dict[str, str] | None = None,
+        inference_component: str | None = None,
     ) -> None:
+        self.inference_component = inference_component
+        """hosting components: the inference component's name, whose containers log to their own group."""
         self.model = model
         """Model key in stack config; names the weights prefix."""
         self.endpoint_name = endpoint_name
@@ -113,6 +116,8 @@ class Foundation(pulumi.ComponentResource):
                         weights_prefix=prefix,
                         repository_arn=a[1],
                         log_group_arn=endpoint_log_group_arn(a[2], a[3], args.endpoint_name),
+                        component_log_group_arn=component_log_group_arn(a[2], a[3], args.inference_component)
+                        if args.inference_component else None,
                     )
                 )
             ),

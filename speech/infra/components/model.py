@@ -167,7 +167,9 @@ class SpeechModel(pulumi.ComponentResource):
             name,
             FoundationArgs(model=name, endpoint_name=ep_name, account_id=args.account_id, region=args.region,
                            tags=base_tags,
-                           image_repository_arn=repository_arn(cfg.image_repository) if cfg.image_repository else None),
+                           image_repository_arn=repository_arn(cfg.image_repository) if cfg.image_repository else None,
+                           # The component is named like its endpoint (component_scaling_spec); its copies log there.
+                           inference_component=ep_name if cfg.hosting == "components" else None),
             self._child(),
         )
         if dep.document_key is not None:
@@ -216,7 +218,8 @@ class SpeechModel(pulumi.ComponentResource):
             def checked(uri_digest: list[str]) -> str:
                 # Runs once the push is done (or in a preview of an unchanged image): before the Model.
                 problem = image_matches_measurements(name, plan, dep.gate.enabled, uri_digest[1],
-                                                     allow_config_mismatch=args.allow_config_mismatch)
+                                                     allow_config_mismatch=args.allow_config_mismatch,
+                                                     dockerfile=dockerfile_for(layout.backend))
                 if problem:
                     raise pulumi.RunError(f"ConfigError: {problem}")
                 return uri_digest[0]

@@ -14,6 +14,7 @@ condition (an instance at Q_max) has its own notifying alarm here, ``<endpoint>-
 from __future__ import annotations
 
 import json
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -149,8 +150,35 @@ def _server_errors(ep: str, sm_dims: tuple, c_dims: tuple) -> OpsAlarm:
     )
 
 
+def reads_container_metrics(alarm: OpsAlarm) -> bool:
+    """True when the alarm reads the container's own EMF metrics (namespace ``telemetry.NAMESPACE``),
+    which exist only if the container's log lines reach CloudWatch Logs."""
+    return alarm.namespace == telemetry.NAMESPACE or any(q.namespace == telemetry.NAMESPACE for q in alarm.queries)
+
+
+def container_log_group(endpoint_name: str, hosting: Hosting) -> str:
+    """Where the containers' stdout goes, so where their EMF metrics come from: an endpoint's
+    variant logs to /aws/sagemaker/Endpoints/<endpoint>, an inference component (named like its
+    endpoint) to /aws/sagemaker/InferenceComponents/<component>."""
+    if hosting == "components":
+        return f"/aws/sagemaker/InferenceComponents/{endpoint_name}"
+    return f"/aws/sagemaker/Endpoints/{endpoint_name}"
+
+
 def ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, slo_ms: float,
                hosting: Hosting = "realtime") -> list[OpsAlarm]:
+    """:func:`_ops_alarms`, each alarm that reads container metrics saying so in its description: with
+    no log lines in its log group it sees no data (missing, not an OK signal)."""
+    group = container_log_group(endpoint_name, hosting)
+    return [dataclasses.replace(a, description=f"{a.description}. Reads the container's EMF metrics, logged to {group}: "
+                                               "no data there (the execution role cannot write that group) means this "
+                                               "alarm sees nothing")
+            if reads_container_metrics(a) else a
+            for a in _ops_alarms(endpoint_name=endpoint_name, model=model, plan=plan, slo_ms=slo_ms, hosting=hosting)]
+
+
+def _ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, slo_ms: float,
+                hosting: Hosting = "realtime") -> list[OpsAlarm]:
     """Every operational alarm of one endpoint. Without a plan the ones with planned thresholds
     (slowdown, saturation, queue_saturated rate) do not exist: there is nothing measured to compare with.
 

@@ -110,8 +110,17 @@ def test_example_copy_scaling_equals_the_copy_plan(example):
     assert scale_in["cooldown"] == plan.scaling.scale_in_cooldown_s
     alarms = {a.name: a.inputs for a in example.of_type(T_ALARM)}
     low = alarms["kokoro-82m-copies-scale-in-alarm"]
-    assert low["metricName"] == "ConcurrentRequestsPerCopy" and low["threshold"] == plan.scaling.scale_in_threshold
-    assert low["dimensions"] == {"InferenceComponentName": "components-kokoro-82m"}
+    # Copy floor 0: metric math, so a minute with a refused request (a pending wake) never reads as idle.
+    dims = {"InferenceComponentName": "components-kokoro-82m"}
+    assert low["threshold"] == plan.scaling.scale_in_threshold and "metricName" not in low
+    assert low["metricQueries"] == [
+        {"id": "low", "returnData": False, "metric": {"namespace": "AWS/SageMaker", "metricName": "ConcurrentRequestsPerCopy",
+                                                      "dimensions": dims, "stat": "Maximum", "period": 60}},
+        {"id": "nocap", "returnData": False, "metric": {"namespace": "AWS/SageMaker",
+                                                        "metricName": "NoCapacityInvocationFailures",
+                                                        "dimensions": dims, "stat": "Sum", "period": 60}},
+        {"id": "guarded", "returnData": True, "expression": f"IF(FILL(nocap, 0) > 0, {plan.q_max_per_copy:g}, low)"}]
+    assert (low["treatMissingData"], low["evaluationPeriods"], low["datapointsToAlarm"]) == ("missing", 5, 5)
     # Scale to zero: the documented step policy on NoCapacityInvocationFailures, cooldown = the
     # measured instance start (from zero instances a copy waits for one), not the guide's 60 s.
     wake = policies["kokoro-82m-copies-wake"]["stepScalingPolicyConfiguration"]
@@ -179,7 +188,10 @@ def test_provenance_document_carries_the_copy_inputs(example):
     (lambda e: e.update(hosting="realtime"), "speech-endpoints:models.kokoro-82m", "hosting: components"),
     (lambda e: e["components"].update(min_copies=-1), "speech-endpoints:models.kokoro-82m.components.min_copies",
      "greater than or equal to 0"),
-    (lambda e: e.update(instance_type="ml.g5.9xlarge"), "speech-endpoints:models.kokoro-82m", "not in the instance table"),
+    (lambda e: e.update(instance_type="ml.g4dn.4xlarge"), "speech-endpoints:models.kokoro-82m", "not in the instance table"),
+    # Not a type SageMaker hosts at all: refused by the config before anything is planned.
+    (lambda e: e.update(instance_type="ml.g5.9xlarge"), "speech-endpoints:models.kokoro-82m.instance_type",
+     "not an instance type a SageMaker endpoint runs"),
     # A GPU copy on a CPU instance: not even the first copy could be placed.
     (lambda e: e.update(instance_type="ml.c6i.xlarge"), "speech-endpoints:models.kokoro-82m.instance_type",
      "has no accelerator"),
@@ -237,3 +249,33 @@ def test_each_copy_is_told_the_cores_its_component_reserves(example):
 def test_a_variant_leaves_its_cores_to_the_instance():
     dev = run_preview(ROOT / "Pulumi.dev.yaml", "dev")
     assert "CPU_CORES" not in dev.named("kokoro-82m-model").inputs["primaryContainer"]["environment"]
+
+
+def _log_resources(result) -> list[str]:
+    (policy,) = [r for r in result.resources if r.name == "kokoro-82m-execution-policy"]
+    (logs,) = [s for s in json.loads(policy.inputs["policy"])["Statement"] if s["Sid"] == "OwnLogs"]
+    return logs["Resource"]
+
+
+def test_the_execution_role_may_write_the_component_log_group(example):
+    """A component's containers log to /aws/sagemaker/InferenceComponents/<component>: without that
+    grant they log nothing, so their EMF metrics (TTFAB, service time, rejections) never exist."""
+    group = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/sagemaker/InferenceComponents/components-kokoro-82m"
+    assert {group, f"{group}:*"} <= set(_log_resources(example))
+    assert example.outputs["endpoints"]["kokoro-82m"]["inference_component"] == "components-kokoro-82m"
+    # Only a components stack gets it: the real-time dev stack writes its endpoint's group alone.
+    dev = run_preview(ROOT / "Pulumi.dev.yaml")
+    assert not any("InferenceComponents" in r for r in _log_resources(dev))
+
+
+def test_alarms_on_container_metrics_name_the_log_group_they_depend_on(example):
+    by_name = {a.name: a.inputs for a in example.of_type(T_ALARM)}
+    from container.telemetry import NAMESPACE
+
+    emf = sorted(n for n, a in by_name.items() if NAMESPACE in json.dumps({k: a.get(k) for k in ("namespace", "metricQueries")}))
+    assert emf == ["kokoro-82m-obs-errors-5xx", "kokoro-82m-obs-queue-saturated-rate", "kokoro-82m-obs-slowdown",
+                   "kokoro-82m-obs-ttfab-slo"]
+    for name in emf:
+        assert "/aws/sagemaker/InferenceComponents/components-kokoro-82m" in by_name[name]["alarmDescription"], name
+    for name, a in by_name.items():
+        assert len(a["alarmDescription"]) <= 1024, name  # PutMetricAlarm's AlarmDescription limit

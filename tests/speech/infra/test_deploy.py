@@ -323,3 +323,23 @@ def test_source_archive_is_the_same_bytes_for_the_same_files():
     assert a.data == b.data and a.sha256 == b.sha256 and a.files == tuple(sorted(inputs))
     changed = weights.source_archive({**inputs, "container/voices.py": inputs["container/voices.py"] + b"\n"})
     assert changed.sha256 != a.sha256
+
+
+def test_the_digest_mismatch_names_the_dockerfile_the_image_was_built_from():
+    """The CPU image is built from container/Dockerfile.cpu; the message must send the reader there."""
+    from speech.deploy.gate import image_matches_measurements
+    from speech.files import load_artifact
+    from speech.infra.components.image import dockerfile_for
+    from speech.plan.realtime import build_plan
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.config import PlanInputs
+
+    root = ROOT / "artifacts/reference"
+    plan = build_plan(load_artifact(root / "qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json", QmaxArtifact),
+                      load_artifact(root / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json", TtotalArtifact),
+                      PlanInputs(peak_rps=20.0))
+    other = "sha256:" + "0" * 64
+    cpu = image_matches_measurements("kokoro-82m", plan, True, other, dockerfile=dockerfile_for("onnx"))
+    assert cpu is not None and "the image built from container/Dockerfile.cpu has digest" in cpu
+    gpu = image_matches_measurements("kokoro-82m", plan, True, other, dockerfile=dockerfile_for("torch"))
+    assert gpu is not None and "the image built from container/Dockerfile has digest" in gpu

@@ -161,8 +161,18 @@ def test_the_new_configuration_starts_from_the_capacity_read():
     assert json.loads(probe.inputs["input"]) == {"action": "desired_count", "endpoint_name": "dev-kokoro-82m",
                                                  "variant": "AllTraffic", "floor": scaling["min"],
                                                  "ceiling": scaling["max"]}
-    assert set(probe.inputs["triggers"]) == {"model", "instance_type", "startup_timeout_s"}
     config = dev.named("kokoro-82m-config")
+    # The read is re-run whenever the configuration would be replaced: its trigger carries every
+    # input of the variant but the count itself (issue 34 F4: routing, AMI, timeouts, async settings).
+    (trigger,) = probe.inputs["triggers"].values()
+    read = json.loads(trigger)
+    variant = dict(config.inputs["productionVariants"][0])
+    del variant["initialInstanceCount"]
+    routing = variant.pop("routingConfigs")
+    camel = {"".join(w.capitalize() if i else w for i, w in enumerate(k.split("_"))): v for k, v in read["variant"].items()}
+    assert camel.pop("routingStrategy") == routing[0]["routingStrategy"]
+    assert camel == variant
+    assert read["async"] is None and "asyncInferenceConfig" not in config.inputs
     assert probe.urn in config.property_dependencies["productionVariants"]
     # Under the mocks the read returns no count: the floor, as on a first deploy.
     assert config.inputs["productionVariants"][0]["initialInstanceCount"] == 1

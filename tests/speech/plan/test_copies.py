@@ -307,24 +307,97 @@ def test_hot_loading_on_a_one_gpu_instance_says_every_copy_waits_for_an_instance
     assert f.level == "warn" and "only one copy fits an instance" in f.message
 
 
-def test_scale_in_at_zero_copies_cannot_cancel_a_wake(qmax_ref):
-    """At zero copies and while the woken copy starts there is no data. A breaching alarm would sit
-    in ALARM through that gap (CloudWatch re-invokes its -1 step all along); the zero-floor alarm
-    leaves ALARM as soon as the whole window is missing, and a floor-1 plan keeps breaching."""
-    from speech.deploy.alarm_eval import evaluate
+def _wake_timeline(n: int, busy: float, down_min: int = 2, start_min: int = 8, busy_min: int = 2):
+    """Per minute, (ConcurrentRequestsPerCopy Maximum, NoCapacityInvocationFailures Sum): an idle copy
+    (n low minutes: removed), ``down_min`` minutes at zero copies, one minute in which a request found
+    no copy (the wake), ``start_min`` minutes while the woken copy starts (no copy, no data), then the
+    copy serves (``busy_min`` busy minutes) and goes idle again (low values). Returns the two series and
+    the index of the wake minute and of the copy's first minute."""
+    conc: list[float | None] = [0.0] * n + [None] * down_min
+    fail: list[float | None] = [None] * (n + down_min)
+    wake = len(conc)
+    conc += [None] * (1 + start_min)
+    fail += [1.0] + [None] * start_min
+    first = len(conc)
+    conc += [busy] * busy_min + [0.0] * (2 * n)
+    fail += [None] * (busy_min + 2 * n)
+    return conc, fail, wake, first
+
+
+@pytest.mark.parametrize("extra_range", [0, 2, 5])
+def test_a_wake_is_not_undone_by_the_zero_floor_scale_in_alarm(qmax_ref, extra_range):
+    """The documented rule (speech.deploy.alarm_eval): an alarm treating missing data as missing stays
+    in ALARM while an old breaching point is in its evaluation range, so the plain alarm is in ALARM at
+    the very minute the wake adds a copy, and CloudWatch re-invokes its -1 step; the guarded alarm
+    (metric math on NoCapacityInvocationFailures) leaves ALARM at the wake and does not return to it
+    until the woken copy has been idle for the whole window, whatever the range's length."""
+    from speech.deploy.alarm_eval import evaluate, guarded_periods
     from speech.deploy.scaling.copies import copy_scale_in_alarm
 
     zero = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=0)
     alarm = copy_scale_in_alarm(zero, "dev-kokoro-82m")
     n = alarm.evaluation_periods
-    # Idle at one copy (low values: scale in to zero), then no data: zero copies, a wake, a copy starting.
-    periods = [0.0] * n + [None] * (3 * n)
-    states = evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison, evaluation_periods=n,
-                      datapoints_to_alarm=alarm.datapoints_to_alarm, treat_missing_data=alarm.treat_missing_data)
-    assert states[0] == "ALARM"  # the idle copy is removed
-    assert states[-1] == "INSUFFICIENT_DATA" and "ALARM" not in states[n:]  # nothing removes the woken copy
-    breaching = evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison, evaluation_periods=n,
-                         datapoints_to_alarm=alarm.datapoints_to_alarm, treat_missing_data="breaching")
-    assert set(breaching) == {"ALARM"}  # what the old definition did through the whole wake
+    assert alarm.wake_guard is not None and alarm.wake_guard > alarm.threshold and alarm.period_s == 60
+    assert alarm.treat_missing_data == "missing" and alarm.datapoints_to_alarm == n
+    conc, fail, wake, first = _wake_timeline(n, busy=float(zero.q_max_per_copy))
+
+    def states(periods):
+        # states[i] is the state after minute n - 1 + i
+        got = evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison, evaluation_periods=n,
+                       datapoints_to_alarm=alarm.datapoints_to_alarm, treat_missing_data=alarm.treat_missing_data,
+                       evaluation_range=n + extra_range)
+        return {minute: got[minute - (n - 1)] for minute in range(n - 1, len(periods))}
+
+    plain = states(conc)
+    assert plain[n - 1] == "ALARM"  # the idle copy is removed: scale to zero works
+    assert plain[wake] == "ALARM"  # the bug: in ALARM as the wake adds a copy, so the -1 step undoes it
+
+    guarded = states(guarded_periods(conc, fail, alarm.wake_guard))
+    assert guarded[n - 1] == "ALARM"  # the guard changes nothing before a request is refused
+    idle_again = first + 2 + n - 1  # the woken copy's n-th idle minute after its busy ones
+    pending = [m for m in range(wake, idle_again) if guarded[m] == "ALARM"]
+    assert pending == [], f"the copy woken at minute {wake} is removed at minutes {pending}"
+    assert guarded[wake] == "OK"
+    assert guarded[idle_again] == "ALARM"  # an idle woken copy still goes, a whole window later
+
+
+def test_the_scale_in_alarm_of_a_floor_of_one_breaches_on_missing_data(qmax_ref):
     one = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=1)
-    assert copy_scale_in_alarm(one, "dev-kokoro-82m").treat_missing_data == "breaching"
+    alarm = copy_scale_in_alarm_of(one)
+    assert alarm.treat_missing_data == "breaching" and alarm.wake_guard is None
+    assert alarm.period_s == INPUTS.reaction.metric_period_s
+
+
+def copy_scale_in_alarm_of(plan):
+    from speech.deploy.scaling.copies import copy_scale_in_alarm
+
+    return copy_scale_in_alarm(plan, "dev-kokoro-82m")
+
+
+def test_the_guarded_alarm_is_a_valid_put_metric_alarm_and_reads_back(qmax_ref):
+    """The guarded queries as PutMetricAlarm takes them (botocore's cloudwatch model), and read back
+    from DescribeAlarms' shape into the same spec (what bench drift does)."""
+    from speech.deploy.scaling import diff, guarded_queries, read_guarded
+    from speech.deploy.scaling.copies import copy_scale_in_alarm
+
+    zero = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=0)
+    alarm = copy_scale_in_alarm(zero, "dev-kokoro-82m")
+    metrics = [{"Id": q.id, "ReturnData": q.return_data, **({"Expression": q.expression} if q.expression else {
+        "MetricStat": {"Metric": {"Namespace": q.namespace, "MetricName": q.metric_name,
+                                  "Dimensions": [{"Name": k, "Value": v} for k, v in q.dimensions]},
+                       "Period": alarm.period_s, "Stat": q.stat}})} for q in guarded_queries(alarm)]
+    params = {"AlarmName": alarm.name, "EvaluationPeriods": alarm.evaluation_periods,
+              "DatapointsToAlarm": alarm.datapoints_to_alarm, "Threshold": alarm.threshold,
+              "ComparisonOperator": alarm.comparison, "TreatMissingData": alarm.treat_missing_data, "Metrics": metrics}
+    shape = botocore.session.get_session().get_service_model("cloudwatch").operation_model("PutMetricAlarm").input_shape
+    report = ParamValidator().validate(params, shape)
+    assert not report.has_errors(), report.generate_report()
+    flat = read_guarded(metrics)
+    import dataclasses
+
+    back = dataclasses.replace(alarm, **{k: flat[k] for k in ("namespace", "metric_name", "dimensions", "statistic",
+                                                               "period_s", "wake_guard")})
+    assert diff("scale_in_alarm", alarm, back) == []
+    # A hand edit of the guard value is a difference the pack and drift report.
+    metrics[-1]["Expression"] = "IF(FILL(nocap, 0) > 0, 1, low)"
+    assert read_guarded(metrics)["wake_guard"] == 1.0

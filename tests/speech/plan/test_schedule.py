@@ -72,3 +72,55 @@ def test_schedule_input_is_checked():
         FloorSchedule(floors=[{"at": "7:40", "min_instances": 2}, {"at": "09:00", "min_instances": 1}])
     with pytest.raises(ValueError, match="two floors at 07:40"):
         FloorSchedule(floors=[{"at": "07:40", "min_instances": 2}, {"at": "07:40", "min_instances": 1}])
+
+
+def _berlin_actions():
+    from speech.deploy.scaling import ScheduledActionSpec
+
+    def action(at: str, n: int) -> ScheduledActionSpec:
+        hh, mm = at.split(":")
+        return ScheduledActionSpec(name=f"ep-floor-{hh}{mm}", schedule=f"cron({int(mm)} {int(hh)} * * ? *)",
+                                   timezone="Europe/Berlin", min_capacity=n, max_capacity=20)
+
+    return (action("07:40", 6), action("10:00", 2), action("18:30", 4))
+
+
+@pytest.mark.parametrize("utc, want", [
+    # winter (UTC+1): the raise at 07:40 Berlin is 06:40 UTC
+    ("2026-01-15T06:39", ("ep-floor-1830", 4)),   # before the day's first: the previous day's last
+    ("2026-01-15T06:40", ("ep-floor-0740", 6)),   # the edge itself: the raise is in force
+    ("2026-01-15T08:59", ("ep-floor-0740", 6)),
+    ("2026-01-15T09:00", ("ep-floor-1000", 3)),   # the release, never below the plan's floor 3
+    ("2026-01-15T17:30", ("ep-floor-1830", 4)),
+    # summer (UTC+2): the same local edge is an hour earlier in UTC
+    ("2026-07-15T05:39", ("ep-floor-1830", 4)),
+    ("2026-07-15T05:40", ("ep-floor-0740", 6)),
+])
+def test_the_floor_in_force_is_the_schedules_entry_in_its_own_time_zone(utc, want):
+    from datetime import UTC, datetime
+
+    from speech.deploy.scaling import floor_in_force
+
+    when = datetime.fromisoformat(utc).replace(tzinfo=UTC)
+    floor, action = floor_in_force(_berlin_actions(), 3, when)
+    assert (action.name, floor) == want
+    assert floor_in_force((), 3, when) == (3, None)
+    with pytest.raises(ValueError, match="aware datetime"):
+        floor_in_force(_berlin_actions(), 3, when.replace(tzinfo=None))
+
+
+def test_a_scheduled_target_leaves_its_capacity_to_the_schedule(kokoro_entry, write_stack):
+    """Scheduled actions set MinCapacity and MaxCapacity when they run; the program's target must not
+    put the plan's floor back on the next `pulumi up --refresh` or re-plan (ignore_changes), and a
+    stack without a schedule keeps both under the program's control."""
+    from speech.infra.preview import run_preview
+
+    plain = run_preview(write_stack({"kokoro-82m": kokoro_entry}, stack="plain"))
+    (target,) = plain.of_type("aws:appautoscaling/target:Target")
+    assert target.ignore_changes == []
+    kokoro_entry["plan"]["schedule"] = {"timezone": "Europe/Berlin", "floors": [{"at": "07:40", "min_instances": 6},
+                                                                                {"at": "10:00", "min_instances": 1}]}
+    scheduled = run_preview(write_stack({"kokoro-82m": kokoro_entry}, stack="sched"))
+    (target,) = scheduled.of_type("aws:appautoscaling/target:Target")
+    assert sorted(target.ignore_changes) == ["maxCapacity", "minCapacity"]
+    assert len(scheduled.of_type("aws:appautoscaling/scheduledAction:ScheduledAction")) == 2
