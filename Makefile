@@ -45,7 +45,7 @@ lock:
 # pyproject.toml), the docs site (mkdocs.yml: a broken link or anchor fails the build).
 lint: setup
 	$(PY) -m ruff check .
-	$(PY) -m mypy speech policy
+	$(PY) -m mypy speech policy container
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m mkdocs build --strict --site-dir out/site
 
