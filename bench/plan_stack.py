@@ -22,7 +22,7 @@ from speech.deploy.gate import ModelDeployment, apply_budget, plan_model
 from speech.deploy.hosting import endpoint_name
 from speech.infra.stack_config import Warn, load_stack_file, stack_file, stack_name
 
-from speech.plan.batch import batch_plan_filename
+from speech.plan.batch import BatchPlan, batch_plan_filename
 from bench.report.text import MARK
 
 
@@ -98,6 +98,7 @@ def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     else:
         print(render(stack, deployments, allocation))
         print("\nwrote " + ", ".join(str(p) for p in written) if written else "\nnothing measured: no plan written")
-    stop = (any(p.verdict == "stop" for p in [*plans.values(), *batches.values()])
+    planned: list[PlanArtifact | BatchPlan] = [*plans.values(), *batches.values()]
+    stop = (any(p.verdict == "stop" for p in planned)
             or (allocation is not None and allocation.verdict == "stop"))
     return 1 if stop else 0

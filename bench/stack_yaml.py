@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,8 @@ ARTIFACTS_DIR = "artifacts"
 def _artifact_filename(kind: str, artifact: BaseModel) -> str:
     from speech.schema.artifacts import copy_filename, qmax_filename, ttotal_filename
 
-    return {"qmax": qmax_filename, "ttotal": ttotal_filename, "tcopy": copy_filename}[kind](artifact)
+    namers: dict[str, Callable[[Any], str]] = {"qmax": qmax_filename, "ttotal": ttotal_filename, "tcopy": copy_filename}
+    return namers[kind](artifact)
 
 
 def _same_artifact(file: Path, artifact: BaseModel) -> bool:
@@ -273,7 +275,7 @@ def migrate_stack_file(path: Path) -> list[tuple[str, ArtifactRef, Path | None]]
     artifact is embedded, and the stack file only after every artifact file is."""
     from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
 
-    classes = {"qmax": QmaxArtifact, "ttotal": TtotalArtifact, "tcopy": CopyArtifact}
+    classes: dict[str, type[BaseModel]] = {"qmax": QmaxArtifact, "ttotal": TtotalArtifact, "tcopy": CopyArtifact}
     path = Path(path)
     with stack_lock(path):
         before = _read_text(path)

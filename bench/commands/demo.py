@@ -265,7 +265,7 @@ def _reuse_tuned(out: Path, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttot
         if candidate.tuned_plan_sha256 == canonical_sha256(tuned):  # the tuning that wrote this tuned plan
             tune_path, tune = p, candidate
             break
-    _say("tune", f"re-using {path.name}" + (f" and {tune_path.name}" if tune is not None else ""))
+    _say("tune", f"re-using {path.name}" + (f" and {tune_path.name}" if tune_path is not None else ""))  # set with tune
     return Tuned(path, tuned, tune_path if tune is not None else None, tune)
 
 

@@ -153,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         days += [(name, (200 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
         for name, day in days:
             s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
+            assert s_c is not None and b_c is not None  # search returns knobs that have a plan
             checks.append(TuneCheck(day=name, seed_within_slo_share=round(s_c.worst_share, 6),
                                     seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
                                     tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share))
