@@ -73,7 +73,7 @@ def _error_code(body: bytes) -> str:
         return ""
 
 
-def _local_fingerprint(name: str, identity: dict, instance_type: str | None, image_digest: str | None) -> Fingerprint:
+def local_fingerprint(name: str, identity: dict, instance_type: str | None, image_digest: str | None) -> Fingerprint:
     """A local server has no image digest unless it reports one; hash what identifies it instead
     (its /ping identity), so two runs against the same server build share a fingerprint."""
     digest = image_digest or identity.get("image_digest")
@@ -127,7 +127,7 @@ class HttpTarget:
             self._identity = {}
 
     def fingerprint(self, instance_type: str | None = None, image_digest: str | None = None) -> Fingerprint:
-        return _local_fingerprint(self.name, self._identity, instance_type, image_digest)
+        return local_fingerprint(self.name, self._identity, instance_type, image_digest)
 
     async def open(self, concurrency: int) -> None:
         import ssl
