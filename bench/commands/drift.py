@@ -16,12 +16,12 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.errors import ConfigError
 from speech.plan.batch import BatchPlan, build_batch_plan
 from speech.plan.realtime import build_plan
-from speech.infra.stack_config import load_stack_file, stack_file, stack_name, stack_region
+from speech.stack.read import load_stack_file, stack_file, stack_name, stack_region
 
 from bench.aws import client as aws
 from bench.errors import TargetError, UsageError
 from bench.aws.scaling_check import Issue, compare, compare_batch
-from bench.stack_yaml import MODELS_KEY, read_stack_file
+from speech.stack.write import MODELS_KEY, read_stack_file
 
 DESCRIPTION = """\
 Compare what is deployed for each model of a stack (scalable target min/max and suspended

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact, plan_filename
 from speech.schema.config import ArtifactRef, Measurements, ModelConfig, PlanInputs
-from speech.infra.stack_config import stack_file
+from speech.stack.read import stack_file, stack_name
 from speech.files import load_artifact, write_artifact
 from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
 from speech.plan.realtime import build_plan
@@ -26,7 +26,7 @@ from speech.errors import describe_validation_error
 
 from bench.cli.options import plan_inputs
 from bench.errors import UsageError
-from bench.report.text import MARK, render_plan
+from bench.report.text import MARK, render_plan, render_stack_plan
 
 DESCRIPTION = """\
 Turn measured artifacts into autoscaling numbers with zero AWS calls.
@@ -163,7 +163,7 @@ def _fmt(v: object) -> str:
 def stored_tcopy(stack_path: Path, model: str, old: dict) -> tuple[CopyArtifact | None, ArtifactRef | None]:
     """The copy artifact a components entry already has (by reference or embedded), and its reference."""
     from speech.files import parse_artifact
-    from speech.infra.stack_config import is_reference, read_reference
+    from speech.stack.read import is_reference, read_reference
 
     value = (old.get("measurements") or {}).get("tcopy")
     if value is None:
@@ -256,7 +256,7 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs
 
 
 def _has_budget(path: Path) -> bool:
-    from bench.stack_yaml import PROJECT, read_stack_file
+    from speech.stack.write import PROJECT, read_stack_file
 
     return bool((read_stack_file(path).get("config") or {}).get(f"{PROJECT}:budget"))
 
@@ -264,8 +264,8 @@ def _has_budget(path: Path) -> bool:
 def run_migrate(args: argparse.Namespace) -> int:
     """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
     then loads to the same config (checked before this returns)."""
-    from bench.plan_stack import load_stack
-    from bench.stack_yaml import migrate_stack_file
+    from speech.stack.replan import load_stack
+    from speech.stack.write import migrate_stack_file
 
     path = stack_file(args.stack_dir, args.stack)
     before_bytes = path.stat().st_size if path.exists() else 0
@@ -292,8 +292,6 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speech.infra.stack_config import stack_name
-
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
     if getattr(args, "migrate_config", False):
@@ -301,8 +299,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--migrate-config rewrites a stack file: pass --stack NAME alone (no --qmax/--ttotal/--peak-rps)")
         return run_migrate(args)
     if not given and args.stack:
-        from bench.plan_stack import run_stack
-
         return run_stack(args.stack, args.stack_dir, args.out, args.json)
     if len(given) < 3:
         missing = [f for f in ("--qmax", "--ttotal", "--peak-rps") if f not in given]
@@ -318,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
     path = stack_file(args.stack_dir, args.stack) if args.stack else None
     old = None
     if path is not None:
-        from bench.stack_yaml import existing_model_entry
+        from speech.stack.write import existing_model_entry
 
         old = _plain(existing_model_entry(path, q.model))
     tcopy_ref = None
@@ -346,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
     out = write_artifact(args.out / name, plan)
     stored_files: list[Path] = []
     if entry is not None:
-        from bench.stack_yaml import write_model_entry
+        from speech.stack.write import write_model_entry
 
         assert path is not None  # an entry is built only for a stack file (above)
         stored_files = write_model_entry(
@@ -409,3 +405,39 @@ def render_batch_plan(p: BatchPlan) -> str:
     lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
     lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]
     return "\n".join(lines)
+
+
+def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
+    """Re-plan every model of ``Pulumi.<stack>.yaml``; exit 1 when a plan or the budget has a stop.
+    Writes ``plan-<model>.json`` per measured real-time model (with its ``budget`` section when the
+    stack has a budget), ``batch-plan-<model>.json`` per batch model and ``budget-<stack>.json``;
+    nothing is written unless every model plans."""
+    from speech.stack.replan import budget_filename, load_stack, plan_stack
+
+    config = load_stack(stack_file(stack_dir, stack))
+    stack = stack_name(stack)
+    deployments, allocation = plan_stack(config, stack)
+    # Everything is computed; only now write, each file atomically.
+    written: list[Path] = []
+    plans: dict[str, PlanArtifact] = {n: d.plan for n, d in deployments.items() if d.plan is not None}
+    batches = {n: d.batch for n, d in deployments.items() if d.batch is not None}
+    for plan in plans.values():
+        written.append(write_artifact(out_dir / plan_filename(plan), plan))
+    for batch in batches.values():
+        written.append(write_artifact(out_dir / batch_plan_filename(batch), batch))
+    if allocation is not None:
+        written.append(write_artifact(out_dir / budget_filename(stack), allocation))
+    if as_json:
+        print(json.dumps({
+            "stack": stack,
+            "plans": {n: json.loads(p.model_dump_json()) for n, p in plans.items()},
+            "batch_plans": {n: json.loads(b.model_dump_json()) for n, b in batches.items()},
+            "budget": json.loads(allocation.model_dump_json()) if allocation is not None else None,
+        }, indent=2))
+    else:
+        print(render_stack_plan(stack, deployments, allocation))
+        print("\nwrote " + ", ".join(str(p) for p in written) if written else "\nnothing measured: no plan written")
+    planned: list[PlanArtifact | BatchPlan] = [*plans.values(), *batches.values()]
+    stop = (any(p.verdict == "stop" for p in planned)
+            or (allocation is not None and allocation.verdict == "stop"))
+    return 1 if stop else 0
