@@ -41,11 +41,11 @@ lock:
 	{ sed -n '/^# requirements.lock/,/^# resolution at setup time/p' $(LOCK); cat $(LOCK).new; } > $(LOCK).tmp
 	rm $(LOCK).new && mv $(LOCK).tmp $(LOCK)
 
-# Lint: ruff, mypy on speech/ ([tool.mypy]), the layer contracts (import-linter, [tool.importlinter] in
+# Lint: ruff, mypy on every package ([tool.mypy]), the layer contracts (import-linter, [tool.importlinter] in
 # pyproject.toml), the docs site (mkdocs.yml: a broken link or anchor fails the build).
 lint: setup
 	$(PY) -m ruff check .
-	$(PY) -m mypy speech
+	$(PY) -m mypy speech policy container bench
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m mkdocs build --strict --site-dir out/site
 

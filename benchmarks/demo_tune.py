@@ -35,12 +35,12 @@ TARGET_S = 30.0
 
 def _sources(src: Path | None) -> tuple[Path, Path, Path | None, list[str], str]:
     """(qmax, ttotal, plan or None, demo flags, label)."""
-    from bench.commands.demo import _newest, _seed_plan_path
+    from bench.commands.demo import newest_artifact, seed_plan_path
     from bench.errors import BenchError
 
     if src is not None:
         try:
-            return (_newest(src, "qmax-*.json"), _newest(src, "ttotal-*.json"), _seed_plan_path(src), [],
+            return (newest_artifact(src, "qmax-*.json"), newest_artifact(src, "ttotal-*.json"), seed_plan_path(src), [],
                     f"the demo's artifacts in {src}")
         except BenchError:
             pass
@@ -54,7 +54,7 @@ def main() -> int:
     opts = ap.parse_args()
 
     from bench.cli.main import main as bench
-    from bench.commands.demo import _seed_plan_path, _simulate, _tune, add_arguments
+    from bench.commands.demo import add_arguments, seed_plan_path, simulate_step, tune_step
     from speech.files import load_artifact
     from speech.schema.plan_artifacts import PlanArtifact
 
@@ -77,14 +77,14 @@ def main() -> int:
                     bench(["plan", "--qmax", str(qp), "--ttotal", str(tp), "--slo-ms", f"{args.slo_ms:g}",
                            "--peak-rps", f"{args.peak_rps:g}", "--trough-rps", f"{args.trough_rps:g}",
                            "--surge-ratio", f"{args.surge_ratio:g}", "--allow-config-mismatch", "--out", str(out)])
-                plan_path = _seed_plan_path(out)
+                plan_path = seed_plan_path(out)
                 plan = load_artifact(plan_path, PlanArtifact)
                 t0 = time.perf_counter()
-                _simulate(args, out, qp, tp, plan_path, plan)
+                simulate_step(args, out, qp, tp, plan_path, plan)
                 t1 = time.perf_counter()
-                tuned = _tune(args, out, qp, tp, plan)
+                tuned = tune_step(args, out, qp, tp, plan)
                 t2 = time.perf_counter()
-                _simulate(args, out, qp, tp, plan_path, plan, tuned)
+                simulate_step(args, out, qp, tp, plan_path, plan, tuned)
                 t3 = time.perf_counter()
             evaluations = tuned.tune.evaluations if tuned is not None and tuned.tune is not None else 0
             for name, s in zip(times, (t1 - t0, t2 - t1, t3 - t2), strict=True):

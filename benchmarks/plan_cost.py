@@ -70,9 +70,9 @@ def day(spec: str, seed: int):
     if spec.startswith("week"):
         return week(seed)
     from bench.load.traces import load_trace
-    from bench.commands.tune import _with
+    from bench.commands.tune import with_options
 
-    return load_trace(_with(spec, seed=seed)).arrivals
+    return load_trace(with_options(spec, seed=seed)).arrivals
 
 
 def reference_model() -> tuple[QmaxArtifact, TtotalArtifact, InstanceModel]:

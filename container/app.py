@@ -29,6 +29,7 @@ async def load_model(st: State) -> None:
     """framework_init -> weights_ready -> warmup_done -> footprint -> ready; a failure leaves the
     server up with /ping 503 naming it instead of crash-looping the instance."""
     settings, engine, backend = st.settings, st.engine, st.backend
+    assert engine is not None and backend is not None  # the lifespan creates both before it starts this task
     loop = asyncio.get_running_loop()
     try:
         await loop.run_in_executor(None, backend.init_framework)

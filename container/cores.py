@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def usable_cores(env_value: float | None = None, root: str | Path = "/",
     aff = affinity_count() if affinity == -1 else affinity
     quota, where = cgroup_quota(root)
     quota_cores = None if quota is None else max(1, int(quota))
-    candidates = [(c, s) for c, s in ((aff, "affinity"), (quota_cores, where)) if c is not None]
+    # cgroup_quota names where it read a quota whenever it finds one, so no source here is None.
+    candidates = cast(list[tuple[int, str]], [(c, s) for c, s in ((aff, "affinity"), (quota_cores, where)) if c is not None])
     if not candidates:
         return Cores(max(1, os.cpu_count() or 1), "cpu_count", None, None)
     n, source = min(candidates, key=lambda x: x[0])

@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import io
 import threading
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 
 from .audio import SAMPLE_RATE, wav_header
 
+if TYPE_CHECKING:
+    from av.audio.stream import AudioStream
+
 ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
 FORMATS: tuple[str, ...] = ("mp3", "opus", "aac", "flac", "wav", "pcm")
 
-MEDIA_TYPES = {
+MEDIA_TYPES: dict[ResponseFormat, str] = {
     "mp3": "audio/mpeg",
     "opus": "audio/ogg; codecs=opus",
     "aac": "audio/aac",
@@ -116,7 +119,7 @@ class _AppendSink:
 
 
 class FFmpegEncoder(Encoder):
-    def __init__(self, fmt: str, streaming: bool, sample_rate: int = SAMPLE_RATE):
+    def __init__(self, fmt: ResponseFormat, streaming: bool, sample_rate: int = SAMPLE_RATE):
         import av  # imported on first use: pcm/wav-only deployments never load FFmpeg
 
         muxer, codec, bit_rate, stream_opts = _FFMPEG[fmt]
@@ -131,7 +134,8 @@ class FFmpegEncoder(Encoder):
         self._closed = False
         self._container = av.open(self._sink, mode="w", format=muxer, options=options)
         try:
-            self._stream = self._container.add_stream(codec, rate=sample_rate, layout="mono")
+            # Every codec in _FFMPEG is an audio codec, so the stream is an audio stream.
+            self._stream = cast("AudioStream", self._container.add_stream(codec, rate=sample_rate, layout="mono"))
             if bit_rate:
                 self._stream.bit_rate = bit_rate
         except Exception:
@@ -140,7 +144,11 @@ class FFmpegEncoder(Encoder):
         self._av = av
 
     def _take(self) -> bytes:
-        return self._sink.take() if self.streaming else b""
+        return self._streamed().take() if self.streaming else b""
+
+    def _streamed(self) -> _AppendSink:
+        # A streaming encoder writes into an _AppendSink, a whole-file one into a BytesIO (__init__).
+        return cast(_AppendSink, self._sink)
 
     def feed(self, pcm16: bytes) -> bytes:
         if not pcm16:
@@ -163,7 +171,7 @@ class FFmpegEncoder(Encoder):
                 self._container.mux(packet)
             self._container.close()
             self._closed = True
-            return self._sink.take() if self.streaming else self._sink.getvalue()
+            return self._streamed().take() if self.streaming else cast(io.BytesIO, self._sink).getvalue()
 
     def close(self) -> None:
         with self._lock:
@@ -181,7 +189,7 @@ def make_encoder(fmt: str, streaming: bool) -> Encoder:
     if fmt == "wav":
         return WavEncoder(streaming)
     if fmt in _FFMPEG:
-        return FFmpegEncoder(fmt, streaming)
+        return FFmpegEncoder(cast(ResponseFormat, fmt), streaming)  # _FFMPEG's keys are response formats
     raise ValueError(f"unknown response format {fmt!r}; one of {', '.join(FORMATS)}")
 
 

@@ -14,6 +14,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -142,7 +143,7 @@ class Engine:
             self._s_per_token = 0.7 * self._s_per_token + 0.3 * (seconds / tokens)
 
     # ---- admission -------------------------------------------------------------------
-    def submit(self, text: str, voice: str, speed: float, stream: bool = True,
+    def submit(self, text: str, voice: str | None, speed: float, stream: bool = True,
                timestamps: bool = False) -> Job:
         if timestamps and not self.backend.supports_timestamps:
             raise BadRequest(f"word timestamps need a model that reports its durations; BACKEND="
@@ -152,6 +153,8 @@ class Engine:
             raise Draining("server is shutting down")
         if not self.ready:
             raise ModelUnavailable(self.load_error or "model is loading")
+        # validate_request resolves the voice against the backend's voices, never empty once it is ready.
+        assert voice is not None
         if len(self.active) >= self.s.queue_max_depth:
             self.metrics.record("rejected")
             raise QueueSaturated(f"{len(self.active)} requests queued or executing "
@@ -254,7 +257,8 @@ class Engine:
 
     def _capacity(self) -> int:
         """Slots runs may take at once: the backend's parallel runs, else INFER_CORES."""
-        return self.backend.parallel_runs or self.s.infer_cores
+        # Settings._derive_cores fills INFER_CORES when it is not set.
+        return self.backend.parallel_runs or cast(int, self.s.infer_cores)
 
     def _dispatch(self) -> None:
         total = self._capacity()
@@ -353,7 +357,9 @@ class Engine:
 
     def _mark_first_byte(self, job: Job) -> None:
         job.first_byte_at = time.monotonic()
-        self.metrics.record_ttfab(job.ttfab_ms)
+        ttfab_ms = job.ttfab_ms
+        assert ttfab_ms is not None  # first_byte_at is set on the line above
+        self.metrics.record_ttfab(ttfab_ms)
         if job.service_alone and job.service_started_at is not None:
             self.metrics.record_service((job.first_byte_at - job.service_started_at) * 1000)
 

@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import telemetry
 from .telemetry import NAMESPACE, UNITS  # noqa: F401  (re-exported: the one definition is telemetry)
@@ -52,7 +53,7 @@ def emf_record(dims: Mapping[str, str], values: dict[str, float], units: dict[st
     (:func:`telemetry.dimensions`: EndpointName, VariantName, Model)."""
     ts = time.time() if ts is None else ts
     metrics = [{"Name": k, "Unit": units.get(k, "None")} for k in values]
-    rec = {"_aws": {"Timestamp": int(ts * 1000),
+    rec: dict[str, Any] = {"_aws": {"Timestamp": int(ts * 1000),
                     "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [list(dims)],
                                            "Metrics": metrics}]}}
     rec.update(dims)
@@ -78,7 +79,7 @@ class MetricsRecorder:
         self._events: collections.deque[tuple[float, str]] = collections.deque()
         self._ttfab: list[float] = []
         self._service: list[float] = []
-        self._counts = collections.Counter()
+        self._counts: collections.Counter[str] = collections.Counter()
         self._totals: collections.Counter[str] = collections.Counter()
         """Counts since start (never reset): what GET /metrics serves as Prometheus counters."""
         self.concurrent = 0
@@ -110,7 +111,7 @@ class MetricsRecorder:
             rejected = sum(1 for _, k in self._events if k == "rejected")
             rate = arrivals / self.window_s
             rej_rate = rejected / arrivals if arrivals else 0.0
-            values = {
+            values: dict[str, float] = {
                 telemetry.CONCURRENT: self.concurrent,
                 telemetry.QUEUE_DEPTH: self.queued,
                 telemetry.ADMITTED: self._counts["admitted"],

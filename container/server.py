@@ -6,6 +6,7 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import cast
 
 import uvicorn
 
@@ -56,7 +57,8 @@ def serve(settings: Settings, log_level: str = "info") -> int:
                             log_config=None, access_log=False, lifespan="on",
                             timeout_graceful_shutdown=2, ws_ping_interval=20, ws_ping_timeout=20,
                             # A WebSocket message is bounded like an HTTP body (close 1009 beyond).
-                            ws_max_size=settings.max_body_bytes)
+                            # Settings fills MAX_BODY_BYTES from MAX_TEXT_CHARS when it is not set.
+                            ws_max_size=cast(int, settings.max_body_bytes))
     server = DrainingServer(config, app)
     try:
         server.run()

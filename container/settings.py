@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from .cores import Cores
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
-    _cores = PrivateAttr(default=None)
+    _cores: Cores | None = PrivateAttr(default=None)
 
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
@@ -140,11 +143,13 @@ class Settings(BaseSettings):
 
     @property
     def usable_cores(self) -> int:
+        assert self._cores is not None  # _derive_cores sets it when the settings are built
         return self._cores.n
 
     def cores_info(self) -> dict:
         """What /ping and the start-up log say about the cores: the count, where it came from,
         and INFER_CORES (the engine's slots) when set apart from it."""
+        assert self._cores is not None  # _derive_cores sets it when the settings are built
         return {**self._cores.as_dict(), "infer_cores": self.infer_cores}
 
     @model_validator(mode="after")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import voices as voices_mod
+from .backends.base import Backend
 from .engine import Engine
 from .footprint import FootprintCache
 from .metrics import MetricsRecorder
@@ -11,7 +12,7 @@ from .settings import Settings
 class State:
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.backend = None
+        self.backend: Backend | None = None
         self.engine: Engine | None = None
         self.metrics = MetricsRecorder(
             settings.model_name, capacity_rps=settings.pressure_capacity_rps,

@@ -96,10 +96,10 @@ def parse_alias_table(value) -> dict[str, tuple[str, ...]]:
         raise ValueError("OPENAI_VOICES must be 'alias=voice|voice,...' or a JSON object")
     out = {}
     for alias, cands in value.items():
-        cands = (cands,) if isinstance(cands, str) else tuple(cands)
-        if not cands or not all(isinstance(c, str) and c.strip() for c in cands):
+        names = (cands,) if isinstance(cands, str) else tuple(cands)
+        if not names or not all(isinstance(c, str) and c.strip() for c in names):
             raise ValueError(f"OPENAI_VOICES[{alias!r}] needs one or more voice names")
-        out[str(alias).strip().lower()] = tuple(c.strip() for c in cands)
+        out[str(alias).strip().lower()] = tuple(c.strip() for c in names)
     return out
 
 

@@ -53,14 +53,14 @@ def main(argv: list[str] | None = None) -> int:
         # The artifacts go under examples/artifacts/ (next to the stack file), referenced by path and sha256.
         write_model_entry(args.stack_file, name, entry)
     if args.daily_usd is not None:
-        from speech.stack.write import _yaml
+        from speech.stack.write import round_trip_yaml
         from speech.files import atomic_write_text
         import io
 
         data = read_stack_file(args.stack_file)
         data["config"][f"{PROJECT}:budget"] = {"daily_usd": args.daily_usd}
         buf = io.StringIO()
-        _yaml().dump(data, buf)
+        round_trip_yaml().dump(data, buf)
         atomic_write_text(args.stack_file, buf.getvalue())
     print(f"wrote {args.stack_file}")
     return 0

@@ -83,7 +83,7 @@ class Report:
         return [d for d in self.diagnostics if d.policy == policy]
 
 
-def _struct(props: Mapping[str, Any]) -> struct_pb2.Struct:
+def to_struct(props: Mapping[str, Any]) -> struct_pb2.Struct:
     s = struct_pb2.Struct()
     s.update(dict(serialize_properties(props)))
     return s
@@ -109,6 +109,7 @@ class PackClient:
         line = b""
         # selectors (epoll/poll), not select.select: a long test session may hold descriptors past 1024.
         sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None  # Popen(stdout=PIPE)
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         try:
             return self._read_port_from(sel, deadline, line)
@@ -116,6 +117,7 @@ class PackClient:
             sel.close()
 
     def _read_port_from(self, sel: selectors.BaseSelector, deadline: float, line: bytes) -> int:
+        assert self.proc.stdout is not None and self.proc.stderr is not None  # Popen(stdout=PIPE, stderr=PIPE)
         while not line.endswith(b"\n"):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 err = self.proc.stderr.read().decode(errors="replace") if self.proc.poll() is not None else ""
@@ -152,7 +154,7 @@ class PackClient:
 
     def analyze(self, resource: Resource) -> list[Diagnostic]:
         urn = resource.urn_in(self.stack, self.project)
-        req = analyzer_pb2.AnalyzeRequest(type=resource.type, properties=_struct(resource.props), urn=urn,
+        req = analyzer_pb2.AnalyzeRequest(type=resource.type, properties=to_struct(resource.props), urn=urn,
                                           name=resource.name,
                                           options=analyzer_pb2.AnalyzerResourceOptions(parent=resource.parent or ""))
         resp = self.stub.Analyze(req)
@@ -166,7 +168,7 @@ class PackClient:
             urn = r.urn_in(self.stack, self.project)
             names[urn] = r.name
             ar = req.resources.add(type=r.type, urn=urn, name=r.name, parent=r.parent or "")
-            ar.properties.CopyFrom(_struct(r.props))
+            ar.properties.CopyFrom(to_struct(r.props))
             ar.dependencies.extend(r.dependencies)
             for k, urns in r.property_dependencies.items():
                 ar.propertyDependencies[k].urns.extend(urns)
@@ -261,7 +263,7 @@ _JSON_TYPES = {"boolean": (bool,), "number": (int, float), "integer": (int,), "s
 
 
 def _check_type(where: str, value: Any, schema: Mapping[str, Any]) -> None:
-    want = schema.get("type")
+    want: Any = schema.get("type")
     types = _JSON_TYPES.get(want)
     if types is None:
         return

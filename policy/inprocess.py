@@ -34,7 +34,7 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policy.harness import Diagnostic, Report, Resource, _struct, policy_info, reconcile
+from policy.harness import Diagnostic, Report, Resource, policy_info, reconcile, to_struct
 
 PACK_VERSION = "0.0.1"
 """What pulumi_policy's PolicyPack reports as its version without a PulumiPolicy.yaml."""
@@ -42,7 +42,7 @@ PACK_VERSION = "0.0.1"
 
 def _wire(props: Mapping[str, Any]) -> dict[str, Any]:
     # The engine sends properties as a Struct: numbers arrive as floats, unknowns as the sentinel.
-    return json_format.MessageToDict(_struct(props))
+    return json_format.MessageToDict(to_struct(props))
 
 
 def _props(wire: Mapping[str, Any]) -> Any:
@@ -106,7 +106,7 @@ class InProcessPack:
             if level != "disabled":
                 levels[policy.name] = "mandatory" if level == "remediate" else level
                 # Configure carries the properties as a Struct too; an empty config reaches the policy as {}.
-                configs[policy.name] = json_format.MessageToDict(_struct(reconciled[policy.name]["props"])) or None
+                configs[policy.name] = json_format.MessageToDict(to_struct(reconciled[policy.name]["props"])) or None
         active = [p for p in self._policies if p.name in levels]
         diags: list[Diagnostic] = []
         wires = [_wire(r.props) for r in resources]  # the Struct each request carries, built once
@@ -114,12 +114,12 @@ class InProcessPack:
             urn = r.urn_in(self.stack, self.project)
             for policy in active:
                 if isinstance(policy, ResourceValidationPolicy):
-                    args = ResourceValidationArgs(r.type, _props(wire), urn, r.name, _options(r), None, configs[policy.name])
-                    diags += self._validate(policy, args, levels[policy.name], default_urn=urn, names=names)
+                    rargs = ResourceValidationArgs(r.type, _props(wire), urn, r.name, _options(r), None, configs[policy.name])
+                    diags += self._validate(policy, rargs, levels[policy.name], default_urn=urn, names=names)
         for policy in active:  # AnalyzeStack
             if isinstance(policy, StackValidationPolicy):
-                args = StackValidationArgs(self._stack(resources, wires), configs[policy.name])
-                diags += self._validate(policy, args, levels[policy.name], default_urn="", names=names)
+                sargs = StackValidationArgs(self._stack(resources, wires), configs[policy.name])
+                diags += self._validate(policy, sargs, levels[policy.name], default_urn="", names=names)
         return Report(diags)
 
     def _stack(self, resources: list[Resource], wires: list[dict[str, Any]]) -> list[PolicyResource]:

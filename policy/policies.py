@@ -43,7 +43,7 @@ def _res_from_args(args: ResourceValidationArgs) -> Res:
                parent=args.opts.parent if args.opts else None)
 
 
-def _stack_from_args(args: StackValidationArgs) -> Stack:
+def stack_from_args(args: StackValidationArgs) -> Stack:
     out = []
     for r in args.resources:
         out.append(Res(
@@ -79,7 +79,7 @@ def analysis(args: StackValidationArgs) -> tuple[Stack, ProvenanceCache]:
     of the resources, so reusing it for an identical later call is also correct.
     """
     global _analysis
-    stack = _stack_from_args(args)
+    stack = stack_from_args(args)
     key = json.dumps([(r.urn, r.type, r.props, r.parent, r.dependencies, r.property_dependencies) for r in stack.resources],
                      sort_keys=True, default=repr)
     if _analysis is None or _analysis[0] != key:

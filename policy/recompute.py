@@ -217,13 +217,13 @@ def copy_plan_of(prov: Provenance) -> Any:
     from speech.plan.copies import build_copy_plan
 
     doc = prov.document
-    if doc.hosting != "components" or doc.components is None or doc.measurements.tcopy is None:
+    m = doc.measurements
+    if doc.hosting != "components" or doc.components is None or m.tcopy is None:
         raise NoProvenance(
             f"provenance document {prov.document_object.label} is for hosting {doc.hosting!r} without the copy "
             "measurements (measurements.tcopy) and inputs (components) a component's plan is recomputed from; "
             f"{FIX_PROVENANCE}"
         )
-    m = doc.measurements
     try:
         return build_copy_plan(m.qmax, m.tcopy, doc.inputs, instance=doc.instance_type, ttotal=m.ttotal,
                                min_copies=doc.components.min_copies, max_instances_cap=doc.max_instances_cap,

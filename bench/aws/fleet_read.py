@@ -176,9 +176,9 @@ def read_fleet(
         name = s["InferenceComponentName"]
         ic = _call(f"inference component {name}", sm.describe_inference_component, InferenceComponentName=name)
         variant = ic.get("VariantName") or s.get("VariantName")
-        spec = spec_of.get(variant)
-        if spec is None:
+        if not isinstance(variant, str) or variant not in spec_of:
             raise TargetError(f"inference component {name} names variant {variant!r}, which endpoint {endpoint} does not report")
+        spec = spec_of[variant]
         request = copy_request(name, ic, spec, variant)
         if request is None:
             continue

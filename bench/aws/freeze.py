@@ -275,6 +275,7 @@ class Freeze:
         self._install_sigterm()
         try:
             if target is not None:
+                assert pin is not None  # with a target, was falls back to its MinCapacity
                 self.pin(pin)
         except Exception as err:
             if aws.is_access_denied(err):
@@ -304,7 +305,7 @@ class Freeze:
         endpoint cannot get there (quota, capacity, a failed update), so nothing measures a fleet."""
         from botocore.exceptions import ClientError
 
-        wait = dict(timeout_s=self.timeout_s, poll_s=self.poll_s, sleep=self.sleep, log=self.log)
+        wait: dict[str, Any] = dict(timeout_s=self.timeout_s, poll_s=self.poll_s, sleep=self.sleep, log=self.log)
         if was != n:
             wait_in_service(self.sess, self.endpoint, self.variant, None, **wait)
             try:

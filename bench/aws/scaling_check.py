@@ -272,7 +272,7 @@ def scheduled_issues(spec: scaling.ScalingSpec, d: DeployedScaling) -> list[Issu
     issues: list[Issue] = []
     seen = set()
     for a in d.scheduled:
-        name = a.get("ScheduledActionName")
+        name: Any = a.get("ScheduledActionName")
         want = planned.get(name)
         if want is None:
             issues.append(Issue("orphan_scheduled", f"scheduled action {name} ({a.get('Schedule')}) is not one of the "

@@ -129,16 +129,16 @@ class Container:
         self._log.close()
 
 
-def _newest(out: Path, pattern: str, *, exclude: str | None = None) -> Path:
+def newest_artifact(out: Path, pattern: str, *, exclude: str | None = None) -> Path:
     found = sorted((p for p in out.glob(pattern) if exclude is None or not p.match(exclude)), key=lambda p: p.stat().st_mtime)
     if not found:
         raise BenchError(f"no {pattern} in {out} after the step; see its output above")
     return found[-1]
 
 
-def _seed_plan_path(out: Path) -> Path:
+def seed_plan_path(out: Path) -> Path:
     """bench plan's plan-<model>.json (not bench tune's plan-<model>-tuned.json beside it)."""
-    return _newest(out, "plan-*.json", exclude="plan-*-tuned.json")
+    return newest_artifact(out, "plan-*.json", exclude="plan-*-tuned.json")
 
 
 @dataclass(frozen=True)
@@ -168,9 +168,9 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if getattr(args, "report_only", False):
         signal.signal(signal.SIGTERM, previous)
-        qmax_path, ttotal_path = _newest(out, "qmax-*.json"), _newest(out, "ttotal-*.json")
+        qmax_path, ttotal_path = newest_artifact(out, "qmax-*.json"), newest_artifact(out, "ttotal-*.json")
         qmax, ttotal = load_artifact(qmax_path, QmaxArtifact), load_artifact(ttotal_path, TtotalArtifact)
-        plan = load_artifact(_seed_plan_path(out), PlanArtifact)
+        plan = load_artifact(seed_plan_path(out), PlanArtifact)
         _say("report", f"re-using {qmax_path.name}, {ttotal_path.name} and the plan in {out}")
         tuned = _reuse_tuned(out, plan, qmax, ttotal)
         from bench.report.plots import plot_qmax, plot_ttotal
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         plot_ttotal(ttotal, ttotal_path.with_suffix(".png"))
     else:
         qmax_path, ttotal_path, qmax, ttotal, plan = _measure_and_plan(args, out, previous)
-        tuned = _tune(args, out, qmax_path, ttotal_path, plan)
+        tuned = tune_step(args, out, qmax_path, ttotal_path, plan)
     return _after_plan(args, out, t_start, qmax_path, ttotal_path, qmax, ttotal, plan, tuned)
 
 
@@ -197,12 +197,12 @@ def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
         _say("qmax", f"closed-loop ladder against {container.url}, SLO {args.slo_ms:g} ms")
         _step("qmax", _bench(["qmax", "--url", container.url, "--slo-ms", f"{args.slo_ms:g}", *levels,
                               "--settle-s", settle, "--measure-s", measure, "--mix", "short", "--out", str(out), "--plot"]))
-        qmax_path = _newest(out, "qmax-*.json")
+        qmax_path = newest_artifact(out, "qmax-*.json")
 
         _say("ttotal", "timing a second container process from start to first served request")
         _step("ttotal", _bench(["ttotal", "--qmax", str(qmax_path), "--url", container.url, "--serve-cmd", args.serve_cmd,
                                 "--recover-window-s", "3" if args.quick else "5", "--out", str(out), "--plot"]))
-        ttotal_path = _newest(out, "ttotal-*.json")
+        ttotal_path = newest_artifact(out, "ttotal-*.json")
 
         _say("plan", f"peak {args.peak_rps:g} rps, trough {args.trough_rps:g} rps, surge x{args.surge_ratio:g}")
         rc = _bench(["plan", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--slo-ms", f"{args.slo_ms:g}",
@@ -212,7 +212,7 @@ def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
         _step("plan", rc, ok=(0, 1))
         qmax = load_artifact(qmax_path, QmaxArtifact)
         ttotal = load_artifact(ttotal_path, TtotalArtifact)
-        plan = load_artifact(_seed_plan_path(out), PlanArtifact)
+        plan = load_artifact(seed_plan_path(out), PlanArtifact)
     finally:
         try:
             if container is not None:
@@ -223,7 +223,7 @@ def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
     return qmax_path, ttotal_path, qmax, ttotal, plan
 
 
-def _tune(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan: PlanArtifact) -> Tuned | None:
+def tune_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan: PlanArtifact) -> Tuned | None:
     """``bench tune`` on the demo's trace with the plan's own inputs (so its seed is the plan just
     made): trained on that hour, checked on other hours; the tuned plan and the tune artifact land
     in --out. Exit 1 (a check missed the share) is a result the report shows, not a failure."""
@@ -240,7 +240,7 @@ def _tune(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Pat
                  "--train-days", str(TUNE_TRAIN_DAYS), "--holdout-days", str(TUNE_HOLDOUT_DAYS), "--out", str(out)])
     _step("tune", rc, ok=(0, 1))
     tuned_path = out / f"plan-{plan.model}-tuned.json"
-    tune_path = _newest(out, f"tune-{plan.model}-*.json")
+    tune_path = newest_artifact(out, f"tune-{plan.model}-*.json")
     tuned = Tuned(tuned_path, load_artifact(tuned_path, PlanArtifact), tune_path, load_artifact(tune_path, TuneArtifact))
     _say("tune", f"done in {time.monotonic() - started:.1f} s: " + ("the promise held on every check" if rc == 0 else
                  "a check missed the SLO share (the report shows which)"))
@@ -265,14 +265,14 @@ def _reuse_tuned(out: Path, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttot
         if candidate.tuned_plan_sha256 == canonical_sha256(tuned):  # the tuning that wrote this tuned plan
             tune_path, tune = p, candidate
             break
-    _say("tune", f"re-using {path.name}" + (f" and {tune_path.name}" if tune is not None else ""))
+    _say("tune", f"re-using {path.name}" + (f" and {tune_path.name}" if tune_path is not None else ""))  # set with tune
     return Tuned(path, tuned, tune_path if tune is not None else None, tune)
 
 
 def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: Path, ttotal_path: Path,
                 qmax: QmaxArtifact, ttotal: TtotalArtifact, plan: PlanArtifact, tuned: Tuned | None = None) -> int:
-    plan_path = _seed_plan_path(out)
-    simulation, simulation_pngs = _simulate(args, out, qmax_path, ttotal_path, plan_path, plan, tuned)
+    plan_path = seed_plan_path(out)
+    simulation, simulation_pngs = simulate_step(args, out, qmax_path, ttotal_path, plan_path, plan, tuned)
 
     from speech.stack.read import stack_file as stack_path
 
@@ -321,7 +321,7 @@ def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: 
         if check:
             print(f"                  {check}")
     if simulation is not None:
-        print(f"  simulation      {_newest(out, 'simulation-*.json')}  (+ {len(simulation_pngs)} PNGs)")
+        print(f"  simulation      {newest_artifact(out, 'simulation-*.json')}  (+ {len(simulation_pngs)} PNGs)")
     print(f"  stack config    {stack_file}")
     print(f"  report          {report}")
     if mandatory:
@@ -347,7 +347,7 @@ def _promise_line(tuned: PlanArtifact, simulation: SimulationArtifact | None) ->
     return verdict_line(c) if c is not None else None
 
 
-def _simulate(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan_path: Path,
+def simulate_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan_path: Path,
               plan: PlanArtifact, tuned: Tuned | None = None) -> tuple[SimulationArtifact | None, list[Path]]:
     """``bench simulate`` on the plan just made (and the tuned plan beside it): the comparison table
     in the output, the artifact and the PNGs next to the others."""
@@ -360,7 +360,7 @@ def _simulate(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path:
          + f" against every scaling policy on {spec}")
     _step("simulate", _bench(["simulate", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--plan", str(plan_path),
                               *pair, "--trace", spec, "--out", str(out), "--plot"]))
-    path = _newest(out, "simulation-*.json")
+    path = newest_artifact(out, "simulation-*.json")
     art = load_artifact(path, SimulationArtifact)
     stem = path.with_suffix("")
     pngs = [Path(f"{stem}-cost-vs-slo.png"), Path(f"{stem}-timeline.png")]

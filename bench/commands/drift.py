@@ -6,14 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from speech.schema.artifacts import Fingerprint
 from speech.schema.config import ModelConfig, StackConfig
+from speech.schema.plan_artifacts import PlanArtifact
 from speech.errors import ConfigError
-from speech.plan.batch import build_batch_plan
+from speech.plan.batch import BatchPlan, build_batch_plan
 from speech.plan.realtime import build_plan
 from speech.stack.read import load_stack_file, stack_file, stack_name, stack_region
 
@@ -151,8 +152,9 @@ def run(args: argparse.Namespace, session=None) -> int:
                          allow_config_mismatch=stack.allow_config_mismatch, max_instances_cap=m.max_instances)
             why = "the plan's verdict is stop"
         deployed_scaling = aws.read_deployed(sess, endpoint)
-        issues = (compare_batch(plan, deployed_scaling, why) if m.hosting == "async"
-                  else compare(plan, deployed_scaling, why))
+        # build_batch_plan made an async model's plan, build_plan any other's (above).
+        issues = (compare_batch(cast(BatchPlan | None, plan), deployed_scaling, why) if m.hosting == "async"
+                  else compare(cast(PlanArtifact | None, plan), deployed_scaling, why))
         deployed = read_fingerprint(sess, endpoint, described)
         issues += ([deployed] if isinstance(deployed, Issue)
                    else fingerprint_issues(name, m, deployed, stack.allow_config_mismatch))
@@ -161,8 +163,8 @@ def run(args: argparse.Namespace, session=None) -> int:
     if args.json:
         print(json.dumps({"ok": ok, "endpoints": report}, indent=2))
     else:
-        for endpoint, issues in report.items():
-            for i in issues:
+        for endpoint, found in report.items():
+            for i in found:
                 print(f"{endpoint}: [{i['kind']}] {i['message']}")
         print("preflight-ok" if ok else f"drift: {sum(map(len, report.values()))} issue(s)")
     return 0 if ok else 1

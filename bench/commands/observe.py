@@ -79,7 +79,7 @@ def parse_since(text: str) -> timedelta:
     return span
 
 
-def find_by_sha(explicit: Path | None, root: Path, cls: type, sha: str, flag: str) -> Path | None:
+def find_by_sha(explicit: Path | None, root: Path, cls: type[QmaxArtifact] | type[TtotalArtifact], sha: str, flag: str) -> Path | None:
     """The artifact whose canonical sha256 is ``sha``: ``explicit`` must match it; otherwise the
     first match under ``root``, or None."""
     if explicit is not None:

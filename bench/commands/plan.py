@@ -8,7 +8,9 @@ from speech.schema.receipts import needs_receipt, receipt_key
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 from pydantic import ValidationError
 
@@ -195,7 +197,9 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
 
     try:
         schedule = derive_schedule(
-            trace.arrivals, per_instance_rps=plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps,
+            # An array of requests/s, which derive_schedule reads by index like a sequence.
+            cast(Sequence[float], trace.arrivals),
+            per_instance_rps=plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps,
             lead_s=plan.t_total.planning_s, floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances,
             start_minute=int(hh) * 60 + int(mm), slot_minutes=args.schedule_slot_min, timezone=args.schedule_timezone,
             trace_sha256=trace.source_sha256,
@@ -315,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
         old = _plain(existing_model_entry(path, q.model))
     tcopy_ref = None
     if tcopy is None and old and old.get("hosting") == "components":
+        assert path is not None  # old is the entry read from the stack file at path
         tcopy, tcopy_ref = stored_tcopy(path, q.model, old)
     stored = (old or {}).get("plan") if isinstance((old or {}).get("plan"), dict) else None
     inputs = plan_inputs(args, q, stored)
@@ -327,6 +332,7 @@ def run(args: argparse.Namespace) -> int:
     if args.schedule_from:
         if batch:
             raise UsageError("--schedule-from: a batch route scales to zero on its backlog; floors are for real-time routes")
+        assert isinstance(plan, PlanArtifact)  # not a batch route (above)
         inputs, note = with_schedule(args, q, t, inputs, plan)
         plan = build_plan(q, t, inputs, allow_config_mismatch=args.allow_config_mismatch,
                           max_instances_cap=args.max_instances)
@@ -338,6 +344,7 @@ def run(args: argparse.Namespace) -> int:
     if entry is not None:
         from speech.stack.write import write_model_entry
 
+        assert path is not None  # an entry is built only for a stack file (above)
         stored_files = write_model_entry(
             path, q.model, entry, refs={"tcopy": tcopy_ref} if tcopy_ref is not None else None,
             sources={"qmax": args.qmax, "ttotal": args.ttotal, "tcopy": args.tcopy},
@@ -356,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"stack {stack_name(args.stack)!r}, {q.model}: "
                   + ("inputs changed: " + "; ".join(changes) if changes
                      else "inputs unchanged (kept the entry's stored inputs; flags override them)"))
-        if entry is not None and _has_budget(path):
+        if entry is not None and path is not None and _has_budget(path):
             print(f"note: stack {args.stack!r} has a daily budget; this plan is before it. Run "
                   f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
                   "(what the program deploys)")
@@ -430,6 +437,7 @@ def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     else:
         print(render_stack_plan(stack, deployments, allocation))
         print("\nwrote " + ", ".join(str(p) for p in written) if written else "\nnothing measured: no plan written")
-    stop = (any(p.verdict == "stop" for p in [*plans.values(), *batches.values()])
+    planned: list[PlanArtifact | BatchPlan] = [*plans.values(), *batches.values()]
+    stop = (any(p.verdict == "stop" for p in planned)
             or (allocation is not None and allocation.verdict == "stop"))
     return 1 if stop else 0

@@ -8,7 +8,7 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from collections.abc import Callable
 
 import numpy as np
@@ -222,7 +222,8 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     results: dict[int, LevelResult] = {}
     display = _Display(not (args.json or getattr(args, "quiet", False)), est.seconds_max, args.slo_ms)
     sm = isinstance(target, SageMakerTarget)
-    component = sm and bool(target.inference_component)
+    sage = cast(SageMakerTarget, target)  # read only where sm (an endpoint's target)
+    component = sm and bool(sage.inference_component)
     if args.receipt_bucket and not sm:
         raise UsageError("--receipt-bucket: a local run takes no receipt (only SageMaker measurements deploy)")
 
@@ -237,7 +238,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         if sm and not component:
             to_dt = lambda t: datetime.fromtimestamp(wall0 + (t - perf0), tz=UTC)  # noqa: E731
             reading = aws.wait_concurrency_max(
-                target.session, args.endpoint, to_dt(r.window[0]), to_dt(r.window[1]),
+                sage.session, args.endpoint, to_dt(r.window[0]), to_dt(r.window[1]),
                 wait_s=args.cloudwatch_wait_s, poll_s=args.poll_s, sleep=sleep,
                 progress=lambda m: display.note(f"level {c:>4} {m}") if display.progress else log(m),
             )
@@ -252,7 +253,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         if sm and not component:
             from bench.aws.freeze import Freeze
 
-            stack.enter_context(Freeze(target.session, args.endpoint, args.state_dir, tool="bench qmax",
+            stack.enter_context(Freeze(sage.session, args.endpoint, args.state_dir, tool="bench qmax",
                                        log=log, instances=1, timeout_s=args.pin_timeout_s, poll_s=args.poll_s,
                                        sleep=sleep))
         lsession = Session(load_target or target)
@@ -260,16 +261,17 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         stack.callback(display.stop)
         result = search(schedule, measure, args.tolerance, refine=not args.no_refine)
         if component:
+            assert sage.inference_component is not None  # component: an endpoint target naming one (above)
             # Copy scaling is the user's to pin; a copy added mid-ladder would halve what each one saw.
-            current, desired = aws.copy_counts(aws.describe_inference_component(target.session, target.inference_component))
+            current, desired = aws.copy_counts(aws.describe_inference_component(sage.session, sage.inference_component))
             if current != 1:
                 raise BenchError(
-                    f"inference component {target.inference_component} ran {current} copies by the end of the ladder "
+                    f"inference component {sage.inference_component} ran {current} copies by the end of the ladder "
                     f"(desired {desired}), not 1: the ladder did not measure one copy; nothing written"
                 )
         elif sm:
             # Scaling was suspended, but a person or another tool may have changed the count.
-            current, desired = aws.variant_counts(aws.describe_endpoint(target.session, args.endpoint))
+            current, desired = aws.variant_counts(aws.describe_endpoint(sage.session, args.endpoint))
             if current != 1:
                 raise BenchError(
                     f"{args.endpoint} ran {current} instance(s) by the end of the ladder (desired {desired}), not 1: "
@@ -307,7 +309,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         ),
         provenance=Provenance(
             origin="measured",
-            source=(f"one copy of inference component {target.inference_component}: " if component else "")
+            source=(f"one copy of inference component {sage.inference_component}: " if component else "")
             + f"bench qmax, {len(result.levels)} levels, settle {args.settle_s:g} s + measure {args.measure_s:g} s"
             f" each, measured in order {result.order}",
             measured_at=started,

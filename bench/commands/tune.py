@@ -69,7 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it goes to stderr)")
 
 
-def _with(spec: str, **opts) -> str:
+def with_options(spec: str, **opts) -> str:
     """The spec with keys set (replacing any already there)."""
     kind, path, old = parse_spec(spec)
     old.update({k: str(v) for k, v in opts.items()})
@@ -79,7 +79,7 @@ def _with(spec: str, **opts) -> str:
 
 
 def _day(spec: str, seed: int) -> np.ndarray:
-    return load_trace(_with(spec, seed=seed)).arrivals
+    return load_trace(with_options(spec, seed=seed)).arrivals
 
 
 def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Promise:
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         seed, best = tuner.search(train)
         spike_factor = float(parse_spec(args.trace)[2].get("spike_factor", 1.2))
-        spiked = (_day(_with(args.trace, spike_factor=spike_factor * args.surge_ratio), args.seed)
+        spiked = (_day(with_options(args.trace, spike_factor=spike_factor * args.surge_ratio), args.seed)
                   if parse_spec(args.trace)[0] == "diurnal" else None)
         shift = 3600 if first.size >= 4 * 3600 else max(1, first.size // 24)
         perturbed = perturbations(first, args.surge_ratio, spike_arrivals=spiked, shift_s=shift)
@@ -153,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         days += [(name, (200 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
         for name, day in days:
             s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
+            assert s_c is not None and b_c is not None  # search returns knobs that have a plan
             checks.append(TuneCheck(day=name, seed_within_slo_share=round(s_c.worst_share, 6),
                                     seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
                                     tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share))

@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import socket
 import time
+from collections.abc import Iterable
+from typing import SupportsIndex, cast
 from urllib.parse import urlsplit
 
 from bench.errors import TargetError, UsageError
@@ -43,11 +45,12 @@ class ArrivalReader(asyncio.StreamReader):
 
     def arm(self) -> None:
         """Start noting arrivals; the response's bytes are counted from here."""
-        self.arrivals, self._fed = [], len(self._buffer)
+        # StreamReader's buffer (CPython's asyncio/streams.py); typeshed does not declare it.
+        self.arrivals, self._fed = [], len(self._buffer)  # type: ignore[attr-defined]
 
-    def feed_data(self, data: bytes) -> None:
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
         if self.arrivals is not None:
-            self._fed += len(data)
+            self._fed += len(cast(bytes, data))  # the transport feeds the bytes it read
             self.arrivals.append((self._fed, time.perf_counter(), time.monotonic()))
         super().feed_data(data)
 
@@ -176,7 +179,7 @@ class RawHttpClient:
         """The response body as it arrives: chunked, Content-Length, or to EOF."""
         reader = conn.reader
         te = resp.headers.get("transfer-encoding", "").lower()
-        pos = resp.head_len
+        pos: int | None = resp.head_len
         try:
             if "chunked" in te:
                 while True:

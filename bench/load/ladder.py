@@ -82,7 +82,8 @@ def geometric_levels(start: int, factor: float, max_level: int) -> list[int]:
         raise UsageError(f"--factor {factor}: must be > 1 so levels increase")
     if max_level < start:
         raise UsageError(f"--max-concurrency {max_level}: must be >= --start {start}")
-    out, c = [], float(start)
+    out: list[int] = []
+    c = float(start)
     while round(c) <= max_level:
         lv = int(round(c))
         if not out or lv > out[-1]:

@@ -200,7 +200,7 @@ async def run_level_async(
     try:
         while (now := time.perf_counter()) < w_hi:
             if on_progress is not None:
-                in_window = [
+                live_ms = [
                     o.ttfab_s * 1000
                     for o in done[-2000:]
                     if o.ok and o.ttfab_s is not None and o.start + o.ttfab_s >= min(now, w_lo) - 5
@@ -211,7 +211,7 @@ async def run_level_async(
                         phase="settle" if now < w_lo else "measure",
                         elapsed_s=now - t0,
                         total_s=settle_s + measure_s,
-                        live_p95_ms=float(np.percentile(in_window, 95)) if in_window else None,
+                        live_p95_ms=float(np.percentile(live_ms, 95)) if live_ms else None,
                         done=len(done),
                     )
                 )

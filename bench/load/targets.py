@@ -14,13 +14,16 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from speech.schema.artifacts import Fingerprint
 
 from bench.aws import client as aws
 from bench.errors import TargetError, UsageError
 from bench.load.http1 import ArrivalReader, Connection, HttpProtocolError, RawHttpClient
+
+if TYPE_CHECKING:
+    import ssl
 
 REJECT_CODES = {"queue_saturated", "shed_deadline", "draining"}
 
@@ -70,7 +73,7 @@ def _error_code(body: bytes) -> str:
         return ""
 
 
-def _local_fingerprint(name: str, identity: dict, instance_type: str | None, image_digest: str | None) -> Fingerprint:
+def local_fingerprint(name: str, identity: dict, instance_type: str | None, image_digest: str | None) -> Fingerprint:
     """A local server has no image digest unless it reports one; hash what identifies it instead
     (its /ping identity), so two runs against the same server build share a fingerprint."""
     digest = image_digest or identity.get("image_digest")
@@ -98,7 +101,7 @@ class HttpTarget:
         self.url = url.rstrip("/")
         self.name = f"local:{self.url}"
         self.timeout_s = timeout_s
-        self._ssl = None
+        self._ssl: ssl.SSLContext | None = None
         self._clients: list = []
         self._idle: list = []
         self._identity: dict = {}
@@ -124,7 +127,7 @@ class HttpTarget:
             self._identity = {}
 
     def fingerprint(self, instance_type: str | None = None, image_digest: str | None = None) -> Fingerprint:
-        return _local_fingerprint(self.name, self._identity, instance_type, image_digest)
+        return local_fingerprint(self.name, self._identity, instance_type, image_digest)
 
     async def open(self, concurrency: int) -> None:
         import ssl
@@ -348,7 +351,7 @@ class SageMakerTarget:
         self.name = f"sagemaker:{endpoint}"
         self.transport = transport
         self.session = session or aws.session()
-        self._runtime = None
+        self._runtime: Any = None  # boto3's sagemaker-runtime client, made in open()
         self._pool: ThreadPoolExecutor | None = None
         self._workers = 0
         self.described: dict = {}
@@ -373,6 +376,7 @@ class SageMakerTarget:
         """The component must be on this endpoint, InService, with exactly one copy (current and
         desired): a ladder against more copies measures their sum, not one copy."""
         name = self.inference_component
+        assert name is not None  # checked only for a component target (check)
         ic = aws.describe_inference_component(self.session, name)
         if ic.get("EndpointName") != self.endpoint:
             raise UsageError(f"--inference-component {name!r} is hosted on endpoint {ic.get('EndpointName')!r}, not "
@@ -396,8 +400,8 @@ class SageMakerTarget:
             fp_type, fp_digest = instance_type, image_digest
         elif self.inference_component:
             ic = self.component or aws.describe_inference_component(self.session, self.inference_component)
-            fp_type, fp_digest = aws.component_identity(self.session, ic, self.described or None, self.variant)
-            fp_type, fp_digest = fp_type or "", fp_digest or ""
+            got_type, got_digest = aws.component_identity(self.session, ic, self.described or None, self.variant)
+            fp_type, fp_digest = got_type or "", got_digest or ""
             if not (instance_type or fp_type) or not (image_digest or fp_digest):
                 raise TargetError(
                     f"inference component {self.inference_component!r}: cannot tell its instance type and image digest "
@@ -493,4 +497,5 @@ def make_target(args: Any, session: Any = None) -> Target:
         return WebSocketTarget(url) if transport == "bidirectional" else HttpTarget(url)
     if component and transport != "stream":
         raise UsageError(f"--inference-component with --transport {transport}: measure a component's copy with --transport stream")
+    assert endpoint  # exactly one of --url and --endpoint, and not --url
     return SageMakerTarget(endpoint, session=session, transport=transport, inference_component=component)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 
 class Markup(str):
     """Already-escaped HTML: :func:`table` puts it into a cell as it is."""
 
 
-def table(headers: Iterable[str], rows: Iterable[Iterable[object]], num_cols: set[int] = frozenset()) -> str:
+def table(headers: Iterable[str], rows: Iterable[Iterable[object]], num_cols: AbstractSet[int] = frozenset()) -> str:
     """An HTML table: ``headers`` escaped, each cell escaped unless it is :class:`Markup`, the
     columns in ``num_cols`` right-aligned (class ``num``)."""
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)

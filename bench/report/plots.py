@@ -93,6 +93,7 @@ def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 0.5 * (len(phases) + 1) + 1.8), dpi=110)
     prev = 0.0
     for i, p in enumerate(phases):
+        assert p.offset_s is not None  # phases keeps only those with an offset (above)
         width = max(p.offset_s - prev, 0.0)
         edge = "tab:red" if dominant and p.name == dominant.name else None
         ax.barh(i, width, left=prev, color="tab:orange" if p.bounded else "tab:blue", edgecolor=edge, linewidth=2 if edge else 0)

@@ -12,6 +12,7 @@ import importlib.resources as resources
 import json
 import os
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class OnnxBackend(Backend):
     def __init__(self, settings):
         self.settings = settings
         self.cores = settings.infer_cores
-        self._sessions: dict[int, object] = {}
+        self._sessions: dict[int, Any] = {}  # onnxruntime.InferenceSession (no published types)
         self._ort = None
 
     def init_framework(self) -> None:
@@ -251,7 +252,8 @@ class OnnxBackend(Backend):
         table = self.style.get(voice)
         if table is None:  # a blend, validated by the app; computed once (infer threads may race: harmless)
             parts = parse_voice_spec(voice).parts
-            table = sum(w * self.style[n] for n, w in parts).astype(np.float32)
+            # parse_voice_spec gives at least one part, so the sum is an array, never the start value 0.
+            table = cast(np.ndarray, sum(w * self.style[n] for n, w in parts)).astype(np.float32)
             if len(self.style) < len(self.voices) + 256:
                 self.style[voice] = table
         return table

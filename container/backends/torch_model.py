@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,7 @@ def resolve_model_files(model_dir: Path | None) -> tuple[Path, Path, list[Path]]
     problem = missing_files(model_dir)
     if problem:
         raise ModelLoadError(problem)
+    assert model_dir is not None  # missing_files reports a MODEL_DIR that is not set
     d = Path(model_dir)
     weights = sorted(d.glob("*.pth"))
     if len(weights) > 1:
@@ -94,8 +96,8 @@ class LocalModel:
 
     def __init__(self, torch, KModel, device: str):
         self.torch, self.KModel, self.device = torch, KModel, device
-        self.model = None
-        self.style: dict[str, object] = {}
+        self.model: Any = None  # a kokoro.KModel once loaded (kokoro publishes no types)
+        self.style: dict[str, Any] = {}
 
     def load(self, config: Path, weights: Path, voices: list[Path]) -> None:
         try:

@@ -27,6 +27,7 @@ import signal
 import threading
 import time
 from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def _worker_main(settings, index: int, conn, warm: bool) -> None:
             if seed is not None:
                 torch.manual_seed(seed)
             audio, dur = _run(torch, local, stream, payload, voice, speed)
-            reply = (call_id, (np.ascontiguousarray(audio, dtype=np.float32), dur), None)
+            reply: tuple[Any, Any, str | None] = (call_id, (np.ascontiguousarray(audio, dtype=np.float32), dur), None)
         except Exception as e:
             reply = (call_id, None, f"{type(e).__name__}: {e}")
         try:

@@ -77,6 +77,7 @@ class _Session:
 
     async def shut(self, code: int, reason: str) -> None:
         """Stop work for this session, then close with a code and a reason the client sees."""
+        assert self.task is not None  # run() starts the worker before anything can shut the session
         self.task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self.task
@@ -113,6 +114,7 @@ class _Session:
                     await ws.close(1000)
                     return
                 seq += 1
+                item: SpeechRequest | ContainerError
                 try:
                     item = validate_request(raw, SpeechRequest, self.st)
                     invalid_in_a_row = 0
@@ -124,6 +126,7 @@ class _Session:
                     return
                 await self.inbox.put((seq, item))
                 if invalid_in_a_row >= s.ws_max_invalid_messages:
+                    assert isinstance(item, ContainerError)  # WS_MAX_INVALID_MESSAGES >= 1: this message was invalid
                     await self.shut(1008, f"{invalid_in_a_row} invalid messages in a row "
                                           f"(WS_MAX_INVALID_MESSAGES); last: {item.code}")
                     return

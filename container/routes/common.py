@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
@@ -50,13 +52,13 @@ def _validation_error(e: ValidationError, model: type[BaseModel]) -> BadRequest:
         return BadRequest(f"unknown field {name!r} in {loc[0]}", param=name)
     parts = []
     for err in errors[:5]:
-        loc = ".".join(str(x) for x in err.get("loc", ())) or "body"
-        parts.append(f"{loc}: {err.get('msg')}")
+        where = ".".join(str(x) for x in err.get("loc", ())) or "body"
+        parts.append(f"{where}: {err.get('msg')}")
     first = errors[0].get("loc", ()) if errors else ()
     return BadRequest("; ".join(parts), param=str(first[0]) if first else None)
 
 
-def validate_request(raw: bytes | str, model: type[BaseModel], st: State) -> SpeechRequest:
+def validate_request(raw: bytes | str, model: type[SpeechRequest] | type[OpenAISpeechRequest], st: State) -> SpeechRequest:
     """Bytes -> checked SpeechRequest with a canonical voice; every failure is a 4xx ContainerError."""
     s = st.settings
     if isinstance(raw, bytes):
@@ -73,14 +75,14 @@ def validate_request(raw: bytes | str, model: type[BaseModel], st: State) -> Spe
         raise _validation_error(e, model) from None
     openai = isinstance(parsed, OpenAISpeechRequest)
     text_field = "input" if openai else "text"
-    if openai:
+    if isinstance(parsed, OpenAISpeechRequest):
         if parsed.model is not None and parsed.model not in st.model_ids():
             raise ModelNotFound(f"model {parsed.model[:80]!r} does not exist here; use one of "
                                 f"{', '.join(st.model_ids())}", param="model")
         if parsed.stream_format == "sse":
             raise BadRequest("stream_format 'sse' is not supported; use 'audio' (the default), which "
                              "streams the encoded audio itself", param="stream_format")
-    req = parsed.to_speech() if openai else parsed
+    req = parsed.to_speech() if isinstance(parsed, OpenAISpeechRequest) else parsed
     if not req.text.strip():
         raise EmptyText(f"{text_field} is empty", param=text_field)
     if len(req.text) > s.max_text_chars:
@@ -119,7 +121,7 @@ async def read_json_body(request: Request) -> bytes:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json" and not ctype.endswith("+json"):
         raise UnsupportedMediaType(f"Content-Type must be application/json, got {ctype or 'none'!r}")
-    limit = state(request).settings.max_body_bytes
+    limit = cast(int, state(request).settings.max_body_bytes)  # Settings fills it from MAX_TEXT_CHARS when not set
     check_content_length(request.headers.get("content-length"), limit)
     try:
         return await read_limited(request.stream(), limit)
@@ -128,7 +130,7 @@ async def read_json_body(request: Request) -> bytes:
         raise ClientGone("client disconnected before the body was complete") from None
 
 
-async def speak(request: Request, model: type[BaseModel]) -> Response:
+async def speak(request: Request, model: type[SpeechRequest] | type[OpenAISpeechRequest]) -> Response:
     st = state(request)
     req = validate_request(await read_json_body(request), model, st)
     engine = engine_of(st)
@@ -231,4 +233,6 @@ async def unexpected_error(request: Request, exc: Exception) -> Response:
     return error_response(request, ContainerError("internal error; see the server log"))
 
 
-EXCEPTION_HANDLERS = {ContainerError: container_error, HTTPException: http_error, Exception: unexpected_error}
+# Each handler takes the exception type it is registered for, which Starlette's mapping type cannot say.
+EXCEPTION_HANDLERS: dict[Any, Callable[..., Any]] = {
+    ContainerError: container_error, HTTPException: http_error, Exception: unexpected_error}

@@ -23,6 +23,7 @@ async def ping(request: Request) -> Response:
         if engine is not None and engine.load_error:
             body["detail"] = engine.load_error
         return JSONResponse(body, status_code=503)
+    assert st.backend is not None  # a ready engine has its backend
     body = {"status": "ok", **st.backend.identity(), "cores": cores}
     if st.settings.mps is not None:
         body["mps"] = st.settings.mps  # what `serve` found for NVIDIA MPS (GPU images)

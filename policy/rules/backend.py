@@ -7,8 +7,8 @@ from typing import Any
 
 from policy.recompute import ProvenanceCache
 from policy.resources import MISSING, T_ENDPOINT, UNKNOWN, Res, Stack, at, fmt
-from policy.rules.common import PREVIEW, StackViolations, _model
-from policy.rules.copies import _component_model
+from policy.rules.common import PREVIEW, StackViolations, variant_model
+from policy.rules.copies import component_model
 
 CPU_ONLY_BACKENDS = ("onnx",)
 """Container backends that compute on the host CPU only (container/backends: onnx = onnxruntime's CPU
@@ -49,8 +49,8 @@ def rule_backend_matches_instance(stack: Stack, cfg: Mapping[str, Any], cache: P
                     continue
             except ConfigError:
                 continue  # instance-type-allowed reports types outside the table
-            model, _ = (_model(stack, configs[0], v) if at(v, "modelName") is not MISSING
-                        else _component_model(stack, e))
+            model, _ = (variant_model(stack, configs[0], v) if at(v, "modelName") is not MISSING
+                        else component_model(stack, e))
             if model is None:
                 continue
             backend = _backend_of(model)

@@ -14,14 +14,14 @@ from policy.resources import (
     at,
     fmt,
 )
-from policy.rules.common import FIX_HAND_EDIT, Scaled, StackViolations, _policies, _provenance, _step_policies, scaled_variants
+from policy.rules.common import FIX_HAND_EDIT, Scaled, StackViolations, policies_of, scaled_provenance, scaled_variants, step_policies
 from policy.rules.compare import plan_differences
 from speech.deploy import scaling
 
 # --- batch-scaling-matches-plan ----------------------------------------------------------------
 
 
-def _is_async(stack: Stack, endpoint: Res | None) -> bool:
+def is_async_endpoint(stack: Stack, endpoint: Res | None) -> bool:
     """The endpoint's configuration in this stack has an asyncInferenceConfig (a batch route)."""
     if endpoint is None:
         return False
@@ -29,9 +29,9 @@ def _is_async(stack: Stack, endpoint: Res | None) -> bool:
     return any(c.get("asyncInferenceConfig") not in (MISSING, None) for c in configs)
 
 
-def _batch_route(stack: Stack, s: Scaled, cache: ProvenanceCache) -> bool:
+def is_batch_route(stack: Stack, s: Scaled, cache: ProvenanceCache) -> bool:
     """An asynchronous endpoint, or one whose provenance is a batch plan: batch-scaling-matches-plan judges it."""
-    if _is_async(stack, s.endpoint):
+    if is_async_endpoint(stack, s.endpoint):
         return True
     try:
         return s.endpoint is not None and cache.get(s.endpoint).batch is not None
@@ -65,19 +65,19 @@ def rule_batch_scaling(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCa
               "program create the backlog scaling (priority: batch, hosting: async, then pulumi preview)")
     for s in scaled_variants(stack):
         t = s.target
-        is_async = _is_async(stack, s.endpoint)
+        is_async = is_async_endpoint(stack, s.endpoint)
         try:
-            prov = _provenance(s, cache) if s.endpoint is not None else None
+            prov = scaled_provenance(s, cache) if s.endpoint is not None else None
         except NoProvenance as err:
             if is_async:
                 yield (f"{t.label}: cannot compare the asynchronous endpoint's scaling with a batch plan: {err.message}",
                        t.urn)
             continue
         batch = prov.batch if prov is not None else None
-        if not is_async and batch is None:
-            continue  # a real-time route: the real-time rules judge it
+        if s.endpoint is None or (not is_async and batch is None):
+            continue  # a real-time route (or no endpoint, so neither async nor batch): the real-time rules judge it
         src = f"provenance document {prov.document_object.label}" if prov is not None else "its provenance"
-        if is_async and batch is None:
+        if batch is None:  # so is_async (the line above)
             yield (f"{t.label} scales the asynchronous endpoint {s.endpoint.label} from a real-time plan ({src} has no "
                    "max_delay_s); fix: set priority: batch, hosting: async and plan.max_delay_s for the model, then "
                    "bench plan --stack", t.urn)
@@ -91,10 +91,10 @@ def rule_batch_scaling(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCa
         if not isinstance(endpoint_name, str):
             endpoint_name = s.endpoint.name
         spec = scaling.batch_scaling_spec(batch, endpoint_name, s.variant or scaling.VARIANT)
-        policies = _policies(stack, s)
+        policies = policies_of(stack, s)
         tracking = [p for p in policies if p.get("policyType") == "TargetTrackingScaling"]
         backlog = [p for p in tracking if _metric_of_policy(p) == scaling.BACKLOG_METRIC]
-        wakes = _step_policies(stack, s, "out")
+        wakes = step_policies(stack, s, "out")
         alarms = _endpoint_alarms(stack, endpoint_name)
         wake_alarms = [a for a in alarms if a.get("metricName") == scaling.WAKE_METRIC]
 
@@ -108,7 +108,7 @@ def rule_batch_scaling(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCa
             elif metric != scaling.BACKLOG_METRIC:
                 yield (f"{p.label} tracks {fmt(metric)} on the batch endpoint {endpoint_name!r}, expected "
                        f"{scaling.BACKLOG_METRIC} only; {fix_rt}", p.urn)
-        for p in _step_policies(stack, s, "in"):
+        for p in step_policies(stack, s, "in"):
             yield (f"{p.label} is a step scale-in policy on the batch endpoint {endpoint_name!r}: backlog target "
                    f"tracking scales it in (to zero); {fix_rt}", p.urn)
         for a in alarms:

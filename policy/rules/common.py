@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from policy.recompute import FIX_PROVENANCE, NoProvenance, ProvenanceCache, provenance_tags_of
+from policy.recompute import FIX_PROVENANCE, NoProvenance, Provenance, ProvenanceCache, provenance_tags_of
 from policy.resources import (
     T_ENDPOINT,
     UNKNOWN,
@@ -78,25 +78,25 @@ def scaled_variants(stack: Stack) -> list[Scaled]:
     return out
 
 
-def _provenance(s: Scaled, cache: ProvenanceCache):
+def scaled_provenance(s: Scaled, cache: ProvenanceCache) -> Provenance:
     if s.endpoint is None:
         raise NoProvenance(s.problem or f"{s.target.label}: no endpoint")
     return cache.get(s.endpoint)
 
-def _scale_out_policies(stack: Stack, s: Scaled) -> list[Res]:
-    return [p for p in _policies(stack, s) if p.get("policyType") == "TargetTrackingScaling"]
+def scale_out_policies(stack: Stack, s: Scaled) -> list[Res]:
+    return [p for p in policies_of(stack, s) if p.get("policyType") == "TargetTrackingScaling"]
 
 
-def _policies(stack: Stack, s: Scaled) -> list[Res]:
+def policies_of(stack: Stack, s: Scaled) -> list[Res]:
     rid = s.resource_id if isinstance(s.resource_id, str) else ""
     return stack.policies_on(rid, s.target)
 
 
-def _step_policies(stack: Stack, s: Scaled, direction: str) -> list[Res]:
-    return [p for p in _policies(stack, s) if p.get("policyType") == "StepScaling" and step_direction(p) == direction]
+def step_policies(stack: Stack, s: Scaled, direction: str) -> list[Res]:
+    return [p for p in policies_of(stack, s) if p.get("policyType") == "StepScaling" and step_direction(p) == direction]
 
 
-def _scale_in_alarms(stack: Stack, s: Scaled) -> list[Res]:
+def scale_in_alarms(stack: Stack, s: Scaled) -> list[Res]:
     if s.endpoint_name is None or s.variant is None:
         return []
     return [
@@ -106,7 +106,7 @@ def _scale_in_alarms(stack: Stack, s: Scaled) -> list[Res]:
     ]
 
 
-def _surge_alarms(stack: Stack, s: Scaled) -> list[Res]:
+def surge_alarms(stack: Stack, s: Scaled) -> list[Res]:
     # GreaterThanThreshold is picked up too, so a surge alarm edited to fire one request late is
     # reported here rather than slipping past as "not a surge alarm".
     if s.endpoint_name is None or s.variant is None:
@@ -118,8 +118,8 @@ def _surge_alarms(stack: Stack, s: Scaled) -> list[Res]:
     ]
 
 
-def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Res | None, dict | None, str | None]:
-    """(endpoint configuration, variant, problem) then the model via :func:`_model`."""
+def config_and_variant(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Res | None, dict | None, str | None]:
+    """(endpoint configuration, variant, problem) then the model via :func:`variant_model`."""
     configs, unknown = stack.endpoint_config_of(endpoint)
     if not configs:
         if unknown:
@@ -144,7 +144,7 @@ def _model_of(stack: Stack, endpoint: Res, variant_name: str | None) -> tuple[Re
     return config, variant, None
 
 
-def _model(stack: Stack, config: Res, variant: Mapping[str, Any]) -> tuple[Res | None, str | None]:
+def variant_model(stack: Stack, config: Res, variant: Mapping[str, Any]) -> tuple[Res | None, str | None]:
     models, unknown = stack.model_of_variant(config, variant)
     if models:
         return models[0], None

@@ -24,7 +24,7 @@ from policy.resources import (
     native_tags,
     step_direction,
 )
-from policy.rules.common import FIX_HAND_EDIT, PREVIEW, StackViolations, _model_of, scaled_variants, target_tags_problem
+from policy.rules.common import FIX_HAND_EDIT, PREVIEW, StackViolations, config_and_variant, scaled_variants, target_tags_problem
 from policy.rules.compare import plan_differences
 from speech.deploy import provenance as pv
 from speech.deploy import scaling
@@ -64,7 +64,7 @@ def components_on(stack: Stack, endpoint: Res) -> list[Component]:
     return [c for c in components(stack) if c.endpoint is not None and c.endpoint.urn == endpoint.urn]
 
 
-def _component_model(stack: Stack, endpoint: Res) -> tuple[Res | None, str | None]:
+def component_model(stack: Stack, endpoint: Res) -> tuple[Res | None, str | None]:
     """The SageMaker model an inference-component endpoint serves: its component's ``specification.modelName``."""
     comps = components_on(stack, endpoint)
     if len(comps) != 1:
@@ -141,6 +141,7 @@ def rule_copy_scaling_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: 
         except NoProvenance as err:
             yield (f"{t.label}: cannot compare copy scaling with a copy plan: {err.message}", t.urn)
             continue
+        assert c.endpoint is not None  # _copy_plan raises NoProvenance for a component without one
         name = c.name if isinstance(c.name, str) else c.endpoint_name
         spec = scaling.component_scaling_spec(plan, c.endpoint_name, name)
         src = f"copy plan recomputed from provenance document {prov.document_object.label}"
@@ -178,16 +179,18 @@ def rule_copy_scaling_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: 
                 yield (f"{p.label} disableScaleIn is {fmt(p.get('targetTrackingScalingPolicyConfiguration.disableScaleIn'))}"
                        ", expected true: copies scale in by the alarm-driven step at the per-copy C_scale_min; "
                        f"{FIX_HAND_EDIT}", p.urn)
-        config, variant, problem = _model_of(stack, c.endpoint, spec.variant)
+        config, variant, problem = config_and_variant(stack, c.endpoint, spec.variant)
         if problem:
             yield f"cannot check managed instance scaling of {c.endpoint.label}: {problem}", t.urn
         else:
+            assert config is not None and variant is not None  # config_and_variant gives both when it finds no problem
             for msg in plan_differences("instances", _variant_view(config, variant), spec, src, kinds["instances"]):
                 yield msg, config.urn
-        model, problem = _component_model(stack, c.endpoint)
+        model, problem = component_model(stack, c.endpoint)
         if problem:
             yield f"cannot check the copies' queue depth: {problem}", t.urn
         else:
+            assert model is not None  # component_model gives the model when it finds no problem
             for msg in plan_differences("queue", model, spec, src, kinds["queue"]):
                 yield msg, model.urn
 
@@ -283,6 +286,7 @@ def rule_component_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Prove
         except NoProvenance as err:
             yield (f"{t.label} scales {c.ic.label}, but {err.message}", t.urn)
             continue
+        assert c.endpoint is not None  # _copy_plan raises NoProvenance for a component without one
         m = prov.document.measurements
         for kind, art in (("qmax", m.qmax), ("ttotal", m.ttotal)):
             origin = art.provenance.origin

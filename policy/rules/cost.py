@@ -6,9 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from policy.recompute import NoProvenance, ProvenanceCache, tags_of
+from policy.recompute import NoProvenance, Provenance, ProvenanceCache, tags_of
 from policy.resources import (
-    has_unknown,
     MISSING,
     T_ENDPOINT,
     UNKNOWN,
@@ -17,6 +16,7 @@ from policy.resources import (
     as_number,
     at,
     fmt,
+    has_unknown,
 )
 from policy.rules.common import FIX_HAND_EDIT, PREVIEW, StackViolations, scaled_variants
 from speech.deploy import provenance as pv
@@ -115,7 +115,7 @@ def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: 
     from speech.plan.budget import BATCH_FLOOR_INSTANCES, ModelNeed, allocate, check_deployed
     from speech.schema.plan_artifacts import PlanArtifact
 
-    provs = {}
+    provs: dict[str, Provenance | None] = {}
     for urn, (e, _, _) in deployed.items():
         try:
             provs[urn] = cache.get(e)
@@ -162,6 +162,7 @@ def _stack_budget(deployed: Mapping[str, tuple[Res, str | None, float]], cache: 
     if short:
         yield (f"{allocation.findings[0].message} (speech.plan.budget.allocate over the provenance documents)", None)
     for name, p in docs.items():
+        assert p.document.budget is not None  # docs holds only the documents that record a budget (above)
         if p.document.budget != allocation.of(name):
             yield (f"provenance document {p.document_object.label} records a budget allocation for {name!r} of "
                    f"{p.document.budget.max_instances} instances, but the allocation recomputed over every model is "

@@ -17,8 +17,17 @@ from policy.resources import (
     fmt,
     has_unknown,
 )
-from policy.rules.common import PREVIEW, Deferred, StackViolations, _model, _model_of, _provenance, scaled_variants, target_tags_problem
-from policy.rules.copies import _component_model, components_on
+from policy.rules.common import (
+    PREVIEW,
+    Deferred,
+    StackViolations,
+    config_and_variant,
+    scaled_provenance,
+    scaled_variants,
+    target_tags_problem,
+    variant_model,
+)
+from policy.rules.copies import component_model, components_on
 from speech.deploy import provenance as pv
 from speech.deploy import receipts as rc
 from speech.deploy import scaling
@@ -33,11 +42,12 @@ def rule_measured_provenance(stack: Stack, cfg: Mapping[str, Any], cache: Proven
     for s in scaled_variants(stack):
         t = s.target
         try:
-            prov = _provenance(s, cache)
+            prov = scaled_provenance(s, cache)
         except NoProvenance as err:
             prefix = "" if s.endpoint is None else f"{t.label} scales {s.endpoint.label}, but "
             yield prefix + err.message, t.urn
             continue
+        assert s.endpoint is not None  # scaled_provenance raises NoProvenance for a target without one
         origin = prov.origin
         allowed = origin == "measured" or (origin == "reference" and allow_reference) or (
             origin == "assumption" and allow_assumption
@@ -79,10 +89,11 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
             yield (f"cannot compare {e.label} with the artifacts' fingerprint: {err.message}", e.urn)
             continue
         fp = prov.document.measurements.qmax.fingerprint
-        config, variant, problem = _model_of(stack, e, None)
+        config, variant, problem = config_and_variant(stack, e, None)
         if problem:
             yield (f"cannot compare {e.label} with the artifacts' fingerprint: {problem}", e.urn)
             continue
+        assert config is not None and variant is not None  # config_and_variant gives both when it finds no problem
         fix = (f"fix: deploy what was measured ({fp.instance_type}, {fp.image_digest[:19]}...) or measure what is "
                "deployed (bench qmax, bench ttotal on it) and re-plan")
         itype = at(variant, "instanceType")
@@ -91,11 +102,12 @@ def rule_fingerprint(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCach
         elif itype != fp.instance_type:
             yield (f"{config.label} deploys instance type {fmt(itype)}, but the artifacts in provenance document "
                    f"{prov.document_object.label} were measured on {fp.instance_type!r} ({fp.slug}); {fix}", config.urn)
-        model, problem = _model(stack, config, variant) if at(variant, "modelName") is not MISSING or not \
-            components_on(stack, e) else _component_model(stack, e)
+        model, problem = variant_model(stack, config, variant) if at(variant, "modelName") is not MISSING or not \
+            components_on(stack, e) else component_model(stack, e)
         if problem:
             yield (f"cannot compare the image of {e.label} with the artifacts' fingerprint: {problem}", e.urn)
             continue
+        assert model is not None  # variant_model and component_model give the model when they find no problem
         image = model.get("primaryContainer.image")
         builds = stack.built_images(model, "primaryContainer")
         if image is UNKNOWN and builds:

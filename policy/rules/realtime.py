@@ -18,21 +18,21 @@ from policy.resources import (
     parse_resource_id,
     step_direction,
 )
-from policy.rules.batch import _batch_route, _is_async
+from policy.rules.batch import is_async_endpoint, is_batch_route
 from policy.rules.common import (
     FIX_HAND_EDIT,
     PREVIEW,
     Scaled,
     StackViolations,
-    _model,
-    _model_of,
-    _policies,
-    _provenance,
-    _scale_in_alarms,
-    _scale_out_policies,
-    _step_policies,
-    _surge_alarms,
+    config_and_variant,
+    policies_of,
+    scale_in_alarms,
+    scale_out_policies,
+    scaled_provenance,
     scaled_variants,
+    step_policies,
+    surge_alarms,
+    variant_model,
 )
 from policy.rules.compare import plan_differences
 from speech.deploy import scaling
@@ -92,11 +92,12 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
     for s in scaled_variants(stack):
         t = s.target
         try:
-            prov = _provenance(s, cache)
+            prov = scaled_provenance(s, cache)
         except NoProvenance as err:
             yield (f"{t.label}: cannot compare scaling with a plan: {err.message}", t.urn)
             continue
-        if prov.plan is None or _is_async(stack, s.endpoint):
+        assert s.endpoint is not None  # scaled_provenance raises NoProvenance for a target without one
+        if prov.plan is None or is_async_endpoint(stack, s.endpoint):
             continue  # a batch route: batch-scaling-matches-plan compares it with its batch plan
         plan, src = prov.plan, f"provenance document {prov.document_object.label}"
         if s.endpoint_name is None:
@@ -107,18 +108,18 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
             endpoint_name = s.endpoint_name
         spec = scaling.scaling_spec(plan, endpoint_name, s.variant or scaling.VARIANT)
         found: list[tuple[str, Res]] = [("target", t)]
-        found += [("scale_out", p) for p in _scale_out_policies(stack, s)]
-        found += [("scale_in", p) for p in _step_policies(stack, s, "in")]
-        found += [("scale_in_alarm", a) for a in _scale_in_alarms(stack, s)]
-        found += [("surge", p) for p in _step_policies(stack, s, "out")]
-        found += [("surge_alarm", a) for a in _surge_alarms(stack, s)]
+        found += [("scale_out", p) for p in scale_out_policies(stack, s)]
+        found += [("scale_in", p) for p in step_policies(stack, s, "in")]
+        found += [("scale_in_alarm", a) for a in scale_in_alarms(stack, s)]
+        found += [("surge", p) for p in step_policies(stack, s, "out")]
+        found += [("surge_alarm", a) for a in surge_alarms(stack, s)]
         for part, res in found:
             for msg in plan_differences(part, res, spec, src):
                 yield msg, res.urn
         yield from scheduled_differences(stack, s, spec, src)
         if s.endpoint is not None:
-            config, variant, problem = _model_of(stack, s.endpoint, s.variant)
-            model, problem2 = (None, None) if variant is None else _model(stack, config, variant)
+            config, variant, problem = config_and_variant(stack, s.endpoint, s.variant)
+            model, problem2 = (None, None) if config is None or variant is None else variant_model(stack, config, variant)
             if problem or problem2:
                 yield (f"cannot check the container queue depth of {s.endpoint.label}: {problem or problem2}", t.urn)
             elif model is not None:
@@ -133,10 +134,11 @@ def rule_plan_feasible(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCa
     for s in scaled_variants(stack):
         t = s.target
         try:
-            prov = _provenance(s, cache)
+            prov = scaled_provenance(s, cache)
         except NoProvenance as err:
             yield (f"{t.label}: cannot show that its plan is feasible: {err.message}", t.urn)
             continue
+        assert s.endpoint is not None  # scaled_provenance raises NoProvenance for a target without one
         plan = prov.plan
         if prov.verdict == "stop":
             stops = "; ".join(f"{f.name}: {f.message}" for f in prov.findings if f.level == "stop")
@@ -149,7 +151,7 @@ def rule_plan_feasible(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCa
         if plan is None:
             continue  # a batch plan: its cooldowns are compared by batch-scaling-matches-plan
         planning = plan.t_total.planning_s
-        for p in _step_policies(stack, s, "in"):
+        for p in step_policies(stack, s, "in"):
             cd = p.get("stepScalingPolicyConfiguration.cooldown")
             n = as_number(cd)
             if cd is UNKNOWN:
@@ -182,12 +184,12 @@ def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
                        "targets; fix: keep one", t.urn)
                 continue
             seen[s.resource_id] = t
-        if _batch_route(stack, s, cache):
+        if is_batch_route(stack, s, cache):
             continue  # a batch route's two paths (backlog, wake): batch-scaling-matches-plan
-        policies = _policies(stack, s)
+        policies = policies_of(stack, s)
         outs = [p for p in policies if p.get("policyType") == "TargetTrackingScaling"]
-        ins = _step_policies(stack, s, "in")
-        surges = _step_policies(stack, s, "out")
+        ins = step_policies(stack, s, "in")
+        surges = step_policies(stack, s, "out")
         where = f"{t.label} ({fmt(s.resource_id)})"
         if len(outs) != 1:
             names = ", ".join(p.label for p in outs) or "none"
@@ -215,7 +217,7 @@ def rule_one_path(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) 
             elif ptype not in ("StepScaling", "TargetTrackingScaling"):
                 yield (f"{p.label} policyType is {fmt(ptype)}, expected TargetTrackingScaling or StepScaling; {fix}", p.urn)
         if s.endpoint_name is not None and ins:
-            alarms = _scale_in_alarms(stack, s)
+            alarms = scale_in_alarms(stack, s)
             if len(alarms) != 1:
                 yield (f"{where} has {len(alarms)} scale-in alarms ({scaling.METRIC} <= threshold on "
                        f"{s.endpoint_name}/{s.variant}: {', '.join(a.label for a in alarms) or 'none'}), expected exactly "

@@ -196,7 +196,7 @@ def unpack(archive: bytes, dest: Path) -> list[str]:
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 
 
-def _isolation(log_text: str, source: Path) -> str | None:
+def isolation_problem(log_text: str, source: Path) -> str | None:
     """What in the build's log shows the repository on the exporter's path (None: nothing does)."""
     exporter = next((line.split(" ", 2)[2] for line in log_text.splitlines() if line.startswith("weight-cache: exporter ")), None)
     paths = next((line.split(" ", 2)[2] for line in log_text.splitlines() if line.startswith("weight-cache: sys.path ")), None)
@@ -252,7 +252,7 @@ def run_build(plan: Plan, out: Path, log: Path, local_source: Path | None = None
                          f"(speech.deploy.weights.export_sources) (log {log})", took)
         tail = text.strip().splitlines()[-3:]
         return Check("build", False, f"{what}; {SCRIPT_NAME} exited {proc.returncode}: {' | '.join(tail)} (log {log})", took)
-    problem = _isolation(text, source)
+    problem = isolation_problem(text, source)
     if problem:
         return Check("build", False, f"{what}; {problem}", took)
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())

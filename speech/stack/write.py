@@ -34,7 +34,7 @@ from speech.stack.read import ARTIFACT_KINDS, PROJECT, file_sha256, is_reference
 MODELS_KEY = f"{PROJECT}:models"
 
 
-def _yaml() -> YAML:
+def round_trip_yaml() -> YAML:
     y = YAML(typ="rt")
     y.preserve_quotes = True
     y.indent(mapping=2, sequence=4, offset=2)
@@ -70,7 +70,7 @@ def parse_stack_text(path: Path, text: str) -> dict[str, Any]:
     """A stack file's text as round-trip data. Errors name file, line, column and the key
     (:func:`speech.files.yaml_error_message`); a .nan or .inf value is refused by its key path."""
     try:
-        data = _yaml().load(text)
+        data = round_trip_yaml().load(text)
     except YAMLError as err:
         raise ConfigError(yaml_error_message(path, err, text)) from None
     except RecursionError:
@@ -232,7 +232,7 @@ def _write(path: Path, data: dict[str, Any], before: str | None) -> None:
     """Write ``data`` (under the caller's :func:`stack_lock`), unless the file changed since it was
     read as ``before``: an editor takes no lock, and its save is refused rather than replaced."""
     buf = io.StringIO()
-    _yaml().dump(data, buf)
+    round_trip_yaml().dump(data, buf)
     if _read_text(path) != before:
         raise StackBusyError(f"{path}: changed on disk while bench was writing it (an editor?); nothing was "
                              "written: save your edit and re-run")

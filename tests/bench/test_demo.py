@@ -150,12 +150,12 @@ def test_tune_runs_after_plan_and_before_simulate():
 
 
 def test_the_seed_plan_is_never_the_tuned_one(tmp_path):
-    from bench.commands.demo import _seed_plan_path
+    from bench.commands.demo import seed_plan_path
 
     (tmp_path / "plan-kokoro-82m.json").write_text("{}")
     time.sleep(0.01)
     (tmp_path / "plan-kokoro-82m-tuned.json").write_text("{}")  # newer, and still not the seed
-    assert _seed_plan_path(tmp_path).name == "plan-kokoro-82m.json"
+    assert seed_plan_path(tmp_path).name == "plan-kokoro-82m.json"
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,7 @@ def planned_and_tuned(tmp_path_factory):
     import shutil
 
     from bench.cli.main import main
-    from bench.commands.demo import _tune, add_arguments
+    from bench.commands.demo import add_arguments, tune_step
 
     root = tmp_path_factory.mktemp("demo")
     out = root / "out"
@@ -178,7 +178,7 @@ def planned_and_tuned(tmp_path_factory):
     add_arguments(p)
     args = p.parse_args(["--out", str(out), "--stack-dir", str(root), *DEMO_FLAGS])
     plan = load_artifact(out / "plan-kokoro-82m.json", PlanArtifact)
-    return root, plan, _tune(args, out, qp, tp, plan)
+    return root, plan, tune_step(args, out, qp, tp, plan)
 
 
 def test_the_tune_step_tunes_the_plan_just_made_on_the_demos_hour(planned_and_tuned, capsys):

@@ -93,7 +93,7 @@ def _value(resources, name, path):
 
 def _pack(resources) -> list[str]:
     """scaling-matches-plan on the resources, through the pack's own conversion of the engine's data."""
-    stack = policies._stack_from_args(StackValidationArgs([
+    stack = policies.stack_from_args(StackValidationArgs([
         PolicyResource(r.type, dict(r.props), r.urn_in("dev", "speech-endpoints"), r.name, None, None, None, [], {})
         for r in resources
     ]))

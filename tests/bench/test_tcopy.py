@@ -13,7 +13,7 @@ from speech.files import load_artifact
 
 from bench.commands import tcopy as tcopy_cmd
 from bench.cli.main import build_parser, main
-from bench.load.targets import HttpTarget, _local_fingerprint
+from bench.load.targets import HttpTarget, local_fingerprint
 
 from tests.container.conftest import ServerProc
 
@@ -24,9 +24,9 @@ from .test_qmax_component import COMPONENT, StubbedSession, component_response, 
 def test_local_fingerprint_ignores_the_footprint():
     """/ping's footprint moves from ping to ping; the fingerprint names the build, not the moment."""
     base = {"status": "ok", "backend": "onnx", "weights_sha256": "sha256:" + "a" * 64}
-    a = _local_fingerprint("local:x", {**base, "footprint": {"rss_bytes": 1}}, None, None)
-    b = _local_fingerprint("local:x", {**base, "footprint": {"rss_bytes": 2}}, None, None)
-    c = _local_fingerprint("local:x", {**base, "backend": "torch"}, None, None)
+    a = local_fingerprint("local:x", {**base, "footprint": {"rss_bytes": 1}}, None, None)
+    b = local_fingerprint("local:x", {**base, "footprint": {"rss_bytes": 2}}, None, None)
+    c = local_fingerprint("local:x", {**base, "backend": "torch"}, None, None)
     assert a == b != c
 
 

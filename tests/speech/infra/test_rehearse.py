@@ -14,7 +14,7 @@ import pytest
 
 from speech.deploy import weights
 from speech.infra.preview import run_preview
-from speech.infra.rehearse import _isolation, image_environment, rehearse
+from speech.infra.rehearse import image_environment, isolation_problem, rehearse
 
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow
@@ -186,9 +186,9 @@ def test_isolation_reads_the_build_log(tmp_path):
     src = tmp_path / "source"
     src.mkdir()
     ok = f"weight-cache: exporter {src}/container/__init__.py\nweight-cache: sys.path {[str(src), '/usr/lib/python3.11']!r}\n"
-    assert _isolation(ok, src) is None
+    assert isolation_problem(ok, src) is None
     leaked = f"weight-cache: exporter {ROOT}/container/__init__.py\nweight-cache: sys.path {[str(ROOT)]!r}\n"
-    assert "not from the unpacked archive" in _isolation(leaked, src)
+    assert "not from the unpacked archive" in isolation_problem(leaked, src)
     on_path = f"weight-cache: exporter {src}/container/__init__.py\nweight-cache: sys.path {[str(src), str(ROOT)]!r}\n"
-    assert "holds the repository" in _isolation(on_path, src)
-    assert "does not say" in _isolation("", src)
+    assert "holds the repository" in isolation_problem(on_path, src)
+    assert "does not say" in isolation_problem("", src)
