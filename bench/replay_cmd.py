@@ -17,14 +17,19 @@ import numpy as np
 from speech.schema.artifacts import SCHEMA_VERSION, Frozen
 from speech.files import write_artifact
 
-from bench.errors import UsageError
+from bench.errors import TargetError, UsageError
 from bench.ladder import MIXES
+from bench.load.schedule import Schedule, request_body, texts_for as schedule_texts
 from bench.loadgen import new_event_loop
 from bench.qmax_cmd import add_target_arguments
 from bench.simulate_cmd import load_trace
 from bench.targets import Outcome, Target, make_target
 
-DESCRIPTION = """\
+LOCAL_MAX_RPS = 800
+"""--engine auto uses the asyncio engine up to this rate at the trace's busiest second: where its
+send-late p99 stayed under 10 ms on a shared 2-core machine (benchmarks/replay_scale.py)."""
+
+DESCRIPTION = f"""\
 Send a traffic trace to a real target open-loop: every request leaves at its own timestamp,
 whether or not earlier ones have answered (a closed loop would slow down with the server and hide
 its queue). Records per request when it was due, when it was sent, TTFAB and whether the gate
@@ -32,9 +37,16 @@ rejected it (503 queue_saturated / shed_deadline / draining).
 
   python -m bench replay --trace step:base=20,factor=3,at=30,duration=60 --url http://127.0.0.1:8080
   python -m bench replay --trace azure-conv:peak=40,speedup=60 --endpoint dev-kokoro-82m --duration 120
+  python -m bench replay --trace steady:rps=3000,duration=60 --url http://127.0.0.1:8080 --engine locust --workers 4
+
+Engines: `local` (one asyncio process) or `locust` (a Locust master and --workers worker processes,
+or --master-bind HOST:PORT --expect-workers N for workers on other machines; each worker sends an
+independent random thinning of the trace, the same artifact either way). `auto` (default) picks
+local up to {LOCAL_MAX_RPS} requests/s at the trace's busiest second, Locust above it.
 
 Traces are the same specs as `bench simulate` (see its --help). Writes replay-<trace>.json into
---out. Exit 0 done, 2 bad input, 130 interrupted (what was measured so far is written).
+--out (with --csv / --html, Locust's files beside it). Exit 0 done, 2 bad input, 130 interrupted
+(with --engine locust what was measured so far is written).
 """
 
 LateWarnMs = 50.0
@@ -67,6 +79,15 @@ class ReplayArtifact(Frozen):
     within_slo_share: float | None = None
     send_late_p99_ms: float
     started_at: datetime
+    engine: str = "local"
+    """local (one asyncio process) or locust."""
+    workers: int = 1
+    """Processes that sent the requests (Locust workers)."""
+    scheduled: int | None = None
+    """Requests the trace held; more than ``requests`` when a worker died or the run was interrupted."""
+    dead_workers: list[str] = []
+    """Workers that did not finish their share: which, and why."""
+    interrupted: bool = False
     per_request: list[ReplayRequest]
 
 
@@ -79,6 +100,66 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="also report the share answered within this SLO")
     p.add_argument("--out", type=Path, default=Path("out/replay"), metavar="DIR", help="artifact directory (default out/replay)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_engine_arguments(p)
+
+
+def add_engine_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("load engine")
+    g.add_argument("--engine", choices=["auto", "local", "locust"], default="auto",
+                   help=f"local asyncio process or Locust processes (default auto: local up to {LOCAL_MAX_RPS} rps)")
+    g.add_argument("--workers", type=int, default=None, metavar="N", help="--engine locust: local worker processes (default: the cores)")
+    g.add_argument("--master-bind", metavar="HOST:PORT", help="--engine locust: bind the master here for workers on other machines")
+    g.add_argument("--expect-workers", type=int, default=None, metavar="N", help="with --master-bind: wait for N workers")
+    g.add_argument("--csv", action="store_true", help="--engine locust: also write Locust's CSV files beside the artifact")
+    g.add_argument("--html", action="store_true", help="--engine locust: also write Locust's HTML report beside the artifact")
+
+
+def engine_options(args: argparse.Namespace, peak_rps: float | None, transport: str = "stream"):
+    """The engine --engine/auto picks, checked against the other engine flags: ("local", None) or
+    ("locust", EngineOptions). Bad combinations are UsageErrors (exit 2)."""
+    import importlib.util
+    import os
+
+    from bench.load.locust_engine import EngineOptions, parse_bind, require_locust
+
+    locust_flags = [f for f, v in (("--workers", args.workers), ("--master-bind", args.master_bind),
+                                   ("--expect-workers", args.expect_workers), ("--csv", args.csv), ("--html", args.html))
+                    if v not in (None, False)]
+    engine = args.engine
+    if engine == "auto":
+        wants = bool(locust_flags) or (peak_rps is not None and peak_rps > LOCAL_MAX_RPS)
+        engine = "locust" if wants and importlib.util.find_spec("locust") is not None and transport == "stream" else "local"
+    if engine == "local":
+        if locust_flags:
+            raise UsageError(f"{', '.join(locust_flags)}: only with --engine locust")
+        return "local", None
+    require_locust()
+    if transport != "stream":
+        raise UsageError(f"--engine locust sends --transport stream only (not {transport}); use --engine local")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers {args.workers}: must be >= 1")
+    if args.expect_workers is not None and args.expect_workers < 1:
+        raise UsageError(f"--expect-workers {args.expect_workers}: must be >= 1")
+    if args.master_bind:
+        parse_bind(args.master_bind)
+        if args.workers is not None:
+            raise UsageError("--workers starts local workers; with --master-bind the workers are remote: pass --expect-workers N")
+        if args.expect_workers is None:
+            raise UsageError("--master-bind needs --expect-workers N (how many remote workers to wait for)")
+    elif args.expect_workers is not None:
+        raise UsageError("--expect-workers is for remote workers: add --master-bind HOST:PORT (or use --workers N)")
+    return "locust", EngineOptions(workers=args.workers or os.cpu_count() or 1, master_bind=args.master_bind,
+                                   expect_workers=args.expect_workers)
+
+
+def locust_target(target: Target) -> dict:
+    """What the Locust workers send to, from a checked target."""
+    from bench.targets import SageMakerTarget
+
+    if isinstance(target, SageMakerTarget):
+        return {"sagemaker_endpoint": target.endpoint, "aws_region": target.session.region_name,
+                "inference_component": target.inference_component}
+    return {"host": target.url}  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -89,13 +170,8 @@ class Sent:
 
 
 def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
-    """One text per request: cycling the mix, or by size rank when the trace has sizes (the
-    shortest texts for the smallest requests)."""
-    pool = sorted(MIXES[mix], key=len)
-    if sizes is None or sizes.size == 0:
-        return [pool[i % len(pool)] for i in range(count)]
-    ranks = np.argsort(np.argsort(sizes, kind="stable"), kind="stable") / max(1, sizes.size - 1)
-    return [pool[min(len(pool) - 1, int(r * len(pool)))] for r in ranks]
+    """One text per request from the mix (see bench.load.schedule.texts_for)."""
+    return schedule_texts(sizes, count, MIXES[mix])
 
 
 async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str]) -> list[Sent]:
@@ -160,19 +236,47 @@ def run(args: argparse.Namespace) -> int:
     if times.size == 0:
         raise UsageError(f"--trace {args.trace!r}: no requests in the first {args.duration or trace.duration_s:g} s")
     target = make_target(args)
+    duration = float(args.duration or trace.duration_s)
+    peak = float(np.bincount(times.astype(int)).max()) if times.size else 0.0
+    engine, eopts = engine_options(args, peak, getattr(args, "transport", "stream"))
     target.check()
     texts = texts_for(sizes, times.size, args.mix)
     started = datetime.now(UTC)
-    duration = float(args.duration or trace.duration_s)
-    print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
-    loop = new_event_loop()
-    try:
-        sent = loop.run_until_complete(replay_async(target, times.tolist(), texts))
-    finally:
-        loop.close()
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
+    extra: dict = {}
+    if eopts is None:
+        print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
+        loop = new_event_loop()
+        try:
+            sent = loop.run_until_complete(replay_async(target, times.tolist(), texts))
+        finally:
+            loop.close()
+    else:
+        from bench.load.locust_engine import run_locust
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        eopts.csv_prefix = (args.out / f"replay-{safe}").resolve() if args.csv else None
+        eopts.html = (args.out / f"replay-{safe}.html").resolve() if args.html else None
+        eopts.quiet = args.json
+        where = (f"master on {eopts.master_bind}, {eopts.expect_workers} remote worker(s)" if eopts.master_bind
+                 else f"{eopts.workers} worker process(es)")
+        print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop, Locust: {where})",
+              file=sys.stderr)
+        sched = Schedule.of(times, texts, request_body, spec=trace.spec, seed=args.seed, duration_s=duration)
+        res = run_locust(locust_target(target), eopts, schedule=sched, timeout_s=duration + 180)
+        sent = [Sent(due_s=r[0], sent_s=r[0] + max(0.0, r[1]) / 1000,
+                     outcome=Outcome(start=r[4], end=r[5], ttfab_s=None if r[2] is None else r[2] / 1000, ok=r[3] == "ok",
+                                     rejected=r[3] == "rejected", error=None if r[3] in ("ok", "rejected") else r[3]))
+                for r in res.rows]
+        sent.sort(key=lambda x: x.due_s)
+        if not sent:
+            raise TargetError("the Locust run measured no request" + (f" ({'; '.join(res.dead)})" if res.dead else ""))
+        extra = {"engine": "locust", "workers": res.workers, "scheduled": int(times.size), "dead_workers": res.dead,
+                 "interrupted": res.interrupted}
     art = summarize(sent, target=target.name, spec=trace.spec, seed=args.seed, duration_s=duration, slo_ms=args.slo_ms,
                     started_at=started)
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
+    if extra:
+        art = art.model_copy(update=extra)
     path = write_artifact(args.out / f"replay-{safe}.json", art)
     if args.json:
         print(art.model_dump_json(indent=2, exclude={"per_request"}))
@@ -184,5 +288,9 @@ def run(args: argparse.Namespace) -> int:
               + (f"; within SLO {100 * art.within_slo_share:.2f}%" if art.within_slo_share is not None else ""))
         warn = "  (client fell behind: results understate the offered load)" if art.send_late_p99_ms > LateWarnMs else ""
         print(f"sent late p99 {art.send_late_p99_ms:.1f} ms{warn}")
+        if art.engine == "locust":
+            print(f"engine locust, {art.workers} worker(s); {art.requests} of {art.scheduled} scheduled requests measured")
+        for dead in art.dead_workers:
+            print(f"dead worker: {dead}")
         print(f"wrote {path}")
-    return 0
+    return 130 if art.interrupted else 0
