@@ -72,6 +72,8 @@ class LocustResult:
     """One line per worker that did not finish its share, naming it and why."""
     interrupted: bool = False
     sent: int = 0
+    worker_cpu_s: float = 0.0
+    """CPU the workers spent on their shares (from the share's start to its last answer), summed."""
 
 
 def worker_command(host: str, port: int) -> str:
@@ -206,6 +208,7 @@ def _read_rows(path: Path, result: LocustResult) -> None:
             result.rows.extend(rec["rows"])
         elif kind == "done":
             result.sent += int(rec.get("sent", 0))
+            result.worker_cpu_s += float(rec.get("cpu_s") or 0.0)
         elif kind == "dead":
             where = f"pid {rec['pid']} on {rec['host']}" if rec.get("pid") else f"client {rec.get('client')}"
             result.dead.append(f"worker {rec['worker']} ({where}) {rec['reason']} at {rec.get('at_s', 0):.1f} s")

@@ -195,6 +195,7 @@ def _start_part(environment: Any, share: dict, report) -> None:
     def part() -> None:
         import numpy as np
 
+        cpu0 = time.process_time()
         sent = 0
         if W.mode == "open":
             times = np.frombuffer(share["times"], dtype=np.float64)
@@ -203,7 +204,7 @@ def _start_part(environment: Any, share: dict, report) -> None:
         else:
             _wait_closed_end()
         W.running = False
-        report({"index": share["index"], "sent": sent, "rows": W.take_rows()})
+        report({"index": share["index"], "sent": sent, "rows": W.take_rows(), "cpu_s": time.process_time() - cpu0})
 
     gevent.spawn(part)
 
@@ -313,7 +314,7 @@ def _record_done(data: dict, cid: str = "local") -> None:
         M.sink.write({"type": "dead", "worker": i, "client": cid, "pid": info.get("pid"), "host": info.get("host"),
                       "reason": f"could not start: {data['error']}", "at_s": round(time.time() - M.start_at, 3)})
         return
-    M.sink.write({"type": "done", "worker": i, "sent": data.get("sent", 0)})
+    M.sink.write({"type": "done", "worker": i, "sent": data.get("sent", 0), "cpu_s": data.get("cpu_s")})
     M.done.add(i)
 
 
