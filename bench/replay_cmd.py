@@ -19,15 +19,12 @@ from speech.files import write_artifact
 
 from bench.errors import TargetError, UsageError
 from bench.ladder import MIXES
+from bench.load.locust_engine import LOCAL_MAX_RPS, add_engine_arguments, engine_options, locust_target
 from bench.load.schedule import Schedule, request_body, texts_for as schedule_texts
 from bench.loadgen import new_event_loop
 from bench.qmax_cmd import add_target_arguments
 from bench.simulate_cmd import load_trace
 from bench.targets import Outcome, Target, make_target
-
-LOCAL_MAX_RPS = 800
-"""--engine auto uses the asyncio engine up to this rate at the trace's busiest second: where its
-send-late p99 stayed under 10 ms on a shared 2-core machine (benchmarks/replay_scale.py)."""
 
 DESCRIPTION = f"""\
 Send a traffic trace to a real target open-loop: every request leaves at its own timestamp,
@@ -100,66 +97,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="also report the share answered within this SLO")
     p.add_argument("--out", type=Path, default=Path("out/replay"), metavar="DIR", help="artifact directory (default out/replay)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_engine_arguments(p)
-
-
-def add_engine_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("load engine")
-    g.add_argument("--engine", choices=["auto", "local", "locust"], default="auto",
-                   help=f"local asyncio process or Locust processes (default auto: local up to {LOCAL_MAX_RPS} rps)")
-    g.add_argument("--workers", type=int, default=None, metavar="N", help="--engine locust: local worker processes (default: the cores)")
-    g.add_argument("--master-bind", metavar="HOST:PORT", help="--engine locust: bind the master here for workers on other machines")
-    g.add_argument("--expect-workers", type=int, default=None, metavar="N", help="with --master-bind: wait for N workers")
-    g.add_argument("--csv", action="store_true", help="--engine locust: also write Locust's CSV files beside the artifact")
-    g.add_argument("--html", action="store_true", help="--engine locust: also write Locust's HTML report beside the artifact")
-
-
-def engine_options(args: argparse.Namespace, peak_rps: float | None, transport: str = "stream"):
-    """The engine --engine/auto picks, checked against the other engine flags: ("local", None) or
-    ("locust", EngineOptions). Bad combinations are UsageErrors (exit 2)."""
-    import importlib.util
-    import os
-
-    from bench.load.locust_engine import EngineOptions, parse_bind, require_locust
-
-    locust_flags = [f for f, v in (("--workers", args.workers), ("--master-bind", args.master_bind),
-                                   ("--expect-workers", args.expect_workers), ("--csv", args.csv), ("--html", args.html))
-                    if v not in (None, False)]
-    engine = args.engine
-    if engine == "auto":
-        wants = bool(locust_flags) or (peak_rps is not None and peak_rps > LOCAL_MAX_RPS)
-        engine = "locust" if wants and importlib.util.find_spec("locust") is not None and transport == "stream" else "local"
-    if engine == "local":
-        if locust_flags:
-            raise UsageError(f"{', '.join(locust_flags)}: only with --engine locust")
-        return "local", None
-    require_locust()
-    if transport != "stream":
-        raise UsageError(f"--engine locust sends --transport stream only (not {transport}); use --engine local")
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers {args.workers}: must be >= 1")
-    if args.expect_workers is not None and args.expect_workers < 1:
-        raise UsageError(f"--expect-workers {args.expect_workers}: must be >= 1")
-    if args.master_bind:
-        parse_bind(args.master_bind)
-        if args.workers is not None:
-            raise UsageError("--workers starts local workers; with --master-bind the workers are remote: pass --expect-workers N")
-        if args.expect_workers is None:
-            raise UsageError("--master-bind needs --expect-workers N (how many remote workers to wait for)")
-    elif args.expect_workers is not None:
-        raise UsageError("--expect-workers is for remote workers: add --master-bind HOST:PORT (or use --workers N)")
-    return "locust", EngineOptions(workers=args.workers or os.cpu_count() or 1, master_bind=args.master_bind,
-                                   expect_workers=args.expect_workers)
-
-
-def locust_target(target: Target) -> dict:
-    """What the Locust workers send to, from a checked target."""
-    from bench.targets import SageMakerTarget
-
-    if isinstance(target, SageMakerTarget):
-        return {"sagemaker_endpoint": target.endpoint, "aws_region": target.session.region_name,
-                "inference_component": target.inference_component}
-    return {"host": target.url}  # type: ignore[attr-defined]
+    add_engine_arguments(p, files=True)
 
 
 @dataclass

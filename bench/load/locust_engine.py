@@ -11,6 +11,7 @@ their last rows and Locust writes its CSV and HTML, then ends whatever is left.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib.util
 import json
@@ -24,11 +25,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.errors import TargetError, UsageError
 from bench.load.schedule import Schedule
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
+LOCAL_MAX_RPS = 800
+"""--engine auto uses the asyncio engine up to this rate at the trace's busiest second: where its
+send-late p99 stayed under 10 ms on a shared 2-core machine (benchmarks/replay_scale.py)."""
 CONNECT_WAIT_S = 60
 """How long the master waits for the expected workers before giving up (exit 2, named)."""
 STOP_GRACE_S = 10.0
@@ -74,6 +79,62 @@ class LocustResult:
     sent: int = 0
     worker_cpu_s: float = 0.0
     """CPU the workers spent on their shares (from the share's start to its last answer), summed."""
+
+
+def add_engine_arguments(p: argparse.ArgumentParser, files: bool) -> None:
+    """--engine, --workers, --master-bind, --expect-workers (and, with ``files``, --csv/--html)."""
+    g = p.add_argument_group("load engine")
+    g.add_argument("--engine", choices=["auto", "local", "locust"], default="auto",
+                   help=f"local asyncio process or Locust processes (default auto: local up to {LOCAL_MAX_RPS} rps)")
+    g.add_argument("--workers", type=int, default=None, metavar="N", help="--engine locust: local worker processes (default: the cores)")
+    g.add_argument("--master-bind", metavar="HOST:PORT", help="--engine locust: bind the master here for workers on other machines")
+    g.add_argument("--expect-workers", type=int, default=None, metavar="N", help="with --master-bind: wait for N workers")
+    if files:
+        g.add_argument("--csv", action="store_true", help="--engine locust: also write Locust's CSV files beside the artifact")
+        g.add_argument("--html", action="store_true", help="--engine locust: also write Locust's HTML report beside the artifact")
+
+
+def engine_options(args: argparse.Namespace, peak_rps: float | None, transport: str = "stream"):
+    """The engine --engine/auto picks, checked against the other engine flags: ("local", None) or
+    ("locust", EngineOptions). Bad combinations are UsageErrors (exit 2)."""
+    workers, bind, expect = getattr(args, "workers", None), getattr(args, "master_bind", None), getattr(args, "expect_workers", None)
+    locust_flags = [f for f, v in (("--workers", workers), ("--master-bind", bind), ("--expect-workers", expect),
+                                   ("--csv", getattr(args, "csv", False)), ("--html", getattr(args, "html", False)))
+                    if v not in (None, False)]
+    engine = getattr(args, "engine", "auto")
+    if engine == "auto":
+        wants = bool(locust_flags) or (peak_rps is not None and peak_rps > LOCAL_MAX_RPS)
+        engine = "locust" if wants and importlib.util.find_spec("locust") is not None and transport == "stream" else "local"
+    if engine == "local":
+        if locust_flags:
+            raise UsageError(f"{', '.join(locust_flags)}: only with --engine locust")
+        return "local", None
+    require_locust()
+    if transport != "stream":
+        raise UsageError(f"--engine locust sends --transport stream only (not {transport}); use --engine local")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers {workers}: must be >= 1")
+    if expect is not None and expect < 1:
+        raise UsageError(f"--expect-workers {expect}: must be >= 1")
+    if bind:
+        parse_bind(bind)
+        if workers is not None:
+            raise UsageError("--workers starts local workers; with --master-bind the workers are remote: pass --expect-workers N")
+        if expect is None:
+            raise UsageError("--master-bind needs --expect-workers N (how many remote workers to wait for)")
+    elif expect is not None:
+        raise UsageError("--expect-workers is for remote workers: add --master-bind HOST:PORT (or use --workers N)")
+    return "locust", EngineOptions(workers=workers or os.cpu_count() or 1, master_bind=bind, expect_workers=expect)
+
+
+def locust_target(target: Any) -> dict:
+    """What the Locust workers send to, from a checked target."""
+    from bench.targets import SageMakerTarget
+
+    if isinstance(target, SageMakerTarget):
+        return {"sagemaker_endpoint": target.endpoint, "aws_region": target.session.region_name,
+                "inference_component": target.inference_component}
+    return {"host": target.url}  # type: ignore[attr-defined]
 
 
 def worker_command(host: str, port: int) -> str:
@@ -218,3 +279,41 @@ def _cleanup(work: Path) -> None:
     for p in work.iterdir():
         p.unlink()
     work.rmdir()
+
+
+class LocustLevels:
+    """``bench validate --live --engine locust``: each closed-loop level (N requests in flight,
+    settle then measure) as one Locust run, N users spread over the workers; the same
+    :class:`~bench.loadgen.LevelResult` the asyncio session returns, with its window in this
+    process's perf_counter time (for the CloudWatch window)."""
+
+    def __init__(self, target: dict, opts: EngineOptions, mix: str) -> None:
+        self.target, self.opts, self.mix = target, opts, mix
+        self.workers = 0
+        self.dead: list[str] = []
+
+    def level(self, concurrency: int, settle_s: float, measure_s: float, texts=None, on_progress=None):
+        import numpy as np
+
+        from bench.loadgen import LevelResult
+        from bench.targets import Outcome
+
+        res = run_locust(self.target, self.opts, closed={"users": concurrency, "settle_s": settle_s, "measure_s": measure_s,
+                                                         "mix": self.mix}, timeout_s=settle_s + measure_s + 120)
+        if res.interrupted:
+            raise KeyboardInterrupt
+        self.workers = max(self.workers, res.workers)
+        self.dead += res.dead
+        # Rows are relative to the common start (wall clock start_at): place them on this clock.
+        t0 = time.perf_counter() - (time.time() - float(res.meta.get("start_at", time.time())))
+        lo, hi = t0 + settle_s, t0 + settle_s + measure_s
+        outs = [Outcome(start=t0 + r[4], end=t0 + r[5], ttfab_s=None if r[2] is None else r[2] / 1000, ok=r[3] == "ok",
+                        rejected=r[3] == "rejected", error=None if r[3] in ("ok", "rejected") else r[3]) for r in res.rows]
+        area = sum(max(0.0, min(o.end, hi) - max(o.start, lo)) for o in outs)
+        ttfab = np.array([o.ttfab_s * 1000 for o in outs if o.ok and o.ttfab_s is not None and lo <= o.start + o.ttfab_s <= hi])
+        return LevelResult(concurrency=concurrency, measure_s=measure_s, outcomes=[o for o in outs if lo <= o.end <= hi],
+                           ttfab_ms=ttfab, inflight_mean=area / measure_s if measure_s > 0 else 0.0, loop_lag_p99_ms=0.0,
+                           cpu_fraction=0.0, window=(lo, hi))
+
+    def close(self) -> None:
+        return None
