@@ -207,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
                                      rejected=r[3] == "rejected", error=None if r[3] in ("ok", "rejected") else r[3]))
                 for r in res.rows]
         sent.sort(key=lambda x: x.due_s)
+        if not sent and res.interrupted:
+            raise KeyboardInterrupt
         if not sent:
             raise TargetError("the Locust run measured no request" + (f" ({'; '.join(res.dead)})" if res.dead else ""))
         extra = {"engine": "locust", "workers": res.workers, "scheduled": int(times.size), "dead_workers": res.dead,

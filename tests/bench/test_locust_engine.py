@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -149,7 +150,7 @@ def test_remote_workers_and_a_dead_one_is_named(tmp_path):
     port = free_port()
     out = tmp_path / "o"
     with _stand_in() as s:
-        bench = subprocess.Popen([sys.executable, "-m", "bench", "replay", "--trace", "steady:rps=40,duration=12", "--url", s.url,
+        bench = subprocess.Popen([sys.executable, "-m", "bench", "replay", "--trace", "steady:rps=40,duration=20", "--url", s.url,
                                   "--engine", "locust", "--master-bind", f"127.0.0.1:{port}", "--expect-workers", "2",
                                   "--out", str(out)], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         workers = [subprocess.Popen([sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker", "--master-host",
@@ -157,8 +158,15 @@ def test_remote_workers_and_a_dead_one_is_named(tmp_path):
                                     stderr=subprocess.DEVNULL) for _ in range(2)]
         try:
             art_path = out / "replay-steady.json"
-            # Kill one worker once rows are flowing (the run is 12 s long).
-            time.sleep(12)
+            # Kill one worker once the run is under way: the master listens, the workers connect, the
+            # shares start LEAD_S later; the run then lasts 20 s.
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                time.sleep(0.2)
+            time.sleep(10)
             workers[0].send_signal(signal.SIGKILL)
             stdout, stderr = bench.communicate(timeout=180)
         finally:
@@ -176,12 +184,17 @@ def test_remote_workers_and_a_dead_one_is_named(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_every_worker_and_writes_what_was_measured(tmp_path):
-    out = tmp_path / "o"
+    out, tmp = tmp_path / "o", tmp_path / "t"
+    tmp.mkdir()
     with _stand_in() as s:
         bench = subprocess.Popen([sys.executable, "-m", "bench", "replay", "--trace", "steady:rps=40,duration=60", "--url", s.url,
-                                  "--engine", "locust", "--workers", "2", "--out", str(out)], env=_env(),
+                                  "--engine", "locust", "--workers", "2", "--out", str(out)], env={**_env(), "TMPDIR": str(tmp)},
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(20)
+        # Interrupt once the workers' periodic reports have brought rows to the master.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any('"type":"rows"' in p.read_text() for p in tmp.glob("*/rows.jsonl")):
+            time.sleep(0.5)
+        time.sleep(1)
         children = subprocess.run(["pgrep", "-f", f"locust -f {LOCUSTFILE}"], capture_output=True, text=True).stdout.split()
         bench.send_signal(signal.SIGINT)
         stdout, stderr = bench.communicate(timeout=60)
