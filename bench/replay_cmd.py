@@ -100,6 +100,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_engine_arguments(p, files=True)
 
 
+def open_loop_slots(peak_rps: float) -> int:
+    """Requests an open loop may hold in flight: 5 s of the busiest second's arrivals (threads of a
+    SageMaker pool start only when needed, so a generous bound costs nothing until used)."""
+    return int(min(2048, max(16, 5 * peak_rps)))
+
+
 @dataclass
 class Sent:
     due_s: float
@@ -112,9 +118,11 @@ def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
     return schedule_texts(sizes, count, MIXES[mix])
 
 
-async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str]) -> list[Sent]:
-    """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers."""
-    await target.open(1)
+async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str], slots: int = 1) -> list[Sent]:
+    """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers.
+    ``slots``: requests that may be in flight at once (SageMaker's thread pool is sized to it; a
+    pool smaller than the load would queue requests unseen, after their send time was taken)."""
+    await target.open(slots)
     t0 = time.perf_counter()
     results: list[Sent] = []
 
@@ -186,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
         loop = new_event_loop()
         try:
-            sent = loop.run_until_complete(replay_async(target, times.tolist(), texts))
+            sent = loop.run_until_complete(replay_async(target, times.tolist(), texts, open_loop_slots(peak)))
         finally:
             loop.close()
     else:

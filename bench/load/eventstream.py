@@ -124,6 +124,12 @@ class SageMakerStream:
         self.url = f"{u.scheme}://{u.netloc}{self.path}"
         self.http = HTTPClient(u.hostname or "", port=u.port, ssl=u.scheme == "https", concurrency=concurrency,
                                connection_timeout=10.0, network_timeout=timeout_s)
+        # Sign once now: botocore's first signature loads modules and resolves the credentials,
+        # a stall that would otherwise land on the first requests' send times.
+        self.signed_headers(b"{}")
+        from botocore.eventstream import EventStreamBuffer
+
+        EventStreamBuffer().add_data(b"")
 
     def signed_headers(self, body: bytes) -> dict[str, str]:
         from botocore.auth import SigV4Auth
