@@ -130,6 +130,9 @@ class SageMakerStream:
         from botocore.eventstream import EventStreamBuffer
 
         EventStreamBuffer().add_data(b"")
+        from bench.load.ghttp import warm_resolver
+
+        warm_resolver(u.hostname or "", u.port or (443 if u.scheme == "https" else 80))
 
     def signed_headers(self, body: bytes) -> dict[str, str]:
         from botocore.auth import SigV4Auth

@@ -36,6 +36,17 @@ def read_some(resp: Any, size: int = 1 << 16) -> bytes:
     return out
 
 
+def warm_resolver(host: str, port: int) -> None:
+    """Resolve the host once before the run: gevent's resolver starts its thread pool on first use,
+    a stall that would otherwise delay the first requests' send times."""
+    import gevent.socket
+
+    try:
+        gevent.socket.getaddrinfo(host, port)
+    except OSError:
+        pass  # the requests will report it, one by one
+
+
 def finish(resp: Any, broken: bool) -> None:
     """Give the connection back to the pool, or close it when the exchange failed part-way (its
     socket may still hold the rest of a response)."""
@@ -59,6 +70,7 @@ class HttpStream:
         self.path = u.path.rstrip("/") + "/invocations"
         self.http = HTTPClient(u.hostname, port=u.port, ssl=u.scheme == "https", concurrency=concurrency,
                                connection_timeout=10.0, network_timeout=timeout_s)
+        warm_resolver(u.hostname, u.port or (443 if u.scheme == "https" else 80))
 
     def invoke(self, body: bytes) -> StreamResult:
         start = time.perf_counter()
