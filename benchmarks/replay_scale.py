@@ -1,17 +1,18 @@
 """Open-loop replay at scale: the asyncio engine against Locust with 1 and 2 worker processes, one
 table from one run, against a stand-in fleet started here with a known time to the first byte.
 
-    .venv/bin/python benchmarks/replay_scale.py [--delay-ms 100] [--seconds 6] [--rates 200,350,500,750,1000,1500,2000,3000]
+    .venv/bin/python benchmarks/replay_scale.py [--delay-ms 100] [--seconds 5] [--rates 250,500,1000,1500,2000,3000]
 
 The stand-in is ``bench.synthetic --engine raw`` with unbounded concurrency and a fixed first-byte
 delay (--delay-ms): its true TTFAB is known, so a measured TTFAB minus the delay is the client's
 timing error, and requests never queue, so lateness is the client's alone.
 
-1. Highest rate with send-late p99 < 10 ms: each engine replays a steady trace of --seconds at each
-   of --rates (ascending, stopping after the first miss above 500 rps; a miss is run once more and
-   the better run kept, so one neighbour's burst on a shared machine does not set the limit): the
-   asyncio engine (``--engine local``, one process), Locust with 1 worker, Locust with 2 workers
-   (real master and worker processes).
+1. Highest rate with send-late p99 < 10 ms, and < 50 ms (bench replay's own "client fell behind"
+   warning): each engine replays a steady trace of --seconds at each of --rates (ascending,
+   stopping at 500 rps or above once late p99 reaches 50 ms; a run at 10 ms or more is run once
+   more and the better kept, so one neighbour's burst on a shared machine does not set the limit):
+   the asyncio engine (``--engine local``, one process), Locust with 1 worker, Locust with 2
+   workers (real master and worker processes).
 2. TTFAB error at 500 rps (measured minus --delay-ms), p50 and p99, for both engines (Locust: 2
    workers), from the same runs.
 3. SageMaker path: client CPU per request through the stand-in runtime API
@@ -37,6 +38,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 LATE_OK_MS = 10.0
+LATE_WARN_MS = 50.0
+"""bench replay's own warning threshold (client fell behind): on a machine whose other load alone
+costs ~10 ms of run-queue wait, the engines part ways here."""
 TTFAB_AT_RPS = 500
 
 
@@ -81,8 +85,8 @@ def run_locust(target: dict, times: np.ndarray, workers: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--delay-ms", type=float, default=100.0)
-    ap.add_argument("--seconds", type=float, default=6.0)
-    ap.add_argument("--rates", default="200,350,500,750,1000,1500,2000,3000")
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--rates", default="250,500,1000,1500,2000,3000")
     ap.add_argument("--sm-rps", type=float, default=300.0)
     a = ap.parse_args()
     rates = sorted({float(r) for r in a.rates.split(",")} | {float(TTFAB_AT_RPS)})
@@ -112,7 +116,7 @@ def main() -> int:
                       f"TTFAB error p50 {np.percentile(err, 50) if err.size else float('nan'):6.1f} ms "
                       f"p99 {np.percentile(err, 99) if err.size else float('nan'):6.1f} ms, "
                       f"client CPU {r['cpu_per_req_ms']:.3f} ms/request", file=sys.stderr, flush=True)
-                if r["late_p99"] >= LATE_OK_MS and rps >= TTFAB_AT_RPS:
+                if r["late_p99"] >= LATE_WARN_MS and rps >= TTFAB_AT_RPS:
                     break
 
         # SageMaker path through the stand-in runtime API.
@@ -133,12 +137,12 @@ def main() -> int:
                   f"{np.percentile(err, 50) if err.size else float('nan'):.1f} ms, CPU {r['cpu_per_req_ms']:.3f} ms/request",
                   file=sys.stderr, flush=True)
 
-    def best(name: str) -> str:
+    def best(name: str, limit_ms: float = LATE_OK_MS) -> str:
         # The highest rate below the first miss (a lucky pass above a miss does not count).
         top = 0.0
         for rps in sorted(results[name]):
             r = results[name][rps]
-            if r["late_p99"] >= LATE_OK_MS or r["ok"] != r["n"]:
+            if r["late_p99"] >= limit_ms or r["ok"] != r["n"]:
                 return (f"{top:.0f}" if top else f"< {rps:.0f}") + f" (missed at {rps:.0f})"
             top = rps
         return f"{top:.0f} (highest tried)"
@@ -146,17 +150,18 @@ def main() -> int:
     print(f"\nreplay_scale: steady traces of {a.seconds:g} s against bench.synthetic --engine raw (first byte after "
           f"{a.delay_ms:g} ms, unbounded concurrency); {os.cpu_count()} cores shared by client and server; "
           f"load average {load0[0]:.1f} before, {os.getloadavg()[0]:.1f} after\n")
-    print("| engine | highest rps with send-late p99 < 10 ms | late p99 at 500 rps | TTFAB error p50 / p99 at 500 rps "
+    print("| engine | highest rps, send-late p99 < 10 ms | < 50 ms | late p99 at 500 rps | TTFAB error p50 / p99 at 500 rps "
           "| client CPU per request at 500 rps |")
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name, label in (("local", "local (asyncio, 1 process)"), ("locust-1", "Locust, 1 worker"), ("locust-2", "Locust, 2 workers")):
         r = results[name].get(float(TTFAB_AT_RPS))
         err = r["ttfab"] - a.delay_ms if r else np.array([])
         e = f"{np.percentile(err, 50):.1f} / {np.percentile(err, 99):.1f} ms" if err.size else "-"
         if r is None:
-            print(f"| {label} | {best(name)} | - | - | - |")
+            print(f"| {label} | {best(name)} | {best(name, LATE_WARN_MS)} | - | - | - |")
         else:
-            print(f"| {label} | {best(name)} | {r['late_p99']:.1f} ms | {e} | {r['cpu_per_req_ms']:.3f} ms |")
+            print(f"| {label} | {best(name)} | {best(name, LATE_WARN_MS)} | {r['late_p99']:.1f} ms | {e} | "
+                  f"{r['cpu_per_req_ms']:.3f} ms |")
     print("\nsend-late p99 by rate (ms; - not run: the engine had missed at a lower rate):\n")
     print("| rps | " + " | ".join(results) + " |")
     print("|---|" + "---|" * len(results))
