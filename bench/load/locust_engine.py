@@ -31,9 +31,10 @@ from bench.errors import TargetError, UsageError
 from bench.load.schedule import Schedule
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
-LOCAL_MAX_RPS = 800
+LOCAL_MAX_RPS = 500
 """--engine auto uses the asyncio engine up to this rate at the trace's busiest second: where its
-send-late p99 stayed under 10 ms on a shared 2-core machine (benchmarks/replay_scale.py)."""
+send-late p99 stayed about 10 ms on a busy shared 2-core machine (benchmarks/replay_scale.py,
+docs/load-at-scale.md); Locust above it."""
 CONNECT_WAIT_S = 60
 """How long the master waits for the expected workers before giving up (exit 2, named)."""
 STOP_GRACE_S = 10.0
