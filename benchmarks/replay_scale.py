@@ -3,7 +3,7 @@ table from one run, against a stand-in fleet started here with a known time to t
 
     .venv/bin/python benchmarks/replay_scale.py [--delay-ms 100] [--seconds 5] [--rates 250,500,1000,1500,2000,3000]
 
-The stand-in is ``bench.synthetic --engine raw`` with unbounded concurrency and a fixed first-byte
+The stand-in is ``bench.load.synthetic --engine raw`` with unbounded concurrency and a fixed first-byte
 delay (--delay-ms): its true TTFAB is known, so a measured TTFAB minus the delay is the client's
 timing error, and requests never queue, so lateness is the client's alone.
 
@@ -51,8 +51,8 @@ def steady_times(rps: float, seconds: float, seed: int = 0) -> np.ndarray:
 
 
 def run_local(target, times: np.ndarray) -> dict:
-    from bench.loadgen import new_event_loop
-    from bench.replay_cmd import open_loop_slots, replay_async
+    from bench.load.loadgen import new_event_loop
+    from bench.commands.replay import open_loop_slots, replay_async
 
     texts = ["Hello there."] * times.size
     loop = new_event_loop()
@@ -91,8 +91,8 @@ def main() -> int:
     a = ap.parse_args()
     rates = sorted({float(r) for r in a.rates.split(",")} | {float(TTFAB_AT_RPS)})
 
-    from bench.synthetic import SyntheticServer
-    from bench.targets import HttpTarget
+    from bench.load.synthetic import SyntheticServer
+    from bench.load.targets import HttpTarget
 
     t_start = time.monotonic()
     load0 = os.getloadavg()
@@ -122,7 +122,7 @@ def main() -> int:
         # SageMaker path through the stand-in runtime API.
         import boto3
 
-        from bench.targets import SageMakerTarget
+        from bench.load.targets import SageMakerTarget
 
         os.environ.update({"AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": s.url, "AWS_ACCESS_KEY_ID": "AKIDBENCHMARK",
                            "AWS_SECRET_ACCESS_KEY": "benchmark", "AWS_DEFAULT_REGION": "us-east-1"})
@@ -147,7 +147,7 @@ def main() -> int:
             top = rps
         return f"{top:.0f} (highest tried)"
 
-    print(f"\nreplay_scale: steady traces of {a.seconds:g} s against bench.synthetic --engine raw (first byte after "
+    print(f"\nreplay_scale: steady traces of {a.seconds:g} s against bench.load.synthetic --engine raw (first byte after "
           f"{a.delay_ms:g} ms, unbounded concurrency); {os.cpu_count()} cores shared by client and server; "
           f"load average {load0[0]:.1f} before, {os.getloadavg()[0]:.1f} after\n")
     print("| engine | highest rps, send-late p99 < 10 ms | < 50 ms | late p99 at 500 rps | TTFAB error p50 / p99 at 500 rps "

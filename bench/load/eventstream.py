@@ -14,7 +14,7 @@ a CRC32 of everything before it. A ``PayloadPart`` event's payload is the contai
 were streamed; ``ModelStreamError`` and ``InternalStreamFailure`` arrive as exception messages.
 
 :func:`encode_event` is the other direction, for local stand-ins of the runtime API
-(``bench.synthetic --engine raw`` serves ``/endpoints/<name>/invocations-response-stream`` with it).
+(``bench.load.synthetic --engine raw`` serves ``/endpoints/<name>/invocations-response-stream`` with it).
 
 Nothing here imports gevent or geventhttpclient at module level: the package's other processes
 never load them; only a Locust worker (bench/load/locustfile.py) creates a :class:`SageMakerStream`.

@@ -130,7 +130,7 @@ def engine_options(args: argparse.Namespace, peak_rps: float | None, transport: 
 
 def locust_target(target: Any) -> dict:
     """What the Locust workers send to, from a checked target."""
-    from bench.targets import SageMakerTarget
+    from bench.load.targets import SageMakerTarget
 
     if isinstance(target, SageMakerTarget):
         return {"sagemaker_endpoint": target.endpoint, "aws_region": target.session.region_name,
@@ -285,7 +285,7 @@ def _cleanup(work: Path) -> None:
 class LocustLevels:
     """``bench validate --live --engine locust``: each closed-loop level (N requests in flight,
     settle then measure) as one Locust run, N users spread over the workers; the same
-    :class:`~bench.loadgen.LevelResult` the asyncio session returns, with its window in this
+    :class:`~bench.load.loadgen.LevelResult` the asyncio session returns, with its window in this
     process's perf_counter time (for the CloudWatch window)."""
 
     def __init__(self, target: dict, opts: EngineOptions, mix: str) -> None:
@@ -296,8 +296,8 @@ class LocustLevels:
     def level(self, concurrency: int, settle_s: float, measure_s: float, texts=None, on_progress=None):
         import numpy as np
 
-        from bench.loadgen import LevelResult
-        from bench.targets import Outcome
+        from bench.load.loadgen import LevelResult
+        from bench.load.targets import Outcome
 
         res = run_locust(self.target, self.opts, closed={"users": concurrency, "settle_s": settle_s, "measure_s": measure_s,
                                                          "mix": self.mix}, timeout_s=settle_s + measure_s + 120)

@@ -286,7 +286,7 @@ def _shares(environment: Any, workers: int) -> tuple[list[dict], dict]:
     target = _target_of(environment)
     M.start_at = time.time() + LEAD_S
     if opts.trace_mode == "closed":
-        from bench.ladder import MIXES
+        from bench.load.ladder import MIXES
 
         from bench.load.schedule import request_body
 

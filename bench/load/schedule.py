@@ -75,15 +75,15 @@ class Schedule:
 
 def request_body(text: str) -> bytes:
     """The container contract's request, as the asyncio engine sends it."""
-    from bench.targets import payload
+    from bench.load.targets import payload
 
     return json.dumps(payload(text)).encode()
 
 
 def schedule_from_spec(spec: str, seed: int, duration_s: float | None, mix: str) -> Schedule:
     """For the shipped locustfile run by plain ``locust`` (no ``bench replay`` to build the schedule)."""
-    from bench.ladder import MIXES
-    from bench.simulate_cmd import load_trace
+    from bench.load.ladder import MIXES
+    from bench.load.traces import load_trace
 
     trace = load_trace(spec)
     times, sizes = trace.request_times(seed=seed, duration_s=duration_s)

@@ -1,5 +1,5 @@
 """The Locust engine end to end: real Locust master and worker processes (bench/load/locustfile.py)
-against bench.synthetic of known first-byte delay, and against its stand-in of the SageMaker
+against bench.load.synthetic of known first-byte delay, and against its stand-in of the SageMaker
 runtime API (the response-stream event format, SigV4 header required)."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from botocore.eventstream import EventStreamBuffer
 
-from bench.cli import main
+from bench.cli.main import main
 from bench.load.eventstream import error_code_of, model_stream_error, payload_part
 from bench.load.locust_engine import LOCUSTFILE
 from bench.load.schedule import Schedule
-from bench.synthetic import SyntheticServer, free_port
+from bench.load.synthetic import SyntheticServer, free_port
 
 from .conftest import ENDPOINT, create_endpoint
 from .test_validate_live import GATE, SERVICE_MS, SLO_MS, WINDOW, _plan
