@@ -266,6 +266,8 @@ def _read_rows(path: Path, result: LocustResult) -> None:
         if kind == "meta":
             result.meta = rec
             result.workers = int(rec.get("workers", 0))
+        elif kind == "go":
+            result.meta["start_at"] = rec["start_at"]
         elif kind == "rows":
             result.rows.extend(rec["rows"])
         elif kind == "done":

@@ -15,8 +15,9 @@ How it works. The master (or the single local process) builds the schedule: ever
 time and body, from ``--trace`` or a file ``bench replay`` wrote (``--trace-schedule``). At the
 start it splits the requests across the connected workers, each request to a worker drawn at random
 (seeded): every worker's share is an independent thinning of the same traffic. It sends each
-worker its share and a common start time on the wall clock (workers on other machines need their
-clocks in sync, as NTP keeps them, to a few ms). A worker sends each request at its due time from
+worker its share; each builds its client and says it is ready; then the master sends them all a
+common start time on the wall clock, 1 s ahead (workers on other machines need their clocks in
+sync, as NTP keeps them, to a few ms). A worker sends each request at its due time from
 its own greenlet, whatever earlier requests are doing (open loop; the Locust users only keep the
 run alive), and records per request when it was due, how late it left, TTFAB and the outcome.
 TTFAB (the first audio byte) is what Locust records as the response time, so its statistics,
@@ -35,6 +36,7 @@ processes import it, never the rest of the package.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -49,14 +51,18 @@ except ImportError:  # pragma: no cover - depends on how locust was started
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gevent
+import gevent.event
 import gevent.pool
 from locust import User, events, task
 from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
 from bench.load.schedule import Schedule, schedule_from_spec
 
-LEAD_S = 2.0
-"""How far ahead of now the master sets the common start (shares must reach every worker first)."""
+GO_LEAD_S = 1.0
+"""How far ahead of now the master sets the common start, once every worker is ready (the go
+message must reach them all first)."""
+READY_WAIT_S = 60.0
+"""How long the master waits for the workers to prepare (build their client) before naming the late ones."""
 DRAIN_S = 75.0
 """After the last due time, how long a worker waits for answers (the clients time out at 70 s)."""
 REQUEST_NAME = "ttfab"
@@ -94,6 +100,8 @@ class _Worker:
         self.bodies: list[bytes] = []
         self.next_body = 0
         self.running = False
+        self.share: dict = {}
+        self.go = gevent.event.Event()
 
     def take_rows(self) -> list[list]:
         rows, self.rows = self.rows, []
@@ -179,18 +187,29 @@ def _wait_closed_end() -> None:
         gevent.sleep(0.05)
 
 
-def _start_part(environment: Any, share: dict, report) -> None:
-    """Begin this process's part of the run (worker, or the single local process)."""
+def _prepare(environment: Any, share: dict, report) -> bool:
+    """Everything before the start that costs time (the client: botocore loads its models; a full
+    garbage collection), so that none of it lands on the first requests' send times."""
     W.mode = share["mode"]
     W.bodies = [bytes(b) for b in share.get("bodies", [])]
-    W.t0 = time.perf_counter() + (share["start_at"] - time.time())
     W.end_s = share.get("end_s", 0.0)
     try:
         _client(share["target"])
     except Exception as err:  # noqa: BLE001 - the master names this worker and why; the others go on
         report({"index": share["index"], "sent": 0, "rows": [], "error": f"{err.__class__.__name__}: {err}"})
-        return
+        return False
+    # What the process imported (Locust, botocore's models) moves out of the collector's sight: a
+    # full collection during the run walks all of it, tens of ms in which no request leaves.
+    gc.collect()
+    gc.freeze()
+    return True
+
+
+def _go(environment: Any, share: dict, start_at: float, report) -> None:
+    """Start this process's part at ``start_at`` (wall clock, the same for every worker)."""
+    W.t0 = time.perf_counter() + (start_at - time.time())
     W.running = True
+    W.go.set()
 
     def part() -> None:
         import numpy as np
@@ -218,9 +237,10 @@ class TraceUser(User):
 
     @task
     def work(self) -> None:
-        if W.mode != "closed" or not W.running:
+        if W.mode != "closed":
             gevent.sleep(1.0)
             return
+        W.go.wait()
         env = self.environment
         gevent.sleep(max(0.0, W.t0 - time.perf_counter()))
         client = W.client
@@ -267,6 +287,10 @@ class _Master:
         self.deadline = 0.0
         self.finished = False
         self.schedule: Schedule | None = None
+        self.ready: set[int] = set()
+        self.started = False
+        self.span_s = 0.0
+        """Last due time (open) or settle + measure (closed), after the start."""
         """Built when the process starts (a trace can take seconds to read), not at the start of the run."""
 
 
@@ -284,7 +308,6 @@ def _schedule(opts: Any) -> Schedule:
 def _shares(environment: Any, workers: int) -> tuple[list[dict], dict]:
     opts = environment.parsed_options
     target = _target_of(environment)
-    M.start_at = time.time() + LEAD_S
     if opts.trace_mode == "closed":
         from bench.load.ladder import MIXES
 
@@ -293,16 +316,27 @@ def _shares(environment: Any, workers: int) -> tuple[list[dict], dict]:
         bodies = [request_body(t) for t in MIXES[opts.trace_mix]] if opts.trace_mix in MIXES else [request_body("Hello.")]
         end_s = opts.level_settle_s + opts.level_measure_s
         meta = {"mode": "closed", "settle_s": opts.level_settle_s, "measure_s": opts.level_measure_s}
-        M.deadline = M.start_at + end_s + DRAIN_S + 10
-        return [{"mode": "closed", "target": target, "index": i, "start_at": M.start_at, "end_s": end_s, "bodies": bodies}
+        M.span_s = end_s
+        return [{"mode": "closed", "target": target, "index": i, "end_s": end_s, "bodies": bodies}
                 for i in range(workers)], meta
     s = M.schedule or _schedule(opts)
-    M.start_at = time.time() + LEAD_S
     parts = s.split(workers, s.seed)
     meta = {"mode": "open", "spec": s.spec, "seed": s.seed, "duration_s": s.duration_s, "scheduled": int(s.times_s.size)}
-    M.deadline = M.start_at + (float(s.times_s[-1]) if s.times_s.size else 0.0) + DRAIN_S + 10
-    return [{"mode": "open", "target": target, "index": i, "start_at": M.start_at, "bodies": s.bodies,
+    M.span_s = float(s.times_s[-1]) if s.times_s.size else 0.0
+    return [{"mode": "open", "target": target, "index": i, "bodies": s.bodies,
              "times": s.times_s[idx].tobytes(), "ids": s.body_ids[idx].tobytes()} for i, idx in enumerate(parts)], meta
+
+
+def _go_when_ready(environment: Any) -> None:
+    """Once every share's worker is ready (or named dead), tell them all the common start."""
+    if M.started or not all(i in M.ready or i in M.dead for i in M.expected):
+        return
+    M.started = True
+    M.start_at = time.time() + GO_LEAD_S
+    M.deadline = M.start_at + M.span_s + DRAIN_S + 10
+    M.sink.write({"type": "go", "start_at": M.start_at, "ready": sorted(M.ready)})
+    for i in sorted(M.ready):
+        environment.runner.send_message("trace_go", {"start_at": M.start_at}, client_id=M.cids[i])
 
 
 def _record_done(data: dict, cid: str = "local") -> None:
@@ -335,10 +369,13 @@ def _quit_when_done(environment: Any) -> None:
             late = time.time() > M.deadline
             if gone or late:
                 info = M.who.get(cid or "", {})
-                why = "stopped answering (no heartbeat, or it quit)" if gone else "did not finish by the deadline"
+                why = ("stopped answering (no heartbeat, or it quit)" if gone else "did not finish by the deadline" if M.started
+                       else f"was not ready within {READY_WAIT_S:g} s")
                 M.dead.add(i)
                 M.sink.write({"type": "dead", "worker": i, "client": cid, "pid": info.get("pid"), "host": info.get("host"),
                               "reason": why, "at_s": round(time.time() - M.start_at, 3)})
+        if isinstance(runner, MasterRunner):
+            _go_when_ready(environment)
         if all(i in M.done or i in M.dead for i in M.expected):
             M.finished = True
             M.sink.write({"type": "end", "done": sorted(M.done), "dead": sorted(M.dead)})
@@ -349,14 +386,24 @@ def _quit_when_done(environment: Any) -> None:
 def _on_init(environment: Any, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        def on_share(environment: Any, msg: Any, **_: Any) -> None:
-            def report(data: dict) -> None:
-                environment.runner.send_message("trace_done", data)
+        def report(data: dict) -> None:
+            environment.runner.send_message("trace_done", data)
 
+        def on_share(environment: Any, msg: Any, **_: Any) -> None:
             environment.runner.send_message("trace_hello", {"pid": os.getpid(), "host": socket.gethostname()})
-            _start_part(environment, msg.data, report)
+
+            def prepare() -> None:
+                if _prepare(environment, msg.data, report):
+                    W.share = msg.data
+                    environment.runner.send_message("trace_ready", {"index": msg.data["index"]})
+
+            gevent.spawn(prepare)
+
+        def on_go(environment: Any, msg: Any, **_: Any) -> None:
+            _go(environment, W.share, msg.data["start_at"], report)
 
         runner.register_message("trace_share", on_share)
+        runner.register_message("trace_go", on_go)
     else:
         if environment.parsed_options is not None and environment.parsed_options.trace_mode == "open":
             M.schedule = _schedule(environment.parsed_options)
@@ -367,8 +414,13 @@ def _on_init(environment: Any, **_: Any) -> None:
         def on_hello(environment: Any, msg: Any, **_: Any) -> None:
             M.who[msg.node_id] = msg.data
 
+        def on_ready(environment: Any, msg: Any, **_: Any) -> None:
+            M.ready.add(int(msg.data["index"]))
+            _go_when_ready(environment)
+
         runner.register_message("trace_done", on_done)
         runner.register_message("trace_hello", on_hello)
+        runner.register_message("trace_ready", on_ready)
 
 
 @events.test_start.add_listener
@@ -379,6 +431,8 @@ def _on_test_start(environment: Any, **_: Any) -> None:
     if M.sink is not None:
         return
     M.sink = _Sink(environment.parsed_options.trace_rows)
+    M.start_at = time.time()
+    M.deadline = M.start_at + READY_WAIT_S
     if isinstance(runner, MasterRunner):
         indexes = sorted(runner.worker_indexes[c.id] for c in runner.clients.all if c.state != STATE_MISSING)
         shares, meta = _shares(environment, len(indexes))
@@ -389,13 +443,19 @@ def _on_test_start(environment: Any, **_: Any) -> None:
             cid = by_index[idx]
             clients[share["index"]] = M.cids[share["index"]] = cid
             runner.send_message("trace_share", share, client_id=cid)
-        M.sink.write({"type": "meta", **meta, "workers": len(indexes), "clients": clients, "start_at": M.start_at})
+        M.sink.write({"type": "meta", **meta, "workers": len(indexes), "clients": clients})
     else:
         shares, meta = _shares(environment, 1)
         M.expected = [0]
-        M.sink.write({"type": "meta", **meta, "workers": 1, "clients": {0: "local"}, "start_at": M.start_at})
+        M.sink.write({"type": "meta", **meta, "workers": 1, "clients": {0: "local"}})
         M.who["local"] = {"pid": os.getpid(), "host": socket.gethostname()}
-        _start_part(environment, shares[0], _record_done)
+        if _prepare(environment, shares[0], _record_done):
+            M.ready.add(0)
+            M.started = True
+            M.start_at = time.time() + GO_LEAD_S
+            M.deadline = M.start_at + M.span_s + DRAIN_S + 10
+            M.sink.write({"type": "go", "start_at": M.start_at, "ready": [0]})
+            _go(environment, shares[0], M.start_at, _record_done)
     gevent.spawn(_quit_when_done, environment)
 
 
