@@ -184,12 +184,12 @@ def run(args: argparse.Namespace) -> int:
     target = make_target(args)
     duration = float(args.duration or trace.duration_s)
     peak = float(np.bincount(times.astype(int)).max()) if times.size else 0.0
-    engine, eopts = engine_options(args, peak, getattr(args, "transport", "stream"))
+    _, eopts = engine_options(args, peak, getattr(args, "transport", "stream"))
     target.check()
     texts = texts_for(sizes, times.size, args.mix)
     started = datetime.now(UTC)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
-    extra: dict = {}
+    extra: dict = {"scheduled": int(times.size)}
     if eopts is None:
         print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
         loop = new_event_loop()

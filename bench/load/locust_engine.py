@@ -243,6 +243,7 @@ def run_locust(target: dict, opts: EngineOptions, *, schedule: Schedule | None =
     named_pids = {d.split("pid ", 1)[1].split(" ", 1)[0].rstrip(")") for d in result.dead if "pid " in d}
     result.dead += [e for e in early if e.split("pid ", 1)[1].split(")", 1)[0] not in named_pids]
     if result.interrupted:
+        _cleanup(work)
         return result
     if not result.meta:
         tail = (work / "master.log").read_text(errors="replace").strip().splitlines()[-3:]
