@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml $(LOCK) container/requirements-nodeps.txt container/req
 
 # Re-resolve the lock after changing pyproject.toml or container/requirements*.txt (needs uv: make setup).
 lock:
-	$(UV) pip compile pyproject.toml --extra pulumi --extra container --extra dev container/requirements.txt \
+	$(UV) pip compile pyproject.toml --extra pulumi --extra container --extra dev --extra load container/requirements.txt \
 	  container/requirements-torch.txt --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
 	  --find-links "$$($(PY) -m pip config get global.find-links 2>/dev/null || echo /opt/wheels)" \
 	  --no-emit-find-links --no-emit-package torch --no-header -o $(LOCK).new

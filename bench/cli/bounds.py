@@ -109,6 +109,9 @@ RANGES: dict[str, Range] = {
     "--timeout-s": TIMEOUT,
     "--starts": Range(1, 100, "rounds"),
     "--load-concurrency": Range(0, 10_000, "requests in flight"),
+    # replay, validate --live: the Locust engine (a worker is a process; a thousand is a big fleet)
+    "--workers": Range(1, 1_000, "worker processes", hint="e.g. --workers 4 (default: the cores)"),
+    "--expect-workers": Range(1, 1_000, "workers", hint="how many remote workers will connect, e.g. --expect-workers 4"),
     # thaw
     "--min": INSTANCES,
     "--max": INSTANCES,

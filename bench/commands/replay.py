@@ -17,14 +17,16 @@ import numpy as np
 from speech.schema.artifacts import SCHEMA_VERSION, Frozen
 from speech.files import write_artifact
 
-from bench.errors import UsageError
+from bench.errors import TargetError, UsageError
 from bench.load.ladder import MIXES
+from bench.load.locust_engine import LOCAL_MAX_RPS, add_engine_arguments, engine_options, locust_target
 from bench.load.loadgen import new_event_loop
+from bench.load.schedule import Schedule, request_body, texts_for as schedule_texts
 from bench.cli.options import add_target_arguments
 from bench.load.traces import load_trace
 from bench.load.targets import Outcome, Target, make_target
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Send a traffic trace to a real target open-loop: every request leaves at its own timestamp,
 whether or not earlier ones have answered (a closed loop would slow down with the server and hide
 its queue). Records per request when it was due, when it was sent, TTFAB and whether the gate
@@ -32,9 +34,16 @@ rejected it (503 queue_saturated / shed_deadline / draining).
 
   python -m bench replay --trace step:base=20,factor=3,at=30,duration=60 --url http://127.0.0.1:8080
   python -m bench replay --trace azure-conv:peak=40,speedup=60 --endpoint dev-kokoro-82m --duration 120
+  python -m bench replay --trace steady:rps=3000,duration=60 --url http://127.0.0.1:8080 --engine locust --workers 4
+
+Engines: `local` (one asyncio process) or `locust` (a Locust master and --workers worker processes,
+or --master-bind HOST:PORT --expect-workers N for workers on other machines; each worker sends an
+independent random thinning of the trace, the same artifact either way). `auto` (default) picks
+local up to {LOCAL_MAX_RPS} requests/s at the trace's busiest second, Locust above it.
 
 Traces are the same specs as `bench simulate` (see its --help). Writes replay-<trace>.json into
---out. Exit 0 done, 2 bad input, 130 interrupted (what was measured so far is written).
+--out (with --csv / --html, Locust's files beside it). Exit 0 done, 2 bad input, 130 interrupted
+(with --engine locust what was measured so far is written).
 """
 
 LateWarnMs = 50.0
@@ -67,6 +76,15 @@ class ReplayArtifact(Frozen):
     within_slo_share: float | None = None
     send_late_p99_ms: float
     started_at: datetime
+    engine: str = "local"
+    """local (one asyncio process) or locust."""
+    workers: int = 1
+    """Processes that sent the requests (Locust workers)."""
+    scheduled: int | None = None
+    """Requests the trace held; more than ``requests`` when a worker died or the run was interrupted."""
+    dead_workers: list[str] = []
+    """Workers that did not finish their share: which, and why."""
+    interrupted: bool = False
     per_request: list[ReplayRequest]
 
 
@@ -79,6 +97,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="also report the share answered within this SLO")
     p.add_argument("--out", type=Path, default=Path("out/replay"), metavar="DIR", help="artifact directory (default out/replay)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    add_engine_arguments(p, files=True)
+
+
+def open_loop_slots(peak_rps: float) -> int:
+    """Requests an open loop may hold in flight: 5 s of the busiest second's arrivals (threads of a
+    SageMaker pool start only when needed, so a generous bound costs nothing until used)."""
+    return int(min(2048, max(16, 5 * peak_rps)))
 
 
 @dataclass
@@ -89,18 +114,15 @@ class Sent:
 
 
 def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
-    """One text per request: cycling the mix, or by size rank when the trace has sizes (the
-    shortest texts for the smallest requests)."""
-    pool = sorted(MIXES[mix], key=len)
-    if sizes is None or sizes.size == 0:
-        return [pool[i % len(pool)] for i in range(count)]
-    ranks = np.argsort(np.argsort(sizes, kind="stable"), kind="stable") / max(1, sizes.size - 1)
-    return [pool[min(len(pool) - 1, int(r * len(pool)))] for r in ranks]
+    """One text per request from the mix (see bench.load.schedule.texts_for)."""
+    return schedule_texts(sizes, count, MIXES[mix])
 
 
-async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str]) -> list[Sent]:
-    """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers."""
-    await target.open(1)
+async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str], slots: int = 1) -> list[Sent]:
+    """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers.
+    ``slots``: requests that may be in flight at once (SageMaker's thread pool is sized to it; a
+    pool smaller than the load would queue requests unseen, after their send time was taken)."""
+    await target.open(slots)
     t0 = time.perf_counter()
     results: list[Sent] = []
 
@@ -160,19 +182,49 @@ def run(args: argparse.Namespace) -> int:
     if times.size == 0:
         raise UsageError(f"--trace {args.trace!r}: no requests in the first {args.duration or trace.duration_s:g} s")
     target = make_target(args)
+    duration = float(args.duration or trace.duration_s)
+    peak = float(np.bincount(times.astype(int)).max()) if times.size else 0.0
+    _, eopts = engine_options(args, peak, getattr(args, "transport", "stream"))
     target.check()
     texts = texts_for(sizes, times.size, args.mix)
     started = datetime.now(UTC)
-    duration = float(args.duration or trace.duration_s)
-    print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
-    loop = new_event_loop()
-    try:
-        sent = loop.run_until_complete(replay_async(target, times.tolist(), texts))
-    finally:
-        loop.close()
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
+    extra: dict = {"scheduled": int(times.size)}
+    if eopts is None:
+        print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
+        loop = new_event_loop()
+        try:
+            sent = loop.run_until_complete(replay_async(target, times.tolist(), texts, open_loop_slots(peak)))
+        finally:
+            loop.close()
+    else:
+        from bench.load.locust_engine import run_locust
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        eopts.csv_prefix = (args.out / f"replay-{safe}").resolve() if args.csv else None
+        eopts.html = (args.out / f"replay-{safe}.html").resolve() if args.html else None
+        eopts.quiet = args.json
+        where = (f"master on {eopts.master_bind}, {eopts.expect_workers} remote worker(s)" if eopts.master_bind
+                 else f"{eopts.workers} worker process(es)")
+        print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop, Locust: {where})",
+              file=sys.stderr)
+        sched = Schedule.of(times, texts, request_body, spec=trace.spec, seed=args.seed, duration_s=duration)
+        res = run_locust(locust_target(target), eopts, schedule=sched, timeout_s=duration + 180)
+        sent = [Sent(due_s=r[0], sent_s=r[0] + max(0.0, r[1]) / 1000,
+                     outcome=Outcome(start=r[4], end=r[5], ttfab_s=None if r[2] is None else r[2] / 1000, ok=r[3] == "ok",
+                                     rejected=r[3] == "rejected", error=None if r[3] in ("ok", "rejected") else r[3]))
+                for r in res.rows]
+        sent.sort(key=lambda x: x.due_s)
+        if not sent and res.interrupted:
+            raise KeyboardInterrupt
+        if not sent:
+            raise TargetError("the Locust run measured no request" + (f" ({'; '.join(res.dead)})" if res.dead else ""))
+        extra = {"engine": "locust", "workers": res.workers, "scheduled": int(times.size), "dead_workers": res.dead,
+                 "interrupted": res.interrupted}
     art = summarize(sent, target=target.name, spec=trace.spec, seed=args.seed, duration_s=duration, slo_ms=args.slo_ms,
                     started_at=started)
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
+    if extra:
+        art = art.model_copy(update=extra)
     path = write_artifact(args.out / f"replay-{safe}.json", art)
     if args.json:
         print(art.model_dump_json(indent=2, exclude={"per_request"}))
@@ -184,5 +236,9 @@ def run(args: argparse.Namespace) -> int:
               + (f"; within SLO {100 * art.within_slo_share:.2f}%" if art.within_slo_share is not None else ""))
         warn = "  (client fell behind: results understate the offered load)" if art.send_late_p99_ms > LateWarnMs else ""
         print(f"sent late p99 {art.send_late_p99_ms:.1f} ms{warn}")
+        if art.engine == "locust":
+            print(f"engine locust, {art.workers} worker(s); {art.requests} of {art.scheduled} scheduled requests measured")
+        for dead in art.dead_workers:
+            print(f"dead worker: {dead}")
         print(f"wrote {path}")
-    return 0
+    return 130 if art.interrupted else 0

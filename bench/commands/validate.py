@@ -18,6 +18,7 @@ from speech.files import load_artifact
 from bench.aws import client as aws
 from bench.errors import UsageError
 from bench.load.ladder import request_mix
+from bench.load.locust_engine import LocustLevels, add_engine_arguments, engine_options, locust_target
 from bench.load.loadgen import LevelResult, Session
 from bench.cli.options import check_timing
 from bench.aws.scaling_check import Issue, compare
@@ -49,6 +50,9 @@ stops the checks with an `endpoint` issue (exit 1) naming the way back.
   python -m bench validate --plan artifacts/plan-kokoro-82m.json --endpoint dev-kokoro-82m
   python -m bench validate --plan plan.json --url http://127.0.0.1:8080 --live --measure-s 20
 
+--engine locust runs each level on Locust processes (--workers N local ones, or --master-bind
+HOST:PORT --expect-workers N remote ones), for levels one process cannot keep in flight.
+
 Exit 0 pass, 1 fail, 2 bad input or an AWS error, 130 interrupted (scaling restored).
 """
 
@@ -72,6 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cloudwatch-wait-s", type=float, default=180.0, metavar="S",
                    help="--live on SageMaker: wait at most this long for ConcurrentRequestsPerModel (default 180)")
     p.add_argument("--poll-s", type=float, default=10.0, metavar="S", help="AWS polling interval (default 10)")
+    add_engine_arguments(p, files=False)
 
 
 RATIO_TOLERANCE = 0.2
@@ -119,10 +124,11 @@ def endpoint_down_issue(sess, endpoint: str) -> Issue | None:
 
 def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "the endpoint",
                 read_cloudwatch: Callable[[datetime, datetime], aws.CloudwatchReading] | None = None,
-                still_serving: Callable[[], Issue | None] | None = None,
+                still_serving: Callable[[], Issue | None] | None = None, levels: LocustLevels | None = None,
                 ) -> tuple[list[Issue], list[dict]]:
     """The two load checks; ``still_serving`` (SageMaker) runs after each and, when it returns an
-    issue (the endpoint left service), that issue replaces the level's and the checks stop."""
+    issue (the endpoint left service), that issue replaces the level's and the checks stop.
+    ``levels``: run each level on Locust (--engine locust) instead of the asyncio session."""
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
     c_ok = max(1, round(0.8 * plan.thresholds.c_scale_max * instances))
@@ -133,7 +139,7 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
                  f"measured on")
     issues: list[Issue] = []
     rows: list[dict] = []
-    session = Session(target)
+    session = Session(target) if levels is None else levels
     try:
         wall0, perf0 = time.time(), time.perf_counter()
         r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
@@ -182,6 +188,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
         raise UsageError("pass --endpoint NAME (policy check, and --live) or --url URL with --live")
     if args.url and not args.live:
         raise UsageError("--url has no policy to compare: add --live, or use --endpoint")
+    _, eopts = engine_options(args, None, getattr(args, "transport", "stream")) if args.live else ("local", None)
     issues: list[Issue] = []
     live_rows: list[dict] = []
     sess = None
@@ -196,6 +203,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
         target = make_target(argparse.Namespace(url=args.url, endpoint=None if args.url else args.endpoint,
                                                 transport=args.transport), session=sess)
         target.check()
+        levels = LocustLevels(locust_target(load_target or target), eopts, args.mix) if eopts is not None else None
         with ExitStack() as stack:
             instances = 1
             reader = serving = None
@@ -210,8 +218,11 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
                     progress=(lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr)))
                 serving = lambda: endpoint_down_issue(sess, args.endpoint)  # noqa: E731
             where = f"local server {args.url}" if args.url else f"endpoint {args.endpoint}"
-            got, live_rows = live_checks(args, plan, load_target or target, instances, where, reader, serving)
+            got, live_rows = live_checks(args, plan, load_target or target, instances, where, reader, serving, levels)
             issues += got
+            if levels is not None:
+                issues += [Issue("live", f"Locust worker lost during the live checks: {d}; the level's figures miss its "
+                                         "requests; fix: re-run (and check the worker machine)") for d in levels.dead]
     ok = not issues
     if args.json:
         print(json.dumps({"ok": ok, "issues": [i.as_dict() for i in issues], "live": live_rows}, indent=2))

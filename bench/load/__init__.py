@@ -7,4 +7,9 @@
 - :mod:`~bench.load.http1`: the raw HTTP/1.1 client under the ``http://`` targets.
 - :mod:`~bench.load.synthetic`: a server of exactly known capacity, for tests and benchmarks.
 - :mod:`~bench.load.traces`: ``--trace`` specs read into traces (the shipped CSVs and the user's).
+- :mod:`~bench.load.schedule`: an open-loop schedule and its split into per-worker thinnings.
+- :mod:`~bench.load.locust_engine`: ``--engine locust``: Locust master and worker processes, their
+  rows merged; :mod:`~bench.load.locustfile` is what those processes run (it imports Locust, which
+  monkey-patches for gevent: only Locust processes import it), with :mod:`~bench.load.ghttp` and
+  :mod:`~bench.load.eventstream` (SigV4-signed SageMaker response streams) as its clients.
 """

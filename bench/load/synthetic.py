@@ -16,7 +16,9 @@ chunk starts with the server's CLOCK_MONOTONIC send time (8-byte big-endian doub
 ``--engine raw`` serves the same HTTP contract (``/ping``, streaming ``/invocations``, 503 gate,
 stage markers; no WebSocket) from a few dozen lines of asyncio streams instead of
 starlette/uvicorn, and stamps the first chunk immediately before it is written to the socket:
-a null server cheap enough that a client benchmark measures the client, not the server.
+a null server cheap enough that a client benchmark measures the client, not the server. It also
+stands in for the SageMaker runtime API: ``POST /endpoints/<name>/invocations-response-stream``
+answers in the response-stream event format (point AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME at it).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 
 from container.markers import STAGES, emit_stage
+
+from bench.load.eventstream import EVENTSTREAM_TYPE, payload_part
 
 STAMP_MAGIC = b"TS01"
 STAMP_LEN = len(STAMP_MAGIC) + 8
@@ -272,6 +276,43 @@ async def serve_raw(cfg: SyntheticConfig, host: str, port: int) -> None:
             writer.write(later_chunk)
         writer.write(b"0\r\n\r\n")
 
+    event_head = b"HTTP/1.1 200 OK\r\ncontent-type: " + EVENTSTREAM_TYPE.encode() + b"\r\ntransfer-encoding: chunked\r\n\r\n"
+
+    def chunk(data: bytes) -> bytes:
+        return b"%x\r\n" % len(data) + data + b"\r\n"
+
+    async def runtime_stream(body: bytes, headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
+        """SageMaker's InvokeEndpointWithResponseStream as the runtime API answers it: a SigV4
+        Authorization header required (its form checked, not its signature), the container's
+        chunks as PayloadPart events, a container error as a 424 ModelError carrying the
+        container's status and body (OriginalStatusCode, OriginalMessage)."""
+        auth = headers.get("authorization", "")
+        if not auth.startswith("AWS4-HMAC-SHA256 Credential=") or "/sagemaker/aws4_request" not in auth:
+            writer.write(_json_response(403, {"message": "Missing or malformed SigV4 Authorization (service sagemaker)"}))
+            return
+        try:
+            text = str(json.loads(body or b"{}").get("text", ""))
+        except (ValueError, AttributeError):
+            text = ""
+        err = "bad_request" if not text else await st.first_byte()
+        if err:
+            status = 400 if err == "bad_request" else 503
+            body = json.dumps({"ErrorCode": "CLIENT_ERROR_FROM_MODEL", "OriginalStatusCode": status,
+                               "OriginalMessage": json.dumps({"error": err}),
+                               "Message": f"Received client error ({status}) from primary with message"}).encode()
+            writer.write(b"HTTP/1.1 424 Failed Dependency\r\ncontent-type: application/json\r\n"
+                         b"x-amzn-ErrorType: ModelError:http://internal.amazon.com/coral/com.amazon.sagemaker/\r\n"
+                         b"content-length: %d\r\n\r\n" % len(body) + body)
+            return
+        st.served += 1
+        head = stamp_bytes() if cfg.stamp else b""
+        writer.write(event_head + chunk(payload_part(head + filler[len(head):])))
+        for _ in range(max(0, cfg.chunks - 1)):
+            if cfg.chunk_interval_ms:
+                await asyncio.sleep(cfg.chunk_interval_ms / 1000)
+            writer.write(chunk(payload_part(filler)))
+        writer.write(b"0\r\n\r\n")
+
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         if sock is not None:
@@ -302,6 +343,8 @@ async def serve_raw(cfg: SyntheticConfig, host: str, port: int) -> None:
                         writer.write(_json_response(503, {"status": "loading"}))
                 elif path == "/invocations" and method == "POST":
                     await invocations(body, writer)
+                elif path.startswith("/endpoints/") and path.endswith("/invocations-response-stream") and method == "POST":
+                    await runtime_stream(body, headers, writer)
                 elif path in ("/ping", "/invocations"):
                     writer.write(_json_response(405, {"error": "method_not_allowed"}))
                 else:

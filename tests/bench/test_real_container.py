@@ -60,3 +60,17 @@ def test_short_ladder_and_ttotal_feed_bench_plan(container_url, tmp_path):
     [plan] = out.glob("plan-*.json")
     # A local measurement may plan to stop or warn; the exit code must say which.
     assert rc == (1 if load_artifact(plan, PlanArtifact).verdict == "stop" else 0)
+
+
+def test_replay_on_two_locust_workers_against_the_container(container_url, tmp_path, capsys):
+    """The Locust engine's stream client against the real container's /invocations (chunked PCM)."""
+    capsys.readouterr()
+    assert main(["replay", "--trace", "steady:rps=1,duration=5", "--url", container_url, "--mix", "short", "--engine", "locust",
+                 "--workers", "2", "--out", str(tmp_path), "--json"]) == 0
+    import json
+
+    art = json.loads((tmp_path / "replay-steady.json").read_text())
+    assert art["engine"] == "locust" and art["workers"] == 2 and art["dead_workers"] == []
+    # The container's gate may turn some away on a busy CPU; every request is answered or rejected.
+    assert art["requests"] == art["scheduled"] >= 3 and art["errors"] == 0 and art["ok"] >= 1, art["per_request"]
+    assert all(r["ttfab_ms"] > 0 for r in art["per_request"] if r["status"] == "ok")
