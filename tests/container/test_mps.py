@@ -51,6 +51,7 @@ def test_ping_reports_the_mps_state_serve_found(server_factory):
     assert "mps" not in httpx.get(f"{other.url}/ping", timeout=5).json()  # not started by the script
 
 
+@pytest.mark.slow  # runs the serve script as a subprocess
 @pytest.mark.parametrize(("env", "port"), [({}, "8080"), ({"PORT": "9000"}, "9000"),
                                            ({"SAGEMAKER_BIND_TO_PORT": "9123", "PORT": "9000"}, "9123")])
 def test_serve_listens_where_sagemaker_binds_it(tmp_path, env, port):
