@@ -420,7 +420,8 @@ class _MockedRun:
             with contextlib.suppress(RuntimeError):
                 if asyncio.get_event_loop_policy().get_event_loop() is loop:
                     asyncio.set_event_loop(None)
-            loop.close()
+            if not loop.is_running():
+                loop.close()
 
 
 def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bool = False,
