@@ -46,8 +46,10 @@ for --url).
   python -m bench qmax --endpoint prod-kokoro-82m --slo-ms 3000 --plot
   python -m bench qmax --url URL --slo-ms 500 --dry-run
 
-Writes qmax-<model>-<transport>-<slug>.json into --out. Exit 0 written, 2 bad input
-(nothing written, nothing left frozen), 130 interrupted.
+Writes qmax-<model>-<transport>-<slug>.json into --out. Exit 0 written, 1 Q_max 0 (no level
+met the SLO: a failed run; the artifact is written as the evidence, and the lowest level's
+figures and what to change go to stderr), 2 bad input (nothing written, nothing left frozen),
+130 interrupted.
 """
 
 
@@ -345,7 +347,29 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     from bench.publish import publish
 
     publish(args, artifact, qmax_filename(artifact), render, plot_qmax)
-    return leave_receipt(args, target, artifact)
+    rc = leave_receipt(args, target, artifact)
+    if artifact.q_max < 1:
+        # A ladder where nothing met the SLO is a failed run, not a result: the artifact stays as
+        # the evidence (bench plan stops on it), the exit code says so.
+        if not args.json:
+            print(no_qmax_message(artifact), file=sys.stderr)
+        return 1
+    return rc
+
+
+def no_qmax_message(a: QmaxArtifact) -> str:
+    """Why Q_max is 0, with the lowest level's figures, and what to change."""
+    from bench.plots import why_level_failed
+
+    lv = a.ladder[0]
+    slo = a.slo.ttfab_p95_ms
+    fix = (f"an SLO above the uncontended p95 (--slo-ms {max(slo, lv.ttfab_p95_ms) * 1.25:.0f} or more), or a faster "
+           "instance or image" if lv.ttfab_p95_ms > slo else
+           "the server's capacity: it refused or failed requests at one in flight (check its logs and queue depth)")
+    return (f"FAILED: Q_max = 0: no level met the SLO {slo:g} ms. The lowest level, concurrency {lv.concurrency}: "
+            f"p50 {lv.ttfab_p50_ms:.1f} ms, p95 {lv.ttfab_p95_ms:.1f} ms, {lv.ok} ok of {lv.completed}, "
+            f"{lv.rejected} rejected, {lv.errors} errors ({why_level_failed(lv, slo)}). "
+            f"Change {fix}, then re-run bench qmax.")
 
 
 def leave_receipt(args: argparse.Namespace, target: Target, artifact: Any) -> int:
