@@ -28,9 +28,23 @@ from bench.report import MARK, render_plan
 DESCRIPTION = """\
 Turn measured artifacts into autoscaling numbers with zero AWS calls.
 
-  C_scale_max = (1-h) Q_max, C_scale_min = (1-2h) Q_max, h = surge - 1
-  cooldowns: out clamp(T/2, 10, 30) s, in max(300, 3 T_total) s
-  fleet sized from the measured throughput curve, surge survival from an exact chain
+The default plan (no tuned values; speech/plan/formulas.py):
+  h = surge_ratio - 1 (< 0.5); Q_max = floor(measured Q_max x --qmax-derate)
+  lambda_SLO = the highest Poisson rate per instance whose share within the SLO (refusals at the
+    gate count as misses) is >= --slo-share, on the gated chain: gate at Q_max, departures X(n)
+    from the ladder, TTFAB quantiles per level
+  C_scale_max = min((1-h) x Q_max, mean in flight at lambda_SLO)   (the surge rule or the SLO share)
+  C_scale_min = C_scale_max x (1-2h) / (1-h)   (= (1-2h) x Q_max when the surge rule sets C_scale_max)
+  CloudWatch target / scale-in threshold = C_scale_max / C_scale_min x the measured CloudWatch ratio
+  per-instance rate = min(rate holding C_scale_max in flight on that chain, X(C_scale_max))
+  max_instances = ceil(peak / per-instance rate); min_instances = max(--min-instances,
+    ceil(trough / per-instance rate))
+  T_total (planning) = measured T_total + metric period x datapoints to alarm + scale-out cooldown
+  cooldowns: out clamp(measured T_total / 2, 10, 30) s, in max(300, 3 x planning T_total) s
+  scale-in step = 1 - surge_ratio x C_scale_min / C_scale_max of the fleet (at most
+    1 - C_scale_min / C_scale_max), after ceil(300 s / period) periods at or below C_scale_min
+  surge survival: P(an instance at C_scale_max reaches Q_max within T_total) on the exact chain
+--target-share, --scale-in-* and the cooldown flags replace a seed value (bench tune finds them).
 
 Writes plan-<model>.json into --out; with --stack NAME also writes the inputs and the artifacts
 into Pulumi.NAME.yaml (other keys kept): each artifact by path and sha256, the file committed
