@@ -85,6 +85,48 @@ class Answer:
     tuned: str | None = None
     """The tuned plan's simulated row and whether it keeps its share (bench.tuned_report); None: no tuned plan."""
     tuned_reason: str | None = None
+    costs: tuple[PlanCost, ...] = ()
+    """USD/day of each plan on the page, the recommended one first (the tuned plan when it ran in the
+    simulation, else the plan); empty when unpriced or stopped."""
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """One plan's dollars per day: instances x USD/h x 24 at its floor, at its cap (max_instances)
+    and at the mean fleet the simulation held (None: not simulated)."""
+
+    plan: str
+    """``plan``, ``seed plan`` or ``tuned plan`` (the simulation's row names)."""
+    min_instances: int
+    max_instances: int
+    mean_instances: float | None
+    usd_per_day_floor: float
+    usd_per_day_cap: float
+    usd_per_day_mean: float | None
+
+
+def plan_costs(plan: PlanArtifact, simulation: SimulationArtifact | None, price: float,
+               tuned_plan: PlanArtifact | None = None) -> tuple[PlanCost, ...]:
+    """The recommended plan's cost first: the tuned plan when the simulation ran it (its row), then
+    the seed; without a tuned row, the plan alone."""
+    from speech.sim.artifact import TUNED_ROW
+
+    hours = simulation.trace.duration_s / 3600 if simulation is not None and simulation.trace.duration_s > 0 else None
+
+    def cost(name: str, p: PlanArtifact, row) -> PlanCost:
+        mean = row.instance_hours / hours if row is not None and hours else None
+        return PlanCost(name, p.fleet.min_instances, p.fleet.max_instances, mean,
+                        usd_per_day(p.fleet.min_instances, price), usd_per_day(p.fleet.max_instances, price),
+                        None if mean is None else usd_per_day(mean, price))
+
+    seed_row = simulation.seed_result() if simulation is not None else None
+    tuned_row = simulation.result(TUNED_ROW) if simulation is not None else None
+    if tuned_plan is not None and tuned_row is not None and tuned_plan.verdict != "stop":
+        from bench.tuned_report import promise_check
+
+        if promise_check(tuned_plan, simulation) is not None:  # type: ignore[arg-type]
+            return cost(TUNED_ROW, tuned_plan, tuned_row), cost(seed_row.policy if seed_row else "seed plan", plan, seed_row)
+    return (cost(seed_row.policy if seed_row else "plan", plan, seed_row),)
 
 
 def usd_per_day(instances: float, price_per_hour_usd: float) -> float:
@@ -164,22 +206,35 @@ def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_
         cost = "no price"
         cost_reason = (f"{itype} is not in the price table (speech/schema/prices.py); "
                        "set speech-endpoints:budget.prices_usd_per_hour for it")
+    costs: tuple[PlanCost, ...] = ()
+    if plan.verdict != "stop" and price is not None:
+        costs = plan_costs(plan, simulation, price, tuned_plan)
+    if plan.verdict == "stop" or price is None:
+        pass
+    elif len(costs) == 2:
+        # A tuned plan ran beside the seed: price the one the page recommends first, the seed next to it.
+        t_, s_ = costs
+        cost = (f"tuned plan ${t_.usd_per_day_mean:,.2f} per day at its simulated mean fleet, "
+                f"${t_.usd_per_day_cap:,.2f} at its cap of {t_.max_instances}; seed plan ${s_.usd_per_day_mean or 0:,.2f} "
+                f"and ${s_.usd_per_day_cap:,.2f} at its cap of {s_.max_instances}")
+        cost_reason = (f"{itype} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN}); the "
+                       f"tuned plan held {t_.mean_instances:.2f} instances on average over the trace (floor "
+                       f"{t_.min_instances}: ${t_.usd_per_day_floor:,.2f}/day), the seed plan "
+                       f"{s_.mean_instances or 0:.2f} (floor {s_.min_instances}: ${s_.usd_per_day_floor:,.2f}/day)")
     else:
-        cost = (f"${usd_per_day(f.min_instances, price):,.2f} - ${usd_per_day(f.max_instances, price):,.2f} per day "
-                f"(floor - maximum)")
+        c = costs[0]
+        cost = f"${c.usd_per_day_floor:,.2f} - ${c.usd_per_day_cap:,.2f} per day (floor - maximum)"
         cost_reason = f"{itype} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN})"
-        if simulation is not None:
-            r = simulation.seed_result() or simulation.results[0]
-            mean = r.instance_hours / (simulation.trace.duration_s / 3600)
-            cost += f"; ${usd_per_day(mean, price):,.2f} per day at the simulated mean fleet"
-            cost_reason += f"; the simulated plan held {mean:.2f} instances on average over the trace"
+        if c.usd_per_day_mean is not None:
+            cost += f"; ${c.usd_per_day_mean:,.2f} per day at the simulated mean fleet"
+            cost_reason += f"; the simulated plan held {c.mean_instances:.2f} instances on average over the trace"
     tuned = None
     if tuned_plan is not None:
         from bench.tuned_report import tuned_summary
 
         tuned = tuned_summary(tuned_plan, simulation)
     return Answer(deploy, reason, blocked, fleet, simulated, simulated_reason, cost, cost_reason,
-                  *(tuned or (None, None)))
+                  *(tuned or (None, None)), costs=costs)
 
 
 def _answer_block(a: Answer) -> str:
@@ -192,13 +247,27 @@ def _answer_block(a: Answer) -> str:
                   f"{html.escape(a.fleet.split(':', 1)[1].strip())}</span>" if ":" in a.fleet else html.escape(a.fleet)),
         ("Simulated", f"<span class='big'>{html.escape(a.simulated)}</span><br><span class='muted'>"
                       f"{html.escape(a.simulated_reason)}</span>"),
-        ("Cost", f"<span class='big'>{html.escape(a.cost)}</span><br><span class='muted'>{html.escape(a.cost_reason)}</span>"),
+        ("Cost", f"<span class='big'>{html.escape(a.cost)}</span><br><span class='muted'>{html.escape(a.cost_reason)}</span>"
+                 + _cost_table(a.costs)),
     ]
     if a.tuned is not None:
         rows.insert(3, ("Tuned", f"<span class='big'>{html.escape(a.tuned)}</span><br><span class='muted'>"
                                  f"{html.escape(a.tuned_reason or '')}</span>"))
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     return f"<div class='answer {cls}' id='answer'><table>{body}</table></div>"
+
+
+def _cost_table(costs: Sequence[PlanCost]) -> str:
+    """Each plan's USD/day side by side, the recommended plan first (its row in bold)."""
+    if not costs:
+        return ""
+    money = lambda x: "-" if x is None else f"${x:,.2f}"  # noqa: E731
+    rows = [(Markup(f"<b>{html.escape(c.plan)}</b> (recommended)") if i == 0 and len(costs) > 1 else c.plan,
+             "-" if c.mean_instances is None else f"{c.mean_instances:.2f}", money(c.usd_per_day_mean),
+             c.max_instances, money(c.usd_per_day_cap), c.min_instances, money(c.usd_per_day_floor))
+            for i, c in enumerate(costs)]
+    return "<div id='costs'>" + _table(["plan", "mean fleet", "USD/day at mean", "cap", "USD/day at cap", "floor",
+                                        "USD/day at floor"], rows, num_cols={1, 2, 3, 4, 5, 6}) + "</div>"
 
 
 def render_report(

@@ -228,3 +228,23 @@ def test_a_simulation_of_another_tuned_plan_is_not_checked_against_this_one(ref)
     assert promise_check(tuned, other) is None and answer(plan, [], True, other, tuned_plan=tuned).tuned is None
     page = render_report(plan=plan, qmax=q, ttotal=t, simulation=other, tuned_plan=tuned)
     assert "The simulation below did not run this tuned plan." in page
+
+
+def test_the_cost_row_prices_the_tuned_plan_it_recommends_next_to_the_seed(ref):
+    """Issue 36: the tuned plan's USD/day at its simulated mean fleet and at its cap, then the seed's."""
+    q, t, plan = ref
+    tuned = _tuned_with_promise(q, t, 0.998, 0.001)
+    a = answer(plan, [], True, _pair(plan, tuned, 0.997, 0.996, 0.003), tuned_plan=tuned)
+    price = 1.408
+    first, seed = a.costs
+    assert (first.plan, seed.plan) == ("tuned plan", "seed plan")
+    # 16 and 20 instance-hours over the 2 h trace: mean fleets of 8 and 10
+    assert first.mean_instances == pytest.approx(8.0) and seed.mean_instances == pytest.approx(10.0)
+    assert first.usd_per_day_mean == pytest.approx(usd_per_day(8, price))
+    assert first.usd_per_day_cap == pytest.approx(usd_per_day(tuned.fleet.max_instances, price))
+    assert a.cost.startswith(f"tuned plan ${usd_per_day(8, price):,.2f} per day at its simulated mean fleet, "
+                             f"${usd_per_day(tuned.fleet.max_instances, price):,.2f} at its cap of {tuned.fleet.max_instances}")
+    assert f"seed plan ${usd_per_day(10, price):,.2f}" in a.cost
+    page = render_report(plan=plan, qmax=q, ttotal=t, simulation=_pair(plan, tuned, 0.997, 0.996, 0.003), tuned_plan=tuned)
+    costs = page[page.index("<div id='costs'>"):]
+    assert costs.index("tuned plan") < costs.index("seed plan") < costs.index("</div>")
