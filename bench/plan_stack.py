@@ -23,7 +23,7 @@ from speech.deploy.hosting import endpoint_name
 from speech.infra.stack_config import Warn, load_stack_file, stack_file, stack_name
 
 from speech.plan.batch import batch_plan_filename
-from bench.report import MARK
+from bench.report.text import MARK
 
 
 def budget_filename(stack: str) -> str:

@@ -69,8 +69,8 @@ def week(seed: int, peak: float = 5000.0, weekend_share: float = 0.45):
 def day(spec: str, seed: int):
     if spec.startswith("week"):
         return week(seed)
-    from bench.simulate_cmd import load_trace
-    from bench.tune_cmd import _with
+    from bench.load.traces import load_trace
+    from bench.commands.tune import _with
 
     return load_trace(_with(spec, seed=seed)).arrivals
 

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.cli import main
+from bench.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "artifacts" / "reference"

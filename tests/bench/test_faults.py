@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 from bench.stack_yaml import MODELS_KEY, lock_path, read_stack_file, stack_lock, write_model_entry
 
 ROOT = Path(__file__).resolve().parents[2]

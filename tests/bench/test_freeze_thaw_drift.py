@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import aws
-from bench.cli import main
-from bench.freeze import Freeze, state_path
+from bench.aws import client as aws
+from bench.cli.main import main
+from bench.aws.freeze import Freeze, state_path
 
 from .conftest import ENDPOINT, STACK, state_dir
 
@@ -159,7 +159,7 @@ def test_missing_endpoint_is_one_line_exit_2(aws_env, capsys, tmp_path):
 def test_the_named_thaw_command_runs_from_anywhere_as_printed(tmp_path, monkeypatch):
     import shlex
 
-    from bench.freeze import thaw_command
+    from bench.aws.freeze import thaw_command
 
     monkeypatch.chdir(tmp_path)
     cmd = thaw_command("prod-kokoro-82m", Path("my state"), "eu-west-1")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 from speech.files import load_artifact
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.artifact import TuneArtifact
@@ -84,7 +84,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, flags, needle):
 
 
 def test_help_explains(capsys):
-    # bench.cli answers --help itself (exit 0) rather than letting argparse raise SystemExit.
+    # bench.cli.main answers --help itself (exit 0) rather than letting argparse raise SystemExit.
     assert main(["tune", "--help"]) == 0
     text = capsys.readouterr().out
     assert "seed formulas" in text and "--slo-share" in text and json is not None

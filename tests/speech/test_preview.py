@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as bench_main
+from bench.cli.main import main as bench_main
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.errors import ConfigError
 from speech.files import load_artifact

@@ -14,7 +14,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
-from bench.cli import main as bench_main
+from bench.cli.main import main as bench_main
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import canonical_sha256
 from speech.files import load_artifact
