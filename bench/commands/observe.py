@@ -206,5 +206,8 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
         print(render(artifact))
         print(f"\nwrote {out}")
     sys.stdout.flush()
+    from bench.report.runs import observe_report
+
+    args._report = observe_report(artifact)
     return 0 if verdict == "holds" else 1
 

@@ -379,6 +379,10 @@ def run(args: argparse.Namespace) -> int:
                   f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
                   "(what the program deploys)")
     sys.stdout.flush()
+    if not isinstance(plan, BatchPlan):
+        from bench.report.runs import plan_report
+
+        args._report = plan_report(plan)
     return 1 if plan.verdict == "stop" else 0
 
 

@@ -117,46 +117,32 @@ def _fmt_s(s: float) -> str:
 
 
 class _Display:
-    """rich progress on stderr: level, phase, live p95, ETA of the worst-case schedule."""
+    """Progress on stderr (bench.cli.progress): on a terminal a bar with the level, phase, live p95 and
+    the ETA of the worst-case schedule, each finished level's row above it; piped, plain lines that
+    never wrap; nothing under -q or --json."""
 
     def __init__(self, enabled: bool, worst_s: float, slo_ms: float) -> None:
-        self.enabled = enabled and sys.stderr is not None
-        self.slo_ms = slo_ms
-        self.progress = None
-        self.done_s = 0.0
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from bench.cli.progress import RunProgress
 
-            self.progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
-                console=Console(stderr=True), transient=False,
-            )
-            self.task = self.progress.add_task("starting", total=worst_s)
-            self.progress.start()
+        self.slo_ms = slo_ms
+        self.done_s = 0.0
+        self.bar = RunProgress("qmax", total=worst_s, enabled=enabled, unit="s of the longest schedule", every_s=10.0)
+        self.progress = self.bar if self.bar.enabled else None
 
     def update(self, p) -> None:
-        if not self.progress:
-            return
         p95 = f"{p.live_p95_ms:.0f} ms" if p.live_p95_ms is not None else "-"
-        self.progress.update(
-            self.task,
-            completed=self.done_s + p.elapsed_s,
-            description=f"level {p.concurrency:>4} {p.phase:<7} p95 {p95:>8} (SLO {self.slo_ms:g}) done {p.done}",
-        )
+        self.bar.update(self.done_s + p.elapsed_s,
+                        f"level {p.concurrency:>4} {p.phase:<7} p95 {p95:>8} (SLO {self.slo_ms:g}) done {p.done}")
 
     def note(self, text: str) -> None:
-        if self.progress:
-            self.progress.update(self.task, description=text)
+        self.bar.update(text=text)
 
     def level_done(self, seconds: float, line: str) -> None:
         self.done_s += seconds
-        if self.progress:
-            self.progress.console.print(line)
+        self.bar.line(line)
 
     def stop(self) -> None:
-        if self.progress:
-            self.progress.stop()
+        self.bar.close()
 
 
 def level_line(r: LevelResult, slo_ms: float) -> str:

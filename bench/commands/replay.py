@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -98,19 +98,30 @@ def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
     return [pool[min(len(pool) - 1, int(r * len(pool)))] for r in ranks]
 
 
-async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str]) -> list[Sent]:
-    """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers."""
+async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str],
+                       on_progress: Callable[[int, int, int, float], None] | None = None) -> list[Sent]:
+    """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers.
+    ``on_progress(sent, answered, rejected, elapsed_s)`` twice a second while it runs (a display)."""
     await target.open(1)
     t0 = time.perf_counter()
     results: list[Sent] = []
+    rejected = 0
 
     async def one(due: float, text: str) -> None:
+        nonlocal rejected
         now = time.perf_counter() - t0
         sent = now
         out = await target.invoke(text)
         results.append(Sent(due_s=due, sent_s=sent, outcome=out))
+        rejected += bool(out.rejected)
 
-    tasks = []
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            on_progress(len(tasks), len(results), rejected, time.perf_counter() - t0)  # type: ignore[misc]
+
+    tasks: list[asyncio.Task] = []
+    tick = asyncio.create_task(ticker()) if on_progress is not None else None
     try:
         for due, text in zip(times_s, texts, strict=True):
             delay = due - (time.perf_counter() - t0)
@@ -119,9 +130,11 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
             tasks.append(asyncio.create_task(one(due, text)))
         await asyncio.gather(*tasks)
     finally:
+        if tick is not None:
+            tick.cancel()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *([tick] if tick is not None else []), return_exceptions=True)
         await target.close()
     return sorted(results, key=lambda s: s.due_s)
 
@@ -164,12 +177,20 @@ def run(args: argparse.Namespace) -> int:
     texts = texts_for(sizes, times.size, args.mix)
     started = datetime.now(UTC)
     duration = float(args.duration or trace.duration_s)
-    print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
+    from bench.cli.progress import RunProgress, wanted
+
+    show = wanted(args)
+    if show:
+        print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
     loop = new_event_loop()
-    try:
-        sent = loop.run_until_complete(replay_async(target, times.tolist(), texts))
-    finally:
-        loop.close()
+    with RunProgress("replay", total=int(times.size), enabled=show, unit="answered") as progress:
+        def on_progress(sent: int, answered: int, rejected: int, elapsed_s: float) -> None:
+            progress.update(answered, f"{sent:,} sent, {rejected:,} rejected, {elapsed_s:.0f}/{duration:g} s")
+
+        try:
+            sent = loop.run_until_complete(replay_async(target, times.tolist(), texts, on_progress))
+        finally:
+            loop.close()
     art = summarize(sent, target=target.name, spec=trace.spec, seed=args.seed, duration_s=duration, slo_ms=args.slo_ms,
                     started_at=started)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
@@ -185,4 +206,7 @@ def run(args: argparse.Namespace) -> int:
         warn = "  (client fell behind: results understate the offered load)" if art.send_late_p99_ms > LateWarnMs else ""
         print(f"sent late p99 {art.send_late_p99_ms:.1f} ms{warn}")
         print(f"wrote {path}")
+    from bench.report.runs import replay_report
+
+    args._report = replay_report(art)
     return 0

@@ -260,10 +260,16 @@ def run(args: argparse.Namespace) -> int:
     plan = resolve_plan(args, q, t, trace)
     tuned = resolve_tuned_plan(args, q, t, plan) if getattr(args, "tuned_plan", None) is not None else None
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
-    model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
-                               slo_share=args.slo_share)
-    if tuned is not None:
-        runs, sums = add_tuned_rows(tuned, q, t, trace, model, runs, sums, args.slo_share)
+    from bench.cli.progress import RunProgress, wanted
+
+    with RunProgress("simulate", total=len(policies) + (tuned is not None), enabled=wanted(args), unit="policies",
+                     every_s=0.0) as progress:
+        model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
+                                     slo_share=args.slo_share,
+                                     on_policy=lambda name, done, total: progress.update(done, f"{name} done"))
+        if tuned is not None:
+            runs, sums = add_tuned_rows(tuned, q, t, trace, model, runs, sums, args.slo_share)
+            progress.advance(1, "tuned plan done")
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
                               price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs,
                               tuned_plan=tuned)
@@ -290,6 +296,9 @@ def run(args: argparse.Namespace) -> int:
             print("\n" + hot["table"])
         print("\nwrote " + ", ".join(str(p) for p in written))
     sys.stdout.flush()
+    from bench.report.runs import simulation_report
+
+    args._report = simulation_report(art, runs, model, plan)
     return 0
 
 

@@ -66,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, metavar="N", help="first training day's seed (default 1)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
     p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (it goes to stderr)")
+    p.add_argument("--no-progress", action="store_true", help="no progress display (it goes to stderr; -q and --json also turn it off)")
 
 
 def _with(spec: str, **opts) -> str:
@@ -122,25 +122,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"plan inputs from the trace and flags are invalid: {err}; pass --peak-rps/--trough-rps") from None
     model = build_instance(q, t, slo_ms=inputs.slo_ms)
 
-    progress = None
-    if not args.no_progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        from rich.console import Console
+    from bench.cli.progress import RunProgress, wanted
 
-        progress = Progress(TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("simulated days"),
-                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-    task = None
+    progress = RunProgress("tune", total=None, enabled=wanted(args), unit="simulated days", every_s=5.0)
 
     def tick() -> None:
-        if progress is not None and task is not None:
-            progress.advance(task)
+        progress.advance(1)
 
     tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick)
     options = tuner.choices(tuner.seed_knobs())
     expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
-    if progress is not None:
-        progress.start()
-        task = progress.add_task("tune", total=expected)
+    progress.set_total(expected)
     try:
         seed, best = tuner.search(train)
         spike_factor = float(parse_spec(args.trace)[2].get("spike_factor", 1.2))
@@ -157,8 +149,7 @@ def run(args: argparse.Namespace) -> int:
                                     seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
                                     tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share))
     finally:
-        if progress is not None:
-            progress.stop()
+        progress.close()
 
     digest = hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
     sha = "sha256:" + digest
@@ -191,6 +182,9 @@ def run(args: argparse.Namespace) -> int:
         print(render(art))
         print("\nwrote " + ", ".join(str(p) for p in written))
     sys.stdout.flush()
+    from bench.report.runs import tune_report
+
+    args._report = tune_report(art)
     return 0 if art.held else 1
 
 

@@ -134,9 +134,20 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     issues: list[Issue] = []
     rows: list[dict] = []
     session = Session(target)
+    from bench.cli.progress import RunProgress, wanted
+
+    per = args.settle_s + args.measure_s
+    progress = RunProgress("validate --live", total=2 * per, enabled=wanted(args), unit="s", every_s=5.0)
+    base = 0.0
+
+    def show(p) -> None:
+        p95 = f"{p.live_p95_ms:.0f} ms" if p.live_p95_ms is not None else "-"
+        progress.update(base + p.elapsed_s, f"{p.concurrency} in flight, {p.phase}, p95 {p95}, done {p.done}")
+
     try:
         wall0, perf0 = time.time(), time.perf_counter()
-        r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
+        r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts, show)
+        base = per
         rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
         if still_serving is not None and (down := still_serving()) is not None:
             return [down], rows
@@ -153,7 +164,7 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
             issues.append(Issue("live", f"{where} at {c_ok} in flight{per} (0.8 x C_scale_max {plan.thresholds.c_scale_max:g}): "
                                         f"p95 TTFAB {r.pct(95):.0f} ms, {r.rejected} rejected, {r.errors} errors; expected "
                                         f"p95 within the SLO {slo:g} ms and nothing rejected; {remeasure}"))
-        g: LevelResult = session.level(c_gate, args.settle_s, args.measure_s, texts)
+        g: LevelResult = session.level(c_gate, args.settle_s, args.measure_s, texts, show)
         rows.append({"check": "past Q_max", "concurrency": c_gate, "p95_ms": g.pct(95), "rejected": g.rejected, "errors": g.errors})
         if still_serving is not None and (down := still_serving()) is not None:
             return [down], rows
@@ -167,6 +178,7 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
                                         f"p95 TTFAB {g.pct(95):.0f} ms ({g.ok} admitted); expected within the SLO {slo:g} ms, "
                                         f"since the gate holds at most {plan.queue_max_depth} per instance; {remeasure}"))
     finally:
+        progress.close()
         session.close()
     return issues, rows
 
@@ -224,4 +236,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
             print(f"live {row['check']}: concurrency {row['concurrency']}, p95 {row['p95_ms']:.1f} ms, "
                   f"rejected {row['rejected']}, errors {row['errors']}{cw}")
         print("validate: pass" if ok else f"validate: FAIL ({len(issues)} issue(s))")
+    from bench.report.runs import validate_report
+
+    args._report = validate_report(ok, issues, live_rows, args.endpoint or args.url)
     return 0 if ok else 1
