@@ -189,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             sent = loop.run_until_complete(replay_async(target, times.tolist(), texts, on_progress))
+            progress.update(len(sent))  # the last tick may predate the last answers
         finally:
             loop.close()
     art = summarize(sent, target=target.name, spec=trace.spec, seed=args.seed, duration_s=duration, slo_ms=args.slo_ms,
