@@ -6,15 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan
-from speech.schema.instances import INSTANCE_SPECS
-from speech.schema.copy_plan import CopyPlan, copy_plan_filename
-from speech.files import load_artifact, write_artifact
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.schema.copy_plan import CopyPlan
 
 from bench.errors import UsageError
-from bench.cli.options import plan_inputs
-from bench.report.text import MARK
 
 DESCRIPTION = """\
 Turn a per-copy qmax artifact (bench qmax against ONE copy) and a copy artifact (bench tcopy:
@@ -33,6 +30,9 @@ instance of the type), 2 bad input (nothing written).
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from speech.plan.copies import FOOTPRINT_MARGIN
+    from speech.schema.instances import INSTANCE_SPECS
+
     p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact of a ladder against one copy")
     p.add_argument("--copy", required=True, type=Path, metavar="FILE", help="copy artifact (bench tcopy)")
     p.add_argument("--ttotal", type=Path, metavar="FILE", help="ttotal artifact of the instance type (to compare T_copy with T_total)")
@@ -88,6 +88,8 @@ def rows(p: CopyPlan) -> list[tuple[str, str, str]]:
 
 
 def render(p: CopyPlan) -> str:
+    from bench.report.text import MARK
+
     r = rows(p)
     wn = max(len(x[0]) for x in r)
     wv = max(len(x[1]) for x in r)
@@ -100,6 +102,13 @@ def render(p: CopyPlan) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.cli.options import plan_inputs
+    from speech.files import load_artifact, write_artifact
+    from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+    from speech.schema.copy_plan import copy_plan_filename
+    from speech.schema.instances import INSTANCE_SPECS
+
     q = load_artifact(args.qmax, QmaxArtifact)
     c = load_artifact(args.copy, CopyArtifact)
     t = load_artifact(args.ttotal, TtotalArtifact) if args.ttotal is not None else None

@@ -6,21 +6,16 @@ import argparse
 import json
 from pathlib import Path
 
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+    from speech.schema.config import ModelConfig, StackConfig
 
-from speech.schema.artifacts import Fingerprint
-from speech.schema.config import ModelConfig, StackConfig
 from speech.errors import ConfigError
-from speech.plan.batch import build_batch_plan
-from speech.plan.realtime import build_plan
-from speech.infra.stack_config import load_stack_file, stack_file, stack_name, stack_region
 
-from bench.aws import client as aws
 from bench.errors import TargetError, UsageError
-from bench.aws.scaling_check import Issue, compare, compare_batch
-from bench.stack_yaml import MODELS_KEY, read_stack_file
 
 DESCRIPTION = """\
 Compare what is deployed for each model of a stack (scalable target min/max and suspended
@@ -58,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load_stack(path: Path) -> StackConfig:
+    from bench.stack_yaml import MODELS_KEY, read_stack_file
+    from speech.infra.stack_config import load_stack_file
+
     if not path.exists():
         raise UsageError(f"{path}: no such stack file; check --stack / --stack-dir")
     config = read_stack_file(path).get("config") or {}
@@ -73,6 +71,9 @@ def load_stack(path: Path) -> StackConfig:
 
 
 def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity | Issue:
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+
     try:
         return aws.endpoint_identity(sess, endpoint, described)
     except TargetError as err:
@@ -80,6 +81,11 @@ def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity 
 
 
 def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_mismatch: bool) -> list[Issue]:
+    from bench.aws.scaling_check import Issue
+    from bench.stack_yaml import MODELS_KEY
+    from pydantic import ValidationError
+    from speech.schema.artifacts import Fingerprint
+
     key = f"{MODELS_KEY}.{name}"
     redeploy = f"fix: pulumi up to deploy the stack config, or set {key}.{{field}} to what should run and re-measure it"
     issues = []
@@ -116,6 +122,12 @@ def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_
 
 
 def run(args: argparse.Namespace, session=None) -> int:
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue, compare, compare_batch
+    from speech.infra.stack_config import stack_file, stack_name, stack_region
+    from speech.plan.batch import build_batch_plan
+    from speech.plan.realtime import build_plan
+
     path = stack_file(args.stack_dir, args.stack)
     stack = load_stack(path)
     name_of_stack = stack_name(args.stack)

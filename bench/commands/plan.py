@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-from speech.schema.artifacts import canonical_sha256
-from speech.schema.receipts import needs_receipt, receipt_key
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.plan.batch import BatchPlan
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+    from speech.schema.config import ArtifactRef, ModelConfig, PlanInputs
+    from speech.schema.plan_artifacts import PlanArtifact
 
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
 
-from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-from speech.schema.plan_artifacts import PlanArtifact, plan_filename
-from speech.schema.config import ArtifactRef, Measurements, ModelConfig, PlanInputs
-from speech.infra.stack_config import stack_file
-from speech.files import load_artifact, write_artifact
-from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
-from speech.plan.realtime import build_plan
 
 from speech.errors import describe_validation_error
 
-from bench.cli.options import plan_inputs
 from bench.errors import UsageError
-from bench.report.text import MARK, render_plan
 
 DESCRIPTION = """\
 Turn measured artifacts into autoscaling numbers with zero AWS calls.
@@ -143,6 +138,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_max: int | None) -> list[str]:
     """What a re-plan changes in the stack entry's inputs, one phrase each (empty: nothing)."""
+    from speech.schema.config import PlanInputs
+
     if not old:
         return []
     before = PlanInputs.model_validate(old).model_dump(mode="json") if _valid_inputs(old) else dict(old)
@@ -155,6 +152,9 @@ def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_ma
 
 
 def _valid_inputs(old: dict) -> bool:
+    from pydantic import ValidationError
+    from speech.schema.config import PlanInputs
+
     try:
         PlanInputs.model_validate(old)
         return True
@@ -174,6 +174,8 @@ def _fmt(v: object) -> str:
 
 def stored_tcopy(stack_path: Path, model: str, old: dict) -> tuple[CopyArtifact | None, ArtifactRef | None]:
     """The copy artifact a components entry already has (by reference or embedded), and its reference."""
+    from speech.schema.artifacts import CopyArtifact
+
     from speech.files import parse_artifact
     from speech.infra.stack_config import is_reference, read_reference
 
@@ -189,6 +191,8 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
                   plan: PlanArtifact) -> tuple[PlanInputs, str]:
     """Inputs with the floors derived from ``--schedule-from`` (the plan's per-instance rate and
     planning T_total), and a line saying what was derived."""
+    from pydantic import ValidationError
+
     from speech.plan.schedule import derive_schedule
     from speech.schema.config import HHMM_RE, FloorSchedule
     from speech.sim.traces import TraceError, generate
@@ -225,6 +229,12 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
                 t: TtotalArtifact, tcopy: CopyArtifact | None = None, *, old: dict | None = None,
                 max_instances: int | None = None) -> ModelConfig:
+    from pydantic import ValidationError
+    from speech.plan.batch import BatchPlan
+    from speech.schema.artifacts import canonical_sha256
+    from speech.schema.config import Measurements, ModelConfig
+    from speech.schema.receipts import needs_receipt, receipt_key
+
     old = old or {}
     # hosting: components keeps its copy artifact and inputs across a re-plan of Q_max and T_total.
     components = tcopy is not None or old.get("hosting") == "components"
@@ -274,6 +284,8 @@ def _has_budget(path: Path) -> bool:
 def run_migrate(args: argparse.Namespace) -> int:
     """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
     then loads to the same config (checked before this returns)."""
+    from speech.infra.stack_config import stack_file
+
     from bench.plan_stack import load_stack
     from bench.stack_yaml import migrate_stack_file
 
@@ -302,6 +314,20 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from speech.plan.batch import BatchPlan
+    from speech.schema.artifacts import CopyArtifact
+    from speech.schema.artifacts import QmaxArtifact
+    from speech.schema.artifacts import TtotalArtifact
+    from speech.plan.batch import batch_plan_filename
+    from speech.plan.batch import build_batch_plan
+    from speech.plan.realtime import build_plan
+    from speech.files import load_artifact
+    from speech.schema.plan_artifacts import plan_filename
+    from bench.cli.options import plan_inputs
+    from bench.report.text import render_plan
+    from speech.infra.stack_config import stack_file
+    from speech.files import write_artifact
+
     from speech.infra.stack_config import stack_name
 
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
@@ -393,6 +419,8 @@ def _plain(value: object) -> dict | None:
 
 def render_batch_plan(p: BatchPlan) -> str:
     """The batch plan as the plan report shows a real-time one: each number with its rule."""
+    from bench.report.text import MARK
+
     i, c = p.inputs, p.cold_start
     x = p.throughput_per_instance_rps
     rows = [

@@ -8,22 +8,18 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 from collections.abc import Callable
 
-import numpy as np
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.load.loadgen import LevelResult
+    from bench.load.targets import Target
+    from speech.schema.artifacts import LadderLevel, QmaxArtifact
 
-from speech.schema.artifacts import ClientOverhead, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
 
 from bench import target_region, tool_version
 
-from bench.aws import client as aws
-from bench.aws.receipts import leave_receipt
-from bench.cli.options import add_target_arguments, check_timing
 from bench.errors import BenchError, UsageError
-from bench.load.ladder import estimate, geometric_levels, parse_levels, request_mix, search
-from bench.load.loadgen import LevelResult, Session
-from bench.load.targets import SageMakerTarget, Target, make_target
 
 DESCRIPTION = """\
 Find Q_max: the highest number of requests held in flight on one instance whose p95
@@ -58,6 +54,8 @@ figures and what to change go to stderr), 2 bad input (nothing written, nothing 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bench.cli.options import add_target_arguments
+
     add_target_arguments(p)
     p.add_argument("--slo-ms", type=float, default=3000.0, metavar="MS", help="p95 TTFAB SLO in ms (default 3000)")
     p.add_argument("--levels", metavar="N,N,...", help="explicit increasing schedule, e.g. 1,2,4,8,16")
@@ -91,12 +89,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def schedule_of(args: argparse.Namespace) -> list[int]:
+    from bench.load.ladder import geometric_levels, parse_levels
+
     if args.levels:
         return parse_levels(args.levels)
     return geometric_levels(args.start, args.factor, args.max_concurrency)
 
 
 def check_args(args: argparse.Namespace) -> list[int]:
+    from bench.cli.options import check_timing
+
     check_timing(args)
     if not 0 <= args.tolerance < 1:
         raise UsageError(f"--tolerance {args.tolerance:g}: must be in [0, 1)")
@@ -174,6 +176,8 @@ def render(a: QmaxArtifact) -> str:
 
 def cloudwatch_ratio(levels: list[LadderLevel]) -> tuple[float, str]:
     """Mean of CloudWatch Maximum / client mean in-flight over the levels CloudWatch covered."""
+    import numpy as np
+
     ratios = [
         lv.cloudwatch_concurrency_max / lv.client_concurrency_mean
         for lv in levels
@@ -186,6 +190,14 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         sleep: Callable[[float], None] = time.sleep) -> int:
     """``load_target``: where the ladder's requests go when not to the endpoint itself (tests send
     them to a real local server while the AWS control plane is moto, which cannot stream)."""
+    import numpy as np
+    from bench.aws import client as aws
+    from bench.aws.receipts import leave_receipt
+    from bench.load.ladder import estimate, request_mix, search
+    from bench.load.loadgen import Session
+    from bench.load.targets import SageMakerTarget, make_target
+    from speech.schema.artifacts import ClientOverhead, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
+
     schedule = check_args(args)
     per_level = args.settle_s + args.measure_s
     est = estimate(schedule, per_level + (args.cloudwatch_wait_s if args.endpoint else 0.0), args.tolerance)

@@ -12,17 +12,15 @@ from datetime import datetime, UTC
 from pathlib import Path
 from collections.abc import Callable, Sequence
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from speech.schema.artifacts import SCHEMA_VERSION, Frozen
-from speech.files import write_artifact
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    import numpy as np
+    from bench.load.targets import Outcome, Target
+    from speech.schema.artifacts import ReplayArtifact
+
 
 from bench.errors import UsageError
-from bench.load.ladder import MIXES
-from bench.load.loadgen import new_event_loop
-from bench.cli.options import add_target_arguments
-from bench.load.traces import load_trace
-from bench.load.targets import Outcome, Target, make_target
 
 DESCRIPTION = """\
 Send a traffic trace to a real target open-loop: every request leaves at its own timestamp,
@@ -40,37 +38,10 @@ Traces are the same specs as `bench simulate` (see its --help). Writes replay-<t
 LateWarnMs = 50.0
 
 
-class ReplayRequest(Frozen):
-    due_s: float
-    late_ms: float
-    """How long after its timestamp the request was sent (client lag)."""
-    ttfab_ms: float | None
-    status: str
-    """ok, rejected, or the error code."""
-
-
-class ReplayArtifact(Frozen):
-    schema_version: int = SCHEMA_VERSION
-    kind: str = "replay"
-    target: str
-    trace_spec: str
-    seed: int
-    duration_s: float
-    slo_ms: float | None = None
-    requests: int
-    ok: int
-    rejected: int
-    errors: int
-    ttfab_p50_ms: float | None
-    ttfab_p95_ms: float | None
-    ttfab_p99_ms: float | None
-    within_slo_share: float | None = None
-    send_late_p99_ms: float
-    started_at: datetime
-    per_request: list[ReplayRequest]
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bench.cli.options import add_target_arguments
+    from bench.load.ladder import MIXES
+
     add_target_arguments(p)
     p.add_argument("--trace", required=True, metavar="SPEC", help="traffic (same specs as bench simulate)")
     p.add_argument("--duration", type=float, default=None, metavar="S", help="replay only the first S seconds")
@@ -91,6 +62,9 @@ class Sent:
 def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
     """One text per request: cycling the mix, or by size rank when the trace has sizes (the
     shortest texts for the smallest requests)."""
+    import numpy as np
+    from bench.load.ladder import MIXES
+
     pool = sorted(MIXES[mix], key=len)
     if sizes is None or sizes.size == 0:
         return [pool[i % len(pool)] for i in range(count)]
@@ -141,6 +115,9 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
 
 def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s: float, slo_ms: float | None,
               started_at: datetime) -> ReplayArtifact:
+    import numpy as np
+    from speech.schema.artifacts import ReplayArtifact, ReplayRequest
+
     ttfab = np.array([s.outcome.ttfab_s * 1000 for s in sent if s.outcome.ok and s.outcome.ttfab_s is not None])
     ok = sum(1 for s in sent if s.outcome.ok)
     rejected = sum(1 for s in sent if s.outcome.rejected)
@@ -164,6 +141,11 @@ def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.load.loadgen import new_event_loop
+    from bench.load.targets import make_target
+    from bench.load.traces import load_trace
+    from speech.files import write_artifact
+
     if args.duration is not None and not args.duration > 0:
         raise UsageError(f"--duration {args.duration:g}: must be > 0 seconds")
     if args.slo_ms is not None and not args.slo_ms > 0:

@@ -10,19 +10,15 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    import numpy as np
+    from speech.sim.artifact import Promise, TuneArtifact
+    from speech.sim.tune import Candidate
 
 from bench.errors import UsageError
-from bench.load.traces import load_trace
-from speech.files import load_artifact, write_artifact
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.schema.config import MAX_SURGE_RATIO, PlanInputs
-from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
-from speech.sim.instance import build_instance
-from speech.sim.peers import DEFAULT_SLO_SHARE
-from speech.sim.traces import TraceError, parse_spec, peak_rps
-from speech.schema.config import Promise as PlanPromise
-from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Candidate, Tuner, describe_plan, perturbations
+from speech.sim.names import DEFAULT_SLO_SHARE
 
 DESCRIPTION = f"""\
 Search the scaling parameters for the fewest instance-hours that keep --slo-share of the requests
@@ -71,6 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _with(spec: str, **opts) -> str:
     """The spec with keys set (replacing any already there)."""
+    from speech.sim.traces import parse_spec
+
     kind, path, old = parse_spec(spec)
     old.update({k: str(v) for k, v in opts.items()})
     head = kind if path is None else f"{kind}:{path}"
@@ -79,10 +77,16 @@ def _with(spec: str, **opts) -> str:
 
 
 def _day(spec: str, seed: int) -> np.ndarray:
+    from bench.load.traces import load_trace
+
     return load_trace(_with(spec, seed=seed)).arrivals
 
 
 def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Promise:
+    import numpy as np
+    from speech.sim.artifact import Promise
+    from speech.sim.tune import SIMULATOR_VERSION
+
     return Promise(
         slo_share_target=target, within_slo_share=round(float(np.mean([d.within_slo_share for d in c.days])), 6),
         within_slo_share_worst_day=round(c.worst_share, 6), rejected_share=round(c.rejected, 6),
@@ -92,6 +96,15 @@ def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Pro
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+    from speech.files import load_artifact, write_artifact
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+    from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, Promise as PlanPromise
+    from speech.sim.artifact import TuneArtifact, TuneCheck, TunedValue
+    from speech.sim.instance import build_instance
+    from speech.sim.traces import TraceError, parse_spec, peak_rps
+    from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Tuner, describe_plan, perturbations
+
     if not 0 < args.slo_share < 1:
         raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
     if args.train_days < 1 or args.holdout_days < 0:

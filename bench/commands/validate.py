@@ -12,16 +12,15 @@ from datetime import datetime, UTC
 from pathlib import Path
 from collections.abc import Callable
 
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.files import load_artifact
+from typing import TYPE_CHECKING
 
-from bench.aws import client as aws
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+    from bench.load.loadgen import LevelResult
+    from speech.schema.plan_artifacts import PlanArtifact
+
 from bench.errors import UsageError
-from bench.load.ladder import request_mix
-from bench.load.loadgen import LevelResult, Session
-from bench.cli.options import check_timing
-from bench.aws.scaling_check import Issue, compare
-from bench.load.targets import SageMakerTarget, make_target
 
 DESCRIPTION = """\
 Check a deployed endpoint against a plan artifact (bench plan): the scalable target's min/max,
@@ -83,6 +82,8 @@ def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, clo
     reaches scaling_target_value, i.e. at scaling_target_value / observed ratio client requests in
     flight per instance. An issue when that is not C_scale_max (the ratio is off by more than
     RATIO_TOLERANCE)."""
+    from bench.aws.scaling_check import Issue
+
     t = plan.thresholds
     if t.c_scale_max <= 0 or inflight_per_instance <= 0:
         return None
@@ -105,6 +106,9 @@ ENDPOINT_DOWN = ("Failed", "OutOfService", "UpdateRollbackFailed", "Deleting")
 def endpoint_down_issue(sess, endpoint: str) -> Issue | None:
     """An issue when the endpoint left service during the live checks (DescribeEndpoint): its
     load figures then say nothing about the plan, so the checks stop there."""
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+
     ep = aws.describe_endpoint(sess, endpoint)
     status = ep.get("EndpointStatus", "")
     if status not in ENDPOINT_DOWN:
@@ -123,6 +127,10 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
                 ) -> tuple[list[Issue], list[dict]]:
     """The two load checks; ``still_serving`` (SageMaker) runs after each and, when it returns an
     issue (the endpoint left service), that issue replaces the level's and the checks stop."""
+    from bench.aws.scaling_check import Issue
+    from bench.load.ladder import request_mix
+    from bench.load.loadgen import Session
+
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
     c_ok = max(1, round(0.8 * plan.thresholds.c_scale_max * instances))
@@ -186,6 +194,13 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
 def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """``load_target``: where --live sends its requests instead of the endpoint (tests: a real local
     server while moto plays the control plane and CloudWatch)."""
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import compare
+    from bench.cli.options import check_timing
+    from bench.load.targets import SageMakerTarget, make_target
+    from speech.files import load_artifact
+    from speech.schema.plan_artifacts import PlanArtifact
+
     plan = load_artifact(args.plan, PlanArtifact)
     if args.live:
         check_timing(argparse.Namespace(slo_ms=args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms,
