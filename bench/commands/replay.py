@@ -4,7 +4,6 @@ timestamp, TTFAB and rejections recorded per request: the real-world check of ``
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from dataclasses import dataclass
@@ -15,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    import asyncio  # (asyncio itself, about 0.1 s, is imported where the replay runs)
+
     import numpy as np
     from bench.load.targets import Outcome, Target
     from speech.schema.artifacts import ReplayArtifact
@@ -76,6 +77,8 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
                        on_progress: Callable[[int, int, int, float], None] | None = None) -> list[Sent]:
     """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers.
     ``on_progress(sent, answered, rejected, elapsed_s)`` twice a second while it runs (a display)."""
+    import asyncio
+
     await target.open(1)
     t0 = time.perf_counter()
     results: list[Sent] = []

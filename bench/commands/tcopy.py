@@ -8,7 +8,7 @@ copy (docs/design.md §10, hot loading).
 from __future__ import annotations
 
 import argparse
-import asyncio
+# asyncio is imported where a load runs (about 0.1 s): --help does not pay for it.
 import os
 import signal
 import subprocess
@@ -230,12 +230,15 @@ class Load:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Load:
+        import asyncio
+
         if self.concurrency > 0:
             self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="tcopy-load", daemon=True)
             self._thread.start()
         return self
 
     async def _main(self) -> None:
+        import asyncio
         from bench.load.ladder import request_mix
         from bench.load.targets import HttpTarget
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+# asyncio is imported where a load runs (about 0.1 s): --help does not pay for it.
 import subprocess
 import sys
 import threading
@@ -166,10 +166,14 @@ class Probe:
     _thread: threading.Thread | None = None
 
     def start(self) -> None:
+        import asyncio
+
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="probe", daemon=True)
         self._thread.start()
 
     async def _main(self) -> None:
+        import asyncio
+
         await self.target.open(self.concurrency)
         wall0, perf0 = time.time(), time.perf_counter()
 
@@ -331,6 +335,7 @@ def run_sagemaker(
 
 
 def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[str], None]) -> list[Phase]:
+    import asyncio
     from bench.load.targets import HttpTarget
     from bench.load.targets import WebSocketTarget
     from bench.load.ladder import request_mix
