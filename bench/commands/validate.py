@@ -144,8 +144,8 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     session = Session(target)
     from bench.cli.progress import RunProgress, wanted
 
-    per = args.settle_s + args.measure_s
-    progress = RunProgress("validate --live", total=2 * per, enabled=wanted(args), unit="s", every_s=5.0)
+    level_s = args.settle_s + args.measure_s
+    progress = RunProgress("validate --live", total=2 * level_s, enabled=wanted(args), unit="s", every_s=5.0)
     base = 0.0
 
     def show(p) -> None:
@@ -155,7 +155,7 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     try:
         wall0, perf0 = time.time(), time.perf_counter()
         r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts, show)
-        base = per
+        base = level_s
         rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
         if still_serving is not None and (down := still_serving()) is not None:
             return [down], rows
