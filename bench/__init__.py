@@ -11,7 +11,8 @@ Commands (``bench/commands/``, one module each):
 - keep the deployment equal to the measurements: ``drift``, ``validate``, ``observe``, ``thaw``
 - all of it on this machine: ``demo``
 
-Rooms, each importing only the ones below it (import-linter contracts in pyproject.toml):
+Rooms (imports run one way, kept by import-linter contracts in pyproject.toml: ``cli.main`` >
+``commands`` > ``report`` | ``load`` > ``aws`` > ``cli.options`` | ``cli.bounds`` > ``errors``):
 
 - :mod:`bench.cli`: the entry point (:mod:`bench.cli.main`), flag bounds and the options
   commands share (:mod:`bench.cli.options`)

@@ -295,7 +295,7 @@ def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: 
     plan_path = _seed_plan_path(out)
     simulation, simulation_pngs = _simulate(args, out, qmax_path, ttotal_path, plan_path, plan, tuned)
 
-    from speech.infra.stack_config import stack_file as stack_path
+    from speech.stack.read import stack_file as stack_path
 
     stack_file = stack_path(args.stack_dir, args.stack)
     _say("preview+policy", f"the Pulumi program under mocks on {stack_file}, every resource sent to the policy pack")

@@ -53,8 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load_stack(path: Path) -> StackConfig:
-    from bench.stack_yaml import MODELS_KEY, read_stack_file
-    from speech.infra.stack_config import load_stack_file
+    from speech.stack.read import load_stack_file
+    from speech.stack.write import MODELS_KEY, read_stack_file
 
     if not path.exists():
         raise UsageError(f"{path}: no such stack file; check --stack / --stack-dir")
@@ -82,9 +82,9 @@ def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity 
 
 def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_mismatch: bool) -> list[Issue]:
     from bench.aws.scaling_check import Issue
-    from bench.stack_yaml import MODELS_KEY
     from pydantic import ValidationError
     from speech.schema.artifacts import Fingerprint
+    from speech.stack.write import MODELS_KEY
 
     key = f"{MODELS_KEY}.{name}"
     redeploy = f"fix: pulumi up to deploy the stack config, or set {key}.{{field}} to what should run and re-measure it"
@@ -124,9 +124,9 @@ def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_
 def run(args: argparse.Namespace, session=None) -> int:
     from bench.aws import client as aws
     from bench.aws.scaling_check import Issue, compare, compare_batch
-    from speech.infra.stack_config import stack_file, stack_name, stack_region
     from speech.plan.batch import build_batch_plan
     from speech.plan.realtime import build_plan
+    from speech.stack.read import stack_file, stack_name, stack_region
 
     path = stack_file(args.stack_dir, args.stack)
     stack = load_stack(path)

@@ -155,7 +155,7 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
     ttotal_path = find_by_sha(args.ttotal, args.artifacts, TtotalArtifact, plan.inputs.ttotal_sha256, "--ttotal")
     ttotal_arg = str(ttotal_path) if ttotal_path else f"<ttotal artifact {plan.inputs.ttotal_sha256[:19]}>"
 
-    from speech.infra.stack_config import command_region
+    from speech.stack.read import command_region
 
     sess = session or aws.session(command_region(args.region, args.stack, getattr(args, "stack_dir", Path(".")),
                                                  must_exist=False))

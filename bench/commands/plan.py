@@ -177,7 +177,7 @@ def stored_tcopy(stack_path: Path, model: str, old: dict) -> tuple[CopyArtifact 
     from speech.schema.artifacts import CopyArtifact
 
     from speech.files import parse_artifact
-    from speech.infra.stack_config import is_reference, read_reference
+    from speech.stack.read import is_reference, read_reference
 
     value = (old.get("measurements") or {}).get("tcopy")
     if value is None:
@@ -276,7 +276,7 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs
 
 
 def _has_budget(path: Path) -> bool:
-    from bench.stack_yaml import PROJECT, read_stack_file
+    from speech.stack.write import PROJECT, read_stack_file
 
     return bool((read_stack_file(path).get("config") or {}).get(f"{PROJECT}:budget"))
 
@@ -284,10 +284,10 @@ def _has_budget(path: Path) -> bool:
 def run_migrate(args: argparse.Namespace) -> int:
     """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
     then loads to the same config (checked before this returns)."""
-    from speech.infra.stack_config import stack_file
+    from speech.stack.read import stack_file
 
-    from bench.plan_stack import load_stack
-    from bench.stack_yaml import migrate_stack_file
+    from speech.stack.replan import load_stack
+    from speech.stack.write import migrate_stack_file
 
     path = stack_file(args.stack_dir, args.stack)
     before_bytes = path.stat().st_size if path.exists() else 0
@@ -314,21 +314,14 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speech.plan.batch import BatchPlan
-    from speech.schema.artifacts import CopyArtifact
-    from speech.schema.artifacts import QmaxArtifact
-    from speech.schema.artifacts import TtotalArtifact
-    from speech.plan.batch import batch_plan_filename
-    from speech.plan.batch import build_batch_plan
-    from speech.plan.realtime import build_plan
-    from speech.files import load_artifact
-    from speech.schema.plan_artifacts import plan_filename
     from bench.cli.options import plan_inputs
     from bench.report.text import render_plan
-    from speech.infra.stack_config import stack_file
-    from speech.files import write_artifact
-
-    from speech.infra.stack_config import stack_name
+    from speech.files import load_artifact, write_artifact
+    from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
+    from speech.plan.realtime import build_plan
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+    from speech.schema.plan_artifacts import plan_filename
+    from speech.stack.read import stack_file, stack_name
 
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
@@ -337,8 +330,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--migrate-config rewrites a stack file: pass --stack NAME alone (no --qmax/--ttotal/--peak-rps)")
         return run_migrate(args)
     if not given and args.stack:
-        from bench.plan_stack import run_stack
-
         return run_stack(args.stack, args.stack_dir, args.out, args.json)
     if len(given) < 3:
         missing = [f for f in ("--qmax", "--ttotal", "--peak-rps") if f not in given]
@@ -354,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
     path = stack_file(args.stack_dir, args.stack) if args.stack else None
     old = None
     if path is not None:
-        from bench.stack_yaml import existing_model_entry
+        from speech.stack.write import existing_model_entry
 
         old = _plain(existing_model_entry(path, q.model))
     tcopy_ref = None
@@ -380,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
     out = write_artifact(args.out / name, plan)
     stored_files: list[Path] = []
     if entry is not None:
-        from bench.stack_yaml import write_model_entry
+        from speech.stack.write import write_model_entry
 
         stored_files = write_model_entry(
             path, q.model, entry, refs={"tcopy": tcopy_ref} if tcopy_ref is not None else None,
@@ -448,3 +439,45 @@ def render_batch_plan(p: BatchPlan) -> str:
     lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
     lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]
     return "\n".join(lines)
+
+
+def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
+    """Re-plan every model of ``Pulumi.<stack>.yaml``; exit 1 when a plan or the budget has a stop.
+    Writes ``plan-<model>.json`` per measured real-time model (with its ``budget`` section when the
+    stack has a budget), ``batch-plan-<model>.json`` per batch model and ``budget-<stack>.json``;
+    nothing is written unless every model plans."""
+    from speech.plan.batch import batch_plan_filename
+    from speech.schema.plan_artifacts import plan_filename
+    from bench.report.text import render_stack_plan
+    from speech.stack.read import stack_file
+    from speech.stack.read import stack_name
+    from speech.files import write_artifact
+
+    from speech.stack.replan import budget_filename, load_stack, plan_stack
+
+    config = load_stack(stack_file(stack_dir, stack))
+    stack = stack_name(stack)
+    deployments, allocation = plan_stack(config, stack)
+    # Everything is computed; only now write, each file atomically.
+    written: list[Path] = []
+    plans: dict[str, PlanArtifact] = {n: d.plan for n, d in deployments.items() if d.plan is not None}
+    batches = {n: d.batch for n, d in deployments.items() if d.batch is not None}
+    for plan in plans.values():
+        written.append(write_artifact(out_dir / plan_filename(plan), plan))
+    for batch in batches.values():
+        written.append(write_artifact(out_dir / batch_plan_filename(batch), batch))
+    if allocation is not None:
+        written.append(write_artifact(out_dir / budget_filename(stack), allocation))
+    if as_json:
+        print(json.dumps({
+            "stack": stack,
+            "plans": {n: json.loads(p.model_dump_json()) for n, p in plans.items()},
+            "batch_plans": {n: json.loads(b.model_dump_json()) for n, b in batches.items()},
+            "budget": json.loads(allocation.model_dump_json()) if allocation is not None else None,
+        }, indent=2))
+    else:
+        print(render_stack_plan(stack, deployments, allocation))
+        print("\nwrote " + ", ".join(str(p) for p in written) if written else "\nnothing measured: no plan written")
+    stop = (any(p.verdict == "stop" for p in [*plans.values(), *batches.values()])
+            or (allocation is not None and allocation.verdict == "stop"))
+    return 1 if stop else 0

@@ -213,7 +213,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
     live_rows: list[dict] = []
     sess = None
     if args.endpoint:
-        from speech.infra.stack_config import command_region
+        from speech.stack.read import command_region
 
         sess = session or aws.session(command_region(args.region, getattr(args, "stack", None),
                                                      getattr(args, "stack_dir", Path("."))))

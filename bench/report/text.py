@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from speech.schema.artifacts import TtotalArtifact
-from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
+
+if TYPE_CHECKING:
+    from speech.deploy.gate import ModelDeployment
 
 MARK = {"ok": "ok  ", "warn": "WARN", "stop": "STOP"}
 
@@ -167,3 +171,29 @@ def dominant_phase(a: TtotalArtifact) -> DominantPhase | None:
     name, seconds = max(steps, key=lambda s: s[1])
     what, shortens = PHASE_ADVICE.get(name, (name, "see the phase's source"))
     return DominantPhase(name, round(seconds, 3), seconds / a.measured_total_s, what, shortens)
+
+
+def render_stack_plan(stack: str, deployments: dict[str, ModelDeployment], allocation: BudgetAllocation | None) -> str:
+    """``bench plan --stack NAME`` (every model re-planned): one line per model, then the budget."""
+    lines = [f"stack {stack!r}: {len(deployments)} model(s)", ""]
+    head = f"  {'model':<18} {'priority':<9} {'verdict':<8} {'fleet':>9} {'peak':>6} {'USD/day at max':>15}  scaling"
+    lines.append(head)
+    for name, dep in deployments.items():
+        plan, batch, alloc = dep.plan, dep.batch, dep.budget
+        fleet = (f"{plan.fleet.min_instances}..{plan.fleet.max_instances}" if plan
+                 else f"{batch.min_instances}..{batch.max_instances}" if batch else f"{dep.min_instances} fixed")
+        peak = (str(alloc.peak_instances) if alloc else str(plan.fleet.max_instances) if plan
+                else str(batch.peak_instances) if batch else "-")
+        usd = f"{alloc.daily_usd_at_max:,.2f}" if alloc else "-"
+        verdict = plan.verdict if plan else batch.verdict if batch else "unmeasured"
+        lines.append(f"  {name:<18} {dep.config.priority:<9} {verdict:<8} {fleet:>9} {peak:>6} {usd:>15}  "
+                     f"{'on' if dep.gate.enabled else 'off'} ({dep.gate.code})")
+    if allocation is not None:
+        lines += ["", f"daily budget ${allocation.daily_budget_usd:,.2f}: required (critical at peak, others at floor) "
+                  f"${allocation.required_daily_usd:,.2f}, at maximum scale ${allocation.total_daily_usd:,.2f}"]
+        for f in allocation.findings:
+            lines.append(f"  [{MARK[f.level]}] {f.name}: {f.message}")
+        lines.append(f"budget verdict: {allocation.verdict.upper()}")
+    else:
+        lines += ["", "no daily budget (speech-endpoints:budget): every model scales to its plan"]
+    return "\n".join(lines)

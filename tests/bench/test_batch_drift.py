@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.aws import client as aws
 from bench.cli.main import main
-from bench.stack_yaml import write_model_entry
+from speech.stack.write import write_model_entry
 from speech.plan.batch import build_batch_plan
 from speech.deploy.scaling import batch_scaling_spec
 

@@ -13,7 +13,7 @@ from speech.plan.capacity import FleetState
 from speech.schema.copy_plan import CopyPlan
 from speech.files import load_artifact, write_artifact
 from tests.bench.test_capacity_cli import ENDPOINT, StubbedSession, stub_endpoint
-from tests.speech.test_copies import copy_artifact
+from tests.speech.plan.test_copies import copy_artifact
 
 ROOT = Path(__file__).resolve().parents[2]
 QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"

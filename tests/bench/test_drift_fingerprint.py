@@ -9,7 +9,7 @@ from speech.schema.artifacts import Fingerprint
 
 from bench.aws import client as aws
 from bench.cli.main import main
-from bench.stack_yaml import write_model_entry
+from speech.stack.write import write_model_entry
 
 from .conftest import DIGEST, ENDPOINT, IMAGE, INSTANCE, STACK
 

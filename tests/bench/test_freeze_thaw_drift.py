@@ -73,7 +73,7 @@ def test_exception_inside_freeze_restores(deployed):
 
 
 def test_killed_run_leaves_state_drift_reports_and_thaw_restores(deployed, capsys, tmp_path, model_config):
-    from bench.stack_yaml import write_model_entry
+    from speech.stack.write import write_model_entry
 
     write_model_entry(tmp_path / f"Pulumi.{STACK}.yaml", "kokoro-82m", model_config)
     before = _snapshot(deployed)
@@ -122,7 +122,7 @@ def test_killed_run_leaves_state_drift_reports_and_thaw_restores(deployed, capsy
 
 
 def test_drift_unplanned_scaling_when_stack_has_no_measurements(deployed, tmp_path, capsys, model_config):
-    from bench.stack_yaml import write_model_entry
+    from speech.stack.write import write_model_entry
 
     write_model_entry(tmp_path / f"Pulumi.{STACK}.yaml", "kokoro-82m", model_config.model_copy(update={"measurements": None}))
     assert main(["drift", "--stack", STACK, "--stack-dir", str(tmp_path)]) == 1

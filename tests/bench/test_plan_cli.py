@@ -15,7 +15,7 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import ModelConfig
 from speech.files import load_artifact
-from speech.infra.stack_config import file_sha256
+from speech.stack.read import file_sha256
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ import pytest
 
 from speech.infra.preview import run_preview
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PINNED = json.loads((ROOT / "tests/speech/data/urns.json").read_text())
 
 

@@ -180,7 +180,7 @@ def test_share_out_fits_and_is_fair(extras, available):
 
 
 def test_stack_budget_config_parses_and_names_a_missing_price():
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
 
     model = {"instance_type": "ml.g5.xlarge", "plan": {"peak_rps": 100}, "priority": "critical"}
     cfg = parse_stack_config({"models": {"a": model}, "budget": {"daily_usd": 500}})
@@ -197,9 +197,9 @@ def test_stack_budget_config_parses_and_names_a_missing_price():
 
 def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
 
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
 
-    raw = embedded_config(Path(__file__).parents[2] / "examples" / "Pulumi.components.yaml")
+    raw = embedded_config(Path(__file__).parents[3] / "examples" / "Pulumi.components.yaml")
     models = raw["speech-endpoints:models"]
     assert parse_stack_config({"models": models}).models  # the example itself parses
     with pytest.raises(ConfigError, match=r"hosted as inference components, which speech-endpoints:budget does not "
@@ -212,9 +212,9 @@ def test_budget_refuses_a_component_hosted_model_it_cannot_allocate():
 
 def _multi_config(daily_usd: float):
 
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
 
-    raw = embedded_stack(Path(__file__).resolve().parents[2] / "examples/Pulumi.multi.yaml")
+    raw = embedded_stack(Path(__file__).resolve().parents[3] / "examples/Pulumi.multi.yaml")
     cfg = {k.split(":", 1)[1]: v for k, v in raw["config"].items() if k.startswith("speech-endpoints:")}
     cfg["budget"] = {"daily_usd": daily_usd}
     return parse_stack_config(cfg)

@@ -16,7 +16,7 @@ from speech.errors import ConfigError
 from speech.files import load_artifact
 from speech.infra.preview import run_preview
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QMAX_REF = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
 TTOTAL_REF = ROOT / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
 SCALING_TYPES = {"aws:appautoscaling/target:Target", "aws:appautoscaling/policy:Policy"}

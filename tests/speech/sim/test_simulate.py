@@ -20,7 +20,7 @@ from speech.sim.fleet import count_flaps, Action, run_policy, simulate, summariz
 from speech.sim.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps
 from tests.stack_files import embedded_config
 
-ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[2] / "data" / "traces"
+ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[3] / "data" / "traces"
 
 
 @pytest.fixture(scope="module")
@@ -295,7 +295,7 @@ def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
 
     from speech.deploy.gate import apply_budget, plan_model
     from speech.sim.routes import BudgetRoute, budget_table, simulate_budget
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
     from speech.sim.traces import diurnal_rate, poisson_arrivals
 
     root = ROOT_TRACES.parents[1]
@@ -334,7 +334,7 @@ def test_budget_peak_batch_backlog_grows_and_drains():
 
     from speech.deploy.gate import apply_budget, plan_model
     from speech.sim.routes import simulate_backlog
-    from speech.infra.stack_config import parse_stack_config
+    from speech.stack.read import parse_stack_config
     from speech.sim.traces import diurnal_rate, poisson_arrivals
 
     root = ROOT_TRACES.parents[1]

@@ -155,7 +155,7 @@ def test_the_new_configuration_starts_from_the_capacity_read():
 
     from speech.infra.preview import run_preview
 
-    dev = run_preview(Path(__file__).resolve().parents[2] / "Pulumi.dev.yaml", "dev")
+    dev = run_preview(Path(__file__).resolve().parents[3] / "Pulumi.dev.yaml", "dev")
     probe = dev.named("kokoro-82m-capacity")
     scaling = dev.outputs["scaling"]["kokoro-82m"]
     assert json.loads(probe.inputs["input"]) == {"action": "desired_count", "endpoint_name": "dev-kokoro-82m",

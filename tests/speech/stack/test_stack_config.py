@@ -14,10 +14,10 @@ from ruamel.yaml import YAML
 
 from speech.errors import ConfigError
 from speech.infra.preview import run_preview
-from speech.infra.stack_config import file_sha256, load_stack_file, stack_file, stack_name
+from speech.stack.read import file_sha256, load_stack_file, stack_file, stack_name
 from tests.stack_files import MODELS, copy_stack, embedded_stack
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEV = ROOT / "Pulumi.dev.yaml"
 STACKS = [DEV, ROOT / "examples/Pulumi.multi.yaml", ROOT / "examples/Pulumi.components.yaml"]
 

@@ -22,9 +22,9 @@ from speech.deploy.gate import plan_model
 from speech.deploy.outputs import ENDPOINT_KEYS, OBSERVABILITY_KEYS, OUTPUTS_VERSION, SCALING_KEYS
 from speech.infra.preview import run_preview
 from speech.deploy.scaling import POLICY_SUFFIXES
-from speech.infra.stack_config import parse_stack_config
+from speech.stack.read import parse_stack_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 
 

@@ -202,7 +202,7 @@ def test_copies_for_rounds_up():
 
 # --- every resource a copy requests -----------------------------------------------------------
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 CPU_MODEL = FleetModel(
     copy_cpu_cores=4, copy_host_memory_mib=2530, concurrency_per_copy=6, t_copy_s=20, t_total_s=290,

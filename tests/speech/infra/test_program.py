@@ -23,7 +23,7 @@ from speech.infra.program import define_stack, main
 from speech.deploy.provenance import TAG_DOC_SHA, TAG_MODEL, TAG_ORIGIN, document_sha256, parse_document
 from speech.infra.stack_config import load_stack_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEV_STACK = ROOT / "Pulumi.dev.yaml"
 QMAX_REF = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
 TTOTAL_REF = ROOT / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"

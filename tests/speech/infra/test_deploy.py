@@ -24,7 +24,7 @@ from speech.deploy.weights import (
     layout_for_instance, weights_layout,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REPO_URL = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/kokoro-82m-images"
 
 

@@ -20,7 +20,7 @@ from speech.plan.realtime import build_plan
 from speech.plan.formulas import c_scale_max, c_scale_min, headroom, min_safe_instances
 from speech.plan.survival import arrival_for_mean_occupancy, reach_probability, stationary
 
-TTOTAL_REF = Path(__file__).resolve().parents[2] / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
+TTOTAL_REF = Path(__file__).resolve().parents[3] / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
 REF_INPUTS = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=5000, trough_rps=10)
 
 

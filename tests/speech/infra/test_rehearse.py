@@ -19,7 +19,7 @@ from speech.infra.rehearse import _isolation, image_environment, rehearse
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 CPU_STACK = EXAMPLES / "Pulumi.cpu.yaml"
 GPU_STACK = EXAMPLES / "Pulumi.gpu.yaml"

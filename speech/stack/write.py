@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,8 @@ from speech.schema.artifacts import canonical_sha256
 from speech.schema.config import ArtifactRef, ModelConfig
 from speech.errors import ArtifactError, ConfigError
 from speech.files import atomic_write_text, non_finite_path, parse_artifact, write_artifact, yaml_error_message
-from speech.infra.stack_config import ARTIFACT_KINDS, file_sha256, is_reference
+from speech.stack.read import ARTIFACT_KINDS, PROJECT, file_sha256, is_reference
 
-PROJECT = "speech-endpoints"
 MODELS_KEY = f"{PROJECT}:models"
 
 
@@ -155,7 +155,8 @@ ARTIFACTS_DIR = "artifacts"
 def _artifact_filename(kind: str, artifact: BaseModel) -> str:
     from speech.schema.artifacts import copy_filename, qmax_filename, ttotal_filename
 
-    return {"qmax": qmax_filename, "ttotal": ttotal_filename, "tcopy": copy_filename}[kind](artifact)
+    namer: dict[str, Callable[[Any], str]] = {"qmax": qmax_filename, "ttotal": ttotal_filename, "tcopy": copy_filename}
+    return namer[kind](artifact)
 
 
 def _same_artifact(file: Path, artifact: BaseModel) -> bool:
@@ -273,7 +274,8 @@ def migrate_stack_file(path: Path) -> list[tuple[str, ArtifactRef, Path | None]]
     artifact is embedded, and the stack file only after every artifact file is."""
     from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
 
-    classes = {"qmax": QmaxArtifact, "ttotal": TtotalArtifact, "tcopy": CopyArtifact}
+    classes: dict[str, type[QmaxArtifact] | type[TtotalArtifact] | type[CopyArtifact]] = {
+        "qmax": QmaxArtifact, "ttotal": TtotalArtifact, "tcopy": CopyArtifact}
     path = Path(path)
     with stack_lock(path):
         before = _read_text(path)
@@ -289,6 +291,7 @@ def migrate_stack_file(path: Path) -> list[tuple[str, ArtifactRef, Path | None]]
                 if value is None or is_reference(value):
                     continue
                 key = f"{MODELS_KEY}.{name}.measurements.{kind}"
+                artifact: QmaxArtifact | TtotalArtifact | CopyArtifact
                 try:
                     artifact = parse_artifact(json.loads(json.dumps(value, default=str)), classes[kind], key)
                 except ArtifactError as err:

@@ -17,10 +17,10 @@ from speech.errors import ConfigError
 from speech.infra.preview import main as preview_main
 from speech.infra.preview import run_preview
 from speech.deploy.provenance import parse_document
-from speech.infra.stack_config import parse_stack_config
+from speech.stack.read import parse_stack_config
 from tests.stack_files import embedded_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "Pulumi.components.yaml"
 MODELS = "speech-endpoints:models"
 T_CONFIG = "aws:sagemaker/endpointConfiguration:EndpointConfiguration"
