@@ -75,11 +75,22 @@ class JsonAwareParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
+class _VersionAction(argparse.Action):
+    """argparse's ``version`` action, looking the version up only when ``--version`` is given: the
+    lookup reads the installed distributions' metadata, which every --help would otherwise pay for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser._print_message(f"{parser.prog} {version()}\n", sys.stdout)
+        parser.exit()
+
+
 def add_common(parser: argparse.ArgumentParser, *, prog_version: bool = True) -> None:
     """``--version`` (on the top parser only), ``-q``/``--quiet`` and ``-v``/``--verbose``."""
     if prog_version:
-        parser.add_argument("--version", action="version", version=f"%(prog)s {version()}",
-                            help="print the version and exit")
+        parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     add_verbosity(parser)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +157,8 @@ def out_dir_problem(path: Path) -> str | None:
     first write can create), else why not (the OS's reason). Creates nothing that stays: a temp
     file is made and removed in ``path`` or, when it does not exist yet, in its nearest existing
     ancestor. Run before a command writes anything, so a refused directory leaves nothing half done."""
+    import tempfile
+
     path = Path(path)
     probe = path
     while not probe.exists() and probe.parent != probe:

@@ -16,7 +16,7 @@ from speech.cli import (EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP, EXIT_USAGE, JsonAw
                         add_verbosity, configure_logging, report_error, verbosity, wants_json)
 from speech.errors import SpeechError
 
-from bench.cli import bounds
+from bench.cli import bounds, results
 from bench.errors import UsageError
 
 # name -> (module in bench/commands/, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
@@ -83,6 +83,8 @@ def build_parser(command: str = "*") -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_, description=getattr(mod, "DESCRIPTION", help_),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
+        if name in results.METRICS:
+            results.add_result_arguments(p, name, results.METRICS[name])
         _bound_arguments(p)
         add_verbosity(p)
         p.set_defaults(_module=mod)
@@ -117,6 +119,7 @@ def _preflight(args: argparse.Namespace) -> None:
     dirs = [("--out", getattr(args, "out", None))]
     if getattr(args, "stack", None) and args.command in ("plan", "demo"):
         dirs.append(("--stack-dir", getattr(args, "stack_dir", None)))
+    dirs += results.preflight(args)
     for flag, path in dirs:
         if isinstance(path, Path):
             problem = bounds.out_dir_problem(path)
@@ -141,6 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(level)
     try:
         _preflight(args)
+        if args.command in results.METRICS:
+            return results.run_with_results(args, args._module.run, as_json=as_json, argv=argv)
         return int(args._module.run(args))
     except KeyboardInterrupt:
         return report_error("Interrupted", "stopped by Ctrl-C; nothing half-written was left behind", EXIT_INTERRUPTED,

@@ -12,11 +12,13 @@ import argparse
 import shlex
 from pathlib import Path
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.schema.artifacts import QmaxArtifact
+    from speech.schema.config import PlanInputs
 
 from speech.errors import describe_validation_error
-from speech.schema.artifacts import QmaxArtifact
-from speech.schema.config import PlanInputs
 
 from bench.errors import UsageError
 
@@ -97,6 +99,9 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact, stored: dict | Non
     Every stored input a flag does not override is kept, fields bench has no flag for included
     (``reaction``, and what later versions add). ``max_delay_s`` is not carried over: it chooses
     the kind of plan, and a plan without ``--max-delay-s`` is a real-time one."""
+    from pydantic import ValidationError
+    from speech.schema.config import PlanInputs
+
     values = {k: v for k, v in (stored or {}).items() if k != "max_delay_s" and v is not None}
     given = {field: getattr(args, field, None) for field in FLAG_OF}
     values.update({k: v for k, v in given.items() if v is not None})
@@ -136,6 +141,8 @@ def _reasons(items: list[str]) -> dict[str, str]:
 
 
 def _promise(path: Path | None):
+    from pydantic import ValidationError
+
     if path is None:
         return None
     from speech.schema.config import Promise

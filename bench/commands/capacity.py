@@ -9,14 +9,13 @@ import json
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
-from speech.plan.capacity import CapacityEvaluation, evaluate_capacity
-from speech.plan.fleet import FleetState
-from speech.plan.placement import RESOURCES, describe
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.plan.capacity import CapacityEvaluation
+    from speech.plan.fleet import FleetState
+
 from speech.errors import describe_validation_error
-from speech.schema.copy_plan import CopyPlan
-from speech.files import atomic_write_text, load_artifact
 
 from bench.errors import UsageError
 
@@ -94,6 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def load_fleet(path: Path) -> FleetState:
     """Read and validate a fleet file; every failure is a UsageError naming the file and the fix."""
+    from pydantic import ValidationError
+    from speech.plan.fleet import FleetState
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -116,6 +118,9 @@ def load_fleet(path: Path) -> FleetState:
 
 def _times_from_copy_plan(args: argparse.Namespace) -> None:
     """Fill --t-copy-s, --t-total-s and --concurrency-per-copy from --copy-plan where not given."""
+    from speech.files import load_artifact
+    from speech.schema.copy_plan import CopyPlan
+
     if args.copy_plan is None:
         return
     plan = load_artifact(args.copy_plan, CopyPlan)
@@ -158,6 +163,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from speech.files import atomic_write_text
+    from speech.plan.capacity import evaluate_capacity
+
     _check_args(args)
     if args.from_endpoint is not None:
         from bench.aws import client as aws
@@ -191,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
 
 def render(ev: CapacityEvaluation, fleet: FleetState) -> None:
     """Tables for a person: the fleet before and after, the parts and when they serve, findings."""
+    from speech.plan.placement import RESOURCES, describe
+
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

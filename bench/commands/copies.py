@@ -6,15 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan
-from speech.schema.instances import INSTANCE_SPECS
-from speech.schema.copy_plan import CopyPlan, copy_plan_filename
-from speech.files import load_artifact, write_artifact
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.schema.copy_plan import CopyPlan
 
 from bench.errors import UsageError
-from bench.cli.options import plan_inputs
-from bench.report.text import MARK
 
 DESCRIPTION = """\
 Turn a per-copy qmax artifact (bench qmax against ONE copy) and a copy artifact (bench tcopy:
@@ -32,12 +29,18 @@ instance of the type), 2 bad input (nothing written).
 """
 
 
+MARGIN_DEFAULT_TEXT = "0.1"
+"""speech.plan.copies.FOOTPRINT_MARGIN as --help states it; the help names it without importing the
+plan (numpy, pydantic), and tests/bench/test_entry_points.py checks the two agree."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact of a ladder against one copy")
     p.add_argument("--copy", required=True, type=Path, metavar="FILE", help="copy artifact (bench tcopy)")
     p.add_argument("--ttotal", type=Path, metavar="FILE", help="ttotal artifact of the instance type (to compare T_copy with T_total)")
     p.add_argument("--instance-type", metavar="TYPE",
-                   help=f"instance type to pack into (default: the qmax fingerprint's); one of {', '.join(INSTANCE_SPECS)}")
+                   help="instance type to pack into (default: the qmax fingerprint's); one of the instance table "
+                        "(speech/schema/instances.py; another type is refused with the list)")
     p.add_argument("--peak-rps", required=True, type=float, metavar="N", help="busiest-hour requests/s")
     p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
@@ -47,8 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-instances", type=int, default=None, metavar="N",
                    help="cap on managed instance scaling (a stop finding when below the need)")
     p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X", help="plan with floor(measured Q_max x X), 0 < X <= 1")
-    p.add_argument("--margin", type=float, default=FOOTPRINT_MARGIN, metavar="X",
-                   help=f"reserve the measured footprint x (1 + X) per copy (default {FOOTPRINT_MARGIN:g})")
+    p.add_argument("--margin", type=float, default=None, metavar="X",
+                   help=f"reserve the measured footprint x (1 + X) per copy (default {MARGIN_DEFAULT_TEXT}, "
+                        "speech.plan.copies.FOOTPRINT_MARGIN)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR",
                    help="where copy-plan-<model>.json goes (default artifacts/)")
     p.add_argument("--json", action="store_true", help="print the copy plan as JSON instead of the report")
@@ -88,6 +92,8 @@ def rows(p: CopyPlan) -> list[tuple[str, str, str]]:
 
 
 def render(p: CopyPlan) -> str:
+    from bench.report.text import MARK
+
     r = rows(p)
     wn = max(len(x[0]) for x in r)
     wv = max(len(x[1]) for x in r)
@@ -100,6 +106,13 @@ def render(p: CopyPlan) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.cli.options import plan_inputs
+    from speech.files import load_artifact, write_artifact
+    from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+    from speech.schema.copy_plan import copy_plan_filename
+    from speech.schema.instances import INSTANCE_SPECS
+
     q = load_artifact(args.qmax, QmaxArtifact)
     c = load_artifact(args.copy, CopyArtifact)
     t = load_artifact(args.ttotal, TtotalArtifact) if args.ttotal is not None else None
@@ -107,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-instances: must be >= 1 (got {args.max_instances})")
     if args.min_copies < 0:
         raise UsageError(f"--min-copies: must be >= 0 (got {args.min_copies}); 0 scales to zero copies")
+    if args.margin is None:
+        args.margin = FOOTPRINT_MARGIN
     if not 0 <= args.margin < 1:
         raise UsageError(f"--margin: must be 0 <= X < 1 (got {args.margin:g}), e.g. {FOOTPRINT_MARGIN:g}")
     instance = args.instance_type or q.fingerprint.instance_type

@@ -20,13 +20,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.files import load_artifact
-from speech.sim.artifact import SimulationArtifact, TuneArtifact
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.plan_artifacts import PlanArtifact
+    from speech.sim.artifact import SimulationArtifact, TuneArtifact
 
 from bench.errors import BenchError, TargetError, UsageError
-from bench.load.synthetic import free_port
 
 DESCRIPTION = """\
 Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> tune (bench tune
@@ -88,6 +89,8 @@ class Container:
     """The local inference container as a child process, stopped on every exit path."""
 
     def __init__(self, serve_cmd: str, log_path: Path, slo_ms: float):
+        from bench.load.synthetic import free_port
+
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -159,6 +162,10 @@ def _step(name: str, rc: int, ok: tuple[int, ...] = (0,)) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from speech.files import load_artifact
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.plan_artifacts import PlanArtifact
+
     if args.slo_ms <= 0 or args.peak_rps <= 0 or args.max_concurrency < 2:
         raise UsageError("--slo-ms and --peak-rps must be > 0 and --max-concurrency >= 2")
     out: Path = args.out
@@ -185,6 +192,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
     """container -> qmax -> ttotal -> plan; the container stopped on every path."""
+    from speech.files import load_artifact
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.plan_artifacts import PlanArtifact
+
     container: Container | None = None
     try:
         _say("container", "starting the inference container (real Kokoro-82M, onnx on CPU)...")
@@ -196,7 +207,8 @@ def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
         settle, measure = ("1", "4") if args.quick else (f"{args.settle_s:g}", f"{args.measure_s:g}")
         _say("qmax", f"closed-loop ladder against {container.url}, SLO {args.slo_ms:g} ms")
         _step("qmax", _bench(["qmax", "--url", container.url, "--slo-ms", f"{args.slo_ms:g}", *levels,
-                              "--settle-s", settle, "--measure-s", measure, "--mix", "short", "--out", str(out), "--plot"]))
+                              "--settle-s", settle, "--measure-s", measure, "--mix", "short", "--out", str(out), "--plot"]),
+              ok=(0, 1))  # 1: Q_max 0; the demo goes on so the plan's stop and the report show why
         qmax_path = newest_artifact(out, "qmax-*.json")
 
         _say("ttotal", "timing a second container process from start to first served request")
@@ -227,6 +239,10 @@ def tune_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path:
     """``bench tune`` on the demo's trace with the plan's own inputs (so its seed is the plan just
     made): trained on that hour, checked on other hours; the tuned plan and the tune artifact land
     in --out. Exit 1 (a check missed the share) is a result the report shows, not a failure."""
+    from speech.files import load_artifact
+    from speech.schema.plan_artifacts import PlanArtifact
+    from speech.sim.artifact import TuneArtifact
+
     if plan.q_max < 1:
         _say("tune", "skipped: Q_max is 0 (no ladder level met the SLO), there is nothing to tune")
         return None
@@ -250,6 +266,11 @@ def tune_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path:
 def _reuse_tuned(out: Path, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact) -> Tuned | None:
     """--report-only: the tuned plan a previous demo left in --out, when it was tuned from the
     artifacts re-used (else the report goes without it, and says why here)."""
+    from speech.files import load_artifact
+    from speech.schema.artifacts import canonical_sha256
+    from speech.schema.plan_artifacts import PlanArtifact
+    from speech.sim.artifact import TuneArtifact
+
     path = out / f"plan-{plan.model}-tuned.json"
     if not path.exists():
         _say("tune", f"no {path.name} in {out} (a demo from before bench tune ran in it): the report shows the seed plan only")
@@ -351,6 +372,9 @@ def simulate_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_p
               plan: PlanArtifact, tuned: Tuned | None = None) -> tuple[SimulationArtifact | None, list[Path]]:
     """``bench simulate`` on the plan just made (and the tuned plan beside it): the comparison table
     in the output, the artifact and the PNGs next to the others."""
+    from speech.files import load_artifact
+    from speech.sim.artifact import SimulationArtifact
+
     if plan.q_max < 1:
         _say("simulate", "skipped: Q_max is 0 (no ladder level met the SLO), there is no instance to simulate")
         return None, []

@@ -6,22 +6,18 @@ import argparse
 import json
 from pathlib import Path
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+    from speech.plan.batch import BatchPlan
+    from speech.schema.config import ModelConfig, StackConfig
+    from speech.schema.plan_artifacts import PlanArtifact
 
-from speech.schema.artifacts import Fingerprint
-from speech.schema.config import ModelConfig, StackConfig
-from speech.schema.plan_artifacts import PlanArtifact
 from speech.errors import ConfigError
-from speech.plan.batch import BatchPlan, build_batch_plan
-from speech.plan.realtime import build_plan
-from speech.stack.read import load_stack_file, stack_file, stack_name, stack_region
 
-from bench.aws import client as aws
 from bench.errors import TargetError, UsageError
-from bench.aws.scaling_check import Issue, compare, compare_batch
-from speech.stack.write import MODELS_KEY, read_stack_file
 
 DESCRIPTION = """\
 Compare what is deployed for each model of a stack (scalable target min/max and suspended
@@ -59,6 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load_stack(path: Path) -> StackConfig:
+    from speech.stack.read import load_stack_file
+    from speech.stack.write import MODELS_KEY, read_stack_file
+
     if not path.exists():
         raise UsageError(f"{path}: no such stack file; check --stack / --stack-dir")
     config = read_stack_file(path).get("config") or {}
@@ -74,6 +73,9 @@ def load_stack(path: Path) -> StackConfig:
 
 
 def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity | Issue:
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+
     try:
         return aws.endpoint_identity(sess, endpoint, described)
     except TargetError as err:
@@ -81,6 +83,11 @@ def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity 
 
 
 def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_mismatch: bool) -> list[Issue]:
+    from bench.aws.scaling_check import Issue
+    from pydantic import ValidationError
+    from speech.schema.artifacts import Fingerprint
+    from speech.stack.write import MODELS_KEY
+
     key = f"{MODELS_KEY}.{name}"
     redeploy = f"fix: pulumi up to deploy the stack config, or set {key}.{{field}} to what should run and re-measure it"
     issues = []
@@ -117,6 +124,12 @@ def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_
 
 
 def run(args: argparse.Namespace, session=None) -> int:
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue, compare, compare_batch
+    from speech.plan.batch import build_batch_plan
+    from speech.plan.realtime import build_plan
+    from speech.stack.read import stack_file, stack_name, stack_region
+
     path = stack_file(args.stack_dir, args.stack)
     stack = load_stack(path)
     name_of_stack = stack_name(args.stack)
@@ -153,8 +166,8 @@ def run(args: argparse.Namespace, session=None) -> int:
             why = "the plan's verdict is stop"
         deployed_scaling = aws.read_deployed(sess, endpoint)
         # build_batch_plan made an async model's plan, build_plan any other's (above).
-        issues = (compare_batch(cast(BatchPlan | None, plan), deployed_scaling, why) if m.hosting == "async"
-                  else compare(cast(PlanArtifact | None, plan), deployed_scaling, why))
+        issues = (compare_batch(cast("BatchPlan | None", plan), deployed_scaling, why) if m.hosting == "async"
+                  else compare(cast("PlanArtifact | None", plan), deployed_scaling, why))
         deployed = read_fingerprint(sess, endpoint, described)
         issues += ([deployed] if isinstance(deployed, Issue)
                    else fingerprint_issues(name, m, deployed, stack.allow_config_mismatch))

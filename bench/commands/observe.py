@@ -7,19 +7,14 @@ import re
 import sys
 from datetime import datetime, timedelta, UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 from container import telemetry
-from speech.schema.plan_artifacts import CalibrationArtifact, PlanArtifact, calibration_filename
-from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.plan.calibration import (
-    Activity, finding_latency, finding_promise, finding_rejections, finding_scaling, occupancy_checks, pair_by_period, recommendations,
-    rejection_check, scaling_check, scaling_events,
-)
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.plan.calibration import Activity
+    from speech.schema.plan_artifacts import CalibrationArtifact
 from speech.errors import ArtifactError
-from speech.files import load_artifact, write_artifact
 
-from bench.aws import client as aws
 from bench.errors import BenchError, UsageError
 
 DESCRIPTION = """\
@@ -82,6 +77,9 @@ def parse_since(text: str) -> timedelta:
 def find_by_sha(explicit: Path | None, root: Path, cls: type[QmaxArtifact] | type[TtotalArtifact], sha: str, flag: str) -> Path | None:
     """The artifact whose canonical sha256 is ``sha``: ``explicit`` must match it; otherwise the
     first match under ``root``, or None."""
+    from speech.files import load_artifact
+    from speech.schema.artifacts import canonical_sha256
+
     if explicit is not None:
         art = load_artifact(explicit, cls)
         if canonical_sha256(art) != sha:
@@ -100,6 +98,9 @@ def find_by_sha(explicit: Path | None, root: Path, cls: type[QmaxArtifact] | typ
 
 def read_scaling_activities(sess: Any, endpoint: str, start: datetime) -> tuple[list[Activity], bool, str]:
     """DescribeScalingActivities for the endpoint's variant since ``start``: (activities, read, why not)."""
+    from speech.plan.calibration import Activity
+    from bench.aws import client as aws
+
     from botocore.exceptions import BotoCoreError, ClientError
 
     out: list[Activity] = []
@@ -137,6 +138,13 @@ def render(c: CalibrationArtifact) -> str:
 
 
 def run(args: argparse.Namespace, session: Any = None, now: datetime | None = None) -> int:
+    from bench.aws import client as aws
+    from speech.files import load_artifact, write_artifact
+    from speech.plan.calibration import (finding_latency, finding_promise, finding_rejections, finding_scaling, occupancy_checks,
+        pair_by_period, recommendations, rejection_check, scaling_check, scaling_events)
+    from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
+    from speech.schema.plan_artifacts import CalibrationArtifact, PlanArtifact, calibration_filename
+
     span = parse_since(args.since)
     plan = load_artifact(args.plan, PlanArtifact)
     qmax_path = find_by_sha(args.qmax, args.artifacts, QmaxArtifact, plan.inputs.qmax_sha256, "--qmax")
@@ -206,5 +214,8 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
         print(render(artifact))
         print(f"\nwrote {out}")
     sys.stdout.flush()
+    from bench.report.runs import observe_report
+
+    args._report = observe_report(artifact)
     return 0 if verdict == "holds" else 1
 

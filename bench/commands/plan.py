@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from speech.schema.artifacts import canonical_sha256
-from speech.schema.receipts import needs_receipt, receipt_key
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.plan.batch import BatchPlan
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+    from speech.schema.config import ArtifactRef, ModelConfig, PlanInputs
+    from speech.schema.plan_artifacts import PlanArtifact
 
 import argparse
 import json
@@ -12,28 +17,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-from pydantic import ValidationError
 
-from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-from speech.schema.plan_artifacts import PlanArtifact, plan_filename
-from speech.schema.config import ArtifactRef, Measurements, ModelConfig, PlanInputs
-from speech.stack.read import stack_file, stack_name
-from speech.files import load_artifact, write_artifact
-from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
-from speech.plan.realtime import build_plan
 
 from speech.errors import describe_validation_error
 
-from bench.cli.options import plan_inputs
 from bench.errors import UsageError
-from bench.report.text import MARK, render_plan, render_stack_plan
 
 DESCRIPTION = """\
 Turn measured artifacts into autoscaling numbers with zero AWS calls.
 
-  C_scale_max = (1-h) Q_max, C_scale_min = (1-2h) Q_max, h = surge - 1
-  cooldowns: out clamp(T/2, 10, 30) s, in max(300, 3 T_total) s
-  fleet sized from the measured throughput curve, surge survival from an exact chain
+The default plan (no tuned values; speech/plan/formulas.py):
+  h = surge_ratio - 1 (< 0.5); Q_max = floor(measured Q_max x --qmax-derate)
+  lambda_SLO = the highest Poisson rate per instance whose share within the SLO (refusals at the
+    gate count as misses) is >= --slo-share, on the gated chain: gate at Q_max, departures X(n)
+    from the ladder, TTFAB quantiles per level
+  C_scale_max = min((1-h) x Q_max, mean in flight at lambda_SLO)   (the surge rule or the SLO share)
+  C_scale_min = C_scale_max x (1-2h) / (1-h)   (= (1-2h) x Q_max when the surge rule sets C_scale_max)
+  CloudWatch target / scale-in threshold = C_scale_max / C_scale_min x the measured CloudWatch ratio
+  per-instance rate = min(rate holding C_scale_max in flight on that chain, X(C_scale_max))
+  max_instances = ceil(peak / per-instance rate); min_instances = max(--min-instances,
+    ceil(trough / per-instance rate))
+  T_total (planning) = measured T_total + metric period x datapoints to alarm + scale-out cooldown
+  cooldowns: out clamp(measured T_total / 2, 10, 30) s, in max(300, 3 x planning T_total) s
+  scale-in step = 1 - surge_ratio x C_scale_min / C_scale_max of the fleet (at most
+    1 - C_scale_min / C_scale_max), after ceil(300 s / period) periods at or below C_scale_min
+  surge survival: P(an instance at C_scale_max reaches Q_max within T_total) on the exact chain
+--target-share, --scale-in-* and the cooldown flags replace a seed value (bench tune finds them).
 
 Writes plan-<model>.json into --out; with --stack NAME also writes the inputs and the artifacts
 into Pulumi.NAME.yaml (other keys kept): each artifact by path and sha256, the file committed
@@ -131,6 +140,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_max: int | None) -> list[str]:
     """What a re-plan changes in the stack entry's inputs, one phrase each (empty: nothing)."""
+    from speech.schema.config import PlanInputs
+
     if not old:
         return []
     before = PlanInputs.model_validate(old).model_dump(mode="json") if _valid_inputs(old) else dict(old)
@@ -143,6 +154,9 @@ def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_ma
 
 
 def _valid_inputs(old: dict) -> bool:
+    from pydantic import ValidationError
+    from speech.schema.config import PlanInputs
+
     try:
         PlanInputs.model_validate(old)
         return True
@@ -162,6 +176,8 @@ def _fmt(v: object) -> str:
 
 def stored_tcopy(stack_path: Path, model: str, old: dict) -> tuple[CopyArtifact | None, ArtifactRef | None]:
     """The copy artifact a components entry already has (by reference or embedded), and its reference."""
+    from speech.schema.artifacts import CopyArtifact
+
     from speech.files import parse_artifact
     from speech.stack.read import is_reference, read_reference
 
@@ -177,6 +193,8 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
                   plan: PlanArtifact) -> tuple[PlanInputs, str]:
     """Inputs with the floors derived from ``--schedule-from`` (the plan's per-instance rate and
     planning T_total), and a line saying what was derived."""
+    from pydantic import ValidationError
+
     from speech.plan.schedule import derive_schedule
     from speech.schema.config import HHMM_RE, FloorSchedule
     from speech.sim.traces import TraceError, generate
@@ -215,6 +233,12 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
                 t: TtotalArtifact, tcopy: CopyArtifact | None = None, *, old: dict | None = None,
                 max_instances: int | None = None) -> ModelConfig:
+    from pydantic import ValidationError
+    from speech.plan.batch import BatchPlan
+    from speech.schema.artifacts import canonical_sha256
+    from speech.schema.config import Measurements, ModelConfig
+    from speech.schema.receipts import needs_receipt, receipt_key
+
     old = old or {}
     # hosting: components keeps its copy artifact and inputs across a re-plan of Q_max and T_total.
     components = tcopy is not None or old.get("hosting") == "components"
@@ -264,6 +288,8 @@ def _has_budget(path: Path) -> bool:
 def run_migrate(args: argparse.Namespace) -> int:
     """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
     then loads to the same config (checked before this returns)."""
+    from speech.stack.read import stack_file
+
     from speech.stack.replan import load_stack
     from speech.stack.write import migrate_stack_file
 
@@ -292,6 +318,15 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.cli.options import plan_inputs
+    from bench.report.text import render_plan
+    from speech.files import load_artifact, write_artifact
+    from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
+    from speech.plan.realtime import build_plan
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+    from speech.schema.plan_artifacts import plan_filename
+    from speech.stack.read import stack_file, stack_name
+
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
     if getattr(args, "migrate_config", False):
@@ -368,6 +403,10 @@ def run(args: argparse.Namespace) -> int:
                   f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
                   "(what the program deploys)")
     sys.stdout.flush()
+    if not isinstance(plan, BatchPlan):
+        from bench.report.runs import plan_report
+
+        args._report = plan_report(plan)
     return 1 if plan.verdict == "stop" else 0
 
 
@@ -378,6 +417,8 @@ def _plain(value: object) -> dict | None:
 
 def render_batch_plan(p: BatchPlan) -> str:
     """The batch plan as the plan report shows a real-time one: each number with its rule."""
+    from bench.report.text import MARK
+
     i, c = p.inputs, p.cold_start
     x = p.throughput_per_instance_rps
     rows = [
@@ -412,6 +453,13 @@ def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     Writes ``plan-<model>.json`` per measured real-time model (with its ``budget`` section when the
     stack has a budget), ``batch-plan-<model>.json`` per batch model and ``budget-<stack>.json``;
     nothing is written unless every model plans."""
+    from speech.plan.batch import batch_plan_filename
+    from speech.schema.plan_artifacts import plan_filename
+    from bench.report.text import render_stack_plan
+    from speech.stack.read import stack_file
+    from speech.stack.read import stack_name
+    from speech.files import write_artifact
+
     from speech.stack.replan import budget_filename, load_stack, plan_stack
 
     config = load_stack(stack_file(stack_dir, stack))

@@ -8,22 +8,18 @@ import time
 from contextlib import ExitStack
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from collections.abc import Callable
 
-import numpy as np
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.load.loadgen import LevelResult
+    from bench.load.targets import Target
+    from speech.schema.artifacts import LadderLevel, QmaxArtifact
 
-from speech.schema.artifacts import ClientOverhead, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
 
 from bench import target_region, tool_version
 
-from bench.aws import client as aws
-from bench.aws.receipts import leave_receipt
-from bench.cli.options import add_target_arguments, check_timing
 from bench.errors import BenchError, UsageError
-from bench.load.ladder import estimate, geometric_levels, parse_levels, request_mix, search
-from bench.load.loadgen import LevelResult, Session
-from bench.load.targets import SageMakerTarget, Target, make_target
 
 DESCRIPTION = """\
 Find Q_max: the highest number of requests held in flight on one instance whose p95
@@ -50,12 +46,16 @@ for --url).
   python -m bench qmax --endpoint prod-kokoro-82m --slo-ms 3000 --plot
   python -m bench qmax --url URL --slo-ms 500 --dry-run
 
-Writes qmax-<model>-<transport>-<slug>.json into --out. Exit 0 written, 2 bad input
-(nothing written, nothing left frozen), 130 interrupted.
+Writes qmax-<model>-<transport>-<slug>.json into --out. Exit 0 written, 1 Q_max 0 (no level
+met the SLO: a failed run; the artifact is written as the evidence, and the lowest level's
+figures and what to change go to stderr), 2 bad input (nothing written, nothing left frozen),
+130 interrupted.
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bench.cli.options import add_target_arguments
+
     add_target_arguments(p)
     p.add_argument("--slo-ms", type=float, default=3000.0, metavar="MS", help="p95 TTFAB SLO in ms (default 3000)")
     p.add_argument("--levels", metavar="N,N,...", help="explicit increasing schedule, e.g. 1,2,4,8,16")
@@ -89,12 +89,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def schedule_of(args: argparse.Namespace) -> list[int]:
+    from bench.load.ladder import geometric_levels, parse_levels
+
     if args.levels:
         return parse_levels(args.levels)
     return geometric_levels(args.start, args.factor, args.max_concurrency)
 
 
 def check_args(args: argparse.Namespace) -> list[int]:
+    from bench.cli.options import check_timing
+
     check_timing(args)
     if not 0 <= args.tolerance < 1:
         raise UsageError(f"--tolerance {args.tolerance:g}: must be in [0, 1)")
@@ -115,46 +119,32 @@ def _fmt_s(s: float) -> str:
 
 
 class _Display:
-    """rich progress on stderr: level, phase, live p95, ETA of the worst-case schedule."""
+    """Progress on stderr (bench.cli.progress): on a terminal a bar with the level, phase, live p95 and
+    the ETA of the worst-case schedule, each finished level's row above it; piped, plain lines that
+    never wrap; nothing under -q or --json."""
 
     def __init__(self, enabled: bool, worst_s: float, slo_ms: float) -> None:
-        self.enabled = enabled and sys.stderr is not None
-        self.slo_ms = slo_ms
-        self.progress = None
-        self.done_s = 0.0
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+        from bench.cli.progress import RunProgress
 
-            self.progress = Progress(
-                TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
-                console=Console(stderr=True), transient=False,
-            )
-            self.task = self.progress.add_task("starting", total=worst_s)
-            self.progress.start()
+        self.slo_ms = slo_ms
+        self.done_s = 0.0
+        self.bar = RunProgress("qmax", total=worst_s, enabled=enabled, unit="s of the longest schedule", every_s=10.0)
+        self.progress = self.bar if self.bar.enabled else None
 
     def update(self, p) -> None:
-        if not self.progress:
-            return
         p95 = f"{p.live_p95_ms:.0f} ms" if p.live_p95_ms is not None else "-"
-        self.progress.update(
-            self.task,
-            completed=self.done_s + p.elapsed_s,
-            description=f"level {p.concurrency:>4} {p.phase:<7} p95 {p95:>8} (SLO {self.slo_ms:g}) done {p.done}",
-        )
+        self.bar.update(self.done_s + p.elapsed_s,
+                        f"level {p.concurrency:>4} {p.phase:<7} p95 {p95:>8} (SLO {self.slo_ms:g}) done {p.done}")
 
     def note(self, text: str) -> None:
-        if self.progress:
-            self.progress.update(self.task, description=text)
+        self.bar.update(text=text)
 
     def level_done(self, seconds: float, line: str) -> None:
         self.done_s += seconds
-        if self.progress:
-            self.progress.console.print(line)
+        self.bar.line(line)
 
     def stop(self) -> None:
-        if self.progress:
-            self.progress.stop()
+        self.bar.close()
 
 
 def level_line(r: LevelResult, slo_ms: float) -> str:
@@ -186,6 +176,8 @@ def render(a: QmaxArtifact) -> str:
 
 def cloudwatch_ratio(levels: list[LadderLevel]) -> tuple[float, str]:
     """Mean of CloudWatch Maximum / client mean in-flight over the levels CloudWatch covered."""
+    import numpy as np
+
     ratios = [
         lv.cloudwatch_concurrency_max / lv.client_concurrency_mean
         for lv in levels
@@ -198,6 +190,14 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
         sleep: Callable[[float], None] = time.sleep) -> int:
     """``load_target``: where the ladder's requests go when not to the endpoint itself (tests send
     them to a real local server while the AWS control plane is moto, which cannot stream)."""
+    import numpy as np
+    from bench.aws import client as aws
+    from bench.aws.receipts import leave_receipt
+    from bench.load.ladder import estimate, request_mix, search
+    from bench.load.loadgen import Session
+    from bench.load.targets import SageMakerTarget, make_target
+    from speech.schema.artifacts import ClientOverhead, Provenance, QmaxArtifact, ServiceTime, Slo, qmax_filename
+
     schedule = check_args(args)
     per_level = args.settle_s + args.measure_s
     est = estimate(schedule, per_level + (args.cloudwatch_wait_s if args.endpoint else 0.0), args.tolerance)
@@ -324,6 +324,28 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     from bench.report.publish import publish
 
     publish(args, artifact, qmax_filename(artifact), render, plot_qmax)
-    return leave_receipt(args, target.session if isinstance(target, SageMakerTarget) else None, artifact)
+    rc = leave_receipt(args, target.session if isinstance(target, SageMakerTarget) else None, artifact)
+    if artifact.q_max < 1:
+        # A ladder where nothing met the SLO is a failed run, not a result: the artifact stays as
+        # the evidence (bench plan stops on it), the exit code says so.
+        if not args.json:
+            print(no_qmax_message(artifact), file=sys.stderr)
+        return 1
+    return rc
+
+
+def no_qmax_message(a: QmaxArtifact) -> str:
+    """Why Q_max is 0, with the lowest level's figures, and what to change."""
+    from bench.report.plots import why_level_failed
+
+    lv = a.ladder[0]
+    slo = a.slo.ttfab_p95_ms
+    fix = (f"an SLO above the uncontended p95 (--slo-ms {max(slo, lv.ttfab_p95_ms) * 1.25:.0f} or more), or a faster "
+           "instance or image" if lv.ttfab_p95_ms > slo else
+           "the server's capacity: it refused or failed requests at one in flight (check its logs and queue depth)")
+    return (f"FAILED: Q_max = 0: no level met the SLO {slo:g} ms. The lowest level, concurrency {lv.concurrency}: "
+            f"p50 {lv.ttfab_p50_ms:.1f} ms, p95 {lv.ttfab_p95_ms:.1f} ms, {lv.ok} ok of {lv.completed}, "
+            f"{lv.rejected} rejected, {lv.errors} errors ({why_level_failed(lv, slo)}). "
+            f"Change {fix}, then re-run bench qmax.")
 
 

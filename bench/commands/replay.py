@@ -4,27 +4,25 @@ timestamp, TTFAB and rejections recorded per request: the real-world check of ``
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from speech.schema.artifacts import SCHEMA_VERSION, Frozen
-from speech.files import write_artifact
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    import asyncio  # (asyncio itself, about 0.1 s, is imported where the replay runs)
+
+    import numpy as np
+    from bench.load.targets import Outcome, Target
+    from speech.schema.artifacts import ReplayArtifact
+
 
 from bench.errors import TargetError, UsageError
-from bench.load.ladder import MIXES
-from bench.load.locust_engine import LOCAL_MAX_RPS, add_engine_arguments, engine_options, locust_target
-from bench.load.loadgen import new_event_loop
-from bench.load.schedule import Schedule, request_body, texts_for as schedule_texts
-from bench.cli.options import add_target_arguments
-from bench.load.traces import load_trace
-from bench.load.targets import Outcome, Target, make_target
+from bench.load.locust_engine import LOCAL_MAX_RPS, add_engine_arguments
 
 DESCRIPTION = f"""\
 Send a traffic trace to a real target open-loop: every request leaves at its own timestamp,
@@ -49,46 +47,10 @@ Traces are the same specs as `bench simulate` (see its --help). Writes replay-<t
 LateWarnMs = 50.0
 
 
-class ReplayRequest(Frozen):
-    due_s: float
-    late_ms: float
-    """How long after its timestamp the request was sent (client lag)."""
-    ttfab_ms: float | None
-    status: str
-    """ok, rejected, or the error code."""
-
-
-class ReplayArtifact(Frozen):
-    schema_version: int = SCHEMA_VERSION
-    kind: str = "replay"
-    target: str
-    trace_spec: str
-    seed: int
-    duration_s: float
-    slo_ms: float | None = None
-    requests: int
-    ok: int
-    rejected: int
-    errors: int
-    ttfab_p50_ms: float | None
-    ttfab_p95_ms: float | None
-    ttfab_p99_ms: float | None
-    within_slo_share: float | None = None
-    send_late_p99_ms: float
-    started_at: datetime
-    engine: str = "local"
-    """local (one asyncio process) or locust."""
-    workers: int = 1
-    """Processes that sent the requests (Locust workers)."""
-    scheduled: int | None = None
-    """Requests the trace held; more than ``requests`` when a worker died or the run was interrupted."""
-    dead_workers: list[str] = []
-    """Workers that did not finish their share: which, and why."""
-    interrupted: bool = False
-    per_request: list[ReplayRequest]
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bench.cli.options import add_target_arguments
+    from bench.load.ladder import MIXES
+
     add_target_arguments(p)
     p.add_argument("--trace", required=True, metavar="SPEC", help="traffic (same specs as bench simulate)")
     p.add_argument("--duration", type=float, default=None, metavar="S", help="replay only the first S seconds")
@@ -97,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="also report the share answered within this SLO")
     p.add_argument("--out", type=Path, default=Path("out/replay"), metavar="DIR", help="artifact directory (default out/replay)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_engine_arguments(p, files=True)
+    add_engine_arguments(p, files=False)
 
 
 def open_loop_slots(peak_rps: float) -> int:
@@ -115,24 +77,40 @@ class Sent:
 
 def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
     """One text per request from the mix (see bench.load.schedule.texts_for)."""
+    from bench.load.ladder import MIXES
+    from bench.load.schedule import texts_for as schedule_texts
+
     return schedule_texts(sizes, count, MIXES[mix])
 
 
-async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str], slots: int = 1) -> list[Sent]:
+async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence[str], slots: int = 1,
+                       on_progress: Callable[[int, int, int, float], None] | None = None) -> list[Sent]:
     """Send request i at ``times_s[i]`` after the start, concurrently, and wait for all answers.
     ``slots``: requests that may be in flight at once (SageMaker's thread pool is sized to it; a
-    pool smaller than the load would queue requests unseen, after their send time was taken)."""
+    pool smaller than the load would queue requests unseen, after their send time was taken).
+    ``on_progress(sent, answered, rejected, elapsed_s)`` twice a second while it runs (a display)."""
+    import asyncio
+
     await target.open(slots)
     t0 = time.perf_counter()
     results: list[Sent] = []
+    rejected = 0
 
     async def one(due: float, text: str) -> None:
+        nonlocal rejected
         now = time.perf_counter() - t0
         sent = now
         out = await target.invoke(text)
         results.append(Sent(due_s=due, sent_s=sent, outcome=out))
+        rejected += bool(out.rejected)
 
-    tasks = []
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            on_progress(len(tasks), len(results), rejected, time.perf_counter() - t0)  # type: ignore[misc]
+
+    tasks: list[asyncio.Task] = []
+    tick = asyncio.create_task(ticker()) if on_progress is not None else None
     try:
         for due, text in zip(times_s, texts, strict=True):
             delay = due - (time.perf_counter() - t0)
@@ -141,15 +119,20 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
             tasks.append(asyncio.create_task(one(due, text)))
         await asyncio.gather(*tasks)
     finally:
+        if tick is not None:
+            tick.cancel()
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, *([tick] if tick is not None else []), return_exceptions=True)
         await target.close()
     return sorted(results, key=lambda s: s.due_s)
 
 
 def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s: float, slo_ms: float | None,
               started_at: datetime) -> ReplayArtifact:
+    import numpy as np
+    from speech.schema.artifacts import ReplayArtifact, ReplayRequest
+
     ttfab = np.array([s.outcome.ttfab_s * 1000 for s in sent if s.outcome.ok and s.outcome.ttfab_s is not None])
     ok = sum(1 for s in sent if s.outcome.ok)
     rejected = sum(1 for s in sent if s.outcome.rejected)
@@ -173,6 +156,14 @@ def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from bench.load.locust_engine import engine_options
+    from bench.load.loadgen import new_event_loop
+    from bench.load.targets import make_target
+    from bench.load.traces import load_trace
+    from speech.files import write_artifact
+
     if args.duration is not None and not args.duration > 0:
         raise UsageError(f"--duration {args.duration:g}: must be > 0 seconds")
     if args.slo_ms is not None and not args.slo_ms > 0:
@@ -190,24 +181,42 @@ def run(args: argparse.Namespace) -> int:
     started = datetime.now(UTC)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
     extra: dict = {"scheduled": int(times.size)}
+    from bench.cli.progress import RunProgress, wanted
+
+    show = wanted(args)
     if eopts is None:
-        print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
+        if show:
+            print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop)", file=sys.stderr)
         loop = new_event_loop()
-        try:
-            sent = loop.run_until_complete(replay_async(target, times.tolist(), texts, open_loop_slots(peak)))
-        finally:
-            loop.close()
+        with RunProgress("replay", total=int(times.size), enabled=show, unit="answered") as progress:
+            def on_progress(sent: int, answered: int, rejected: int, elapsed_s: float) -> None:
+                progress.update(answered, f"{sent:,} sent, {rejected:,} rejected, {elapsed_s:.0f}/{duration:g} s")
+
+            try:
+                sent = loop.run_until_complete(replay_async(target, times.tolist(), texts, open_loop_slots(peak),
+                                                            on_progress))
+                progress.update(len(sent))  # the last tick may predate the last answers
+            finally:
+                loop.close()
     else:
-        from bench.load.locust_engine import run_locust
+        from bench.load.locust_engine import locust_target, run_locust
+        from bench.load.schedule import Schedule, request_body
+        from bench.load.targets import Outcome
 
         args.out.mkdir(parents=True, exist_ok=True)
-        eopts.csv_prefix = (args.out / f"replay-{safe}").resolve() if args.csv else None
-        eopts.html = (args.out / f"replay-{safe}.html").resolve() if args.html else None
-        eopts.quiet = args.json
+        # Locust's own CSV and HTML go beside ours (--csv DIR, --html FILE: bench.cli.results).
+        eopts.csv_prefix = (args.csv / f"locust-replay-{safe}").resolve() if args.csv else None
+        eopts.html = args.html.with_name(f"{args.html.stem}-locust.html").resolve() if args.html else None
+        if eopts.csv_prefix is not None:
+            eopts.csv_prefix.parent.mkdir(parents=True, exist_ok=True)
+        if eopts.html is not None:
+            eopts.html.parent.mkdir(parents=True, exist_ok=True)
+        eopts.quiet = args.json or not show
         where = (f"master on {eopts.master_bind}, {eopts.expect_workers} remote worker(s)" if eopts.master_bind
                  else f"{eopts.workers} worker process(es)")
-        print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop, Locust: {where})",
-              file=sys.stderr)
+        if show:
+            print(f"replaying {times.size} requests over {duration:g} s to {target.name} (open loop, Locust: {where})",
+                  file=sys.stderr)
         sched = Schedule.of(times, texts, request_body, spec=trace.spec, seed=args.seed, duration_s=duration)
         res = run_locust(locust_target(target), eopts, schedule=sched, timeout_s=duration + 180)
         sent = [Sent(due_s=r[0], sent_s=r[0] + max(0.0, r[1]) / 1000,
@@ -241,4 +250,7 @@ def run(args: argparse.Namespace) -> int:
         for dead in art.dead_workers:
             print(f"dead worker: {dead}")
         print(f"wrote {path}")
+    from bench.report.runs import replay_report
+
+    args._report = replay_report(art)
     return 130 if art.interrupted else 0

@@ -9,21 +9,17 @@ import sys
 from datetime import datetime, UTC
 from pathlib import Path
 
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.plan_artifacts import PlanArtifact
+    from speech.sim.artifact import SimulationArtifact
+    from speech.sim.traces import Trace
 from speech.schema.units import EPS
-from speech.files import load_artifact, write_artifact
-from speech.plan.realtime import build_plan
-from speech.sim.policies import POLICY_NAMES
-from speech.sim.peers import DEFAULT_SLO_SHARE
-from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, simulation_artifact
-from speech.sim.instance import build_instance
-from speech.sim.fleet import simulate
-from speech.sim.traces import BUILTIN_TRACES, ATTRIBUTION, Trace
+from speech.sim.names import ATTRIBUTION, BUILTIN_TRACES, DEFAULT_SLO_SHARE, POLICY_NAMES
 
 from bench.errors import UsageError
-from bench.cli.options import plan_inputs
-from bench.load.traces import load_trace
 
 
 DESCRIPTION = f"""\
@@ -118,6 +114,12 @@ def _lowest_minute(arrivals) -> float:
 
 
 def resolve_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, trace: Trace) -> PlanArtifact:
+    from bench.cli.options import plan_inputs
+    from speech.files import load_artifact
+    from speech.plan.realtime import build_plan
+    from speech.schema.artifacts import canonical_sha256
+    from speech.schema.plan_artifacts import PlanArtifact
+
     if args.plan is not None:
         plan = load_artifact(args.plan, PlanArtifact)
         if plan.inputs.qmax_sha256 != canonical_sha256(q) or plan.inputs.ttotal_sha256 != canonical_sha256(t):
@@ -137,6 +139,10 @@ def resolve_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, t
 def resolve_tuned_plan(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, seed: PlanArtifact) -> PlanArtifact:
     """The --tuned-plan artifact, refused unless it was planned from these qmax/ttotal artifacts
     and for the seed's SLO (the table judges both plans at one SLO, on one instance model)."""
+    from speech.files import load_artifact
+    from speech.schema.artifacts import canonical_sha256
+    from speech.schema.plan_artifacts import PlanArtifact
+
     path = args.tuned_plan
     tuned = load_artifact(path, PlanArtifact)
     if tuned.inputs.qmax_sha256 != canonical_sha256(q) or tuned.inputs.ttotal_sha256 != canonical_sha256(t):
@@ -157,6 +163,10 @@ def add_tuned_rows(tuned: PlanArtifact, q: QmaxArtifact, t: TtotalArtifact, trac
                    slo_share: float) -> tuple[list, list]:
     """The tuned plan's run on the same trace and instance model, right after the seed's row; the
     seed's row renamed ``seed plan``, the tuned one's ``tuned plan``."""
+    from speech.sim.artifact import SEED_ROW
+    from speech.sim.artifact import TUNED_ROW
+    from speech.sim.fleet import simulate
+
     from dataclasses import replace
 
     _, [run], [summary] = simulate(tuned, q, t, trace.arrivals, policies=("plan",), model=model, peak_rps=trace.peak_rps,
@@ -174,6 +184,8 @@ def add_tuned_rows(tuned: PlanArtifact, q: QmaxArtifact, t: TtotalArtifact, trac
 def promise_lines(a: SimulationArtifact, tuned: PlanArtifact) -> list[str]:
     """The tuned plan's promise (its own simulation, bench tune) next to this trace's row, and the
     tuned row against the seed's."""
+    from speech.sim.artifact import TUNED_ROW
+
     from bench.report.tuned import promise_check
 
     row, seed, check = a.result(TUNED_ROW), a.seed_result(), promise_check(tuned, a)
@@ -240,6 +252,13 @@ def render(a: SimulationArtifact) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from bench.load.traces import load_trace
+    from speech.files import load_artifact, write_artifact
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.sim.artifact import simulation_artifact
+    from speech.sim.fleet import simulate
+    from speech.sim.instance import build_instance
+
     q = load_artifact(args.qmax, QmaxArtifact)
     t = load_artifact(args.ttotal, TtotalArtifact)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
@@ -260,10 +279,16 @@ def run(args: argparse.Namespace) -> int:
     plan = resolve_plan(args, q, t, trace)
     tuned = resolve_tuned_plan(args, q, t, plan) if getattr(args, "tuned_plan", None) is not None else None
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
-    model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
-                               slo_share=args.slo_share)
-    if tuned is not None:
-        runs, sums = add_tuned_rows(tuned, q, t, trace, model, runs, sums, args.slo_share)
+    from bench.cli.progress import RunProgress, wanted
+
+    with RunProgress("simulate", total=len(policies) + (tuned is not None), enabled=wanted(args), unit="policies",
+                     every_s=0.0) as progress:
+        model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
+                                     slo_share=args.slo_share,
+                                     on_policy=lambda name, done, total: progress.update(done, f"{name} done"))
+        if tuned is not None:
+            runs, sums = add_tuned_rows(tuned, q, t, trace, model, runs, sums, args.slo_share)
+            progress.advance(1, "tuned plan done")
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
                               price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs,
                               tuned_plan=tuned)
@@ -290,12 +315,17 @@ def run(args: argparse.Namespace) -> int:
             print("\n" + hot["table"])
         print("\nwrote " + ", ".join(str(p) for p in written))
     sys.stdout.flush()
+    from bench.report.runs import simulation_report
+
+    args._report = simulation_report(art, runs, model, plan)
     return 0
 
 
 def hot_load(args: argparse.Namespace, plan: PlanArtifact, model, trace: Trace, written: list, safe: str) -> dict:
     """instance-only vs hot-load on the same trace and plan (speech.sim.hotload); the table, its rows as
     JSON, and a timeline PNG with --plot."""
+    from speech.files import load_artifact
+
     from dataclasses import asdict
 
     from speech.schema.artifacts import CopyArtifact

@@ -8,7 +8,7 @@ copy (docs/design.md §10, hot loading).
 from __future__ import annotations
 
 import argparse
-import asyncio
+# asyncio is imported where a load runs (about 0.1 s): --help does not pay for it.
 import os
 import signal
 import subprocess
@@ -18,19 +18,18 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 from collections.abc import Callable
 
-from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart, Fingerprint, Provenance, copy_filename
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.load.targets import Outcome
+    from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart
 
 from container.markers import parse_at, parse_footprint_line, parse_stage_line
 
 from bench import tool_version
 
-from bench.aws import client as aws
 from bench.errors import BenchError, TargetError, UsageError
-from bench.load.ladder import request_mix
-from bench.load.targets import HttpTarget, Outcome
 
 DESCRIPTION = """\
 Measure T_copy: how long a new copy of the model takes to serve on an instance that is already
@@ -149,6 +148,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def start_copy(serve_cmd: str, timeout_s: float, poll_s: float = 0.02) -> StartResult:
     """Spawn one copy, wait for its first /ping 200, read its markers and footprint, stop it."""
+    from speech.schema.artifacts import CopyStart
+
     import httpx
 
     from bench.load.synthetic import free_port
@@ -229,12 +230,18 @@ class Load:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> Load:
+        import asyncio
+
         if self.concurrency > 0:
             self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="tcopy-load", daemon=True)
             self._thread.start()
         return self
 
     async def _main(self) -> None:
+        import asyncio
+        from bench.load.ladder import request_mix
+        from bench.load.targets import HttpTarget
+
         target = HttpTarget(self.url)
         texts, _ = request_mix("mixed")
         await target.open(self.concurrency)
@@ -267,6 +274,8 @@ class Load:
 def copy_footprint(footprints: list[dict]) -> CopyFootprint:
     """The largest of the starts' footprints (peak RSS; accelerator memory on CUDA), in MiB: the
     safe figure to pack by."""
+    from speech.schema.artifacts import CopyFootprint
+
     devices = {f["device"] for f in footprints}
     if len(devices) != 1:
         raise BenchError(f"the copies ran on different devices ({', '.join(sorted(devices))}); nothing written")
@@ -333,6 +342,8 @@ class _Progress:
 
 
 def _component_state(sess: Any, name: str) -> tuple[str, int | None, int | None, dict]:
+    from bench.aws import client as aws
+
     ic = aws.describe_inference_component(sess, name)
     current, desired = aws.copy_counts(ic)
     return str(ic.get("InferenceComponentStatus")), current, desired, ic
@@ -340,6 +351,8 @@ def _component_state(sess: Any, name: str) -> tuple[str, int | None, int | None,
 
 def check_copy_scaling_suspended(sess: Any, name: str) -> None:
     """Copy scaling that may act during the run would undo (or add to) the measured copy: refuse."""
+    from bench.aws import client as aws
+
     from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
 
     resp = sess.client("application-autoscaling").describe_scalable_targets(
@@ -376,6 +389,9 @@ def run_sagemaker(
     next. On every way out (an AWS error past the retry budget, a Failed component, Ctrl-C,
     SIGTERM) the count is put back and ``notify`` says so; when AWS refuses that too, a
     :class:`~bench.errors.BenchError` names the aws CLI call that puts it back."""
+    from speech.schema.artifacts import CopyStart
+    from bench.aws import client as aws
+
     from bench.aws.freeze import interrupts_held, sigterm_as_interrupt
 
     status, base, desired, ic = _component_state(sess, name)
@@ -467,6 +483,9 @@ def run_sagemaker(
 
 def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep) -> int:
+    from bench.load.targets import HttpTarget
+    from speech.schema.artifacts import CopyArtifact, Provenance, copy_filename
+
     if bool(args.url) == bool(args.inference_component):
         raise UsageError("pass exactly one of --url (a local copy) or --inference-component (SageMaker)")
     if args.inference_component:
@@ -525,6 +544,12 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
 
 
 def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], float], sleep: Callable[[float], None]) -> int:
+    from speech.schema.artifacts import CopyArtifact
+    from speech.schema.artifacts import Fingerprint
+    from speech.schema.artifacts import Provenance
+    from bench.aws import client as aws
+    from speech.schema.artifacts import copy_filename
+
     from speech.files import load_artifact
 
     if args.starts < 1:

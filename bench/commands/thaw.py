@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from bench.aws import client as aws
+# Heavy imports (numpy, pydantic models, the simulator) run inside the functions that use them, so
+# --help and argument errors answer without them.
 from bench.errors import TargetError, UsageError
-from bench.aws.freeze import FreezeState, load_state, restore_state, state_path
 
 DESCRIPTION = """\
 Restore the scalable target of an endpoint to exactly what qmax/ttotal/validate --live found before freezing it
@@ -46,6 +46,9 @@ def _report(args: argparse.Namespace, action: str, message: str, **state) -> int
 
 
 def run(args: argparse.Namespace, session=None) -> int:
+    from bench.aws import client as aws
+    from bench.aws.freeze import FreezeState, load_state, restore_state, state_path
+
     sess = session or aws.session(args.region)
     path = state_path(args.state_dir, args.endpoint)
     target = aws.scalable_target(sess, args.endpoint)

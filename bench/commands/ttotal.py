@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+# asyncio is imported where a load runs (about 0.1 s): --help does not pay for it.
 import subprocess
 import sys
 import threading
@@ -11,26 +11,19 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 from collections.abc import Callable
 
-import numpy as np
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.load.targets import Outcome, Target
+    from speech.schema.artifacts import Phase, QmaxArtifact, TtotalArtifact
 
-from speech.schema.artifacts import Phase, Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
-from speech.schema.config import ReactionPolicy
-from speech.files import load_artifact
-from speech.plan.formulas import planning_t_total
 
 from container.markers import STAGES, parse_at, parse_stage_line
 
 from bench import target_region, tool_version
 
-from bench.aws import client as aws
-from bench.cli.options import add_target_arguments, serve_argv
 from bench.errors import BenchError, TargetError, UsageError
-from bench.load.ladder import request_mix
-from bench.load.targets import HttpTarget, Outcome, SageMakerTarget, Target, WebSocketTarget, make_target
-from bench.report.text import PHASE_ADVICE, DominantPhase, dominant_phase  # noqa: F401
 
 DESCRIPTION = """\
 Measure T_total: from the moment more capacity is asked for until traffic is served at the
@@ -63,6 +56,8 @@ ORDER = ("desired_set", "instance_logging", *STAGES, "in_service", "traffic_reco
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from bench.cli.options import add_target_arguments
+
     p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact of the same fingerprint")
     add_target_arguments(p)
     p.add_argument("--serve-cmd", default=f"{sys.executable} -m container serve", metavar="CMD",
@@ -106,6 +101,8 @@ def marker_phases(markers: list[dict], t0: datetime, source: str) -> list[Phase]
 
 
 def phase(name: str, at: datetime | None, t0: datetime, source: str, bounded: bool, applicable: bool = True) -> Phase:
+    from speech.schema.artifacts import Phase
+
     if not applicable or at is None:
         return Phase(name=name, at=None, offset_s=None, source=source, bounded=bounded, applicable=False)
     off = (at - t0).total_seconds()
@@ -120,6 +117,9 @@ def ordered(phases: list[Phase]) -> list[Phase]:
 
 def t_total_line(a: TtotalArtifact) -> str:
     """measured + reaction = planning, computed by the plan's own function (default reaction policy)."""
+    from speech.plan.formulas import planning_t_total
+    from speech.schema.config import ReactionPolicy
+
     policy = ReactionPolicy()
     t = planning_t_total(a.measured_total_s, policy)
     return (f"measured {t.measured_s:.3f} s + reaction bound {t.reaction_bound_s:g} s (period {policy.metric_period_s} s x "
@@ -128,6 +128,8 @@ def t_total_line(a: TtotalArtifact) -> str:
 
 
 def ladder_p95_at(q: QmaxArtifact, concurrency: float) -> float:
+    import numpy as np
+
     xs = [lv.concurrency for lv in q.ladder]
     return float(np.interp(concurrency, xs, [lv.ttfab_p95_ms for lv in q.ladder]))
 
@@ -137,6 +139,8 @@ def recovered_at(
 ) -> float | None:
     """Start of the first window (>= not_before) of length window_s whose p95 TTFAB is within the
     threshold; samples are (wall time of first byte, TTFAB ms). None when no full window qualifies."""
+    import numpy as np
+
     pts = sorted(s for s in samples if s[0] >= not_before)
     for i, (start, _) in enumerate(pts):
         if start + window_s > until:
@@ -162,10 +166,14 @@ class Probe:
     _thread: threading.Thread | None = None
 
     def start(self) -> None:
+        import asyncio
+
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="probe", daemon=True)
         self._thread.start()
 
     async def _main(self) -> None:
+        import asyncio
+
         await self.target.open(self.concurrency)
         wall0, perf0 = time.time(), time.perf_counter()
 
@@ -227,6 +235,8 @@ def run_sagemaker(
     sleep: Callable[[float], None] = time.sleep,
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
 ) -> list[Phase]:
+    from bench.aws import client as aws
+
     from bench.aws.freeze import Freeze
 
     sm = sess.client("sagemaker")
@@ -325,6 +335,12 @@ def run_sagemaker(
 
 
 def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[str], None]) -> list[Phase]:
+    import asyncio
+    from bench.load.targets import HttpTarget
+    from bench.load.targets import WebSocketTarget
+    from bench.load.ladder import request_mix
+    from bench.cli.options import serve_argv
+
     import httpx
 
     from bench.load.synthetic import free_port
@@ -405,6 +421,8 @@ def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[s
 
 
 def render(a: TtotalArtifact) -> str:
+    from bench.report.text import dominant_phase
+
     rows = [f"T_total for {a.model} ({a.trigger}) on {a.fingerprint.slug}", "phase               offset s  bounded  source"]
     for p in a.phases:
         off = f"{p.offset_s:8.3f}" if p.offset_s is not None else "     n/a"
@@ -419,6 +437,12 @@ def render(a: TtotalArtifact) -> str:
 
 def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep, probe_target: Target | None = None) -> int:
+    from bench.aws import client as aws
+    from bench.load.ladder import request_mix
+    from bench.load.targets import SageMakerTarget, make_target
+    from speech.files import load_artifact
+    from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
+
     qmax = load_artifact(args.qmax, QmaxArtifact)
     for name in ("recover_window_s", "poll_s", "timeout_s"):
         if getattr(args, name) < 0 or (name == "timeout_s" and args.timeout_s == 0):

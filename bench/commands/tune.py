@@ -10,19 +10,15 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    import numpy as np
+    from speech.sim.artifact import Promise, TuneArtifact
+    from speech.sim.tune import Candidate
 
 from bench.errors import UsageError
-from bench.load.traces import load_trace
-from speech.files import load_artifact, write_artifact
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.schema.config import MAX_SURGE_RATIO, PlanInputs
-from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
-from speech.sim.instance import build_instance
-from speech.sim.peers import DEFAULT_SLO_SHARE
-from speech.sim.traces import TraceError, parse_spec, peak_rps
-from speech.schema.config import Promise as PlanPromise
-from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Candidate, Tuner, describe_plan, perturbations
+from speech.sim.names import DEFAULT_SLO_SHARE
 
 DESCRIPTION = f"""\
 Search the scaling parameters for the fewest instance-hours that keep --slo-share of the requests
@@ -66,11 +62,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, metavar="N", help="first training day's seed (default 1)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
     p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar (it goes to stderr)")
+    p.add_argument("--no-progress", action="store_true", help="no progress display (it goes to stderr; -q and --json also turn it off)")
 
 
 def with_options(spec: str, **opts) -> str:
     """The spec with keys set (replacing any already there)."""
+    from speech.sim.traces import parse_spec
+
     kind, path, old = parse_spec(spec)
     old.update({k: str(v) for k, v in opts.items()})
     head = kind if path is None else f"{kind}:{path}"
@@ -79,10 +77,16 @@ def with_options(spec: str, **opts) -> str:
 
 
 def _day(spec: str, seed: int) -> np.ndarray:
+    from bench.load.traces import load_trace
+
     return load_trace(with_options(spec, seed=seed)).arrivals
 
 
 def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Promise:
+    import numpy as np
+    from speech.sim.artifact import Promise
+    from speech.sim.tune import SIMULATOR_VERSION
+
     return Promise(
         slo_share_target=target, within_slo_share=round(float(np.mean([d.within_slo_share for d in c.days])), 6),
         within_slo_share_worst_day=round(c.worst_share, 6), rejected_share=round(c.rejected, 6),
@@ -92,6 +96,15 @@ def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Pro
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+    from speech.files import load_artifact, write_artifact
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+    from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, Promise as PlanPromise
+    from speech.sim.artifact import TuneArtifact, TuneCheck, TunedValue
+    from speech.sim.instance import build_instance
+    from speech.sim.traces import TraceError, parse_spec, peak_rps
+    from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Tuner, describe_plan, perturbations
+
     if not 0 < args.slo_share < 1:
         raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
     if args.train_days < 1 or args.holdout_days < 0:
@@ -122,25 +135,17 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"plan inputs from the trace and flags are invalid: {err}; pass --peak-rps/--trough-rps") from None
     model = build_instance(q, t, slo_ms=inputs.slo_ms)
 
-    progress = None
-    if not args.no_progress:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-        from rich.console import Console
+    from bench.cli.progress import RunProgress, wanted
 
-        progress = Progress(TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("simulated days"),
-                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
-    task = None
+    progress = RunProgress("tune", total=None, enabled=wanted(args), unit="simulated days", every_s=5.0)
 
     def tick() -> None:
-        if progress is not None and task is not None:
-            progress.advance(task)
+        progress.advance(1)
 
     tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick)
     options = tuner.choices(tuner.seed_knobs())
     expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
-    if progress is not None:
-        progress.start()
-        task = progress.add_task("tune", total=expected)
+    progress.set_total(expected)
     try:
         seed, best = tuner.search(train)
         spike_factor = float(parse_spec(args.trace)[2].get("spike_factor", 1.2))
@@ -158,8 +163,7 @@ def run(args: argparse.Namespace) -> int:
                                     seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
                                     tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share))
     finally:
-        if progress is not None:
-            progress.stop()
+        progress.close()
 
     digest = hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
     sha = "sha256:" + digest
@@ -192,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
         print(render(art))
         print("\nwrote " + ", ".join(str(p) for p in written))
     sys.stdout.flush()
+    from bench.report.runs import tune_report
+
+    args._report = tune_report(art)
     return 0 if art.held else 1
 
 

@@ -12,17 +12,17 @@ from datetime import datetime, UTC
 from pathlib import Path
 from collections.abc import Callable
 
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.files import load_artifact
+from typing import TYPE_CHECKING
 
-from bench.aws import client as aws
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+    from bench.load.loadgen import LevelResult
+    from bench.load.locust_engine import LocustLevels
+    from speech.schema.plan_artifacts import PlanArtifact
+
 from bench.errors import UsageError
-from bench.load.ladder import request_mix
-from bench.load.locust_engine import LocustLevels, add_engine_arguments, engine_options, locust_target
-from bench.load.loadgen import LevelResult, Session
-from bench.cli.options import check_timing
-from bench.aws.scaling_check import Issue, compare
-from bench.load.targets import SageMakerTarget, make_target
+from bench.load.locust_engine import add_engine_arguments
 
 DESCRIPTION = """\
 Check a deployed endpoint against a plan artifact (bench plan): the scalable target's min/max,
@@ -88,6 +88,8 @@ def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, clo
     reaches scaling_target_value, i.e. at scaling_target_value / observed ratio client requests in
     flight per instance. An issue when that is not C_scale_max (the ratio is off by more than
     RATIO_TOLERANCE)."""
+    from bench.aws.scaling_check import Issue
+
     t = plan.thresholds
     if t.c_scale_max <= 0 or inflight_per_instance <= 0:
         return None
@@ -110,6 +112,9 @@ ENDPOINT_DOWN = ("Failed", "OutOfService", "UpdateRollbackFailed", "Deleting")
 def endpoint_down_issue(sess, endpoint: str) -> Issue | None:
     """An issue when the endpoint left service during the live checks (DescribeEndpoint): its
     load figures then say nothing about the plan, so the checks stop there."""
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import Issue
+
     ep = aws.describe_endpoint(sess, endpoint)
     status = ep.get("EndpointStatus", "")
     if status not in ENDPOINT_DOWN:
@@ -129,6 +134,10 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     """The two load checks; ``still_serving`` (SageMaker) runs after each and, when it returns an
     issue (the endpoint left service), that issue replaces the level's and the checks stop.
     ``levels``: run each level on Locust (--engine locust) instead of the asyncio session."""
+    from bench.aws.scaling_check import Issue
+    from bench.load.ladder import request_mix
+    from bench.load.loadgen import Session
+
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
     c_ok = max(1, round(0.8 * plan.thresholds.c_scale_max * instances))
@@ -140,9 +149,20 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     issues: list[Issue] = []
     rows: list[dict] = []
     session = Session(target) if levels is None else levels
+    from bench.cli.progress import RunProgress, wanted
+
+    level_s = args.settle_s + args.measure_s
+    progress = RunProgress("validate --live", total=2 * level_s, enabled=wanted(args), unit="s", every_s=5.0)
+    base = 0.0
+
+    def show(p) -> None:
+        p95 = f"{p.live_p95_ms:.0f} ms" if p.live_p95_ms is not None else "-"
+        progress.update(base + p.elapsed_s, f"{p.concurrency} in flight, {p.phase}, p95 {p95}, done {p.done}")
+
     try:
         wall0, perf0 = time.time(), time.perf_counter()
-        r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts)
+        r: LevelResult = session.level(c_ok, args.settle_s, args.measure_s, texts, show)
+        base = level_s
         rows.append({"check": "0.8 x C_scale_max", "concurrency": c_ok, "p95_ms": r.pct(95), "rejected": r.rejected, "errors": r.errors})
         if still_serving is not None and (down := still_serving()) is not None:
             return [down], rows
@@ -159,7 +179,7 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
             issues.append(Issue("live", f"{where} at {c_ok} in flight{per} (0.8 x C_scale_max {plan.thresholds.c_scale_max:g}): "
                                         f"p95 TTFAB {r.pct(95):.0f} ms, {r.rejected} rejected, {r.errors} errors; expected "
                                         f"p95 within the SLO {slo:g} ms and nothing rejected; {remeasure}"))
-        g: LevelResult = session.level(c_gate, args.settle_s, args.measure_s, texts)
+        g: LevelResult = session.level(c_gate, args.settle_s, args.measure_s, texts, show)
         rows.append({"check": "past Q_max", "concurrency": c_gate, "p95_ms": g.pct(95), "rejected": g.rejected, "errors": g.errors})
         if still_serving is not None and (down := still_serving()) is not None:
             return [down], rows
@@ -173,6 +193,7 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
                                         f"p95 TTFAB {g.pct(95):.0f} ms ({g.ok} admitted); expected within the SLO {slo:g} ms, "
                                         f"since the gate holds at most {plan.queue_max_depth} per instance; {remeasure}"))
     finally:
+        progress.close()
         session.close()
     return issues, rows
 
@@ -180,6 +201,14 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
 def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """``load_target``: where --live sends its requests instead of the endpoint (tests: a real local
     server while moto plays the control plane and CloudWatch)."""
+    from bench.aws import client as aws
+    from bench.aws.scaling_check import compare
+    from bench.cli.options import check_timing
+    from bench.load.locust_engine import LocustLevels, engine_options, locust_target
+    from bench.load.targets import SageMakerTarget, make_target
+    from speech.files import load_artifact
+    from speech.schema.plan_artifacts import PlanArtifact
+
     plan = load_artifact(args.plan, PlanArtifact)
     if args.live:
         check_timing(argparse.Namespace(slo_ms=args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms,
@@ -235,4 +264,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
             print(f"live {row['check']}: concurrency {row['concurrency']}, p95 {row['p95_ms']:.1f} ms, "
                   f"rejected {row['rejected']}, errors {row['errors']}{cw}")
         print("validate: pass" if ok else f"validate: FAIL ({len(issues)} issue(s))")
+    from bench.report.runs import validate_report
+
+    args._report = validate_report(ok, issues, live_rows, args.endpoint or args.url)
     return 0 if ok else 1

@@ -12,7 +12,10 @@ import math
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
 
-from speech.schema.artifacts import LadderLevel, RequestMix
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from speech.schema.artifacts import LadderLevel, RequestMix
 
 from bench.errors import UsageError
 
@@ -45,6 +48,8 @@ MIXES = {
 
 
 def request_mix(name: str) -> tuple[list[str], RequestMix]:
+    from speech.schema.artifacts import RequestMix
+
     if name not in MIXES:
         raise UsageError(f"--mix {name!r}: choose one of {', '.join(MIXES)}")
     texts = MIXES[name]

@@ -25,10 +25,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.errors import TargetError, UsageError
-from bench.load.schedule import Schedule
+if TYPE_CHECKING:  # numpy-backed: imported where a run needs it, so --help stays light
+    from bench.load.schedule import Schedule
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 LOCAL_MAX_RPS = 500
@@ -99,8 +100,9 @@ def engine_options(args: argparse.Namespace, peak_rps: float | None, transport: 
     """The engine --engine/auto picks, checked against the other engine flags: ("local", None) or
     ("locust", EngineOptions). Bad combinations are UsageErrors (exit 2)."""
     workers, bind, expect = getattr(args, "workers", None), getattr(args, "master_bind", None), getattr(args, "expect_workers", None)
-    locust_flags = [f for f, v in (("--workers", workers), ("--master-bind", bind), ("--expect-workers", expect),
-                                   ("--csv", getattr(args, "csv", False)), ("--html", getattr(args, "html", False)))
+    # --csv DIR / --html FILE are every command's own files (bench.cli.results); with Locust its own
+    # CSV and HTML are written beside them, so they pick no engine.
+    locust_flags = [f for f, v in (("--workers", workers), ("--master-bind", bind), ("--expect-workers", expect))
                     if v not in (None, False)]
     engine = getattr(args, "engine", "auto")
     if engine == "auto":

@@ -2,7 +2,11 @@
 its one reason), the planned fleet, the simulated SLO and rejected shares with why, and the cost
 in USD/day; then the policy verdicts, ladder plot, phase waterfall, plan numbers with formulas,
 the simulated comparison of scaling policies and the findings. Images are embedded
-(base64) so the page can be mailed or attached to CI."""
+(base64) so the page can be mailed or attached to CI.
+
+The page is the Jinja2 template ``bench/report/templates/demo.html.j2`` (on ``base.html.j2`` and
+the table macro every report shares); this module computes what it shows (:func:`answer`, a pure
+function the tests read, and the rows of each table)."""
 
 from __future__ import annotations
 
@@ -18,25 +22,9 @@ from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.files import atomic_write_text
 from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact
 
-from bench.report.markup import Markup, table
+from bench.report.markup import Markup
 from bench.report.text import plan_rows
-from bench.report.tuned import tuned_section, tuned_summary
-
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:1100px;margin:2em auto;color:#222;padding:0 1em}
-h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
-table{border-collapse:collapse;margin:.5em 0;font-size:.92em}td,th{border:1px solid #ddd;padding:.3em .6em;text-align:left}
-th{background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.ok{color:#1a7f37;font-weight:600}.warn{color:#9a6700;font-weight:600}.stop,.mandatory{color:#cf222e;font-weight:600}
-.advisory{color:#9a6700;font-weight:600}.badge{display:inline-block;padding:.15em .6em;border-radius:1em;color:#fff}
-.badge.ok{background:#1a7f37}.badge.warn{background:#bf8700}.badge.stop{background:#cf222e}
-img{max-width:100%;border:1px solid #eee}.muted{color:#666;font-size:.9em}code{background:#f6f8fa;padding:0 .3em}
-.answer{border:2px solid #ddd;border-radius:.5em;padding:.6em 1em;margin:1em 0}
-.answer.blocked{border-color:#cf222e;background:#fff5f5}.answer.deployable{border-color:#1a7f37;background:#f3fbf5}
-.answer table{width:100%;font-size:1em}.answer td{border:0;border-bottom:1px solid #eee;vertical-align:top}
-.answer td:first-child{width:9em;font-weight:600;color:#444}.big{font-size:1.25em;font-weight:700}
-"""
-
+from bench.report.tuned import promise_check, tuned_section, tuned_summary
 
 @dataclass(frozen=True)
 class PolicyViolation:
@@ -45,13 +33,6 @@ class PolicyViolation:
     policy: str
     resource: str
     message: str
-
-
-def _img(path: Path | None, alt: str) -> str:
-    if path is None or not Path(path).exists():
-        return f'<p class="muted">({html.escape(alt)}: no image)</p>'
-    data = base64.b64encode(Path(path).read_bytes()).decode()
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 @dataclass(frozen=True)
@@ -71,6 +52,44 @@ class Answer:
     tuned: str | None = None
     """The tuned plan's simulated row and whether it keeps its share (bench.report.tuned); None: no tuned plan."""
     tuned_reason: str | None = None
+    costs: tuple[PlanCost, ...] = ()
+    """USD/day of each plan on the page, the recommended one first (the tuned plan when it ran in the
+    simulation, else the plan); empty when unpriced or stopped."""
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """One plan's dollars per day: instances x USD/h x 24 at its floor, at its cap (max_instances)
+    and at the mean fleet the simulation held (None: not simulated)."""
+
+    plan: str
+    """``plan``, ``seed plan`` or ``tuned plan`` (the simulation's row names)."""
+    min_instances: int
+    max_instances: int
+    mean_instances: float | None
+    usd_per_day_floor: float
+    usd_per_day_cap: float
+    usd_per_day_mean: float | None
+
+
+def plan_costs(plan: PlanArtifact, simulation: SimulationArtifact | None, price: float,
+               tuned_plan: PlanArtifact | None = None) -> tuple[PlanCost, ...]:
+    """The recommended plan's cost first: the tuned plan when the simulation ran it (its row), then
+    the seed; without a tuned row, the plan alone."""
+    hours = simulation.trace.duration_s / 3600 if simulation is not None and simulation.trace.duration_s > 0 else None
+
+    def cost(name: str, p: PlanArtifact, row) -> PlanCost:
+        mean = row.instance_hours / hours if row is not None and hours else None
+        return PlanCost(name, p.fleet.min_instances, p.fleet.max_instances, mean,
+                        usd_per_day(p.fleet.min_instances, price), usd_per_day(p.fleet.max_instances, price),
+                        None if mean is None else usd_per_day(mean, price))
+
+    seed_row = simulation.seed_result() if simulation is not None else None
+    tuned_row = simulation.result(TUNED_ROW) if simulation is not None else None
+    if tuned_plan is not None and tuned_row is not None and tuned_plan.verdict != "stop":
+        if promise_check(tuned_plan, simulation) is not None:  # type: ignore[arg-type]
+            return cost(TUNED_ROW, tuned_plan, tuned_row), cost(seed_row.policy if seed_row else "seed plan", plan, seed_row)
+    return (cost(seed_row.policy if seed_row else "plan", plan, seed_row),)
 
 
 def usd_per_day(instances: float, price_per_hour_usd: float) -> float:
@@ -150,39 +169,53 @@ def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_
         cost = "no price"
         cost_reason = (f"{itype} is not in the price table (speech/schema/prices.py); "
                        "set speech-endpoints:budget.prices_usd_per_hour for it")
+    costs: tuple[PlanCost, ...] = ()
+    if plan.verdict != "stop" and price is not None:
+        costs = plan_costs(plan, simulation, price, tuned_plan)
+    if plan.verdict == "stop" or price is None:
+        pass
+    elif len(costs) == 2:
+        # A tuned plan ran beside the seed: price the one the page recommends first, the seed next to it.
+        t_, s_ = costs
+        cost = (f"tuned plan ${t_.usd_per_day_mean:,.2f} per day at its simulated mean fleet, "
+                f"${t_.usd_per_day_cap:,.2f} at its cap of {t_.max_instances}; seed plan ${s_.usd_per_day_mean or 0:,.2f} "
+                f"and ${s_.usd_per_day_cap:,.2f} at its cap of {s_.max_instances}")
+        cost_reason = (f"{itype} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN}); the "
+                       f"tuned plan held {t_.mean_instances:.2f} instances on average over the trace (floor "
+                       f"{t_.min_instances}: ${t_.usd_per_day_floor:,.2f}/day), the seed plan "
+                       f"{s_.mean_instances or 0:.2f} (floor {s_.min_instances}: ${s_.usd_per_day_floor:,.2f}/day)")
     else:
-        cost = (f"${usd_per_day(f.min_instances, price):,.2f} - ${usd_per_day(f.max_instances, price):,.2f} per day "
-                f"(floor - maximum)")
+        c = costs[0]
+        cost = f"${c.usd_per_day_floor:,.2f} - ${c.usd_per_day_cap:,.2f} per day (floor - maximum)"
         cost_reason = f"{itype} at ${price:g}/instance-hour ({PRICE_REGION} on-demand, price of {PRICES_TAKEN})"
-        if simulation is not None:
-            r = simulation.seed_result() or simulation.results[0]
-            mean = r.instance_hours / (simulation.trace.duration_s / 3600)
-            cost += f"; ${usd_per_day(mean, price):,.2f} per day at the simulated mean fleet"
-            cost_reason += f"; the simulated plan held {mean:.2f} instances on average over the trace"
+        if c.usd_per_day_mean is not None:
+            cost += f"; ${c.usd_per_day_mean:,.2f} per day at the simulated mean fleet"
+            cost_reason += f"; the simulated plan held {c.mean_instances:.2f} instances on average over the trace"
     tuned = None
     if tuned_plan is not None:
         tuned = tuned_summary(tuned_plan, simulation)
     return Answer(deploy, reason, blocked, fleet, simulated, simulated_reason, cost, cost_reason,
-                  *(tuned or (None, None)))
+                  *(tuned or (None, None)), costs=costs)
 
 
-def _answer_block(a: Answer) -> str:
-    cls = "blocked" if a.blocked else "deployable" if a.blocked is False else ""
-    badge = "stop" if a.blocked else "ok" if a.blocked is False else "warn"
-    rows = [
-        ("Deploy", f"<span class='badge {badge} big'>{html.escape(a.deploy)}</span><br><span class='muted'>"
-                   f"{html.escape(a.deploy_reason)}</span>"),
-        ("Fleet", f"<span class='big'>{html.escape(a.fleet.split(':')[0])}</span><br><span class='muted'>"
-                  f"{html.escape(a.fleet.split(':', 1)[1].strip())}</span>" if ":" in a.fleet else html.escape(a.fleet)),
-        ("Simulated", f"<span class='big'>{html.escape(a.simulated)}</span><br><span class='muted'>"
-                      f"{html.escape(a.simulated_reason)}</span>"),
-        ("Cost", f"<span class='big'>{html.escape(a.cost)}</span><br><span class='muted'>{html.escape(a.cost_reason)}</span>"),
-    ]
-    if a.tuned is not None:
-        rows.insert(3, ("Tuned", f"<span class='big'>{html.escape(a.tuned)}</span><br><span class='muted'>"
-                                 f"{html.escape(a.tuned_reason or '')}</span>"))
-    body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-    return f"<div class='answer {cls}' id='answer'><table>{body}</table></div>"
+def _png(path: Path | None) -> str | None:
+    """A PNG file as base64 for an ``<img src="data:...">``; None when there is no file."""
+    if path is None or not Path(path).exists():
+        return None
+    return base64.b64encode(Path(path).read_bytes()).decode()
+
+
+def _cost_rows(costs: Sequence[PlanCost]) -> list[tuple]:
+    """Each plan's USD/day side by side, the recommended plan first (its name in bold)."""
+    money = lambda x: "-" if x is None else f"${x:,.2f}"  # noqa: E731
+    return [(Markup(f"<b>{html.escape(c.plan)}</b> (recommended)") if i == 0 and len(costs) > 1 else c.plan,
+             "-" if c.mean_instances is None else f"{c.mean_instances:.2f}", money(c.usd_per_day_mean),
+             c.max_instances, money(c.usd_per_day_cap), c.min_instances, money(c.usd_per_day_floor))
+            for i, c in enumerate(costs)]
+
+
+def _level(level: str) -> Markup:
+    return Markup(f"<span class='{html.escape(level)}'>{html.escape(level)}</span>")
 
 
 def render_report(
@@ -204,138 +237,66 @@ def render_report(
     tuned_plan: PlanArtifact | None = None,
     tune: TuneArtifact | None = None,
 ) -> str:
-    """The page. ``tuned_plan`` (bench tune's, with its ``tune`` artifact when there is one): a
-    section with its inputs beside the seed's, both simulated rows and the promise against the
-    simulation (bench.report.tuned)."""
-    v = plan.verdict
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-        _answer_block(answer(plan, violations, policy_ran, simulation, prices, instance_type, tuned_plan)),
-        f"<p>Model <b>{html.escape(plan.model)}</b> on <code>{html.escape(plan.fingerprint.instance_type)}</code> "
-        f"(<code>{html.escape(plan.fingerprint.slug)}</code>), origin <b>{html.escape(plan.provenance.origin)}</b>. "
-        f"Plan verdict <span class='badge {v}'>{v.upper()}</span> &middot; Q_max <b>{plan.q_max}</b> &middot; "
-        f"T_total <b>{plan.t_total.planning_s:.1f} s</b> &middot; target <b>{plan.thresholds.scaling_target_value:g}</b>"
-        f" / scale-in <b>{plan.thresholds.scale_in_threshold:g}</b> &middot; fleet "
-        f"<b>{plan.fleet.min_instances}-{plan.fleet.max_instances}</b></p>",
-        f"<p class='muted'>Generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.</p>",
-        _GENERATED_MARK,
-        "<h2>Q_max: the concurrency ladder</h2>",
-        _img(ladder_png, "p95 TTFAB vs concurrency"),
-        table(
-            ["concurrency", "completed", "ok", "rejected", "errors", "p50 ms", "p95 ms", "p99 ms", "rps", "meets SLO"],
-            [
-                (
-                    lv.concurrency, lv.completed, lv.ok, lv.rejected, lv.errors, f"{lv.ttfab_p50_ms:.1f}",
-                    f"{lv.ttfab_p95_ms:.1f}", f"{lv.ttfab_p99_ms:.1f}", f"{lv.throughput_rps:.2f}",
-                    Markup("<span class='ok'>yes</span>" if lv.meets_slo else "<span class='stop'>no</span>"),
-                )
-                for lv in qmax.ladder
-            ],
-            num_cols={0, 1, 2, 3, 4, 5, 6, 7, 8},
-        ),
-        f"<p>SLO p95 TTFAB {qmax.slo.ttfab_p95_ms:g} ms; Q_max {qmax.q_max} "
-        + (f"(bracketed: {qmax.first_failing_concurrency} failed)" if qmax.bracketed else "(lower bound: no level failed)")
-        + f"; uncontended service {qmax.service_time.mean_ms:.1f} ms mean, {qmax.service_time.p95_ms:.1f} ms p95.</p>",
-        "<h2>T_total: how long a scale-out takes</h2>",
-        _img(waterfall_png, "scale-out phase waterfall"),
-        table(
-            ["phase", "offset s", "source", "bounded"],
-            [
-                (ph.name, f"{ph.offset_s:.3f}" if ph.offset_s is not None else "n/a", ph.source,
-                 "yes" if ph.bounded else "no")  # fmt: skip
-                for ph in ttotal.phases
-            ],
-            num_cols={1},
-        ),
-        f"<p>Measured {ttotal.measured_total_s:.1f} s + reaction bound {plan.t_total.reaction_bound_s:g} s = planning "
-        f"{plan.t_total.planning_s:.1f} s.{_dominant(ttotal)}</p>",
-        "<h2>The plan</h2>",
-        table(["name", "value", "formula"], plan_rows(plan), num_cols={1}),
-        *_tuned_section(plan, tuned_plan, tune, simulation),
-        *_simulation_section(simulation, simulation_pngs),
-        "<h2>Findings</h2>",
-        table(
-            ["level", "finding", "why"],
-            [(Markup(f"<span class='{f.level}'>{f.level}</span>"), f.name, f.message) for f in plan.findings],
-        ),
-    ]
-    parts[parts.index(_GENERATED_MARK) + 1:parts.index(_GENERATED_MARK) + 1] = _policy_section(
-        violations, policy_ran, policy_note)
-    parts.remove(_GENERATED_MARK)
-    steps = list(next_steps)
-    if steps:
-        parts.append("<h2>Next</h2><ol>" + "".join(f"<li><code>{html.escape(s)}</code></li>" for s in steps) + "</ol>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    """The page, from the ``demo.html.j2`` template (bench/report/templates; every value escaped
+    there, :class:`Markup` cells as they are). ``tuned_plan`` (bench tune's, with its ``tune``
+    artifact when there is one): a section with its inputs beside the seed's, both simulated rows
+    and the promise against the simulation (bench.report.tuned)."""
+    from bench.report.outputs import environment
+
+    a = answer(plan, violations, policy_ran, simulation, prices, instance_type, tuned_plan)
+    fleet_head, _, fleet_rest = a.fleet.partition(":")
+    ctx = dict(
+        title=title, a=a, plan=plan, qmax=qmax, ttotal=ttotal,
+        answer_class="blocked" if a.blocked else "deployable" if a.blocked is False else "",
+        deploy_badge="stop" if a.blocked else "ok" if a.blocked is False else "warn",
+        fleet_head=fleet_head, fleet_rest=fleet_rest.strip() if ":" in a.fleet else None,
+        cost_rows=_cost_rows(a.costs) if a.costs else [],
+        target=f"{plan.thresholds.scaling_target_value:g}", scale_in=f"{plan.thresholds.scale_in_threshold:g}",
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        policy_ran=policy_ran, violations=violations or [], policy_note=policy_note,
+        mandatory=sum(1 for x in violations or [] if x.level == "mandatory"),
+        violation_rows=[(_level(x.level), x.policy, x.resource, x.message) for x in violations or []],
+        ladder_img=_png(ladder_png), qmax_slo=f"{qmax.slo.ttfab_p95_ms:g}",
+        ladder_rows=[(lv.concurrency, lv.completed, lv.ok, lv.rejected, lv.errors, f"{lv.ttfab_p50_ms:.1f}",
+                      f"{lv.ttfab_p95_ms:.1f}", f"{lv.ttfab_p99_ms:.1f}", f"{lv.throughput_rps:.2f}",
+                      Markup("<span class='ok'>yes</span>" if lv.meets_slo else "<span class='stop'>no</span>"))
+                     for lv in qmax.ladder],
+        waterfall_img=_png(waterfall_png),
+        phase_rows=[(ph.name, f"{ph.offset_s:.3f}" if ph.offset_s is not None else "n/a", ph.source,
+                     "yes" if ph.bounded else "no") for ph in ttotal.phases],
+        reaction=f"{plan.t_total.reaction_bound_s:g}", dominant=_dominant(ttotal),
+        plan_rows=plan_rows(plan),
+        tuned_html=Markup("\n".join(tuned_section(plan, tuned_plan, tune, simulation))) if tuned_plan is not None else None,
+        sim=_simulation(simulation, simulation_pngs),
+        finding_rows=[(_level(f.level), f.name, f.message) for f in plan.findings],
+        steps=list(next_steps),
+    )
+    return environment().get_template("demo.html.j2").render(**ctx)
 
 
-_GENERATED_MARK = "<!-- generated -->"
-
-
-def _tuned_section(plan: PlanArtifact, tuned: PlanArtifact | None, tune: TuneArtifact | None,
-                   simulation: SimulationArtifact | None) -> list[str]:
-    if tuned is None:
-        return []
-    return tuned_section(plan, tuned, tune, simulation)
-
-
-def _policy_section(violations: list[PolicyViolation] | None, policy_ran: bool, policy_note: str | None) -> list[str]:
-    parts = ["<h2>Policy pack</h2>"]
-    if not policy_ran:
-        parts.append("<p class='muted'>The policy pack was not run.</p>")
-    elif not violations:
-        parts.append("<p class='ok'>No violations: the stack passes every policy.</p>")
-    else:
-        mandatory = sum(1 for x in violations if x.level == "mandatory")
-        parts.append(f"<p>{mandatory} mandatory, {len(violations) - mandatory} advisory.</p>")
-        parts.append(
-            table(
-                ["level", "policy", "resource", "message"],
-                [(Markup(f"<span class='{x.level}'>{x.level}</span>"), x.policy, x.resource, x.message) for x in violations],
-            )
-        )
-    if policy_note:
-        parts.append(f"<p class='muted'>{html.escape(policy_note)}</p>")
-    return parts
-
-
-def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> list[str]:
-    """The policy comparison table (the same columns as ``bench simulate``), the cost-vs-SLO scatter
-    and one timeline with every policy overlaid."""
+def _simulation(a: SimulationArtifact | None, pngs: Sequence[Path]) -> dict | None:
+    """The policy comparison (the same columns as ``bench simulate``), the cost-vs-SLO scatter and
+    one timeline with every policy overlaid."""
     if a is None:
-        return []
+        return None
     tr = a.trace
     pct = lambda x: f"{100 * x:.2f}%"  # noqa: E731
     num = lambda x, spec: "-" if x is None else format(x, spec)  # noqa: E731
     rows = [
         (Markup(f"<b>{html.escape(r.policy)}</b>") if r.policy in ("plan", SEED_ROW, TUNED_ROW) else r.policy,
-         pct(r.within_slo_share),
-         pct(r.rejected_share), num(r.ttfab_p95_ms, ".0f"), num(r.ttfab_p99_ms, ".0f"), r.violation_minutes,
-         f"{r.instance_hours:,.2f}", num(r.cost_vs_oracle, ".2f"), r.scale_out_actions, r.scale_in_actions, r.flaps,
-         r.peak_instances)
+         pct(r.within_slo_share), pct(r.rejected_share), num(r.ttfab_p95_ms, ".0f"), num(r.ttfab_p99_ms, ".0f"),
+         r.violation_minutes, f"{r.instance_hours:,.2f}", num(r.cost_vs_oracle, ".2f"), r.scale_out_actions,
+         r.scale_in_actions, r.flaps, r.peak_instances)
         for r in a.results
     ]
     paths = [Path(p) for p in pngs]
-    scatter = [p for p in paths if p.stem.endswith("-cost-vs-slo")]
-    parts = [
-        "<h2>Simulation: " + ("the seed and tuned plans" if a.tuned_plan_sha256 is not None else "the plan")
-        + " against other scaling policies</h2>",
-        f"<p>Trace <code>{html.escape(tr.spec)}</code>: {tr.duration_s / 3600:.2f} h at 1 s, {tr.requests:,.0f} requests, "
-        f"busiest minute {tr.peak_rps:,.1f} rps. The simulated instance is the measured one (ladder above, gate at "
-        f"Q_max, new instances serving after {a.startup_s:.1f} s); SLO {a.slo_ms:g} ms p95 TTFAB.</p>",
-        table(["policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "x oracle", "out", "in",
-                "flaps", "peak"], rows, num_cols=set(range(1, 12))),
-        "<p class='muted'>in SLO: answered within the SLO (a rejected request never is); p95/p99: answered requests; "
-        "viol min: minutes with under 95% in SLO; x oracle: instance-hours over the oracle's (exactly the instances "
-        "needed each second, no start-up); flaps: a scale-in followed by a scale-out within the planning T_total "
-        f"({a.planning_total_s:.1f} s). <code>python -m bench simulate --help</code> runs longer traces.</p>",
-    ]
-    parts += [_img(p, "cost vs SLO, every policy, with the SLO target") for p in scatter]
-    parts += [_img(p, "every policy over time: rejected requests, instances in service, p95 TTFAB vs SLO")
-              for p in paths if p.stem.endswith("-timeline")]
-    return parts
+    return dict(
+        tuned=a.tuned_plan_sha256 is not None, spec=tr.spec, rows=rows,
+        trace_text=f"{tr.duration_s / 3600:.2f} h at 1 s, {tr.requests:,.0f} requests, busiest minute {tr.peak_rps:,.1f} rps",
+        startup=f"{a.startup_s:.1f}", slo=f"{a.slo_ms:g}", planning_total=f"{a.planning_total_s:.1f}",
+        scatter=[_png(p) for p in paths if p.stem.endswith("-cost-vs-slo")],
+        timeline=[_png(p) for p in paths if p.stem.endswith("-timeline")],
+    )
 
 
 def write_report(path: Path, **kwargs) -> Path:
@@ -349,5 +310,5 @@ def _dominant(ttotal) -> str:
     d = dominant_phase(ttotal)
     if d is None:
         return ""
-    return html.escape(f" Dominant phase: {d.name} ({d.what}), {d.seconds:.1f} s = {100 * d.share:.0f}% of the measured "
+    return (f" Dominant phase: {d.name} ({d.what}), {d.seconds:.1f} s = {100 * d.share:.0f}% of the measured "
                        f"T_total; shortened by {d.shortens}.")

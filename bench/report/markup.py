@@ -9,7 +9,11 @@ from collections.abc import Set as AbstractSet
 
 
 class Markup(str):
-    """Already-escaped HTML: :func:`table` puts it into a cell as it is."""
+    """Already-escaped HTML: :func:`table` puts it into a cell as it is, and so does Jinja2
+    (``__html__`` is its mark of text that is HTML already)."""
+
+    def __html__(self) -> str:
+        return str(self)
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable[object]], num_cols: AbstractSet[int] = frozenset()) -> str:

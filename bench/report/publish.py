@@ -23,6 +23,9 @@ def publish(
 ) -> Path:
     """Write ``artifact`` into ``args.out``; with ``args.plot`` a PNG beside it; print JSON or the report."""
     out = write_artifact(args.out / filename, artifact)
+    from bench.report.runs import report_of
+
+    args._report = report_of(artifact)  # --threshold, --csv and --html (bench.cli.results) read it
     plot_path: Path | None = plot(artifact, out.with_suffix(".png")) if args.plot else None
     if args.json:
         print(artifact.model_dump_json(indent=2))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from speech.schema.units import EPS
+from speech.schema.units import EPS, UNBOUNDED
 from speech.schema.plan_artifacts import (
     Capacity, Finding, ScaleIn, Surge, TunedValue,
 )
@@ -152,6 +152,16 @@ def finding_fleet(
 ) -> Finding:
     per = capacity.per_instance_rps or capacity.throughput_at_target_rps
     served = max_instances * per
+    if per <= 0 or needed >= UNBOUNDED:
+        # No instance serves anything within the SLO (Q_max 0, or no throughput at the target): no
+        # fleet of any size carries the peak, and the instance count is a placeholder, not a plan.
+        return Finding(
+            name="fleet_capacity",
+            level="stop",
+            message=f"an instance serves 0 rps within the SLO at C_scale_max {c_max:g} (Q_max 0 or no measured "
+            f"throughput there): no fleet carries peak {peak_rps:g} rps; re-run bench qmax with a level that meets the "
+            "SLO (a higher --slo-ms, a faster instance or image)",
+        )
     base = (
         f"peak {peak_rps:g} rps / {per:.2f} rps per instance at C_scale_max {c_max:g} (measured throughput there "
         f"{capacity.throughput_at_target_rps:.2f} rps) -> {needed} instances"

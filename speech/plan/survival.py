@@ -20,7 +20,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.linalg import expm
 
 RAMP_STEPS = 32
 """Piecewise-constant steps used for a ramping arrival rate (exact per step)."""
@@ -112,6 +111,9 @@ def _step(p: np.ndarray, arrival_rps: float, rates: np.ndarray, absorbing: int, 
     """p(t + dt) = exp(Q^T dt) p(t), dense for small chains, sparse Krylov for large ones."""
     up, diag, down = _generator_bands(arrival_rps, rates, absorbing)
     if absorbing + 1 <= DENSE_MAX_STATES:
+        # scipy.linalg is imported on first use, so `bench plan --help` and argument errors stay quick.
+        from scipy.linalg import expm
+
         gen = np.diag(up, -1) + np.diag(diag) + np.diag(down, 1)
         return expm(gen * dt) @ p
     # Only large chains need scipy.sparse; importing it here keeps `bench plan` start-up short.

@@ -528,3 +528,45 @@ def copy_filename(a: CopyArtifact) -> str:
     return f"copy-{a.model}-{a.fingerprint.slug}.json"
 
 
+# --- bench replay: a trace sent open-loop to a real target ------------------------------------------
+
+
+class ReplayRequest(Frozen):
+    due_s: float
+    late_ms: float
+    """How long after its timestamp the request was sent (client lag)."""
+    ttfab_ms: float | None
+    status: str
+    """ok, rejected, or the error code."""
+
+
+class ReplayArtifact(Frozen):
+    """Result of ``bench replay``: every request of a trace sent at its timestamp, and the summary."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: str = "replay"
+    target: str
+    trace_spec: str
+    seed: int
+    duration_s: float
+    slo_ms: float | None = None
+    requests: int
+    ok: int
+    rejected: int
+    errors: int
+    ttfab_p50_ms: float | None
+    ttfab_p95_ms: float | None
+    ttfab_p99_ms: float | None
+    within_slo_share: float | None = None
+    send_late_p99_ms: float
+    started_at: datetime
+    engine: str = "local"
+    """local (one asyncio process) or locust."""
+    workers: int = 1
+    """Processes that sent the requests (Locust workers)."""
+    scheduled: int | None = None
+    """Requests the trace held; more than ``requests`` when a worker died or the run was interrupted."""
+    dead_workers: list[str] = []
+    """Workers that did not finish their share: which, and why."""
+    interrupted: bool = False
+    per_request: list[ReplayRequest]

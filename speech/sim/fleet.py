@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -317,8 +317,10 @@ def simulate(
     model: InstanceModel | None = None,
     readings: AwsReadings | None = None,
     slo_share: float = DEFAULT_SLO_SHARE,
+    on_policy: Callable[[str, int, int], None] | None = None,
 ) -> tuple[InstanceModel, list[Run], list[Summary]]:
-    """Run every named policy on the same arrivals; summaries in the order asked."""
+    """Run every named policy on the same arrivals; summaries in the order asked. ``on_policy(name,
+    done, total)`` is called after each policy's run (a progress display; it may not change anything)."""
     from speech.sim.traces import peak_rps as trace_peak
 
     model = model or build_instance(qmax, ttotal, slo_ms=plan.inputs.slo_ms)
@@ -330,6 +332,8 @@ def simulate(
         run = run_policy(model, arrivals, pol, readings, warm_x_rps=plan.capacity.throughput_at_target_rps)
         runs.append(run)
         sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))
+        if on_policy is not None:
+            on_policy(name, len(runs), len(policies))
     return model, runs, sums
 
 

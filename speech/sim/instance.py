@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from speech.errors import SimulationInputError
-from scipy.stats import gamma
 
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.plan.survival import service_rates
@@ -70,6 +69,9 @@ FIT_PHASES_MAX = 4000
 def fit_phases(p50_ms: float, p95_ms: float, p99_ms: float) -> int:
     """The gamma shape k (whole, 1..FIT_PHASES_MAX) whose p95/p50 and p99/p50 ratios are nearest (in
     log) to the measured ones: a service time with coefficient of variation 1 / sqrt(k)."""
+    # scipy.stats costs about a second to import: here, so `bench simulate --help` does not pay it.
+    from scipy.stats import gamma
+
     ks = np.arange(1, FIT_PHASES_MAX + 1, dtype=float)
     med = gamma.ppf(0.5, ks)
     want95, want99 = math.log(max(p95_ms, p50_ms * (1 + EPS)) / p50_ms), math.log(max(p99_ms, p95_ms) / p50_ms)

@@ -203,8 +203,7 @@ def FloorAtTargetPolicy(arrivals: np.ndarray, x_target_rps: float, name: str = "
 
 ORACLE_STEP_S = 60
 """The SLO oracle changes its fleet at most once per this many seconds."""
-DEFAULT_SLO_SHARE = 0.995
-"""Share of requests answered within the SLO the oracle (and ``bench tune``) keeps, by default."""
+from speech.sim.names import DEFAULT_SLO_SHARE  # re-exported: the help texts read it from speech.sim.names
 
 
 def answered_within_slo(model: InstanceModel, per_instance_rps: np.ndarray, slo_ms: float) -> np.ndarray:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from speech.errors import SimulationInputError
+from speech.sim.names import POLICY_NAMES
 from speech.schema.units import EPS
 from speech.schema.artifacts import QmaxArtifact
 from speech.schema.plan_artifacts import PlanArtifact
@@ -212,7 +213,8 @@ POLICIES: dict[str, Callable[[PolicyInputs], Policy]] = {
     "target-floor": _target_floor,
 }
 """Every policy ``bench simulate`` knows, by name, with the factory that builds it."""
-POLICY_NAMES = tuple(POLICIES)
+if tuple(POLICIES) != POLICY_NAMES:  # the light list the help texts read must name exactly these, in this order
+    raise RuntimeError(f"speech.sim.names.POLICY_NAMES {POLICY_NAMES} != the policies {tuple(POLICIES)}")
 
 
 def make_policy(name: str, *, plan: PlanArtifact, qmax: QmaxArtifact, model: InstanceModel, arrivals: np.ndarray,

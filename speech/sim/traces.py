@@ -46,8 +46,7 @@ SCALINGS = ("superpose", "multiply")
 PEAK_WINDOW_S = 60
 """A trace's peak is its busiest minute (mean arrivals per second over 60 s), not its busiest
 second: a per-second peak of a Poisson trace is mostly noise."""
-BUILTIN_TRACES = {"azure-conv": "azure-llm-2023-conv.csv", "azure-code": "azure-llm-2023-code.csv"}
-ATTRIBUTION = "Azure LLM inference trace 2023, Microsoft Azure (CC BY 4.0)"
+from speech.sim.names import ATTRIBUTION, BUILTIN_TRACES  # noqa: F401  (re-exported; the help texts read speech.sim.names)
 
 
 class TraceError(SpeechError):

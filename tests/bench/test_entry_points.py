@@ -80,6 +80,22 @@ def test_bench_help_loads_nothing_heavy_before_parsing(argv):
         assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
+@pytest.mark.parametrize("command", ["qmax", "ttotal", "tcopy", "copies", "capacity", "plan", "validate", "observe", "drift", "thaw",
+                                     "simulate", "tune", "replay", "demo"])
+def test_every_command_help_and_argument_error_load_no_numpy_scipy_or_pydantic(command):
+    """Issue 36: a command's --help and an argument error answer before numpy, scipy, pydantic, the
+    simulator or an AWS client is imported (their imports live in the functions that use them);
+    benchmarks/cli_startup.py times it."""
+    for argv in ([command, "--help"], [command, "--slo-ms", "nan"] if command not in ("tcopy", "copies", "capacity", "thaw")
+                 else [command, "--bogus"]):
+        code = (f"import sys\nfrom bench.cli.main import main\ntry:\n    rc = main({argv!r})\nexcept SystemExit as e:\n"
+                "    rc = e.code\nimport json\nprint(json.dumps({'rc': rc, 'mods': sorted(m.split('.')[0] for m in sys.modules)}))")
+        r = run([sys.executable, "-c", code])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        assert out["rc"] == (0 if argv[-1] == "--help" else 2), (argv, r.stderr)
+        assert not set(out["mods"]) & set(HEAVY), (argv, sorted(set(out["mods"]) & set(HEAVY)))
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["--version"]])
 def test_deploy_and_policy_help_load_nothing_heavy(argv):
     for module, entry in (("speech.__main__", "main"), ("policy.__main__", "main")):
@@ -128,3 +144,10 @@ def test_every_subcommand_help_is_plain_text(name, sub):
     assert r.returncode == 0 and r.stdout.startswith(f"usage: {name} {sub}")
     assert not MARKUP.search(r.stdout), MARKUP.search(r.stdout)
     assert "-q, --quiet" in r.stdout and "--json" in r.stdout
+
+
+def test_copies_help_states_the_footprint_margin_the_plan_uses():
+    from bench.commands.copies import MARGIN_DEFAULT_TEXT
+    from speech.plan.copies import FOOTPRINT_MARGIN
+
+    assert float(MARGIN_DEFAULT_TEXT) == FOOTPRINT_MARGIN

@@ -38,6 +38,18 @@ def test_qmax_finds_known_capacity_bracketed(synthetic_40ms, tmp_path, capsys):
     assert path.with_suffix(".png").stat().st_size > 1000
 
 
+def test_qmax_zero_is_a_failed_run(synthetic_40ms, tmp_path, capsys):
+    """Issue 36: no level within the SLO is exit 1, the lowest level's figures and what to change on
+    stderr; the artifact stays as the evidence."""
+    rc = main(["qmax", "--url", synthetic_40ms.url, "--slo-ms", "5", "--levels", "1,2", "--no-refine",
+               "--settle-s", "0", "--measure-s", "0.4", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "Q_max = 0" in err and "concurrency 1" in err and "--slo-ms" in err and "p95" in err
+    a = load_artifact(next(tmp_path.glob("qmax-*.json")), QmaxArtifact)
+    assert a.q_max == 0
+
+
 @pytest.mark.slow
 def test_bidirectional_transport(tmp_path):
     with SyntheticServer(service_ms=10) as s:

@@ -228,3 +228,71 @@ def test_a_simulation_of_another_tuned_plan_is_not_checked_against_this_one(ref)
     assert promise_check(tuned, other) is None and answer(plan, [], True, other, tuned_plan=tuned).tuned is None
     page = render_report(plan=plan, qmax=q, ttotal=t, simulation=other, tuned_plan=tuned)
     assert "The simulation below did not run this tuned plan." in page
+
+
+def test_the_cost_row_prices_the_tuned_plan_it_recommends_next_to_the_seed(ref):
+    """Issue 36: the tuned plan's USD/day at its simulated mean fleet and at its cap, then the seed's."""
+    q, t, plan = ref
+    tuned = _tuned_with_promise(q, t, 0.998, 0.001)
+    a = answer(plan, [], True, _pair(plan, tuned, 0.997, 0.996, 0.003), tuned_plan=tuned)
+    price = 1.408
+    first, seed = a.costs
+    assert (first.plan, seed.plan) == ("tuned plan", "seed plan")
+    # 16 and 20 instance-hours over the 2 h trace: mean fleets of 8 and 10
+    assert first.mean_instances == pytest.approx(8.0) and seed.mean_instances == pytest.approx(10.0)
+    assert first.usd_per_day_mean == pytest.approx(usd_per_day(8, price))
+    assert first.usd_per_day_cap == pytest.approx(usd_per_day(tuned.fleet.max_instances, price))
+    assert a.cost.startswith(f"tuned plan ${usd_per_day(8, price):,.2f} per day at its simulated mean fleet, "
+                             f"${usd_per_day(tuned.fleet.max_instances, price):,.2f} at its cap of {tuned.fleet.max_instances}")
+    assert f"seed plan ${usd_per_day(10, price):,.2f}" in a.cost
+    page = render_report(plan=plan, qmax=q, ttotal=t, simulation=_pair(plan, tuned, 0.997, 0.996, 0.003), tuned_plan=tuned)
+    costs = page[page.index("<div id='costs'>"):]
+    assert costs.index("tuned plan") < costs.index("seed plan") < costs.index("</div>")
+
+
+# --- issue 36: the plots' target, labels, styles and legend ----------------------------------------
+
+def test_cost_vs_slo_targets_the_plans_own_share_and_no_label_overlaps(ref):
+    from bench.report.plots import cost_vs_slo_figure
+
+    _, _, plan = ref
+    # oracle and target-floor on the same spot, the plans next to each other: the labels must not collide
+    sim = _sim(plan, _result("seed plan", 0.999, 0.0, 12, inst_h=20.0), _result("tuned plan", 0.998, 0.001, 12, inst_h=19.5),
+               _result("oracle", 1.0, 0.0, 11, inst_h=10.0), _result("target-floor", 1.0, 0.0, 11, inst_h=10.0),
+               _result("reference", 0.2, 0.7, 1, inst_h=2.0))
+    fig = cost_vs_slo_figure(sim, plan)
+    ax = fig.axes[0]
+    [target] = [ln for ln in ax.get_lines() if ln.get_label().startswith("target")]
+    assert target.get_ydata()[0] == pytest.approx(100 * plan.inputs.slo_share)
+    assert f"{100 * plan.inputs.slo_share:g}%" in target.get_label()
+    renderer = fig.canvas.get_renderer()
+    boxes = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    assert set(boxes) == {"seed plan", "tuned plan", "oracle", "target-floor", "reference"}
+    names = sorted(boxes)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not boxes[a].overlaps(boxes[b]), (a, b)
+        assert ax.get_window_extent(renderer).contains(boxes[a].x0, boxes[a].y1), a  # inside the axes
+
+
+def test_nine_policies_have_nine_different_styles():
+    from bench.report.plots import policy_style
+    from speech.sim.policies import POLICY_NAMES
+
+    names = ["seed plan", "tuned plan", *[p for p in POLICY_NAMES if p != "plan"]]
+    assert len(names) == 9
+    others = [n for n in names if n not in ("seed plan", "tuned plan")]
+    styles = [policy_style(n, others.index(n) if n in others else 0) for n in names]
+    keys = {(s["color"], str(s.get("ls")), s.get("marker")) for s in styles}
+    assert len(keys) == 9 and len({s["color"] for s in styles}) == 9
+
+
+def test_waterfall_legend_names_only_the_bars_it_drew(ref):
+    from bench.report.plots import ttotal_figure
+
+    _, t, _ = ref
+    labels = [x.get_text() for x in ttotal_figure(t).legends[0].get_texts()]
+    assert any("bounded" in x for x in labels) and "dominant phase" in labels
+    measured_only = t.model_copy(update={"phases": [p.model_copy(update={"bounded": False}) for p in t.phases]})
+    labels = [x.get_text() for x in ttotal_figure(measured_only).legends[0].get_texts()]
+    assert not any("bounded" in x for x in labels) and any("measured" in x for x in labels)

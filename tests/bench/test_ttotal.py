@@ -174,7 +174,9 @@ def test_report_shows_the_plans_t_total_and_the_dominant_phase(ref_artifacts, pl
     plan = build_plan(q, t, plan_inputs)
     assert f"reaction bound {plan.t_total.reaction_bound_s:g} s" in text
     assert f"planning {plan.t_total.planning_s:.3f} s" in text
-    d = ttotal_cmd.dominant_phase(t)
+    from bench.report.text import dominant_phase
+
+    d = dominant_phase(t)
     assert d is not None and d.name == "instance_logging" and d.seconds == pytest.approx(180.835)
     assert d.share == pytest.approx(180.835 / 260.248)
     assert "dominant phase: instance_logging" in text and "smaller image" in text

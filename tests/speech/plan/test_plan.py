@@ -327,6 +327,17 @@ def test_a_level_that_served_nothing_still_plans_a_readable_artifact(ttotal_ref,
     assert load_artifact(write_artifact(tmp_path / "plan.json", p), PlanArtifact) == p
 
 
+def test_qmax_zero_stops_fleet_capacity_too(ttotal_ref):
+    # Issue 36: with Q_max 0 no fleet serves anything within the SLO; fleet_capacity must not say
+    # "ok -> 1000000 instances" next to the slo_feasible stop.
+    q = _ladder_artifact([(1, 3400.0, 0.3), (2, 6000.0, 0.33)], q_max=0, s_ms=3300.0)
+    t = ttotal_ref.model_copy(update={"fingerprint": q.fingerprint})
+    p = build_plan(q, t, REF_INPUTS)
+    fleet = p.finding("fleet_capacity")
+    assert p.verdict == "stop" and fleet.level == "stop"
+    assert "serves 0 rps" in fleet.message and "1000000" not in fleet.message
+
+
 def test_tuned_values_are_bounded_recorded_and_explained(qmax_ref, ttotal_ref):
     tuned = REF_INPUTS.model_copy(update={
         "target_share": 0.3, "scale_in_step_share": 0.25, "scale_in_window_s": 600, "scale_in_cooldown_s": 700,
