@@ -48,7 +48,7 @@ class RunProgress:
             return
         if completed is not None:
             self.completed = completed
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, completed=self.completed, description=f"{self.what} {text}".strip())
             return
         now = self.clock()
@@ -59,7 +59,7 @@ class RunProgress:
     def set_total(self, total: float | None) -> None:
         """The total once it is known (tune counts its simulated days after building the tuner)."""
         self.total = total
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             self._bar.update(self._task, total=total)
 
     def advance(self, n: float = 1, text: str = "") -> None:

@@ -12,6 +12,7 @@ from typing import Any, TYPE_CHECKING
 from container import telemetry
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from speech.plan.calibration import Activity
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
     from speech.schema.plan_artifacts import CalibrationArtifact
 from speech.errors import ArtifactError
 

@@ -137,7 +137,7 @@ def locust_target(target: Any) -> dict:
     if isinstance(target, SageMakerTarget):
         return {"sagemaker_endpoint": target.endpoint, "aws_region": target.session.region_name,
                 "inference_component": target.inference_component}
-    return {"host": target.url}  # type: ignore[attr-defined]
+    return {"host": target.url}
 
 
 def worker_command(host: str, port: int) -> str:

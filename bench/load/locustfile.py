@@ -297,6 +297,12 @@ class _Master:
 M = _Master()
 
 
+def _sink() -> _Sink:
+    """The master's rows file, opened at init (:func:`_on_init`) before any worker can report."""
+    assert M.sink is not None
+    return M.sink
+
+
 def _schedule(opts: Any) -> Schedule:
     if opts.trace_schedule:
         return Schedule.load(Path(opts.trace_schedule))
@@ -334,21 +340,21 @@ def _go_when_ready(environment: Any) -> None:
     M.started = True
     M.start_at = time.time() + GO_LEAD_S
     M.deadline = M.start_at + M.span_s + DRAIN_S + 10
-    M.sink.write({"type": "go", "start_at": M.start_at, "ready": sorted(M.ready)})
+    _sink().write({"type": "go", "start_at": M.start_at, "ready": sorted(M.ready)})
     for i in sorted(M.ready):
         environment.runner.send_message("trace_go", {"start_at": M.start_at}, client_id=M.cids[i])
 
 
 def _record_done(data: dict, cid: str = "local") -> None:
     i = int(data["index"])
-    M.sink.write({"type": "rows", "worker": i, "rows": data.get("rows", [])})
+    _sink().write({"type": "rows", "worker": i, "rows": data.get("rows", [])})
     if data.get("error"):
         info = M.who.get(cid, {})
         M.dead.add(i)
-        M.sink.write({"type": "dead", "worker": i, "client": cid, "pid": info.get("pid"), "host": info.get("host"),
+        _sink().write({"type": "dead", "worker": i, "client": cid, "pid": info.get("pid"), "host": info.get("host"),
                       "reason": f"could not start: {data['error']}", "at_s": round(time.time() - M.start_at, 3)})
         return
-    M.sink.write({"type": "done", "worker": i, "sent": data.get("sent", 0), "cpu_s": data.get("cpu_s")})
+    _sink().write({"type": "done", "worker": i, "sent": data.get("sent", 0), "cpu_s": data.get("cpu_s")})
     M.done.add(i)
 
 
@@ -359,7 +365,7 @@ def _quit_when_done(environment: Any) -> None:
     while not M.finished:
         gevent.sleep(0.25)
         if not isinstance(runner, MasterRunner) and (rows := W.take_rows()):
-            M.sink.write({"type": "rows", "worker": 0, "rows": rows})
+            _sink().write({"type": "rows", "worker": 0, "rows": rows})
         for i in M.expected:
             if i in M.done or i in M.dead:
                 continue
@@ -372,13 +378,13 @@ def _quit_when_done(environment: Any) -> None:
                 why = ("stopped answering (no heartbeat, or it quit)" if gone else "did not finish by the deadline" if M.started
                        else f"was not ready within {READY_WAIT_S:g} s")
                 M.dead.add(i)
-                M.sink.write({"type": "dead", "worker": i, "client": cid, "pid": info.get("pid"), "host": info.get("host"),
+                _sink().write({"type": "dead", "worker": i, "client": cid, "pid": info.get("pid"), "host": info.get("host"),
                               "reason": why, "at_s": round(time.time() - M.start_at, 3)})
         if isinstance(runner, MasterRunner):
             _go_when_ready(environment)
         if all(i in M.done or i in M.dead for i in M.expected):
             M.finished = True
-            M.sink.write({"type": "end", "done": sorted(M.done), "dead": sorted(M.dead)})
+            _sink().write({"type": "end", "done": sorted(M.done), "dead": sorted(M.dead)})
             runner.quit()
 
 
@@ -443,18 +449,18 @@ def _on_test_start(environment: Any, **_: Any) -> None:
             cid = by_index[idx]
             clients[share["index"]] = M.cids[share["index"]] = cid
             runner.send_message("trace_share", share, client_id=cid)
-        M.sink.write({"type": "meta", **meta, "workers": len(indexes), "clients": clients})
+        _sink().write({"type": "meta", **meta, "workers": len(indexes), "clients": clients})
     else:
         shares, meta = _shares(environment, 1)
         M.expected = [0]
-        M.sink.write({"type": "meta", **meta, "workers": 1, "clients": {0: "local"}})
+        _sink().write({"type": "meta", **meta, "workers": 1, "clients": {0: "local"}})
         M.who["local"] = {"pid": os.getpid(), "host": socket.gethostname()}
         if _prepare(environment, shares[0], _record_done):
             M.ready.add(0)
             M.started = True
             M.start_at = time.time() + GO_LEAD_S
             M.deadline = M.start_at + M.span_s + DRAIN_S + 10
-            M.sink.write({"type": "go", "start_at": M.start_at, "ready": [0]})
+            _sink().write({"type": "go", "start_at": M.start_at, "ready": [0]})
             _go(environment, shares[0], M.start_at, _record_done)
     gevent.spawn(_quit_when_done, environment)
 
@@ -464,7 +470,7 @@ def _on_quitting(environment: Any, **_: Any) -> None:
     """Ctrl-C in a single local process: what it measured so far goes to the rows file."""
     if M.sink is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         if rows := W.take_rows():
-            M.sink.write({"type": "rows", "worker": 0, "rows": rows})
+            _sink().write({"type": "rows", "worker": 0, "rows": rows})
 
 
 @events.report_to_master.add_listener
@@ -478,7 +484,7 @@ def _on_report(client_id: str, data: dict, **_: Any) -> None:
 def _on_worker_report(client_id: str, data: dict, **_: Any) -> None:
     rows = data.get("trace_rows")
     if rows and M.sink is not None:
-        M.sink.write({"type": "rows", "client": client_id, "rows": rows})
+        _sink().write({"type": "rows", "client": client_id, "rows": rows})
 
 
 __all__ = ["TraceUser"]

@@ -194,8 +194,9 @@ def answer(plan: PlanArtifact, violations: list[PolicyViolation] | None, policy_
     tuned = None
     if tuned_plan is not None:
         tuned = tuned_summary(tuned_plan, simulation)
+    tuned_line, tuned_reason = tuned or (None, None)
     return Answer(deploy, reason, blocked, fleet, simulated, simulated_reason, cost, cost_reason,
-                  *(tuned or (None, None)), costs=costs)
+                  tuned=tuned_line, tuned_reason=tuned_reason, costs=costs)
 
 
 def _png(path: Path | None) -> str | None:

@@ -6,6 +6,8 @@ embeds. Each summary has exactly the keys :data:`bench.cli.results.METRICS` list
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench.report.outputs import RunReport, Table
@@ -190,7 +192,8 @@ def replay_report(a) -> RunReport:
                "error_share": _share(a.errors, n), "ttfab_p50_ms": a.ttfab_p50_ms, "ttfab_p95_ms": a.ttfab_p95_ms,
                "ttfab_p99_ms": a.ttfab_p99_ms, "requests": n, "send_late_p99_ms": a.send_late_p99_ms}
     rows = [(r.due_s, r.late_ms, r.ttfab_ms, r.status) for r in a.per_request]
-    figures = [("TTFAB of every request over the replay", lambda: replay_figure(a))] if a.per_request else []
+    figures: list[tuple[str, Callable[[], Any] | Path]] = (
+        [("TTFAB of every request over the replay", lambda: replay_figure(a))] if a.per_request else [])
     return RunReport(
         command="replay", title=f"bench replay: {a.trace_spec} against {a.target}", summary=summary,
         headline=[("Requests", f"{n:,}: {a.ok:,} ok, {a.rejected:,} rejected, {a.errors:,} errors")]
@@ -263,5 +266,6 @@ def observe_report(c) -> RunReport:
 
 def report_of(artifact: Any) -> RunReport | None:
     """The report of an artifact that :func:`bench.report.publish.publish` writes (qmax, ttotal, copy)."""
-    kind = getattr(artifact, "kind", None)
-    return {"qmax": qmax_report, "ttotal": ttotal_report, "copy": copy_report}.get(kind, lambda a: None)(artifact)
+    reports: dict[str, Callable[[Any], RunReport]] = {"qmax": qmax_report, "ttotal": ttotal_report, "copy": copy_report}
+    build = reports.get(str(getattr(artifact, "kind", "")))
+    return build(artifact) if build is not None else None
