@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.files import atomic_write_text
-from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact
+from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact, cost_gaps
 
 from bench.report import plan_rows
 
@@ -96,9 +96,9 @@ def usd_per_day(instances: float, price_per_hour_usd: float) -> float:
 
 def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
     """Why the simulated plan rejected what it rejected: the fleet at its ceiling, or arrivals over
-    Q_max per instance while a scale-out was under way (T_total), compared with the oracle."""
+    Q_max per instance while a scale-out was under way (T_total), compared with the floor."""
     r = a.seed_result() or a.results[0]
-    oracle = next((x for x in a.results if x.policy == "oracle"), None)
+    floor = next((x for x in a.results if x.policy == "floor"), None)
     gate = f"the admission gate answers 503 once an instance holds Q_max {plan.q_max} in flight"
     if r.rejected_share <= 0:
         return f"nothing rejected: {gate}, and the fleet always grew before that"
@@ -111,9 +111,10 @@ def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
         surge = next((f for f in plan.findings if f.name == "surge_survival"), None)
         if surge is not None and surge.level != "ok":
             why += " (the plan's surge_survival finding predicted it)"
-    if oracle is not None:
-        why += (f"; the oracle (exactly the instances needed, no start-up) rejects {100 * oracle.rejected_share:.2f}%, so "
-                + ("part of it is capacity no policy has" if oracle.rejected_share > 0 else "start-up time is the cause"))
+    if floor is not None:
+        why += (f"; the floor (the fewest instances that keep the share, clairvoyant, no start-up) rejects "
+                f"{100 * floor.rejected_share:.2f}%, so "
+                + ("part of it is capacity no policy has" if floor.rejected_share > 0 else "start-up time is the cause"))
     return why
 
 
@@ -331,7 +332,7 @@ def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> l
         (Markup(f"<b>{html.escape(r.policy)}</b>") if r.policy in ("plan", SEED_ROW, TUNED_ROW) else r.policy,
          pct(r.within_slo_share),
          pct(r.rejected_share), num(r.ttfab_p95_ms, ".0f"), num(r.ttfab_p99_ms, ".0f"), r.violation_minutes,
-         f"{r.instance_hours:,.2f}", num(r.cost_vs_oracle, ".2f"), r.scale_out_actions, r.scale_in_actions, r.flaps,
+         f"{r.instance_hours:,.2f}", num(r.cost_vs_floor, ".2f"), r.scale_out_actions, r.scale_in_actions, r.flaps,
          r.peak_instances)
         for r in a.results
     ]
@@ -343,13 +344,17 @@ def _simulation_section(a: SimulationArtifact | None, pngs: Sequence[Path]) -> l
         f"<p>Trace <code>{html.escape(tr.spec)}</code>: {tr.duration_s / 3600:.2f} h at 1 s, {tr.requests:,.0f} requests, "
         f"busiest minute {tr.peak_rps:,.1f} rps. The simulated instance is the measured one (ladder above, gate at "
         f"Q_max, new instances serving after {a.startup_s:.1f} s); SLO {a.slo_ms:g} ms p95 TTFAB.</p>",
-        _table(["policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "x oracle", "out", "in",
+        _table(["policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "x floor", "out", "in",
                 "flaps", "peak"], rows, num_cols=set(range(1, 12))),
         "<p class='muted'>in SLO: answered within the SLO (a rejected request never is); p95/p99: answered requests; "
-        "viol min: minutes with under 95% in SLO; x oracle: instance-hours over the oracle's (exactly the instances "
-        "needed each second, no start-up); flaps: a scale-in followed by a scale-out within the planning T_total "
+        "viol min: minutes with under 95% in SLO; x floor: instance-hours over the floor's (the fewest that keep "
+        "the SLO share over the whole trace: clairvoyant, no start-up, one change a minute); flaps: a scale-in "
+        "followed by a scale-out within the planning T_total "
         f"({a.planning_total_s:.1f} s). <code>python -m bench simulate --help</code> runs longer traces.</p>",
     ]
+    gaps = cost_gaps(a)
+    if gaps:
+        parts.append("<p id='cost-gaps'>What is left to win: " + "<br>".join(html.escape(g) for g in gaps) + "</p>")
     parts += [_img(p, "cost vs SLO, every policy, with the SLO target") for p in scatter]
     parts += [_img(p, "every policy over time: rejected requests, instances in service, p95 TTFAB vs SLO")
               for p in paths if p.stem.endswith("-timeline")]

@@ -177,16 +177,16 @@ def plot_simulation(art, runs, model, plan, stem: Path) -> list[Path]:
 
     target_pct = 100 * SLO_SHARE
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    by_cost = any(r.cost_vs_oracle is not None for r in art.results)
+    by_cost = any(r.cost_vs_floor is not None for r in art.results)
     for r in art.results:
-        x = r.cost_vs_oracle if r.cost_vs_oracle is not None else r.instance_hours
+        x = r.cost_vs_floor if r.cost_vs_floor is not None else r.instance_hours
         y = 100 * r.within_slo_share
         ax.scatter([x], [y], s=60 if r.policy in PLAN_DOT else 40, color=PLAN_DOT.get(r.policy, "0.35"), zorder=3)
         ax.annotate(r.policy, (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
     ax.axhline(target_pct, color="tab:red", lw=1, ls=":", label=f"target: {target_pct:g}% within the SLO (p95)")
     lowest = min(100 * r.within_slo_share for r in art.results)
     ax.set_ylim(min(lowest, target_pct) - 2, 100.5)
-    ax.set_xlabel("cost / oracle (instance-hours over the oracle's)" if by_cost else "instance-hours")
+    ax.set_xlabel("cost / floor (instance-hours over the floor's)" if by_cost else "instance-hours")
     ax.set_ylabel("% answered within SLO")
     ax.set_title(f"cost vs SLO on {art.trace.spec}", fontsize=10)
     ax.grid(alpha=0.3)

@@ -8,9 +8,11 @@ Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no
   the target as a share of Q_max, the scale-out alarm's datapoints, the floor, and the scale-in
   step share, window and cooldown. The plan checks each against its safety bound and refuses what
   lies outside; the search skips those.
-* Choosing: coordinate descent from the seed over each knob's candidates, twice, on the training
-  days: a candidate wins when it keeps the SLO share on every training day and costs fewer mean
-  instance-hours (while nothing keeps the share, the highest worst-day share wins).
+* Choosing: coordinate descent from the seed over each knob's candidates, twice, on independent
+  draws of the traffic (``bench tune --draws``): a candidate wins when its LOWEST share over the
+  draws keeps the target and it costs fewer mean instance-hours (while nothing keeps the share, the
+  highest lowest share wins). A challenger stops being simulated at the first draw that shows it
+  cannot win (:meth:`Tuner.challenge`).
 * Checking: the winner and the seed on held-out days and on perturbed days (spikes raised by the
   surge ratio, the day shifted by an hour); the verdict says whether the promise held.
 """
@@ -32,11 +34,11 @@ from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.instance import InstanceModel
 from speech.sim.policies import AwsPolicy
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
-from speech.sim.peers import OraclePolicy
+from speech.sim.floor import floor_schedule
 from speech.schema.units import EPS
 from speech.errors import SimulationInputError
 
-SIMULATOR_VERSION = "speech.sim 2: one capacity change at a time, Erlang-k service, SLO oracle, superposed traces"
+SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
          "scale_in_window_s", "scale_in_cooldown_s")
 """The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
@@ -70,7 +72,7 @@ class Knobs:
 class Candidate:
     knobs: Knobs
     days: list[Summary]
-    oracle_hours: list[float]
+    floor_hours: list[float]
 
     @property
     def hours(self) -> float:
@@ -85,12 +87,24 @@ class Candidate:
         return float(np.mean([d.within_slo_share for d in self.days]))
 
     @property
+    def best_share(self) -> float:
+        return max(d.within_slo_share for d in self.days)
+
+    @property
+    def hours_low(self) -> float:
+        return min(d.instance_hours for d in self.days)
+
+    @property
+    def hours_high(self) -> float:
+        return max(d.instance_hours for d in self.days)
+
+    @property
     def rejected(self) -> float:
         return float(np.mean([d.rejected_share for d in self.days]))
 
     @property
-    def x_oracle(self) -> float:
-        return float(np.mean([d.instance_hours / o for d, o in zip(self.days, self.oracle_hours, strict=True)]))
+    def x_floor(self) -> float:
+        return float(np.mean([d.instance_hours / o for d, o in zip(self.days, self.floor_hours, strict=True)]))
 
 
 class Tuner:
@@ -103,7 +117,7 @@ class Tuner:
         self.seed_numbers = scaling_numbers(self.seed_plan)
         self._plans: dict[Knobs, PlanArtifact | None] = {}
         self._cache: dict[tuple, Summary] = {}
-        self._oracle: dict[int, float] = {}
+        self._floor: dict[int, float] = {}
         self.on_eval = on_eval or (lambda: None)
         self.evaluations = 0
         self.skipped: list[str] = []
@@ -141,16 +155,34 @@ class Tuner:
             self.on_eval()
         return self._cache[key]
 
-    def oracle_hours(self, day_id: int, arrivals: np.ndarray) -> float:
-        if day_id not in self._oracle:
-            run = run_policy(self.model, arrivals, OraclePolicy(self.model, arrivals, self.inputs.slo_ms, self.slo_share))
-            self._oracle[day_id] = summarize(run, self.model, self.inputs.slo_ms, 0.0).instance_hours
-        return self._oracle[day_id]
+    def floor_hours(self, day_id: int, arrivals: np.ndarray) -> float:
+        """The floor's instance-hours on this day (its schedule's billed hours: no simulation needed)."""
+        if day_id not in self._floor:
+            self._floor[day_id] = floor_schedule(self.model, arrivals, self.inputs.slo_ms, self.slo_share).instance_hours
+        return self._floor[day_id]
 
     def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         if self.plan_for(k) is None:
             return None
-        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.oracle_hours(i, a) for i, a in days])
+        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days])
+
+    def challenge(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]], incumbent: Candidate) -> Candidate | None:
+        """``k`` judged on ``days`` against ``incumbent``, or None as soon as it cannot beat it: while
+        the incumbent keeps the share on every draw, a challenger that misses it on one draw, or whose
+        instance-hours so far already reach the incumbent's mean, loses whatever the other draws say.
+        Draws run in the order of the incumbent's lowest share first, where a miss is likeliest."""
+        if self.plan_for(k) is None:
+            return None
+        feasible = incumbent.worst_share >= self.slo_share
+        order = sorted(range(len(days)), key=lambda j: incumbent.days[j].within_slo_share)
+        got: dict[int, Summary] = {}
+        for j in order:
+            i, a = days[j]
+            got[j] = s = self.run(k, i, a)
+            if feasible and (s.within_slo_share < self.slo_share
+                             or sum(x.instance_hours for x in got.values()) / len(days) >= incumbent.hours - EPS):
+                return None
+        return Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days])
 
     def better(self, a: Candidate, b: Candidate) -> bool:
         """a beats b: keeps the share where b does not, or both keep it and a is cheaper, or
@@ -191,7 +223,7 @@ class Tuner:
                 for v in self.choices(best.knobs)[name]:
                     if getattr(best.knobs, name) == v:
                         continue
-                    c = self.candidate(replace(best.knobs, **{name: v}), days)
+                    c = self.challenge(replace(best.knobs, **{name: v}), days, best)
                     if c is not None and self.better(c, best):
                         best, moved = c, True
             if not moved:

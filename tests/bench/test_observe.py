@@ -179,7 +179,7 @@ def test_a_plan_with_a_promise_is_compared_with_what_happened(setup, tmp_path, c
 
     sess, plan, pf, qf, arts, listed = setup
     promised = plan.model_copy(update={"promise": Promise(
-        slo_share=0.999, rejected_share=0.001, instance_hours=4900.0, cost_vs_oracle=1.6, trace_sha256="d" * 64,
+        slo_share=0.999, rejected_share=0.001, instance_hours=4900.0, cost_vs_floor=1.6, trace_sha256="d" * 64,
         seed=7, simulator_version="sim-2")})
     pf = write_artifact(tmp_path / "plan-kokoro-82m.json", promised)
     # 2 % refused where 0.1 % was promised.

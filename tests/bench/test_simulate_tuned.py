@@ -75,11 +75,11 @@ def test_both_plans_side_by_side_and_the_promise_reproduced(pair, tmp_path, caps
 def test_the_table_names_both_rows_and_prints_the_promise(pair, tmp_path, capsys):
     seed_path, tuned_path, _ = pair
     assert main(_simulate(tmp_path, "--plan", str(seed_path), "--tuned-plan", str(tuned_path),
-                          "--policies", "plan,oracle")) == 0
+                          "--policies", "plan,floor")) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     rows = [ln.split("  ")[0] for ln in lines[lines.index(next(ln for ln in lines if ln.startswith("policy"))) + 2:]]
-    assert rows[:3] == [SEED_ROW, TUNED_ROW, "oracle"]
+    assert rows[:3] == [SEED_ROW, TUNED_ROW, "floor"]
     row = load_artifact(tmp_path / "simulation-kokoro-82m-diurnal.json", SimulationArtifact).result(TUNED_ROW)
     assert row is not None
     head = f"tuned plan: sized for 99.50% within the SLO; on this trace {100 * row.within_slo_share:.2f}%: "

@@ -36,7 +36,7 @@ def test_tune_writes_plan_and_promise(tuned, capsys):
     # the search only accepts what keeps the share (when the seed does), and never pays more than the seed
     if s.within_slo_share_worst_day >= 0.995:
         assert p.within_slo_share_worst_day >= 0.995 and p.instance_hours <= s.instance_hours
-    assert p.cost_vs_oracle > 0
+    assert p.cost_vs_floor > 0
     from speech.sim.tune import KNOBS
 
     assert [v.knob for v in art.values] == list(KNOBS)
@@ -45,7 +45,7 @@ def test_tune_writes_plan_and_promise(tuned, capsys):
     # the written plan carries the tuned inputs, their reasons and the promise
     pr = plan.promise
     assert pr is not None and pr.trace_sha256 == p.trace_sha256.removeprefix("sha256:") and pr.seed == 1
-    assert pr.slo_share == pytest.approx(p.within_slo_share) and pr.cost_vs_oracle == pytest.approx(p.cost_vs_oracle)
+    assert pr.slo_share == pytest.approx(p.within_slo_share) and pr.cost_vs_floor == pytest.approx(p.cost_vs_floor)
     assert {v.name for v in plan.tuning} <= set(KNOBS)
     assert [c.day for c in art.checks] == ["held-out seed 2", "spikes x1.25", "shifted 0.125 h"]
     assert art.held == (rc == 0)
@@ -66,7 +66,7 @@ def test_tuned_values_stay_inside_their_bounds(tuned):
 
 @pytest.mark.parametrize("flags, needle", [
     (["--slo-share", "1.5"], "--slo-share"),
-    (["--train-days", "0"], "--train-days"),
+    (["--draws", "0"], "--draws"),
     (["--trace", "diurnal"], "needs peak"),
     (["--surge-ratio", "2"], "--surge-ratio"),
 ])
