@@ -228,3 +228,25 @@ def test_a_simulation_of_another_tuned_plan_is_not_checked_against_this_one(ref)
     assert promise_check(tuned, other) is None and answer(plan, [], True, other, tuned_plan=tuned).tuned is None
     page = render_report(plan=plan, qmax=q, ttotal=t, simulation=other, tuned_plan=tuned)
     assert "The simulation below did not run this tuned plan." in page
+
+
+def test_the_report_shows_the_promises_interval_and_says_when_a_trace_falls_below_it(ref):
+    from speech.schema.config import Promise
+
+    from bench.tuned_report import promise_check, verdict_line
+
+    q, t, plan = ref
+    promise = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=16.0, cost_vs_floor=1.2, trace_sha256="b" * 64,
+                      seed=1, simulator_version="sim-3", slo_share_low=0.9975, slo_share_high=0.9985,
+                      instance_hours_low=15.0, instance_hours_high=17.0)
+    tuned = build_plan(q, t, PlanInputs(peak_rps=200, trough_rps=10, min_instances=2, promise=promise))
+    sim = _pair(plan, tuned, 0.997, 0.996, 0.003)
+    c = promise_check(tuned, sim)
+    assert c is not None and c.kept and c.below_low
+    assert verdict_line(c).endswith("over its draws the promise spans 99.75-99.85%, and this trace is BELOW its low end.")
+    page = render_report(plan=plan, qmax=q, ttotal=t, simulation=sim, tuned_plan=tuned)
+    assert "(over its draws: 99.75-99.85% within the SLO, 15.0-17.0 instance-hours)" in page
+    assert "<td class=\"num\">99.75% - 99.85%</td>" in page
+    inside = promise_check(tuned, _pair(plan, tuned, 0.997, 0.998, 0.001))
+    assert inside is not None and not inside.below_low and verdict_line(inside).endswith("and this trace is within it.")
+

@@ -91,6 +91,17 @@ def test_the_table_names_both_rows_and_prints_the_promise(pair, tmp_path, capsys
                 "(Q_max 50 in flight per instance)") in out
         assert "what would keep 99.50%: " in out and "a queue in front" in out
     assert "  promise (bench tune, 1 h training trace " in out and "vs the seed plan: " in out
+    # the promise's interval over the draws it was tuned on, and where this trace falls in it
+    pr = load_artifact(tuned_path, PlanArtifact).promise
+    assert pr is not None and pr.slo_share_low is not None
+    assert (f"  promised interval over its draws: {100 * pr.slo_share_low:.2f}-{100 * pr.slo_share_high:.2f}% within the "
+            f"SLO, {pr.instance_hours_low:.1f}-{pr.instance_hours_high:.1f} inst-h; this trace is ") in out
+    # what is left to win: the tuned plan -> perfect-forecast -> floor, when both ran
+    assert "tuned plan -> perfect-forecast" not in out and "perfect-forecast -> floor" not in out
+    assert main(_simulate(tmp_path / "gaps", "--plan", str(seed_path), "--tuned-plan", str(tuned_path),
+                          "--policies", "plan,perfect-forecast,floor")) == 0
+    out = capsys.readouterr().out
+    assert "tuned plan -> perfect-forecast: " in out and "perfect-forecast -> floor: " in out
 
 
 def _write(tmp_path: Path, plan: PlanArtifact) -> Path:
