@@ -137,8 +137,9 @@ def cost_gaps(a: SimulationArtifact) -> list[str]:
 
     def step(x: PolicyResult, y: PolicyResult, what: str) -> str:
         d = 1.0 - y.instance_hours / x.instance_hours if x.instance_hours > 0 else 0.0
-        return (f"{x.policy} -> {y.policy}: {x.instance_hours:,.1f} -> {y.instance_hours:,.1f} inst-h ({100 * d:+.1f}% "
-                f"saved; in SLO {100 * x.within_slo_share:.2f}% -> {100 * y.within_slo_share:.2f}%): {what}")
+        saved = f"{100 * d:.1f}% fewer" if d >= 0 else f"{-100 * d:.1f}% more"
+        return (f"{x.policy} -> {y.policy}: {x.instance_hours:,.1f} -> {y.instance_hours:,.1f} inst-h ({saved}; in SLO "
+                f"{100 * x.within_slo_share:.2f}% -> {100 * y.within_slo_share:.2f}%): {what}")
 
     if plan is not None and pf is not None:
         out.append(step(plan, pf, "what a perfect forecast could still win under the same mechanics"))

@@ -48,7 +48,7 @@ MAX_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
-class FloorSchedule:
+class CostFloor:
     """The floor's fleet, one count per minute, and what the instance model says it keeps."""
 
     per_minute: np.ndarray
@@ -205,7 +205,7 @@ widens a minute's band (doubling) while the choice sits on its edge, at most WID
 
 
 def floor_schedule(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float,
-                   step_s: int = FLOOR_STEP_S) -> FloorSchedule:
+                   step_s: int = FLOOR_STEP_S) -> CostFloor:
     """The floor (module docstring): per-minute counts minimizing instance-seconds subject to the
     whole trace's share within the SLO.
 
@@ -243,7 +243,7 @@ def floor_schedule(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, sl
     feasible = missed_final <= budget + 1e-6 * max(total, 1.0)
     # The dual bounds the problem only where the budget can be met; elsewhere there is no bound to give.
     bound = min(hours, max(0.0, dual) / 3600.0) if feasible and math.isfinite(dual) else hours
-    return FloorSchedule(per_minute=per_minute, step_s=step_s, duration_s=int(a.size), model_share=share, goal_share=goal,
+    return CostFloor(per_minute=per_minute, step_s=step_s, duration_s=int(a.size), model_share=share, goal_share=goal,
                          lower_bound_instance_hours=bound)
 
 
