@@ -7,6 +7,7 @@ import argparse
 import hashlib
 import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -154,7 +155,9 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None and task is not None:
             progress.advance(task)
 
-    tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick)
+    lengths = {a.size for _, a in train}
+    rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 else None
+    tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate)
     options = tuner.choices(tuner.seed_knobs())
     expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
     if progress is not None:
@@ -170,11 +173,15 @@ def run(args: argparse.Namespace) -> int:
         checks = []
         days = [(f"held-out seed {args.seed + args.draws + i}", i_a) for i, i_a in enumerate(hold)]
         days += [(name, (2000 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
+        bare = replace(best.knobs, scheduled_floors=False) if best.knobs.scheduled_floors else None
         for name, day in days:
             s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
+            n_c = tuner.candidate(bare, [day]) if bare is not None else None
             checks.append(TuneCheck(day=name, seed_within_slo_share=round(s_c.worst_share, 6),
                                     seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
-                                    tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share))
+                                    tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share,
+                                    without_floors_within_slo_share=None if n_c is None else round(n_c.worst_share, 6),
+                                    without_floors_instance_hours=None if n_c is None else round(n_c.hours, 3)))
     finally:
         if progress is not None:
             progress.stop()
@@ -187,7 +194,9 @@ def run(args: argparse.Namespace) -> int:
                           instance_hours=round(best.hours, 3), cost_vs_floor=round(best.x_floor, 4), trace_sha256=digest,
                           seed=args.seed, simulator_version=SIMULATOR_VERSION, trace_hours=round(first.size / 3600, 3),
                           **_interval(best))
-    tuned_inputs = best.knobs.inputs(inputs).model_copy(update={"promise": promise, "reasons": reasons})
+    best_inputs = tuner.inputs_for(best.knobs)
+    assert best_inputs is not None  # the search only keeps knobs whose plan was built
+    tuned_inputs = best_inputs.model_copy(update={"promise": promise, "reasons": reasons})
     from speech.plan.realtime import build_plan
 
     tuned_plan = build_plan(q, t, tuned_inputs, allow_config_mismatch=True)
@@ -234,5 +243,18 @@ def render(a: TuneArtifact) -> str:
     for c in a.checks:
         lines.append(f"{c.day:<22} {c.seed_within_slo_share:10.3%}  {c.seed_instance_hours:11.1f}  {c.tuned_within_slo_share:11.3%}  "
                      f"{c.tuned_instance_hours:12.1f}  {'yes' if c.tuned_keeps_share else 'NO'}")
+    floors = [c for c in a.checks if c.without_floors_instance_hours is not None]
+    if floors:
+        lines += ["", "scheduled floors (learned on the training draws only): the same tuned knobs without them, on the days "
+                      "above"]
+        for c in floors:
+            assert c.without_floors_instance_hours is not None and c.without_floors_within_slo_share is not None
+            saved = c.without_floors_instance_hours - c.tuned_instance_hours
+            keeps = "keeps" if c.without_floors_within_slo_share >= p.slo_share_target else "MISSES"
+            lines.append(f"  {c.day}: without them {c.without_floors_within_slo_share:.3%} in SLO ({keeps} the target), "
+                         f"{c.without_floors_instance_hours:.1f} inst-h: the floors " +
+                         (f"saved {saved:.1f} inst-h" if saved >= 0 else f"cost {-saved:.1f} inst-h more") +
+                         f" and moved the share {100 * (c.tuned_within_slo_share - c.without_floors_within_slo_share):+.2f} "
+                         "points")
     lines += ["", "promise held on every check" if a.held else "promise NOT held on every check (exit 1)"]
     return "\n".join(lines)

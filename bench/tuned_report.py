@@ -131,7 +131,8 @@ def _knob_rows(seed: PlanArtifact, tuned: PlanArtifact) -> list[tuple[str, str, 
         i = p.inputs
         return Knobs(surge_ratio=i.surge_ratio, target_share=i.target_share, datapoints_to_alarm=i.datapoints_to_alarm,
                      min_instances=i.min_instances, scale_in_step_share=i.scale_in_step_share,
-                     scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s)
+                     scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s,
+                     scheduled_floors=p.schedule is not None)
 
     sd, td = describe_plan(scaling_numbers(seed), knobs(seed)), describe_plan(scaling_numbers(tuned), knobs(tuned))
     reasons = {v.name: v.reason for v in tuned.tuning}

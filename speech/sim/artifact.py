@@ -255,6 +255,9 @@ class TuneCheck(Frozen):
     tuned_within_slo_share: float
     tuned_instance_hours: float
     tuned_keeps_share: bool
+    without_floors_within_slo_share: float | None = None
+    """The tuned plan with its scheduled floors taken out, on the same day (None: it has none)."""
+    without_floors_instance_hours: float | None = None
 
 
 class TuneArtifact(Frozen):

@@ -40,9 +40,10 @@ from speech.errors import SimulationInputError
 
 SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
-         "scale_in_window_s", "scale_in_cooldown_s")
+         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors")
 """The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
-Scheduled floors and the scale-out cooldown stay as the team set them."""
+``scheduled_floors``: daily floors derived (speech.plan.schedule.derive_schedule) from the
+training draws' mean traffic only, tried on and off. The scale-out cooldown stays as the team set it."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class Knobs:
     scale_in_step_share: float | None
     scale_in_window_s: int | None
     scale_in_cooldown_s: int | None
+    scheduled_floors: bool = False
+    """Daily scheduled floors learned from the training draws (:meth:`Tuner.inputs_for` derives them)."""
 
     def inputs(self, base: PlanInputs) -> PlanInputs:
         return base.model_copy(update={
@@ -111,8 +114,12 @@ class Tuner:
     """Evaluates knobs on days of traffic (cached) with the simulator's plan policy."""
 
     def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
-                 slo_share: float, on_eval: Callable[[], None] | None = None) -> None:
+                 slo_share: float, on_eval: Callable[[], None] | None = None,
+                 schedule_rate: np.ndarray | None = None) -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
+        self.schedule_rate = schedule_rate
+        """Per-second mean of the training draws (the trace starts at 00:00): what scheduled floors are
+        learned from; None: none are tried."""
         self.seed_plan = build_plan(qmax, ttotal, seed_inputs, allow_config_mismatch=True)
         self.seed_numbers = scaling_numbers(self.seed_plan)
         self._plans: dict[Knobs, PlanArtifact | None] = {}
@@ -128,11 +135,30 @@ class Tuner:
                      min_instances=i.min_instances, scale_in_step_share=i.scale_in_step_share,
                      scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s)
 
+    def inputs_for(self, k: Knobs) -> PlanInputs | None:
+        """The plan inputs of these knobs; with ``scheduled_floors``, the daily floors derived from the
+        training draws for the plan of the other knobs (None when there is no ramp to schedule)."""
+        base = k.inputs(self.inputs)
+        if not k.scheduled_floors:
+            return base
+        if self.schedule_rate is None:
+            return None
+        from speech.plan.schedule import derive_schedule
+
+        plan = build_plan(self.qmax, self.ttotal, base, allow_config_mismatch=True)
+        schedule = derive_schedule(self.schedule_rate.tolist(), per_instance_rps=plan.capacity.per_instance_rps
+                                   or plan.capacity.throughput_at_target_rps, lead_s=plan.t_total.planning_s,
+                                   floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances)
+        return None if schedule is None else base.model_copy(update={"schedule": schedule})
+
     def plan_for(self, k: Knobs) -> PlanArtifact | None:
-        """The plan of these inputs, None when one is outside its bound (the plan refuses it)."""
+        """The plan of these inputs, None when one is outside its bound (the plan refuses it) or there
+        are no floors to schedule."""
         if k not in self._plans:
             try:
-                self._plans[k] = build_plan(self.qmax, self.ttotal, k.inputs(self.inputs), allow_config_mismatch=True)
+                inputs = self.inputs_for(k)
+                self._plans[k] = None if inputs is None else build_plan(self.qmax, self.ttotal, inputs,
+                                                                        allow_config_mismatch=True)
             except (SpeechError, ValueError) as err:
                 self.skipped.append(f"{k}: {err}")
                 self._plans[k] = None
@@ -208,6 +234,7 @@ class Tuner:
             "scale_in_step_share": [None, 0.05, 0.1, 0.2, 0.3],
             "scale_in_window_s": [None, 60, 120],
             "scale_in_cooldown_s": [None, 600, planning],
+            "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
         }
 
     def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[Candidate, Candidate]:
@@ -242,6 +269,8 @@ REASONS = {
     "scale_in_window_s": "a shorter scale-in window: the decline is seen sooner",
     "scale_in_cooldown_s": "a shorter scale-in cooldown (still at least the window and the planning T_total): more removals "
                            "per hour",
+    "scheduled_floors": "daily floors learned from the training draws' traffic (speech.plan.schedule): instances in service "
+                        "a planning T_total before each ramp; the checks say what they saved on days the tuner did not see",
 }
 
 
@@ -257,6 +286,7 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "scale_in_step_share": pct,
         "scale_in_window_s": f"{numbers.scale_in_periods * numbers.metric_period_s} s",
         "scale_in_cooldown_s": f"{numbers.scale_in_cooldown_s} s",
+        "scheduled_floors": f"{len(numbers.floors)} daily floors" if numbers.floors else "none",
     }
 
 
