@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/demo_tune.py [--from out/demo] [--repeat 3]
 
-Runs the demo's own step functions (bench.demo) on measured artifacts copied into a temporary
+Runs the demo's own step functions (bench.commands.demo) on measured artifacts copied into a temporary
 directory: the baseline is the simulate step as the demo ran it before the tune step (the plan
 against every policy, with the PNGs), measured in the same run as the tune step and the simulate
 step with the tuned plan beside the seed. ``--from DIR``: the newest qmax, ttotal and plan
@@ -35,7 +35,7 @@ TARGET_S = 30.0
 
 def _sources(src: Path | None) -> tuple[Path, Path, Path | None, list[str], str]:
     """(qmax, ttotal, plan or None, demo flags, label)."""
-    from bench.demo import _newest, _seed_plan_path
+    from bench.commands.demo import _newest, _seed_plan_path
     from bench.errors import BenchError
 
     if src is not None:
@@ -53,8 +53,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     opts = ap.parse_args()
 
-    from bench.cli import main as bench
-    from bench.demo import _seed_plan_path, _simulate, _tune, add_arguments
+    from bench.cli.main import main as bench
+    from bench.commands.demo import _seed_plan_path, _simulate, _tune, add_arguments
     from speech.files import load_artifact
     from speech.schema.plan_artifacts import PlanArtifact
 

@@ -1,4 +1,4 @@
-"""Benchmark of the measurement client itself (bench.loadgen + bench.targets + bench.ladder).
+"""Benchmark of the measurement client itself (bench.load.loadgen + bench.load.targets + bench.load.ladder).
 
 1. TTFAB accuracy at 256 concurrent streams: a null server on loopback stamps CLOCK_MONOTONIC
    into the first bytes it sends; the client's first-byte time minus that stamp is the client's
@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from bench.ladder import geometric_levels, request_mix, search
-from bench.loadgen import Session, loop_kind, runqueue_wait_s
-from bench.synthetic import SyntheticServer, read_stamp
-from bench.targets import HttpTarget
+from bench.load.ladder import geometric_levels, request_mix, search
+from bench.load.loadgen import Session, loop_kind, runqueue_wait_s
+from bench.load.synthetic import SyntheticServer, read_stamp
+from bench.load.targets import HttpTarget
 
 REF_LEVELS = [1, 5, 10, 20, 30, 40, 50, 60]
 REF_LEVEL_S = 240.0

@@ -107,8 +107,8 @@ def day(spec: str, seed: int):
         return week(seed)
     if spec.startswith("two-peak"):
         return two_peak(seed)
-    from bench.simulate_cmd import load_trace
-    from bench.tune_cmd import _with
+    from bench.load.traces import load_trace
+    from bench.commands.tune import _with
 
     return load_trace(_with(spec, seed=seed)).arrivals
 

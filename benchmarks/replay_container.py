@@ -35,15 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# The tolerances tests/bench/test_simulate_replay.py asserts on bench.synthetic.
+# The tolerances tests/bench/test_simulate_replay.py asserts on bench.load.synthetic.
 REJECTED_ABS_TOL = 0.05
 P95_REL_TOL = 0.15
-"""Issue 23's target for the fitted instance model (the bench.synthetic test asserts 25 %)."""
+"""Issue 23's target for the fitted instance model (the bench.load.synthetic test asserts 25 %)."""
 NO_SHEDDING_SLO_MS = 600000
 
 
 def _container(out: Path, name: str, queue_max_depth: int):
-    from bench.demo import Container
+    from bench.commands.demo import Container
 
     serve = (f"{shlex.quote(sys.executable)} -m container serve --queue-max-depth {queue_max_depth} "
              f"--slo-ms {NO_SHEDDING_SLO_MS} --log-level warning")
@@ -74,7 +74,7 @@ def main() -> int:
 
     import numpy as np
 
-    from bench.cli import main as bench
+    from bench.cli.main import main as bench
     from speech.schema.artifacts import QmaxArtifact
     from speech.files import load_artifact
     from speech.sim.peers import FixedPolicy

@@ -46,7 +46,7 @@ def one_run(budget: str, kind: str) -> list[float]:
     import botocore.endpoint
     import botocore.session
 
-    from bench import aws
+    from bench.aws import client as aws
 
     sleeps: list[float] = []
     botocore.endpoint.time = types.SimpleNamespace(sleep=sleeps.append)  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@ the same route with its whole planned need (the baseline, simulated in the same 
 
     .venv/bin/python benchmarks/simulate_budget.py [--stack-dir examples --stack multi] [--hours 3] [--daily-usd N]
 
-Re-plans every model of the stack file as the program does (bench.plan_stack.plan_stack: build_plan,
+Re-plans every model of the stack file as the program does (speech.stack.replan.plan_stack: build_plan,
 then speech.plan.budget.allocate), gives each route a tide from its trough to its planned peak_rps and
 back (Poisson, seeded), and runs the deployed scaling policy on it (speech.sim.simulate_budget).
 Prints the table and the budget's findings: a critical route keeps its SLO, a capped standard route
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.plan_stack import load_stack, plan_stack
+    from speech.stack.replan import load_stack, plan_stack
     from speech.schema.config import Budget
     from speech.sim.routes import BudgetRoute, budget_table, simulate_budget
     from speech.sim.traces import diurnal_rate, poisson_arrivals
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  [{f.level}] {f.name}: {f.message}")
     import numpy as np
 
-    from bench.plan_stack import plan_stack as replan
+    from speech.stack.replan import plan_stack as replan
     from speech.sim.routes import simulate_backlog
 
     whole, _ = replan(config.model_copy(update={"budget": None}), args.stack)

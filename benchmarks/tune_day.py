@@ -34,7 +34,7 @@ def main() -> int:
     ap.add_argument("--peak-rps", type=float, default=5000.0)
     args = ap.parse_args()
 
-    from bench.cli import main as bench
+    from bench.cli.main import main as bench
     from speech.files import load_artifact
     from speech.sim.artifact import TuneArtifact
 

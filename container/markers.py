@@ -1,7 +1,7 @@
 """Stage markers: the one definition of the start-up stage names, their line format and parser.
 
 The container prints one JSON object per line on stdout; `bench ttotal` parses them from the
-container's logs (or a local process's stdout) and `bench.synthetic` prints the same lines.
+container's logs (or a local process's stdout) and `bench.load.synthetic` prints the same lines.
 
 Format (exactly): {"event": "stage", "stage": "<name>", "at": "<ISO-8601 UTC with Z>",
 "elapsed_s": <float seconds since process start>}

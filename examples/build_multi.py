@@ -38,7 +38,7 @@ ROUTES = {
 
 def main(argv: list[str] | None = None) -> int:
     from artifacts.reference.build import reference_qmax, reference_ttotal
-    from bench.stack_yaml import PROJECT, read_stack_file, write_model_entry
+    from speech.stack.write import PROJECT, read_stack_file, write_model_entry
     from speech.schema.config import Measurements, ModelConfig
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         # The artifacts go under examples/artifacts/ (next to the stack file), referenced by path and sha256.
         write_model_entry(args.stack_file, name, entry)
     if args.daily_usd is not None:
-        from bench.stack_yaml import _yaml
+        from speech.stack.write import _yaml
         from speech.files import atomic_write_text
         import io
 

@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def check() -> int:
         from speech.infra.preview import load_receipts
-        from speech.infra.stack_config import stack_file, stack_name
+        from speech.stack.read import stack_file, stack_name
 
         from policy.harness import PolicyConfigError
 

@@ -1,8 +1,8 @@
 """Stack files as tests read them: the config of a committed stack with its artifact references
 replaced by the referenced files' JSON (the embedded form), so a test can edit a measurement.
 
-Deliberately not speech.infra.stack_config's resolver: tests compare that resolver with this
-plain reading (tests/speech/test_stack_config.py), and the rest only want the content."""
+Deliberately not speech.stack.read's resolver: tests compare that resolver with this
+plain reading (tests/speech/stack/test_stack_config.py), and the rest only want the content."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 _INLINE = re.compile(r"`([^`\n]+)`")
-# `python -m bench qmax ...`, `.venv/bin/python -m bench.synthetic ...`, `$(PY) -m policy check ...`
+# `python -m bench qmax ...`, `.venv/bin/python -m bench.load.synthetic ...`, `$(PY) -m policy check ...`
 _INVOCATION = re.compile(r"(?:^|[\s(;&|])(?:\S*/)?(?:python3?|\$\(PY\))\s+-m\s+(bench|speech|policy|container)((?:\.\w+)*)(?![\w.])(.*)")
 # `bench plan --max-delay-s 900` in prose: the CLI named by its package alone, at the start of a span
 _BARE_BENCH = re.compile(r"^bench\s+([a-z][\w-]*(?:\|[a-z][\w-]*)*)(?![\w.])(.*)")
@@ -80,7 +80,7 @@ def quoted_invocations() -> dict[tuple[str, str], dict[str, set[str]]]:
 def _help_text(module: str, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
     """``python -m MODULE ARGV --help`` in process, through the module's own __main__ dispatch."""
     monkeypatch.setattr(sys, "argv", [module, *argv, "--help"])
-    if "." in module:  # `bench.synthetic`: run fresh, as under -m, not the copy bench.cli imported
+    if "." in module:  # `bench.load.synthetic`: run fresh, as under -m, not the copy bench.cli.main imported
         monkeypatch.delitem(sys.modules, module, raising=False)
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), pytest.raises(SystemExit) as exit_:
@@ -91,7 +91,7 @@ def _help_text(module: str, argv: list[str], monkeypatch: pytest.MonkeyPatch) ->
 
 def _bench_options() -> dict[str, set[str]]:
     """bench's argparse tree: subcommand -> its option strings."""
-    from bench.cli import build_parser
+    from bench.cli.main import build_parser
 
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return {name: set(p._option_string_actions) for name, p in sub.choices.items()}
@@ -125,7 +125,7 @@ def test_bench_subcommands_and_flags_exist():
 
 
 def test_chain_reference_names_every_bench_subcommand():
-    from bench.cli import COMMANDS
+    from bench.cli.main import COMMANDS
 
     documented = {sub for (module, sub), flags in INVOCATIONS.items() if module == "bench" and "chain.md" in flags[""]}
     assert not set(COMMANDS) - documented, f"docs/chain.md quotes no `python -m bench X` for {sorted(set(COMMANDS) - documented)}"

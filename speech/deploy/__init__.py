@@ -10,4 +10,6 @@ Imports :mod:`speech.schema` and :mod:`speech.plan`; no pulumi, no boto3.
 - :mod:`~speech.deploy.hosting`, :mod:`~speech.deploy.weights`: SageMaker hosting limits, the weight cache
 - :mod:`~speech.deploy.iam`, :mod:`~speech.deploy.iam_check`: IAM documents and the wildcard rule
 - :mod:`~speech.deploy.alarm_eval`: CloudWatch alarm semantics, to test alarm definitions
+- ``weight_cache.sh``, ``weight_fetch.py``: the weight-cache build's steps, shipped to the build
+  (never imported)
 """

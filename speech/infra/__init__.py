@@ -1,2 +1,8 @@
-"""The Pulumi edge: the program (one component per model), its components, the stack config reader,
-the offline preview under Pulumi's mocks and the rehearsal of the weight-cache build."""
+"""The Pulumi edge: everything that imports pulumi.
+
+- :mod:`~speech.infra.program`: the program (stack config -> plan -> gate -> components -> outputs)
+- :mod:`~speech.infra.components`: the Pulumi components of an endpoint
+- :mod:`~speech.infra.stack_config`: the ``pulumi.Config`` reader (the file itself is :mod:`speech.stack`)
+- :mod:`~speech.infra.preview`: the program under Pulumi's mocks (``speech-deploy preview``)
+- :mod:`~speech.infra.rehearse`, :mod:`~speech.infra.checkpoint`: the weight-cache build rehearsed locally
+"""

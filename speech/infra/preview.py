@@ -331,7 +331,7 @@ def install_mocks(stack: str, config: dict[str, str], region: str = DEFAULT_REGI
 def stack_config_values(stack_file: Path) -> dict[str, str]:
     """``config:`` of a Pulumi.<stack>.yaml as the engine hands it to a program: structured values
     as JSON strings, plain strings as they are."""
-    from speech.infra.stack_config import read_stack_yaml
+    from speech.stack.read import read_stack_yaml
 
     return {key: value if isinstance(value, str) else json.dumps(value, default=str)
             for key, value in read_stack_yaml(stack_file).items()}
@@ -351,7 +351,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
     from speech.infra.program import define_stack, plan_stack
     from speech.infra.stack_config import load_stack_config
 
-    from speech.infra.stack_config import stack_name
+    from speech.stack.read import stack_name
 
     stack_file = Path(stack_file)
     stack = stack_name(stack or stack_file.name.removeprefix("Pulumi.").removesuffix(".yaml"))
@@ -572,7 +572,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     """The preview of ``args.stack``; raises SpeechError for bad input (the caller reports it)."""
     receipts = load_receipts(args.receipts) if args.receipts else None
-    from speech.infra.stack_config import stack_file, stack_name
+    from speech.stack.read import stack_file, stack_name
 
     result = run_preview(stack_file(args.stack_dir, args.stack), stack_name(args.stack), first_preview=args.first_preview,
                          receipts=receipts)

@@ -511,7 +511,7 @@ def run(args: argparse.Namespace) -> int:
         raise RehearsalError(f"--weights-out {args.weights_out} exists; give a new directory")
     quiet = args.json or getattr(args, "quiet", False)
     show = (lambda c: None) if quiet else (lambda c: print(f"  [{'ok' if c.ok else 'FAIL':>4}] {c.step:<11} {c.detail}", flush=True))
-    from speech.infra.stack_config import stack_file, stack_name
+    from speech.stack.read import stack_file, stack_name
 
     result = rehearse(stack_file(args.stack_dir, args.stack), stack_name(args.stack), model=args.model,
                       weights_dir=args.weights_dir, weights_out=args.weights_out, progress=show)

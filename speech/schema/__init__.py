@@ -9,4 +9,5 @@ Pure pydantic models and constants; it imports nothing else of ``speech`` but :m
 - :mod:`~speech.schema.receipts`: measurement receipts (the document and its key)
 - :mod:`~speech.schema.prices`, :mod:`~speech.schema.instances`, :mod:`~speech.schema.aws`: prices,
   instance sizes and AWS names, each in one place
+- :mod:`~speech.schema.units`: the numeric conventions (``EPS``, ``UNBOUNDED``)
 """

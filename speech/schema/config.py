@@ -209,7 +209,7 @@ class ArtifactRef(Frozen):
     """A measured artifact by reference, as stack config stores it: a JSON file committed in the
     repository and the sha256 of its bytes (``sha256sum FILE`` prints the hex part).
 
-    The readers (speech.infra.stack_config) resolve ``path`` against the stack file's directory,
+    The readers (speech.stack.read) resolve ``path`` against the stack file's directory,
     read the file and refuse it when its bytes hash to anything else, so the stack is still
     reproducible from its config: the config pins the exact bytes, git keeps them."""
 

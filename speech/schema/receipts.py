@@ -2,7 +2,7 @@
 bucket when a SageMaker run finishes, so a preview can tell a measured artifact from a hand-made one.
 
 Pure: the receipt model, its key and its check against an artifact. Writing (boto3) is
-:mod:`bench.receipts`; reading at preview is the program's (an S3 object data source, see
+:mod:`bench.aws.receipts`; reading at preview is the program's (an S3 object data source, see
 ``speech/infra/program.py``), which tags the endpoint with what it read (:data:`RECEIPT_TAGS`). The check at
 preview (:mod:`speech.deploy.receipts`, :func:`~speech.deploy.receipts.receipt_problem`) is what the
 program's gate and the policy pack's ``measured-artifacts-match-receipts`` both report.

@@ -1,4 +1,4 @@
-"""Fixtures: real servers on 127.0.0.1 (bench.synthetic in its own process) and moto in-process
+"""Fixtures: real servers on 127.0.0.1 (bench.load.synthetic in its own process) and moto in-process
 as the AWS stand-in, shaped the way the Pulumi program deploys an endpoint (docs/design.md §5)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from speech.files import load_artifact
 from speech.plan.realtime import build_plan
 from speech.deploy.scaling import scaling_spec
 
-from bench.synthetic import SyntheticServer
+from bench.load.synthetic import SyntheticServer
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "artifacts" / "reference"
@@ -229,7 +229,7 @@ def faults(monkeypatch, aws_env):
     f = Faults()
     real = botocore.session.get_session
 
-    def get_session(*a, **kw):  # every session bench.aws.session() makes gets the injector first
+    def get_session(*a, **kw):  # every session bench.aws.client.session() makes gets the injector first
         s = real(*a, **kw)
         s.get_component("event_emitter").register_first("before-send", f)
         s.get_component("event_emitter").register_last("before-send", f.restore_url)

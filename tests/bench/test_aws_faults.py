@@ -1,5 +1,5 @@
 """AWS failures injected under moto, as AWS documents them: throttling and dropped connections are
-retried within bench's budget (standard mode, bench.aws.MAX_ATTEMPTS attempts in all); past the
+retried within bench's budget (standard mode, bench.aws.client.MAX_ATTEMPTS attempts in all); past the
 budget, and for AccessDenied, the command stops with one line, exit 2, and a run that froze
 scaling restores it or prints exactly what to run.
 
@@ -13,9 +13,9 @@ import json
 
 import pytest
 
-from bench import aws
-from bench.cli import main
-from bench.freeze import state_path
+from bench.aws import client as aws
+from bench.cli.main import main
+from bench.aws.freeze import state_path
 
 from .conftest import ENDPOINT
 
@@ -107,7 +107,7 @@ def test_endpoint_going_failed_mid_scale_out_stops_and_names_the_way_back(deploy
     from speech.files import write_artifact
     from speech.schema.artifacts import Fingerprint, QmaxArtifact
 
-    from bench import ttotal_cmd
+    from bench.commands import ttotal as ttotal_cmd
 
     from .conftest import DIGEST, INSTANCE
 
@@ -134,7 +134,7 @@ def test_endpoint_going_failed_mid_scale_out_stops_and_names_the_way_back(deploy
     logs.create_log_group(logGroupName=ttotal_cmd.log_group(ENDPOINT))
     q = QmaxArtifact.model_validate({**ref_artifacts[0].model_dump(), "fingerprint": Fingerprint.of(INSTANCE, DIGEST).model_dump()})
     qf = write_artifact(tmp_path / "q.json", q)
-    from bench.cli import build_parser
+    from bench.cli.main import build_parser
 
     args = build_parser("ttotal").parse_args([
         "ttotal", "--qmax", str(qf), "--endpoint", ENDPOINT, "--poll-s", "0.01", "--probe-concurrency", "0",

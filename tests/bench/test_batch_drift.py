@@ -3,9 +3,9 @@ compared with the batch plan rebuilt from the stack config, and real-time scalin
 
 from __future__ import annotations
 
-from bench import aws
-from bench.cli import main
-from bench.stack_yaml import write_model_entry
+from bench.aws import client as aws
+from bench.cli.main import main
+from speech.stack.write import write_model_entry
 from speech.plan.batch import build_batch_plan
 from speech.deploy.scaling import batch_scaling_spec
 

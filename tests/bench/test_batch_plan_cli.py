@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from bench.cli import main
+from bench.cli.main import main
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.plan.batch import BatchPlan, build_batch_plan
 from speech.schema.config import PlanInputs

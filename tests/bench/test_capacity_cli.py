@@ -13,10 +13,10 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-import bench.aws
-from bench.cli import main
+import bench.aws.client
+from bench.cli.main import main
 from bench.errors import TargetError
-from bench.fleet_read import read_fleet
+from bench.aws.fleet_read import read_fleet
 from speech.plan.capacity import CapacityEvaluation, FleetState, evaluate_capacity
 
 T = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
@@ -210,7 +210,7 @@ def test_fleet_read_from_an_endpoint_places_copies_by_whole_devices():
 def test_cli_writes_the_fleet_and_evaluates_it(tmp_path, capsys, monkeypatch):
     sess = StubbedSession()
     stub_endpoint(sess)
-    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    monkeypatch.setattr(bench.aws.client, "session", lambda region=None: sess)
     out = tmp_path / "fleet.json"
     rc = main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", str(out), "--t-copy-s", "48.1",
                "--t-total-s", "320.2", "--model", "kokoro-82m", "--delta-concurrency", "100", "--json"])
@@ -239,7 +239,7 @@ def test_unknown_endpoint_is_a_target_error(capsys, monkeypatch):
     sess = StubbedSession()
     sess.stubs["sagemaker"].add_client_error("describe_endpoint", service_error_code="ValidationException",
                                              service_message=f"Could not find endpoint \"{ENDPOINT}\".")
-    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    monkeypatch.setattr(bench.aws.client, "session", lambda region=None: sess)
     assert main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", "x.json", "--t-copy-s", "1",
                  "--t-total-s", "2"]) == 2
     assert "Could not find endpoint" in capsys.readouterr().err
@@ -294,7 +294,7 @@ GPU_REQ = {"NumberOfAcceleratorDevicesRequired": 1.0, "NumberOfCpuCoresRequired"
 def test_cpu_only_copies_on_cpu_instances_are_read_and_placed_by_cores(tmp_path, capsys, monkeypatch):
     sess = StubbedSession()
     stub_fleet(sess, [("AllTraffic", "ml.c7i.4xlarge", 2)], [("kokoro-82m", "AllTraffic", CPU_REQ, 5, 6.0)])
-    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    monkeypatch.setattr(bench.aws.client, "session", lambda region=None: sess)
     out = tmp_path / "fleet.json"
     rc = main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", str(out), "--t-copy-s", "20.5",
                "--t-total-s", "290", "--model", "kokoro-82m", "--delta-concurrency", "30", "--json"])
@@ -321,7 +321,7 @@ def test_cpu_only_fleet_human_report(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")  # rich wraps at the terminal width
     sess = StubbedSession()
     stub_fleet(sess, [("AllTraffic", "ml.c7i.4xlarge", 2)], [("kokoro-82m", "AllTraffic", CPU_REQ, 5, 6.0)])
-    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    monkeypatch.setattr(bench.aws.client, "session", lambda region=None: sess)
     assert main(["capacity", "--from-endpoint", ENDPOINT, "--t-copy-s", "20.5", "--t-total-s", "290",
                  "--model", "kokoro-82m", "--delta-concurrency", "30"]) == 0
     out = capsys.readouterr().out
@@ -367,7 +367,7 @@ def test_a_mixed_fleet_keeps_each_components_copies_on_its_variant():
 def test_what_the_evaluation_does_not_model_is_a_target_error(tmp_path, capsys, monkeypatch, variants, req, message):
     sess = StubbedSession()
     stub_fleet(sess, variants, [("kokoro-82m", "AllTraffic", req, 1, 6.0)])
-    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    monkeypatch.setattr(bench.aws.client, "session", lambda region=None: sess)
     out = tmp_path / "fleet.json"
     assert main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", str(out), "--t-copy-s", "1",
                  "--t-total-s", "2"]) == 2
@@ -378,7 +378,7 @@ def test_what_the_evaluation_does_not_model_is_a_target_error(tmp_path, capsys, 
 
 @pytest.mark.parametrize("example", ["EXAMPLE_FLEET", "EXAMPLE_CPU_FLEET"])
 def test_the_help_examples_are_valid_fleet_files(tmp_path, capsys, example):
-    import bench.capacity_cmd as cmd
+    import bench.commands.capacity as cmd
 
     fleet = write(tmp_path, getattr(cmd, example))
     assert main(["capacity", "--fleet", str(fleet), "--model", "kokoro-82m", "--delta-concurrency", "30", "--json"]) == 0

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.cli import main
+from bench.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "artifacts" / "reference"
@@ -194,7 +194,7 @@ def test_corrupted_stack_files(data):
 def _stack_write(data) -> None:
     """A corrupted stack file that a plan writes into: refused (2) with the file unchanged, or
     written whole (the file stays YAML the reader accepts)."""
-    from bench.stack_yaml import read_stack_file
+    from speech.stack.write import read_stack_file
 
     with workdir() as work:
         stack = work / "Pulumi.s.yaml"

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-import bench.aws
-from bench.cli import main
+import bench.aws.client
+from bench.cli.main import main
 from speech.plan.capacity import FleetState
 from speech.schema.copy_plan import CopyPlan
 from speech.files import load_artifact, write_artifact
 from tests.bench.test_capacity_cli import ENDPOINT, StubbedSession, stub_endpoint
-from tests.speech.test_copies import copy_artifact
+from tests.speech.plan.test_copies import copy_artifact
 
 ROOT = Path(__file__).resolve().parents[2]
 QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
@@ -74,7 +74,7 @@ def test_copy_plan_supplies_the_times_of_a_fleet_read(tmp_path, copy_file, capsy
     plan = load_artifact(tmp_path / "copy-plan-kokoro-82m.json", CopyPlan)
     sess = StubbedSession()
     stub_endpoint(sess)
-    monkeypatch.setattr(bench.aws, "session", lambda region=None: sess)
+    monkeypatch.setattr(bench.aws.client, "session", lambda region=None: sess)
     fleet_file = tmp_path / "fleet.json"
     assert main(["capacity", "--from-endpoint", ENDPOINT, "--write-fleet", str(fleet_file),
                  "--copy-plan", str(tmp_path / "copy-plan-kokoro-82m.json")]) == 0

@@ -144,13 +144,13 @@ DEMO_FLAGS = ["--slo-ms", "3000"]
 
 
 def test_tune_runs_after_plan_and_before_simulate():
-    from bench.demo import STEPS
+    from bench.commands.demo import STEPS
 
     assert STEPS.index("plan") + 1 == STEPS.index("tune") == STEPS.index("simulate") - 1
 
 
 def test_the_seed_plan_is_never_the_tuned_one(tmp_path):
-    from bench.demo import _seed_plan_path
+    from bench.commands.demo import _seed_plan_path
 
     (tmp_path / "plan-kokoro-82m.json").write_text("{}")
     time.sleep(0.01)
@@ -164,8 +164,8 @@ def planned_and_tuned(tmp_path_factory):
     plan and Pulumi.local.yaml), then the demo's own tune step on it."""
     import shutil
 
-    from bench.cli import main
-    from bench.demo import _tune, add_arguments
+    from bench.cli.main import main
+    from bench.commands.demo import _tune, add_arguments
 
     root = tmp_path_factory.mktemp("demo")
     out = root / "out"
@@ -182,7 +182,7 @@ def planned_and_tuned(tmp_path_factory):
 
 
 def test_the_tune_step_tunes_the_plan_just_made_on_the_demos_hour(planned_and_tuned, capsys):
-    from bench.demo import TUNE_HOLDOUT_DAYS, simulation_trace
+    from bench.commands.demo import TUNE_HOLDOUT_DAYS, simulation_trace
 
     _, plan, tuned = planned_and_tuned
     assert tuned is not None and tuned.tune is not None
@@ -196,7 +196,7 @@ def test_the_tune_step_tunes_the_plan_just_made_on_the_demos_hour(planned_and_tu
 
 
 def _report_only(root: Path, capsys) -> tuple[int, str]:
-    from bench.cli import main
+    from bench.cli.main import main
 
     capsys.readouterr()
     rc = main(["demo", "--report-only", "--out", str(root / "out"), "--stack-dir", str(root), *DEMO_FLAGS])

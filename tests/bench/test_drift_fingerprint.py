@@ -7,9 +7,9 @@ import json
 
 from speech.schema.artifacts import Fingerprint
 
-from bench import aws
-from bench.cli import main
-from bench.stack_yaml import write_model_entry
+from bench.aws import client as aws
+from bench.cli.main import main
+from speech.stack.write import write_model_entry
 
 from .conftest import DIGEST, ENDPOINT, IMAGE, INSTANCE, STACK
 

@@ -68,7 +68,7 @@ def test_policy_pack_started_by_the_engine_still_serves():
 def test_bench_help_loads_nothing_heavy_before_parsing(argv):
     """Top-level --help and --version import no numeric, AWS or Pulumi library; a command's own --help
     imports that command only (never pulumi or boto3 for plan)."""
-    code = (f"import sys\nfrom bench.cli import main\ntry:\n    rc = main({argv!r})\nexcept SystemExit as e:\n    rc = e.code\n"
+    code = (f"import sys\nfrom bench.cli.main import main\ntry:\n    rc = main({argv!r})\nexcept SystemExit as e:\n    rc = e.code\n"
             f"import json\nprint(json.dumps({{'rc': rc, 'mods': sorted(m.split('.')[0] for m in sys.modules)}}))")
     r = run([sys.executable, "-c", code])
     out = json.loads(r.stdout.strip().splitlines()[-1])
@@ -103,7 +103,7 @@ def test_usage_errors_are_one_line_exit_2(name, argv):
 
 def test_help_texts_explain_every_command():
     """Every subcommand's --help has a description and a line of help per option (no bare flags)."""
-    from bench.cli import COMMANDS, build_parser
+    from bench.cli.main import COMMANDS, build_parser
 
     parser = build_parser("*")
     sub = next(a for a in parser._actions if a.dest == "command")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main
-from bench.stack_yaml import MODELS_KEY, lock_path, read_stack_file, stack_lock, write_model_entry
+from bench.cli.main import main
+from speech.stack.write import MODELS_KEY, lock_path, read_stack_file, stack_lock, write_model_entry
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "artifacts" / "reference"
@@ -72,7 +72,7 @@ def test_file_size_limit_in_a_real_process_leaves_the_previous_artifact(tmp_path
 HOLD = """
 import sys, time
 from pathlib import Path
-from bench.stack_yaml import stack_lock
+from speech.stack.write import stack_lock
 with stack_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -81,7 +81,7 @@ with stack_lock(Path(sys.argv[1])):
 
 @pytest.mark.slow
 def test_a_held_stack_file_is_refused_naming_the_holder(tmp_path, capsys, monkeypatch):
-    import bench.stack_yaml as stack_yaml
+    import speech.stack.write as stack_yaml
 
     stack = tmp_path / "Pulumi.s.yaml"
     stack.write_text("config:\n  aws:region: us-east-1\n")
@@ -132,7 +132,7 @@ def test_an_editor_saving_mid_write_is_not_overwritten(tmp_path, model_config, m
     user's text stays."""
     from ruamel.yaml import YAML
 
-    from bench.stack_yaml import StackBusyError
+    from speech.stack.write import StackBusyError
 
     stack = tmp_path / "Pulumi.s.yaml"
     stack.write_text("config:\n  aws:region: us-east-1\n")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import aws
-from bench.cli import main
-from bench.freeze import Freeze, state_path
+from bench.aws import client as aws
+from bench.cli.main import main
+from bench.aws.freeze import Freeze, state_path
 
 from .conftest import ENDPOINT, STACK, state_dir
 
@@ -73,7 +73,7 @@ def test_exception_inside_freeze_restores(deployed):
 
 
 def test_killed_run_leaves_state_drift_reports_and_thaw_restores(deployed, capsys, tmp_path, model_config):
-    from bench.stack_yaml import write_model_entry
+    from speech.stack.write import write_model_entry
 
     write_model_entry(tmp_path / f"Pulumi.{STACK}.yaml", "kokoro-82m", model_config)
     before = _snapshot(deployed)
@@ -122,7 +122,7 @@ def test_killed_run_leaves_state_drift_reports_and_thaw_restores(deployed, capsy
 
 
 def test_drift_unplanned_scaling_when_stack_has_no_measurements(deployed, tmp_path, capsys, model_config):
-    from bench.stack_yaml import write_model_entry
+    from speech.stack.write import write_model_entry
 
     write_model_entry(tmp_path / f"Pulumi.{STACK}.yaml", "kokoro-82m", model_config.model_copy(update={"measurements": None}))
     assert main(["drift", "--stack", STACK, "--stack-dir", str(tmp_path)]) == 1
@@ -159,7 +159,7 @@ def test_missing_endpoint_is_one_line_exit_2(aws_env, capsys, tmp_path):
 def test_the_named_thaw_command_runs_from_anywhere_as_printed(tmp_path, monkeypatch):
     import shlex
 
-    from bench.freeze import thaw_command
+    from bench.aws.freeze import thaw_command
 
     monkeypatch.chdir(tmp_path)
     cmd = thaw_command("prod-kokoro-82m", Path("my state"), "eu-west-1")

@@ -12,7 +12,7 @@ import pytest
 
 from tests.stack_files import copy_stack
 
-from bench.cli import COMMANDS, main
+from bench.cli.main import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "artifacts" / "reference"
@@ -146,7 +146,7 @@ def test_missing_credentials_is_one_line_exit_2(no_aws, work, capsys):
 
 
 def test_aws_clients_use_standard_retries_with_a_budget(monkeypatch):
-    from bench import aws
+    from bench.aws import client as aws
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

@@ -8,7 +8,7 @@ from hypothesis import given, strategies as st
 from speech.schema.artifacts import LadderLevel
 
 from bench.errors import UsageError
-from bench.ladder import estimate, geometric_levels, parse_levels, request_mix, search
+from bench.load.ladder import estimate, geometric_levels, parse_levels, request_mix, search
 
 
 def level(c: int, p95: float, slo: float) -> LadderLevel:

@@ -18,9 +18,9 @@ from speech.schema.artifacts import Fingerprint
 from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan
 
-from bench import aws
-from bench.cli import main
-from bench.observe_cmd import EMF_NAMESPACE
+from bench.aws import client as aws
+from bench.cli.main import main
+from bench.commands.observe import EMF_NAMESPACE
 from container import telemetry
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE, MODEL

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from bench.cli import main
+from bench.cli.main import main
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import ModelConfig
 from speech.files import load_artifact
-from speech.infra.stack_config import file_sha256
+from speech.stack.read import file_sha256
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,7 +156,7 @@ def test_stack_config_keeps_other_keys(tmp_path, capsys):
 @pytest.mark.slow
 def test_plan_imports_neither_pulumi_nor_boto3(tmp_path):
     code = (
-        "import sys; from bench.cli import main; rc = main(sys.argv[1:]);"
+        "import sys; from bench.cli.main import main; rc = main(sys.argv[1:]);"
         "bad = [m for m in ('pulumi', 'boto3', 'botocore') if m in sys.modules];"
         "assert not bad, bad; sys.exit(rc)"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from bench.cli import main
+from bench.cli.main import main
 from speech.infra.preview import run_preview
 from tests.stack_files import embedded_config, embedded_stack
 

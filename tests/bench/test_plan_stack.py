@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.cli import main
+from bench.cli.main import main
 from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
 from speech.schema.artifacts import canonical_sha256
 from speech.files import load_artifact

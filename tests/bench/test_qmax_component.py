@@ -20,9 +20,9 @@ from botocore.stub import Stubber
 from speech.schema.artifacts import QmaxArtifact
 from speech.files import load_artifact
 
-from bench import qmax_cmd
-from bench.cli import build_parser
-from bench.targets import HttpTarget, SageMakerTarget
+from bench.commands import qmax as qmax_cmd
+from bench.cli.main import build_parser
+from bench.load.targets import HttpTarget, SageMakerTarget
 
 from .conftest import DIGEST, ENDPOINT, IMAGE, INSTANCE
 
@@ -197,7 +197,7 @@ def test_unknown_component_is_a_clean_error():
 
 
 def test_component_flag_needs_an_endpoint(tmp_path, capsys):
-    from bench.cli import main
+    from bench.cli.main import main
 
     rc = main(["qmax", "--url", "http://127.0.0.1:9", "--inference-component", COMPONENT, "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""qmax end to end against real servers on 127.0.0.1 (bench.synthetic in its own process)."""
+"""qmax end to end against real servers on 127.0.0.1 (bench.load.synthetic in its own process)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from speech.schema.artifacts import QmaxArtifact
 from speech.files import load_artifact
 
-from bench.cli import main
-from bench.synthetic import SyntheticServer
+from bench.cli.main import main
+from bench.load.synthetic import SyntheticServer
 
 SERVICE_MS = 40.0
 SLO_MS = 340.0  # floor(340 / 40) = 8: at 8, p95 ~ 320 ms; at 9, ~360 ms

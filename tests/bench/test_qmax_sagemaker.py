@@ -1,6 +1,6 @@
 """qmax on SageMaker, with moto in-process as the control plane and CloudWatch, played over time.
 
-The ladder's requests go to a real local server (bench.synthetic): moto has no response
+The ladder's requests go to a real local server (bench.load.synthetic): moto has no response
 streaming. Everything else (pinning, waiting for one instance, CloudWatch polling, restoring) runs
 the real code against moto's real APIs; where moto differs from AWS the test drives its backend
 the way AWS would behave (an update that takes a while, metrics that arrive late).
@@ -18,10 +18,12 @@ import pytest
 from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact, write_artifact
 
-from bench import aws, qmax_cmd
-from bench.cli import build_parser, main
-from bench.freeze import state_path
-from bench.targets import HttpTarget
+from bench.aws import client as aws
+
+from bench.commands import qmax as qmax_cmd
+from bench.cli.main import build_parser, main
+from bench.aws.freeze import state_path
+from bench.load.targets import HttpTarget
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE, REF, create_endpoint
 
@@ -237,7 +239,7 @@ def test_url_artifacts_carry_not_applicable(synthetic_40ms, tmp_path):
 def test_thaw_after_a_killed_run_gives_back_the_instances(fleet, capsys):
     import signal
 
-    from bench.freeze import Freeze
+    from bench.aws.freeze import Freeze
 
     f = Freeze(fleet.sess, ENDPOINT, instances=1, poll_s=0.01, sleep=fleet.sleep, log=lambda m: None)
     f.__enter__()  # killed outright: never exited
@@ -277,7 +279,7 @@ def test_a_sagemaker_run_leaves_a_receipt_that_bench_plan_records(fleet, synthet
 
     # A second receipt for the same artifact is refused, never overwritten.
     from bench.errors import BenchError
-    from bench.receipts import write_receipt
+    from bench.aws.receipts import write_receipt
 
     with pytest.raises(BenchError, match="already exists"):
         write_receipt(fleet.sess, "stack-provenance", a)

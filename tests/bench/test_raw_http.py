@@ -11,11 +11,11 @@ import httpx
 import pytest
 
 from bench.errors import TargetError, UsageError
-from bench.ladder import request_mix
-from bench.loadgen import Session, loop_kind, new_event_loop
-from bench.synthetic import SyntheticServer, read_stamp
-from bench.http1 import HttpProtocolError, RawHttpClient
-from bench.targets import HttpTarget
+from bench.load.ladder import request_mix
+from bench.load.loadgen import Session, loop_kind, new_event_loop
+from bench.load.synthetic import SyntheticServer, read_stamp
+from bench.load.http1 import HttpProtocolError, RawHttpClient
+from bench.load.targets import HttpTarget
 
 
 def _chunked(*parts: bytes) -> bytes:
@@ -126,7 +126,7 @@ def test_rejections_and_errors_are_classified():
 
 
 def test_refused_connection_is_a_clear_target_error():
-    from bench.synthetic import free_port
+    from bench.load.synthetic import free_port
 
     port = free_port()
     out = run(HttpTarget(f"http://127.0.0.1:{port}").invoke("x"))
@@ -210,7 +210,7 @@ def test_raw_engine_contract():
 
 
 def test_first_body_byte_is_timed_by_the_read_that_delivered_it():
-    from bench.http1 import ArrivalReader
+    from bench.load.http1 import ArrivalReader
 
     async def go():
         r = ArrivalReader(loop=asyncio.get_running_loop())
@@ -232,7 +232,7 @@ def test_first_body_byte_is_timed_by_the_read_that_delivered_it():
 def test_ttfab_is_taken_when_the_byte_arrived_not_when_the_task_ran(monkeypatch):
     """A first chunk read while the loop then stays busy (here: 50 ms right after the read) keeps
     its arrival time."""
-    from bench.http1 import ArrivalReader
+    from bench.load.http1 import ArrivalReader
 
     feed = ArrivalReader.feed_data
 

@@ -1,4 +1,4 @@
-"""The report answers first (bench.html_report.answer) and the ladder plot says why a level failed."""
+"""The report answers first (bench.report.html.answer) and the ladder plot says why a level failed."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.html_report import PolicyViolation, answer, render_report, usd_per_day
-from bench.plots import qmax_figure, why_level_failed
+from bench.report.html import PolicyViolation, answer, render_report, usd_per_day
+from bench.report.plots import qmax_figure, why_level_failed
 from speech.files import load_artifact
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
@@ -109,7 +109,7 @@ def test_ladder_plot_starts_at_zero_on_integer_concurrency_and_says_why_levels_f
     assert "failed: rejections/errors under the SLO" in labels and "failed: p95 over the SLO" in labels
 
 
-# --- the tuned plan beside the seed (bench.tuned_report) ------------------------------------------
+# --- the tuned plan beside the seed (bench.report.tuned) ------------------------------------------
 
 TRACE = "diurnal:peak=200,trough=10,hours=1,seed=1"
 
@@ -117,7 +117,7 @@ TRACE = "diurnal:peak=200,trough=10,hours=1,seed=1"
 @pytest.fixture(scope="module")
 def tuned_run(tmp_path_factory):
     """bench plan, bench tune on TRACE from the same inputs, bench simulate with both: the real files."""
-    from bench.cli import main
+    from bench.cli.main import main
     from speech.sim.artifact import TuneArtifact
 
     d = tmp_path_factory.mktemp("tuned")
@@ -139,7 +139,7 @@ def tuned_run(tmp_path_factory):
 def test_report_shows_the_tuned_inputs_beside_the_seed_and_the_promise_against_the_simulation(ref, tuned_run):
     import html as h
 
-    from bench.tuned_report import promise_check
+    from bench.report.tuned import promise_check
     from speech.sim.artifact import SEED_ROW, TUNED_ROW
 
     q, t, _ = ref
@@ -182,7 +182,7 @@ def _tuned_with_promise(q, t, share: float, rejected: float):
 
 
 def test_a_tuned_plan_that_misses_its_share_says_why_and_what_would_in_the_report_and_its_findings(ref):
-    from bench.tuned_report import promise_check
+    from bench.report.tuned import promise_check
 
     q, t, plan = ref
     tuned = _tuned_with_promise(q, t, 0.99, 0.008)
@@ -209,7 +209,7 @@ def test_a_tuned_plan_that_misses_its_share_says_why_and_what_would_in_the_repor
 
 
 def test_a_tuned_plan_that_keeps_its_share_off_its_training_trace_says_by_how_much(ref):
-    from bench.tuned_report import promise_check, verdict_line
+    from bench.report.tuned import promise_check, verdict_line
 
     q, t, plan = ref
     tuned = _tuned_with_promise(q, t, 0.998, 0.001)
@@ -220,7 +220,7 @@ def test_a_tuned_plan_that_keeps_its_share_off_its_training_trace_says_by_how_mu
 
 
 def test_a_simulation_of_another_tuned_plan_is_not_checked_against_this_one(ref):
-    from bench.tuned_report import promise_check
+    from bench.report.tuned import promise_check
 
     q, t, plan = ref
     tuned = _tuned_with_promise(q, t, 0.998, 0.001)
@@ -233,7 +233,7 @@ def test_a_simulation_of_another_tuned_plan_is_not_checked_against_this_one(ref)
 def test_the_report_shows_the_promises_interval_and_says_when_a_trace_falls_below_it(ref):
     from speech.schema.config import Promise
 
-    from bench.tuned_report import promise_check, verdict_line
+    from bench.report.tuned import promise_check, verdict_line
 
     q, t, plan = ref
     promise = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=16.0, cost_vs_floor=1.2, trace_sha256="b" * 64,

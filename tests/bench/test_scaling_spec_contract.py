@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pulumi_policy import PolicyResource, StackValidationArgs
 
-from bench import aws
-from bench.scaling_check import compare
+from bench.aws import client as aws
+from bench.aws.scaling_check import compare
 from policy import policies, rules
 from policy.check import preview_resources
 from policy.recompute import ProvenanceCache

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 
 from .conftest import REF, ROOT
 

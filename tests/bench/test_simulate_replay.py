@@ -1,5 +1,5 @@
 """bench simulate and bench replay through the real CLI, and the simulator checked against a real
-server: a trace replayed open-loop against bench.synthetic agrees with the simulation of the same
+server: a trace replayed open-loop against bench.load.synthetic agrees with the simulation of the same
 trace on that server's own measured ladder."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from speech.sim.artifact import SimulationArtifact
 from speech.sim.instance import build_instance
 from speech.sim.fleet import run_policy, summarize
 
-from bench.cli import main
-from bench.synthetic import SyntheticServer
+from bench.cli.main import main
+from bench.load.synthetic import SyntheticServer
 
 from tests.conftest import QMAX_REF, TTOTAL_REF
 

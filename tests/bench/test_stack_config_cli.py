@@ -9,9 +9,9 @@ from pathlib import Path
 import boto3
 from ruamel.yaml import YAML
 
-from bench.cli import main
-from bench.stack_yaml import write_model_entry
-from speech.infra.stack_config import file_sha256, load_stack_file
+from bench.cli.main import main
+from speech.stack.write import write_model_entry
+from speech.stack.read import file_sha256, load_stack_file
 from tests.stack_files import MODELS, embedded_stack
 
 from .conftest import ENDPOINT, STACK, create_endpoint, deploy_scaling

@@ -11,9 +11,9 @@ from speech.schema.artifacts import CopyArtifact
 from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
 from speech.files import load_artifact
 
-from bench import tcopy_cmd
-from bench.cli import build_parser, main
-from bench.targets import HttpTarget, _local_fingerprint
+from bench.commands import tcopy as tcopy_cmd
+from bench.cli.main import build_parser, main
+from bench.load.targets import HttpTarget, _local_fingerprint
 
 from tests.container.conftest import ServerProc
 
@@ -114,7 +114,7 @@ def test_tcopy_bad_flags_are_exit_2(sine_first, tmp_path, capsys, argv, needle):
 
 
 def test_tcopy_unreachable_first_copy_is_exit_2(tmp_path, capsys):
-    from bench.synthetic import free_port
+    from bench.load.synthetic import free_port
 
     rc = main(["tcopy", "--url", f"http://127.0.0.1:{free_port()}", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err

@@ -21,8 +21,8 @@ from speech.schema.artifacts import CopyArtifact
 from speech.files import load_artifact
 from speech.plan.copies import COPY_SCALABLE_DIMENSION
 
-from bench import aws
-from bench.cli import main
+from bench.aws import client as aws
+from bench.cli.main import main
 
 from .conftest import create_endpoint, json_response
 from .test_qmax_component import COMPONENT, component_response

@@ -12,11 +12,11 @@ from container.markers import STAGES as MARKER_STAGES, format_at
 from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
 from speech.files import load_artifact, write_artifact
 
-from bench import aws
-from bench.cli import main, build_parser
-from bench.freeze import state_path
-from bench.targets import HttpTarget
-from bench import ttotal_cmd
+from bench.aws import client as aws
+from bench.cli.main import main, build_parser
+from bench.aws.freeze import state_path
+from bench.load.targets import HttpTarget
+from bench.commands import ttotal as ttotal_cmd
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE
 
@@ -33,7 +33,7 @@ def test_local_process_phases_from_real_markers(synthetic_40ms, ref_artifacts, t
     t = HttpTarget(synthetic_40ms.url)
     t.check()
     qf = _qmax_file(tmp_path, ref_artifacts, t.fingerprint())
-    serve = f"{sys.executable} -m bench.synthetic --service-ms 40 --startup-s 0.4"
+    serve = f"{sys.executable} -m bench.load.synthetic --service-ms 40 --startup-s 0.4"
     rc = main(["ttotal", "--qmax", str(qf), "--url", synthetic_40ms.url, "--serve-cmd", serve,
                "--out", str(tmp_path / "out"), "--json", "--plot"])
     assert rc == 0, capsys.readouterr().err

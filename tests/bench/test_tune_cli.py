@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench.cli import main
+from bench.cli.main import main
 from speech.files import load_artifact
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.artifact import TuneArtifact
@@ -84,7 +84,7 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, flags, needle):
 
 
 def test_help_explains(capsys):
-    # bench.cli answers --help itself (exit 0) rather than letting argparse raise SystemExit.
+    # bench.cli.main answers --help itself (exit 0) rather than letting argparse raise SystemExit.
     assert main(["tune", "--help"]) == 0
     text = capsys.readouterr().out
     assert "seed formulas" in text and "--slo-share" in text and json is not None
@@ -96,7 +96,7 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
     here with the written plan)."""
     import numpy as np
 
-    from bench.tune_cmd import _day
+    from bench.commands.tune import _day
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
     from speech.sim.fleet import run_policy, summarize
     from speech.sim.instance import build_instance
@@ -131,7 +131,7 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
 
 
 def test_five_draws_by_default(capsys):
-    from bench.tune_cmd import DEFAULT_DRAWS
+    from bench.commands.tune import DEFAULT_DRAWS
 
     assert main(["tune", "--help"]) == 0
     assert DEFAULT_DRAWS == 5 and "--draws" in capsys.readouterr().out

@@ -13,10 +13,12 @@ import pytest
 
 from speech.files import write_artifact
 
-from bench import aws, validate_cmd
-from bench.cli import build_parser
-from bench.synthetic import SyntheticServer
-from bench.targets import HttpTarget
+from bench.aws import client as aws
+
+from bench.commands import validate as validate_cmd
+from bench.cli.main import build_parser
+from bench.load.synthetic import SyntheticServer
+from bench.load.targets import HttpTarget
 
 from .conftest import ENDPOINT
 

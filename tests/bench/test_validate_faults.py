@@ -23,9 +23,9 @@ from botocore.awsrequest import AWSResponse
 
 from speech.files import write_artifact
 
-from bench import aws
-from bench.cli import main
-from bench.freeze import state_path
+from bench.aws import client as aws
+from bench.cli.main import main
+from bench.aws.freeze import state_path
 
 from .conftest import ENDPOINT, _Raw
 from .test_qmax_component import event_message
@@ -215,8 +215,8 @@ def test_ctrl_c_mid_load_exits_130_and_restores_scaling(deployed, runtime, ref_p
 def test_a_later_level_gets_all_its_requests_in_flight(deployed, runtime):
     """One load session for both checks (and for a qmax ladder): the second, higher level must
     reach the endpoint with all its requests at once, not with the first level's pool."""
-    from bench.loadgen import Session
-    from bench.targets import SageMakerTarget
+    from bench.load.loadgen import Session
+    from bench.load.targets import SageMakerTarget
 
     seen: list[int] = []
     runtime.on_invoke = lambda n: seen.append(runtime.inflight)

@@ -1,4 +1,4 @@
-"""``bench validate --url --live`` against bench.synthetic of known capacity (its own process).
+"""``bench validate --url --live`` against bench.load.synthetic of known capacity (its own process).
 
 The server serves one request at a time in SERVICE_MS with a 503 queue_saturated gate, so a closed
 loop of N sees p95 TTFAB of about N x SERVICE_MS. SLO_MS leaves 25 % between the gate's worst case
@@ -16,8 +16,8 @@ from speech.schema.config import PlanInputs
 from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan
 
-from bench.cli import main
-from bench.synthetic import SyntheticServer
+from bench.cli.main import main
+from bench.load.synthetic import SyntheticServer
 
 from .conftest import REF
 

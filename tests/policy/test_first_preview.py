@@ -135,7 +135,7 @@ def test_first_preview_with_an_unreadable_external_bucket_is_the_gates_reason(tm
 
 
 def test_first_preview_of_an_async_route_passes_without_realtime_alarms(tmp_path, pack):
-    from tests.speech.test_batch_program import batch_entry
+    from tests.speech.infra.test_batch_program import batch_entry
 
     config = embedded_config(ROOT / "Pulumi.dev.yaml")  # artifacts inline, as the program resolves them
     models = config["speech-endpoints:models"]

@@ -61,7 +61,7 @@ def _stack(tmp_path, entry: dict):
 
 
 def _bench_writes_receipts(sess, entry: dict) -> None:
-    from bench.receipts import write_receipt
+    from bench.aws.receipts import write_receipt
 
     m = _measurements(entry)
     for art in (m.qmax, m.ttotal):

@@ -5,7 +5,7 @@ Pure (no pulumi, no boto3, no I/O). Four readers use it and nothing else:
 
 - the program (:mod:`speech.infra.components.autoscaling`) renders it into resources;
 - the policy pack (:mod:`policy.rules`) normalizes Pulumi resource properties into the same shape;
-- ``bench drift`` / ``bench validate`` (:mod:`bench.scaling_check`) normalize AWS ``Describe*``
+- ``bench drift`` / ``bench validate`` (:mod:`bench.aws.scaling_check`) normalize AWS ``Describe*``
   output into the same shape;
 - the simulator (:func:`speech.sim.scaling_numbers`) reads its numbers from it.
 

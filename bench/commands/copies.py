@@ -1,0 +1,127 @@
+"""``bench copies``: the plan for a model hosted as copies (an inference component), no AWS calls."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan
+from speech.schema.instances import INSTANCE_SPECS
+from speech.schema.copy_plan import CopyPlan, copy_plan_filename
+from speech.files import load_artifact, write_artifact
+
+from bench.errors import UsageError
+from bench.cli.options import plan_inputs
+from bench.report.text import MARK
+
+DESCRIPTION = """\
+Turn a per-copy qmax artifact (bench qmax against ONE copy) and a copy artifact (bench tcopy:
+footprint and T_copy) into the numbers of an inference component: copy thresholds and cooldowns
+(the instance plan's formulas with T_copy in place of T_total), copies at peak and trough,
+copies per instance (whole accelerator devices, host memory and CPU cores, footprint + 10 %),
+managed instance scaling's min/max, the compute requirements and the copy-scaling target.
+With --ttotal it also says whether adding copies is much faster than adding instances.
+
+  python -m bench copies --qmax qmax-copy.json --copy copy-kokoro-82m-g5xlarge-8b1b96bc.json \\
+      --ttotal ttotal.json --instance-type ml.g5.12xlarge --peak-rps 500 --trough-rps 10
+
+Writes copy-plan-<model>.json into --out. Exit 0 ok/warn, 1 stop finding (e.g. the copy fits no
+instance of the type), 2 bad input (nothing written).
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact of a ladder against one copy")
+    p.add_argument("--copy", required=True, type=Path, metavar="FILE", help="copy artifact (bench tcopy)")
+    p.add_argument("--ttotal", type=Path, metavar="FILE", help="ttotal artifact of the instance type (to compare T_copy with T_total)")
+    p.add_argument("--instance-type", metavar="TYPE",
+                   help=f"instance type to pack into (default: the qmax fingerprint's); one of {', '.join(INSTANCE_SPECS)}")
+    p.add_argument("--peak-rps", required=True, type=float, metavar="N", help="busiest-hour requests/s")
+    p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
+    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
+    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="growth absorbed within one T_copy, 1 <= X < 1.5")
+    p.add_argument("--min-copies", type=int, default=1, metavar="N", help="copy floor; 0 scales to zero copies when idle (default 1)")
+    p.add_argument("--min-instances", type=int, default=1, metavar="N", help="instance floor while copies run (default 1)")
+    p.add_argument("--max-instances", type=int, default=None, metavar="N",
+                   help="cap on managed instance scaling (a stop finding when below the need)")
+    p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X", help="plan with floor(measured Q_max x X), 0 < X <= 1")
+    p.add_argument("--margin", type=float, default=FOOTPRINT_MARGIN, metavar="X",
+                   help=f"reserve the measured footprint x (1 + X) per copy (default {FOOTPRINT_MARGIN:g})")
+    p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR",
+                   help="where copy-plan-<model>.json goes (default artifacts/)")
+    p.add_argument("--json", action="store_true", help="print the copy plan as JSON instead of the report")
+
+
+def rows(p: CopyPlan) -> list[tuple[str, str, str]]:
+    """(name, value, rule) rows of the report."""
+    t, pk, c, i = p.thresholds, p.packing, p.copies, p.instances
+    spec = pk.instance
+    out = [
+        ("Q_max per copy", f"{p.q_max_per_copy}", "highest ladder level against one copy with p95 TTFAB <= SLO"),
+        ("C_scale_max / copy", f"{t.c_scale_max:g}", "(1 - h) x Q_max"),
+        ("C_scale_min / copy", f"{t.c_scale_min:g}", "(1 - 2h) x Q_max"),
+        ("copy target value", f"{p.scaling.target_value:g}", f"C_scale_max x CloudWatch ratio, {p.scaling.metric_type}"),
+        ("T_copy (planning)", f"{p.t_copy.planning_s:.1f} s",
+         f"measured {p.t_copy.measured_s:.1f} s + reaction {p.t_copy.reaction_bound_s:g} s"),
+    ]
+    if p.t_total is not None:
+        out.append(("T_total (planning)", f"{p.t_total.planning_s:.1f} s", "a new instance, for comparison"))
+    out += [
+        ("scale-out cooldown", f"{p.cooldowns.scale_out_s} s", "clamp(T_copy / 2, 10, 30)"),
+        ("scale-in cooldown", f"{p.cooldowns.scale_in_s} s", "max(300, 3 x planning T_copy)"),
+        ("copies at peak", f"{c.at_peak}",
+         f"ceil({p.inputs.peak_rps:g} rps / X_copy(C_scale_max) {p.capacity.throughput_at_target_rps:.2f})"),
+        ("copies min..max", f"{c.min_copies}..{c.max_copies}", "floor (0 = scale to zero) .. peak need"),
+        ("copies per instance", f"{pk.copies_per_instance}", f"{spec.instance_type}, limited by {pk.limited_by.replace('_', ' ')}"),
+    ]
+    if pk.accelerator_devices_per_copy is not None:
+        out.append(("devices per copy", f"{pk.accelerator_devices_per_copy}",
+                    f"ceil({pk.reserved_accelerator_memory_mib:g} MiB / {spec.accelerator_memory_mib} MiB per {spec.accelerator})"))
+    out += [
+        ("instances min..max", f"{i.min_instances}..{i.max_instances}", "managed instance scaling: copies / copies per instance"),
+        ("compute requirements", ", ".join(f"{k}={v:g}" for k, v in p.compute.aws().items()),
+         f"footprint x (1 + {p.inputs.footprint_margin:g})"),
+    ]
+    return out
+
+
+def render(p: CopyPlan) -> str:
+    r = rows(p)
+    wn = max(len(x[0]) for x in r)
+    wv = max(len(x[1]) for x in r)
+    lines = [f"copy plan for {p.model} on {p.packing.instance.instance_type} (measured on {p.fingerprint.slug}), "
+             f"origin {p.provenance.origin}", ""]
+    lines += [f"  {n:<{wn}}  {v:>{wv}}   {rule}" for n, v, rule in r]
+    lines += ["", "findings:"] + [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
+    lines += ["", f"verdict: {p.verdict.upper()}"]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    q = load_artifact(args.qmax, QmaxArtifact)
+    c = load_artifact(args.copy, CopyArtifact)
+    t = load_artifact(args.ttotal, TtotalArtifact) if args.ttotal is not None else None
+    if args.max_instances is not None and args.max_instances < 1:
+        raise UsageError(f"--max-instances: must be >= 1 (got {args.max_instances})")
+    if args.min_copies < 0:
+        raise UsageError(f"--min-copies: must be >= 0 (got {args.min_copies}); 0 scales to zero copies")
+    if not 0 <= args.margin < 1:
+        raise UsageError(f"--margin: must be 0 <= X < 1 (got {args.margin:g}), e.g. {FOOTPRINT_MARGIN:g}")
+    instance = args.instance_type or q.fingerprint.instance_type
+    if instance not in INSTANCE_SPECS:
+        raise UsageError(
+            f"--instance-type {instance!r} is not in the instance table; pass one of {', '.join(INSTANCE_SPECS)}"
+            + (" (the artifacts were measured locally: name the SageMaker type to pack into)" if instance.startswith("local") else "")
+        )
+    plan = build_copy_plan(q, c, plan_inputs(args, q), instance=instance, ttotal=t, min_copies=args.min_copies,
+                           max_instances_cap=args.max_instances, margin=args.margin)
+    out = write_artifact(args.out / copy_plan_filename(plan), plan)
+    if args.json:
+        print(plan.model_dump_json(indent=2))
+    else:
+        print(render(plan))
+        print(f"\nwrote {out}")
+    sys.stdout.flush()
+    return 1 if plan.verdict == "stop" else 0

@@ -1,0 +1,578 @@
+"""``bench tcopy``: how long a new model copy takes to serve on a running instance, and what it holds.
+
+Local only: a copy is a second server process of the same model on another port, started N
+times while the first (--url) serves. No instance provisioning is in it; that is the point of a
+copy (docs/design.md §10, hot loading).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, UTC
+from pathlib import Path
+from typing import Any
+from collections.abc import Callable
+
+from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart, Fingerprint, Provenance, copy_filename
+
+from container.markers import parse_at, parse_footprint_line, parse_stage_line
+
+from bench import tool_version
+
+from bench.aws import client as aws
+from bench.errors import BenchError, TargetError, UsageError
+from bench.load.ladder import request_mix
+from bench.load.targets import HttpTarget, Outcome
+
+DESCRIPTION = """\
+Measure T_copy: how long a new copy of the model takes to serve on an instance that is already
+running (framework import, weights, warm-up; no instance provisioning, no image pull), and the
+copy's memory footprint, which is what copies are packed into an instance by.
+
+Local (--url of a running container, the first copy): starts a second server process of the same
+model on a free port with --serve-cmd (default `python -m container serve`, --host/--port
+appended unless the command contains {port}), --starts times, one after the other, while
+--load-concurrency requests keep the first copy busy. Each start is timed from the spawn to the
+first GET /ping 200 (polled every 20 ms), with the container's framework_init and weights_ready
+stage markers; the footprint is what the new copy's /ping reports (peak RSS of the server and its
+worker processes, accelerator memory on CUDA). The second process must report the same model as
+the first (same /ping identity), else exit 2.
+
+SageMaker (--inference-component NAME): raises the component's copy count by one
+(UpdateInferenceComponentRuntimeConfig), polls DescribeInferenceComponent every --poll-s until
+the component is InService with that many current copies, then puts the count back and waits
+for it before the next start. T_copy there is the request to InService (a bound: up to one poll
+late), on an instance that already runs, with no stage markers. SageMaker does not report a
+copy's memory, so the footprint comes from a copy artifact measured on the same image with
+--footprint-from FILE (named in the provenance). Copy scaling on the component must be
+suspended (or absent) for the run, else exit 2: it would undo the added copy.
+
+t_copy_s, the figure plans use, is the slowest start (--statistic max, default) or the
+nearest-rank p95 (equal to the slowest below 20 starts).
+
+  python -m bench tcopy --url http://127.0.0.1:8080 --starts 5
+  python -m bench tcopy --url http://127.0.0.1:8080 --serve-cmd "python -m container serve --port {port}" --json
+  python -m bench tcopy --inference-component prod-kokoro-82m-ic --footprint-from artifacts/copy-....json --starts 3
+
+On SageMaker the copy count is put back on every way out (an AWS error that outlasts the
+retries, the component going Failed, Ctrl-C, SIGTERM), and stderr says so, also with --json.
+If AWS refuses that too, the error names the exact call to run:
+aws sagemaker update-inference-component-runtime-config --inference-component-name NAME
+--desired-runtime-config CopyCount=N --region REGION.
+
+Writes copy-<model>-<slug>.json into --out. Exit 0 written, 1 a copy did not become ready
+(nothing written), 2 bad input or an AWS error, 130 interrupted (the copy process is stopped,
+or the copy count put back, either way).
+"""
+
+MIB = 2**20
+
+
+class CopyNotReady(TargetError):
+    """A started copy exited or never answered /ping 200 (exit 1: the measurement failed, not the input)."""
+
+    exit_code = 1
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("target (one of)")
+    g.add_argument("--url", metavar="URL", help="the running first copy, e.g. http://127.0.0.1:8080")
+    g.add_argument("--inference-component", metavar="NAME", help="SageMaker inference component whose copy count is raised")
+    p.add_argument("--footprint-from", type=Path, metavar="FILE",
+                   help="SageMaker: copy artifact (bench tcopy --url on the same image) whose footprint this one records")
+    p.add_argument("--poll-s", type=float, default=5.0, metavar="S", help="SageMaker polling interval (default 5)")
+    p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
+    p.add_argument("--serve-cmd", default=f"{sys.executable} -m container serve", metavar="CMD",
+                   help="command starting a copy (default: python -m container serve; {port} or --host/--port appended)")
+    p.add_argument("--starts", type=int, default=5, metavar="N", help="copies started one after the other (default 5)")
+    p.add_argument("--load-concurrency", type=int, default=1, metavar="N",
+                   help="closed-loop requests on the first copy while the copies start (default 1; 0 = idle)")
+    p.add_argument("--statistic", choices=["max", "p95"], default="max", help="which statistic is t_copy_s (default max)")
+    p.add_argument("--timeout-s", type=float, default=300.0, metavar="S", help="give up on one start after (default 300)")
+    p.add_argument("--model", default="kokoro-82m", metavar="NAME", help="model name in the artifact (default kokoro-82m)")
+    p.add_argument("--instance-type", metavar="TYPE", help="override the fingerprint's instance type")
+    p.add_argument("--image-digest", metavar="sha256:...", help="override the fingerprint's image digest")
+    p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="artifact directory (default artifacts/)")
+    p.add_argument("--json", action="store_true", help="print the artifact as JSON (no progress bar)")
+    p.set_defaults(plot=False)
+
+
+# --- one start ---------------------------------------------------------------------------------
+
+
+@dataclass
+class StartResult:
+    start: CopyStart
+    footprint: dict
+    """The new copy's /ping footprint at its first 200."""
+    marker_footprint: dict | None
+    warmup_done_s: float | None
+    identity: dict
+
+
+@dataclass
+class _Reader:
+    proc: subprocess.Popen
+    stages: dict[str, dict] = field(default_factory=dict)
+    footprint: dict | None = None
+    tail: list[str] = field(default_factory=list)
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if (m := parse_stage_line(line)) is not None:
+                self.stages.setdefault(m["stage"], m)
+            elif (f := parse_footprint_line(line)) is not None:
+                self.footprint = f
+            self.tail.append(line.rstrip())
+            del self.tail[:-20]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (the container drains, nothing in flight here), then SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def start_copy(serve_cmd: str, timeout_s: float, poll_s: float = 0.02) -> StartResult:
+    """Spawn one copy, wait for its first /ping 200, read its markers and footprint, stop it."""
+    import httpx
+
+    from bench.load.synthetic import free_port
+    from bench.cli.options import serve_argv
+
+    port = free_port()
+    argv = serve_argv(serve_cmd, port)
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    started_at = datetime.now(UTC)
+    t0 = time.time()
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env)
+    except OSError as err:
+        raise UsageError(f"--serve-cmd {serve_cmd!r}: cannot start ({err.strerror})") from None
+    reader = _Reader(proc)
+    thread = threading.Thread(target=reader.run, daemon=True)
+    thread.start()
+    try:
+        body: dict | None = None
+        with httpx.Client(timeout=1.0) as client:
+            while body is None:
+                if proc.poll() is not None:
+                    raise CopyNotReady(f"the copy ({' '.join(argv)}) exited with {proc.returncode} before /ping 200: "
+                                      + " | ".join(reader.tail[-3:]) + "; nothing written")
+                if time.time() - t0 > timeout_s:
+                    raise CopyNotReady(f"the copy did not answer /ping 200 within --timeout-s {timeout_s:g}: "
+                                      + " | ".join(reader.tail[-3:]) + "; nothing written")
+                try:
+                    r = client.get(url + "/ping")
+                    if r.status_code == 200:
+                        ready = time.time()
+                        body = r.json() if isinstance(r.json(), dict) else {}
+                        break
+                except (httpx.HTTPError, ValueError):
+                    pass
+                time.sleep(poll_s)
+    finally:
+        _stop(proc)
+        thread.join(timeout=5)
+    if "footprint" not in body:
+        raise TargetError(f"the copy's /ping 200 has no 'footprint' ({sorted(body)}): the container predates the "
+                          "footprint report (container/footprint.py); rebuild it; nothing written")
+
+    def offset(stage: str) -> float | None:
+        m = reader.stages.get(stage)
+        return None if m is None else round(max(0.0, parse_at(m["at"]).timestamp() - t0), 3)
+
+    ready_s = round(ready - t0, 3)
+    weights = offset("weights_ready")
+    framework = offset("framework_init")
+    source = "GET /ping 200 (polled every 20 ms); framework_init, weights_ready: stdout stage markers"
+    if weights is None or weights > ready_s:
+        # Without the marker, the load and the warm-up cannot be told apart: all of it is weights.
+        weights, source = ready_s, "GET /ping 200 (polled every 20 ms); no weights_ready marker seen"
+    if framework is not None and framework > weights:
+        framework = None
+    identity = {k: v for k, v in body.items() if k not in ("status", "footprint")}
+    return StartResult(
+        start=CopyStart(started_at=started_at, framework_init_s=framework, weights_ready_s=weights, ready_s=ready_s,
+                        source=source),
+        footprint=body["footprint"], marker_footprint=reader.footprint, warmup_done_s=offset("warmup_done"),
+        identity=identity,
+    )
+
+
+# --- load on the first copy --------------------------------------------------------------------
+
+
+class Load:
+    """Closed-loop requests on the first copy in a background thread (it keeps serving while a
+    copy starts beside it, as on a real instance); counts what it got."""
+
+    def __init__(self, url: str, concurrency: int) -> None:
+        self.url, self.concurrency = url, concurrency
+        self.ok = self.failed = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Load:
+        if self.concurrency > 0:
+            self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), name="tcopy-load", daemon=True)
+            self._thread.start()
+        return self
+
+    async def _main(self) -> None:
+        target = HttpTarget(self.url)
+        texts, _ = request_mix("mixed")
+        await target.open(self.concurrency)
+
+        async def worker(i: int) -> None:
+            n = i
+            while not self._stop.is_set():
+                out: Outcome = await target.invoke(texts[n % len(texts)])
+                n += 1
+                if out.ok:
+                    self.ok += 1
+                else:
+                    self.failed += 1
+                    await asyncio.sleep(0.05)
+
+        try:
+            await asyncio.gather(*(worker(i) for i in range(self.concurrency)))
+        finally:
+            await target.close()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=70)
+
+
+# --- pure helpers ------------------------------------------------------------------------------
+
+
+def copy_footprint(footprints: list[dict]) -> CopyFootprint:
+    """The largest of the starts' footprints (peak RSS; accelerator memory on CUDA), in MiB: the
+    safe figure to pack by."""
+    devices = {f["device"] for f in footprints}
+    if len(devices) != 1:
+        raise BenchError(f"the copies ran on different devices ({', '.join(sorted(devices))}); nothing written")
+    device = devices.pop()
+    host = max(max(f["rss_peak_bytes"], f["rss_bytes"]) for f in footprints) / MIB
+    accel = [f for f in footprints if f.get("accelerator_bytes")]
+    if device == "cuda" and not accel:
+        raise BenchError("the copies ran on CUDA but none reported accelerator memory (install pynvml in the image, or "
+                         "use the torch backend, which reports torch.cuda.max_memory_reserved); nothing written")
+    top = max(accel, key=lambda f: f["accelerator_bytes"]) if device == "cuda" else None
+    total = top.get("accelerator_total_bytes") if top else None
+    return CopyFootprint(
+        device=device,
+        accelerator_memory_mib=round(top["accelerator_bytes"] / MIB, 1) if top else None,
+        accelerator_memory_source=top["accelerator_source"] if top else None,
+        accelerator_name=top.get("accelerator_name") if top else None,
+        accelerator_memory_total_mib=round(total / MIB, 1) if total else None,
+        host_memory_mib=round(host, 1),
+    )
+
+
+def render(a: CopyArtifact) -> str:
+    rows = [f"T_copy for {a.model} on {a.fingerprint.slug} ({len(a.starts)} starts)",
+            "start  framework_init s  weights_ready s  ready (/ping 200) s  warm-up s"]
+    for i, s in enumerate(a.starts, 1):
+        fw = f"{s.framework_init_s:16.3f}" if s.framework_init_s is not None else "             n/a"
+        rows.append(f"{i:>5}  {fw}  {s.weights_ready_s:15.3f}  {s.ready_s:18.3f}  {s.warmup_s:9.3f}")
+    rows.append(f"T_copy p50 {a.t_copy_p50_s:.3f} s, p95 {a.t_copy_p95_s:.3f} s, max {a.t_copy_max_s:.3f} s; "
+                f"planning T_copy = {a.planning_statistic} = {a.t_copy_s:.3f} s")
+    fp = a.footprint
+    line = f"footprint: {fp.device}, peak host memory {fp.host_memory_mib:.0f} MiB"
+    if fp.accelerator_memory_mib is not None:
+        line += f", accelerator memory {fp.accelerator_memory_mib:.0f} MiB ({fp.accelerator_memory_source})"
+    rows.append(line + f"; copies are packed by {fp.packing_memory_mib:.0f} MiB each")
+    return "\n".join(rows)
+
+
+# --- command -----------------------------------------------------------------------------------
+
+
+class _Progress:
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.progress = None
+        if enabled and sys.stderr is not None:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=Console(stderr=True))
+            self.task = self.progress.add_task("starting copy 1", total=total)
+            self.progress.start()
+
+    def done(self, i: int, total: int, line: str) -> None:
+        if self.progress:
+            self.progress.console.print(line)
+            self.progress.update(self.task, advance=1, description=f"starting copy {min(i + 1, total)}")
+
+    def stop(self) -> None:
+        if self.progress:
+            self.progress.stop()
+
+
+# --- SageMaker ---------------------------------------------------------------------------------
+
+
+def _component_state(sess: Any, name: str) -> tuple[str, int | None, int | None, dict]:
+    ic = aws.describe_inference_component(sess, name)
+    current, desired = aws.copy_counts(ic)
+    return str(ic.get("InferenceComponentStatus")), current, desired, ic
+
+
+def check_copy_scaling_suspended(sess: Any, name: str) -> None:
+    """Copy scaling that may act during the run would undo (or add to) the measured copy: refuse."""
+    from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
+
+    resp = sess.client("application-autoscaling").describe_scalable_targets(
+        ServiceNamespace=aws.NAMESPACE, ResourceIds=[copy_resource_id(name)], ScalableDimension=COPY_SCALABLE_DIMENSION)
+    for target in resp.get("ScalableTargets", []):
+        state = aws.suspended(target)
+        if not (state["DynamicScalingInSuspended"] and state["DynamicScalingOutSuspended"]):
+            raise UsageError(
+                f"copy scaling of inference component {name!r} is active (min {target.get('MinCapacity')}, max "
+                f"{target.get('MaxCapacity')}): it would undo the copy this run adds. Suspend it for the run "
+                f"(RegisterScalableTarget {copy_resource_id(name)} with SuspendedState DynamicScalingInSuspended and "
+                "DynamicScalingOutSuspended true) and resume it after; nothing changed"
+            )
+
+
+def put_back_command(name: str, count: int, region: str | None = None) -> str:
+    """The aws CLI call that sets the component's copy count (UpdateInferenceComponentRuntimeConfig)."""
+    return (f"aws sagemaker update-inference-component-runtime-config --inference-component-name {name} "
+            f"--desired-runtime-config CopyCount={count}" + (f" --region {region}" if region else ""))
+
+
+FAILED_STATES = ("Failed", "Deleting")
+"""InferenceComponentStatus values a copy cannot come back from by waiting."""
+
+
+def run_sagemaker(
+    sess: Any, name: str, starts: int, *, poll_s: float, timeout_s: float,
+    clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+    done: Callable[[int, CopyStart], None] = lambda i, s: None,
+    notify: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+) -> tuple[list[CopyStart], dict]:
+    """``starts`` copy-count increases of one, each timed to InService and given back before the
+    next. On every way out (an AWS error past the retry budget, a Failed component, Ctrl-C,
+    SIGTERM) the count is put back and ``notify`` says so; when AWS refuses that too, a
+    :class:`~bench.errors.BenchError` names the aws CLI call that puts it back."""
+    from bench.aws.freeze import interrupts_held, sigterm_as_interrupt
+
+    status, base, desired, ic = _component_state(sess, name)
+    if status != "InService" or base is None or base != desired:
+        raise TargetError(f"inference component {name!r} is {status} with {base} of {desired} copies; wait until it is "
+                          "InService with its copies all current")
+    check_copy_scaling_suspended(sess, name)
+    sm = sess.client("sagemaker")
+    region = getattr(sess, "region_name", None)
+
+    def set_count(n: int) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            sm.update_inference_component_runtime_config(InferenceComponentName=name, DesiredRuntimeConfig={"CopyCount": n})
+        except ClientError as err:
+            if aws.is_access_denied(err) or aws.is_throttled(err):
+                raise
+            raise TargetError(f"inference component {name!r}: cannot set {n} copies ({aws.client_error_message(err)})") from None
+
+    def wait_for(n: int, t0: float, what: str) -> float:
+        while True:
+            status, current, _, info = _component_state(sess, name)
+            if status in FAILED_STATES:
+                raise CopyNotReady(f"inference component {name!r} went {status} while {what}: "
+                                   f"{info.get('FailureReason', 'no reason given')}; nothing written")
+            if status == "InService" and current == n:
+                return clock() - t0
+            if clock() - t0 > timeout_s:
+                raise CopyNotReady(f"inference component {name!r}: not InService with {n} copies after --timeout-s "
+                                   f"{timeout_s:g} while {what} (now {status}, {current} copies); nothing written")
+            sleep(poll_s)
+
+    def put_back(raised: bool, why: BaseException) -> None:
+        """The desired count back to ``base`` (unless AWS already has it there)."""
+        try:
+            _, _, now, info = _component_state(sess, name)
+        except Exception:  # noqa: BLE001 - cannot read it: set it anyway
+            now, info = None, {}
+        if now == base:
+            if raised:
+                notify(f"restored {name}: copy count {base}, as before the run")
+            return
+        try:
+            set_count(base)
+        except Exception as err:  # noqa: BLE001 - whatever AWS said, the count is not back: say what to run
+            stopped = "Ctrl-C" if isinstance(why, KeyboardInterrupt) else (
+                f"{why.__class__.__name__}: {aws.client_error_message(why) if isinstance(why, Exception) else why}")
+            raise BenchError(
+                f"the run stopped ({stopped}) and could not put the copy count of inference component {name} back to "
+                f"{base} ({aws.client_error_message(err)}); its desired count is "
+                f"{now if now is not None else 'unknown'}: run {put_back_command(name, base, region)}"
+            ) from None
+        status = info.get("InferenceComponentStatus")
+        after = (f"; it is {status} ({info.get('FailureReason', 'no reason given')}): fix the cause and redeploy it "
+                 f"(pulumi up), then check it with aws sagemaker describe-inference-component --inference-component-name "
+                 f"{name}" if status in FAILED_STATES else "")
+        notify(f"restored {name}: copy count set back to {base} (was {now if now is not None else 'unknown'}){after}")
+
+    out: list[CopyStart] = []
+    pending = raised = False
+    """pending: the count may differ from base (a raise was sent); raised: AWS took one."""
+    with sigterm_as_interrupt():
+        try:
+            for i in range(starts):
+                started_at = datetime.fromtimestamp(clock(), tz=UTC)
+                t0 = clock()
+                pending = True
+                set_count(base + 1)
+                raised = True
+                ready = round(wait_for(base + 1, t0, f"adding copy {base + 1}"), 3)
+                start = CopyStart(started_at=started_at, weights_ready_s=ready, ready_s=ready,
+                                  source=f"UpdateInferenceComponentRuntimeConfig CopyCount {base} -> {base + 1}, then "
+                                         f"DescribeInferenceComponent InService with CurrentCopyCount {base + 1} (polled "
+                                         f"every {poll_s:g} s: up to one poll late); no stage markers, so weights_ready_s "
+                                         "= ready_s")
+                out.append(start)
+                set_count(base)
+                wait_for(base, clock(), f"giving copy {base + 1} back")
+                pending = raised = False
+                done(i, start)
+        except BaseException as why:
+            if pending:
+                with interrupts_held():
+                    put_back(raised, why)
+            raise
+    return out, ic
+
+
+def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep) -> int:
+    if bool(args.url) == bool(args.inference_component):
+        raise UsageError("pass exactly one of --url (a local copy) or --inference-component (SageMaker)")
+    if args.inference_component:
+        return run_component(args, session, clock, sleep)
+    if args.footprint_from:
+        raise UsageError("--footprint-from: only with --inference-component (a local copy reports its own footprint)")
+    if args.starts < 1:
+        raise UsageError(f"--starts {args.starts}: must be at least 1")
+    if args.load_concurrency < 0:
+        raise UsageError(f"--load-concurrency {args.load_concurrency}: must be >= 0")
+    if not args.timeout_s > 0:
+        raise UsageError(f"--timeout-s {args.timeout_s:g}: must be > 0 seconds")
+    first = HttpTarget(args.url)
+    first.check()
+    fingerprint = first.fingerprint(args.instance_type, args.image_digest)
+    first_identity = {k: v for k, v in first._identity.items() if k not in ("status", "footprint")}
+    started = datetime.now(UTC)
+    results: list[StartResult] = []
+    progress = _Progress(not (args.json or getattr(args, "quiet", False)), args.starts)
+    try:
+        with Load(args.url, args.load_concurrency) as load:
+            for i in range(args.starts):
+                r = start_copy(args.serve_cmd, args.timeout_s)
+                if r.identity != first_identity:
+                    raise UsageError(
+                        f"--serve-cmd starts another model than {args.url} serves (its /ping says {r.identity}, the first "
+                        f"copy's {first_identity}); a copy must be the same model: fix --serve-cmd or --url"
+                    )
+                results.append(r)
+                progress.done(i + 1, args.starts, f"  copy {i + 1}: /ping 200 after {r.start.ready_s:.3f} s "
+                                                  f"(weights_ready {r.start.weights_ready_s:.3f} s), peak RSS "
+                                                  f"{r.footprint['rss_peak_bytes'] / MIB:.0f} MiB")
+    finally:
+        progress.stop()
+    starts = [r.start for r in results]
+    served = f"{load.ok} requests served on the first copy meanwhile ({load.failed} failed)" if args.load_concurrency else "first copy idle"
+    artifact = CopyArtifact(
+        model=args.model,
+        fingerprint=fingerprint,
+        footprint=copy_footprint([r.footprint for r in results]),
+        starts=starts,
+        planning_statistic=args.statistic,
+        **CopyArtifact.summarize(starts, args.statistic),
+        provenance=Provenance(
+            origin="measured",
+            source=f"bench tcopy (local-process): {args.starts} copies started by {args.serve_cmd!r} beside {args.url}, "
+                   f"load concurrency {args.load_concurrency}; {served}",
+            measured_at=started, tool="bench tcopy", target=first.name, tool_version=tool_version(),
+            ended_at=datetime.now(UTC),
+        ),
+    )
+    from bench.report.publish import publish
+
+    publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
+    return 0
+
+
+def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], float], sleep: Callable[[float], None]) -> int:
+    from speech.files import load_artifact
+
+    if args.starts < 1:
+        raise UsageError(f"--starts {args.starts}: must be at least 1")
+    if not args.timeout_s > 0 or not args.poll_s > 0:
+        raise UsageError(f"--timeout-s {args.timeout_s:g} / --poll-s {args.poll_s:g}: must be > 0 seconds")
+    if args.footprint_from is None:
+        raise UsageError("--inference-component needs --footprint-from FILE: SageMaker does not report a copy's memory; "
+                         "measure it with bench tcopy --url on the same image and pass that artifact")
+    source = load_artifact(args.footprint_from, CopyArtifact)
+    sess = session or aws.session(args.region)
+    started = datetime.now(UTC)
+    progress = _Progress(not (args.json or getattr(args, "quiet", False)), args.starts)
+    try:
+        starts, ic = run_sagemaker(
+            sess, args.inference_component, args.starts, poll_s=args.poll_s, timeout_s=args.timeout_s, clock=clock,
+            sleep=sleep, log=(lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr)),
+            done=lambda i, st: progress.done(i + 1, args.starts, f"  copy {i + 1}: InService after {st.ready_s:.1f} s"),
+            # What was put back is said on stderr even with --json (stdout carries the JSON); -q silences it.
+            notify=(lambda m: None) if getattr(args, "quiet", False) else (lambda m: print(m, file=sys.stderr)))
+    finally:
+        progress.stop()
+    endpoint = ic.get("EndpointName", "")
+    if args.instance_type and args.image_digest:
+        itype, digest = args.instance_type, args.image_digest
+    else:
+        itype, digest = aws.component_identity(sess, ic)
+        itype, digest = args.instance_type or itype, args.image_digest or digest
+    if not itype or not digest:
+        raise TargetError(f"inference component {args.inference_component!r}: cannot tell its instance type and image digest "
+                          f"(got {itype!r}, {digest or 'no digest'}); pass --instance-type and --image-digest; nothing written")
+    try:
+        fingerprint = Fingerprint.of(itype, digest)
+    except ValueError as err:
+        raise UsageError(f"fingerprint of {args.inference_component}: {str(err).splitlines()[0]}") from None
+    artifact = CopyArtifact(
+        model=args.model, fingerprint=fingerprint, footprint=source.footprint, starts=starts,
+        planning_statistic=args.statistic, **CopyArtifact.summarize(starts, args.statistic),
+        provenance=Provenance(
+            origin="measured",
+            source=f"bench tcopy (inference component {args.inference_component}): {args.starts} copy-count increases "
+                   f"of one; footprint from {args.footprint_from.name} ({source.fingerprint.slug}, "
+                   f"{source.provenance.target})",
+            measured_at=started, tool="bench tcopy", target=f"sagemaker:{endpoint}", tool_version=tool_version(),
+            region=getattr(sess, "region_name", None), ended_at=datetime.now(UTC),
+        ),
+    )
+    from bench.report.publish import publish
+
+    publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
+    return 0

@@ -1,0 +1,260 @@
+"""``bench tune``: search the deployable scaling parameters for the fewest instance-hours that keep
+the SLO share on simulated days of a trace (speech.sim.tune, docs/design.md §10.10)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from bench.errors import UsageError
+from bench.load.traces import load_trace
+from speech.files import load_artifact, write_artifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.config import MAX_SURGE_RATIO, PlanInputs
+from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
+from speech.sim.instance import build_instance
+from speech.sim.peers import DEFAULT_SLO_SHARE
+from speech.sim.traces import TraceError, parse_spec, peak_rps
+from speech.schema.config import Promise as PlanPromise
+from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Candidate, Tuner, describe_plan, perturbations
+
+DEFAULT_DRAWS = 5
+"""Independent draws of the traffic every candidate is judged on: one draw is not the traffic (the
+next draw of the same users can land below the share a plan tuned on one kept)."""
+MAX_DRAWS = 50
+
+DESCRIPTION = f"""\
+Search the scaling parameters for the fewest instance-hours that keep --slo-share of the requests
+within the SLO, on simulated days of --trace (the bench simulate instance model and AWS mechanics).
+
+Knobs, all plan inputs, each inside the safety bound bench plan checks: the surge ratio, the target
+as a share of Q_max (at most 1 - h), the scale-out alarm's datapoints, the floor, and the scale-in:
+the share of the fleet per step (at most 1 - C_scale_min / C_scale_max, so the smaller fleet stays
+under the target), its window and its cooldown (at least the window and the planning T_total). The
+seed formulas (bench plan) are where the search starts; each tuned value is printed next to its
+seed with the reason. Scheduled floors and the scale-out cooldown stay as given.
+
+Judges every candidate on --draws independent draws of the traffic (generator seeds, or
+superposition seeds of a file trace) and keeps the cheapest whose LOWEST share over them keeps
+--slo-share; checks the winner on --holdout-days other draws, on the first draw with its spikes
+raised by the surge ratio, and shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json:
+the tuned plan inputs, their reasons and the promise in inputs.promise: simulated SLO share and
+instance-hours as the mean over the draws with their lowest and highest (slo_share_low/high,
+instance_hours_low/high), rejected share, cost vs the floor, the trace's sha256, seed, simulator
+version) and
+tune-<model>-<trace>.json (every knob seed vs tuned, the checks). Exit 0 when the tuned plan keeps the
+share on every check, 1 when a check missed it, 2 bad input (nothing written).
+
+  python -m bench tune --qmax Q.json --ttotal T.json --trace diurnal:peak=5000
+  python -m bench tune --qmax Q.json --ttotal T.json --trace azure-conv:peak=500 --slo-share 0.995 --json
+
+Default --slo-share {DEFAULT_SLO_SHARE}.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--qmax", required=True, type=Path, metavar="FILE", help="qmax artifact (bench qmax)")
+    p.add_argument("--ttotal", required=True, type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
+    p.add_argument("--trace", required=True, metavar="SPEC", help="traffic, as for bench simulate (a generator or a CSV)")
+    p.add_argument("--slo-share", type=float, default=DEFAULT_SLO_SHARE, metavar="X",
+                   help=f"share of requests to answer within the SLO on every training day (default {DEFAULT_SLO_SHARE})")
+    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="SLO (default: the ladder's)")
+    p.add_argument("--peak-rps", type=float, default=None, metavar="N", help="plan input (default: the trace's busiest minute)")
+    p.add_argument("--trough-rps", type=float, default=None, metavar="N",
+                   help="plan input (default: the first training day's quietest minute)")
+    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="the seed's surge ratio (default 1.25)")
+    p.add_argument("--draws", "--train-days", dest="draws", type=int, default=DEFAULT_DRAWS, metavar="N",
+                   help=f"independent draws of the traffic (generator seeds, or superposition seeds of a file trace) every "
+                        f"candidate is judged on; the cheapest whose LOWEST share over them keeps --slo-share wins, and the "
+                        f"promise records the mean, lowest and highest (default {DEFAULT_DRAWS}; --train-days is the old name)"),
+    p.add_argument("--holdout-days", type=int, default=2, metavar="N", help="days the winner is checked on (default 2)")
+    p.add_argument("--seed", type=int, default=1, metavar="N", help="first training day's seed (default 1)")
+    p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
+    p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it goes to stderr)")
+
+
+def _with(spec: str, **opts) -> str:
+    """The spec with keys set (replacing any already there)."""
+    kind, path, old = parse_spec(spec)
+    old.update({k: str(v) for k, v in opts.items()})
+    head = kind if path is None else f"{kind}:{path}"
+    body = ",".join(f"{k}={v}" for k, v in old.items())
+    return f"{head}{',' if path is not None else ':'}{body}" if body else head
+
+
+def _day(spec: str, seed: int) -> np.ndarray:
+    return load_trace(_with(spec, seed=seed)).arrivals
+
+
+def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Promise:
+    return Promise(
+        slo_share_target=target, within_slo_share=round(float(np.mean([d.within_slo_share for d in c.days])), 6),
+        within_slo_share_worst_day=round(c.worst_share, 6), rejected_share=round(c.rejected, 6),
+        instance_hours=round(c.hours, 3), cost_vs_floor=round(c.x_floor, 4), trace=spec, trace_sha256=sha, seed=seed,
+        simulator_version=SIMULATOR_VERSION, **_interval(c), draws=len(c.days),
+    )
+
+
+def _interval(c: Candidate) -> dict[str, float]:
+    """The promise's interval over the draws (rounded as the promise's other numbers)."""
+    return {"slo_share_low": round(c.worst_share, 6), "slo_share_high": round(c.best_share, 6),
+            "instance_hours_low": round(c.hours_low, 3), "instance_hours_high": round(c.hours_high, 3)}
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 < args.slo_share < 1:
+        raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
+    if args.draws < 1 or args.holdout_days < 0:
+        raise UsageError(f"--draws {args.draws} / --holdout-days {args.holdout_days}: need at least 1 draw "
+                         "and 0 or more held-out days")
+    if args.draws > MAX_DRAWS:
+        raise UsageError(f"--draws {args.draws}: at most {MAX_DRAWS} (each candidate is simulated on every draw)")
+    if not 1.0 <= args.surge_ratio < MAX_SURGE_RATIO:
+        raise UsageError(f"--surge-ratio {args.surge_ratio:g}: must be in [1, {MAX_SURGE_RATIO:g})")
+    q = load_artifact(args.qmax, QmaxArtifact)
+    t = load_artifact(args.ttotal, TtotalArtifact)
+    if q.q_max < 1:
+        raise UsageError(f"--qmax {args.qmax}: Q_max is 0 (no level met the SLO); there is nothing to tune")
+    try:
+        train = [(i, _day(args.trace, args.seed + i)) for i in range(args.draws)]
+        hold = [(1000 + i, _day(args.trace, args.seed + args.draws + i)) for i in range(args.holdout_days)]
+    except TraceError:
+        raise
+    first = train[0][1]
+    if first.sum() <= 0:
+        raise UsageError(f"--trace {args.trace!r}: the trace has no requests")
+    peak = args.peak_rps if args.peak_rps is not None else round(peak_rps(first), 3)
+    w = min(60, first.size)
+    c = np.concatenate([[0.0], np.cumsum(first)])
+    trough = args.trough_rps if args.trough_rps is not None else round(min(max(float(((c[w:] - c[:-w]) / w).min()), 1e-3), peak), 3)
+    try:
+        inputs = PlanInputs(slo_ms=args.slo_ms if args.slo_ms is not None else q.slo.ttfab_p95_ms, surge_ratio=args.surge_ratio,
+                            peak_rps=peak, trough_rps=trough)
+    except ValueError as err:
+        raise UsageError(f"plan inputs from the trace and flags are invalid: {err}; pass --peak-rps/--trough-rps") from None
+    model = build_instance(q, t, slo_ms=inputs.slo_ms)
+
+    progress = None
+    if not args.no_progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.console import Console
+
+        progress = Progress(TextColumn("tuning"), BarColumn(), MofNCompleteColumn(), TextColumn("simulated days"),
+                            TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    task = None
+
+    def tick() -> None:
+        if progress is not None and task is not None:
+            progress.advance(task)
+
+    lengths = {a.size for _, a in train}
+    rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 else None
+    tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate)
+    options = tuner.choices(tuner.seed_knobs())
+    expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
+    if progress is not None:
+        progress.start()
+        task = progress.add_task("tune", total=expected)
+    try:
+        seed, best = tuner.search(train)
+        spike_factor = float(parse_spec(args.trace)[2].get("spike_factor", 1.2))
+        spiked = (_day(_with(args.trace, spike_factor=spike_factor * args.surge_ratio), args.seed)
+                  if parse_spec(args.trace)[0] == "diurnal" else None)
+        shift = 3600 if first.size >= 4 * 3600 else max(1, first.size // 24)
+        perturbed = perturbations(first, args.surge_ratio, spike_arrivals=spiked, shift_s=shift)
+        checks = []
+        days = [(f"held-out seed {args.seed + args.draws + i}", i_a) for i, i_a in enumerate(hold)]
+        days += [(name, (2000 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
+        bare = replace(best.knobs, scheduled_floors=False) if best.knobs.scheduled_floors else None
+        for name, day in days:
+            s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
+            n_c = tuner.candidate(bare, [day]) if bare is not None else None
+            checks.append(TuneCheck(day=name, seed_within_slo_share=round(s_c.worst_share, 6),
+                                    seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
+                                    tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share,
+                                    without_floors_within_slo_share=None if n_c is None else round(n_c.worst_share, 6),
+                                    without_floors_instance_hours=None if n_c is None else round(n_c.hours, 3)))
+    finally:
+        if progress is not None:
+            progress.stop()
+
+    digest = hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
+    sha = "sha256:" + digest
+    sd, bd = describe_plan(tuner.seed_numbers, seed.knobs), describe_plan(tuner.numbers_for(best.knobs), best.knobs)
+    reasons = {k: REASONS[k] for k in KNOBS if getattr(seed.knobs, k) != getattr(best.knobs, k)}
+    promise = PlanPromise(slo_share=round(best.share, 6), rejected_share=round(best.rejected, 6),
+                          instance_hours=round(best.hours, 3), cost_vs_floor=round(best.x_floor, 4), trace_sha256=digest,
+                          seed=args.seed, simulator_version=SIMULATOR_VERSION, trace_hours=round(first.size / 3600, 3),
+                          **_interval(best))
+    best_inputs = tuner.inputs_for(best.knobs)
+    assert best_inputs is not None  # the search only keeps knobs whose plan was built
+    tuned_inputs = best_inputs.model_copy(update={"promise": promise, "reasons": reasons})
+    from speech.plan.realtime import build_plan
+
+    tuned_plan = build_plan(q, t, tuned_inputs, allow_config_mismatch=True)
+    values = [TunedValue(knob=k, seed=sd[k], tuned=bd[k], deployable_now=True,
+                         reason=reasons.get(k, "the seed formula kept" if sd[k] == bd[k] else
+                                            "the seed formula kept; its value follows the tuned inputs above")) for k in KNOBS]
+    art = TuneArtifact(
+        model=q.model, qmax_sha256=canonical_sha256(q), ttotal_sha256=canonical_sha256(t),
+        seed_plan_sha256=canonical_sha256(tuner.seed_plan), tuned_plan_sha256=canonical_sha256(tuned_plan),
+        promise=_promise(best, args.slo_share, args.trace, sha, args.seed),
+        seed=_promise(seed, args.slo_share, args.trace, sha, args.seed),
+        values=values, checks=checks, held=all(c.tuned_keeps_share for c in checks) and best.worst_share >= args.slo_share,
+        evaluations=tuner.evaluations, created_at=datetime.now(UTC),
+    )
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in parse_spec(args.trace)[0])
+    written = [write_artifact(args.out / f"plan-{q.model}-tuned.json", tuned_plan),
+               write_artifact(args.out / f"tune-{q.model}-{safe}.json", art)]
+    if args.json:
+        print(json.dumps(art.model_dump(mode="json"), indent=2))
+    else:
+        print(render(art))
+        print("\nwrote " + ", ".join(str(p) for p in written))
+    sys.stdout.flush()
+    return 0 if art.held else 1
+
+
+def render(a: TuneArtifact) -> str:
+    p, s = a.promise, a.seed
+    lines = [f"bench tune: {a.model} on {p.trace}, SLO share target {p.slo_share_target:.2%} "
+             f"({a.evaluations} simulated days)", "",
+             f"{'knob':<20} {'seed':<28} {'tuned':<28} reason"]
+    for v in a.values:
+        lines.append(f"{v.knob:<20} {v.seed:<28} {v.tuned:<28} {v.reason}")
+    lines += ["", f"{'draws (' + str(p.draws or '?') + ')':<22} in SLO: mean  low      high     rejected  inst-h: mean  "
+                  "low       high      x floor"]
+    for name, x in (("seed", s), ("tuned", p)):
+        low = x.slo_share_low if x.slo_share_low is not None else x.within_slo_share_worst_day
+        high = x.slo_share_high if x.slo_share_high is not None else x.within_slo_share
+        h_lo = x.instance_hours_low if x.instance_hours_low is not None else x.instance_hours
+        h_hi = x.instance_hours_high if x.instance_hours_high is not None else x.instance_hours
+        lines.append(f"{name:<22} {x.within_slo_share:12.3%}  {low:7.3%}  {high:7.3%}  {x.rejected_share:8.3%}  "
+                     f"{x.instance_hours:12.1f}  {h_lo:8.1f}  {h_hi:8.1f}  {x.cost_vs_floor:7.2f}")
+    lines += ["", "checks                 seed in SLO  seed inst-h  tuned in SLO  tuned inst-h  keeps"]
+    for c in a.checks:
+        lines.append(f"{c.day:<22} {c.seed_within_slo_share:10.3%}  {c.seed_instance_hours:11.1f}  {c.tuned_within_slo_share:11.3%}  "
+                     f"{c.tuned_instance_hours:12.1f}  {'yes' if c.tuned_keeps_share else 'NO'}")
+    floors = [c for c in a.checks if c.without_floors_instance_hours is not None]
+    if floors:
+        lines += ["", "scheduled floors (learned on the training draws only): the same tuned knobs without them, on the days "
+                      "above"]
+        for c in floors:
+            assert c.without_floors_instance_hours is not None and c.without_floors_within_slo_share is not None
+            saved = c.without_floors_instance_hours - c.tuned_instance_hours
+            keeps = "keeps" if c.without_floors_within_slo_share >= p.slo_share_target else "MISSES"
+            lines.append(f"  {c.day}: without them {c.without_floors_within_slo_share:.3%} in SLO ({keeps} the target), "
+                         f"{c.without_floors_instance_hours:.1f} inst-h: the floors " +
+                         (f"saved {saved:.1f} inst-h" if saved >= 0 else f"cost {-saved:.1f} inst-h more") +
+                         f" and moved the share {100 * (c.tuned_within_slo_share - c.without_floors_within_slo_share):+.2f} "
+                         "points")
+    lines += ["", "promise held on every check" if a.held else "promise NOT held on every check (exit 1)"]
+    return "\n".join(lines)

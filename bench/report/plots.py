@@ -1,0 +1,226 @@
+"""PNG plots of measurements (matplotlib, Agg: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def why_level_failed(lv, slo_ms: float) -> str:
+    """Why a ladder level does not meet the SLO, in the words of the rule it broke
+    (bench.load.loadgen.LevelResult.meets: p95 within the SLO, nothing rejected, at most 1 % errors)."""
+    reasons = []
+    if lv.ttfab_p95_ms > slo_ms:
+        reasons.append(f"p95 {lv.ttfab_p95_ms:.0f} ms > SLO")
+    if lv.rejected:
+        reasons.append(f"{lv.rejected} rejected (503)")
+    if lv.errors and lv.errors > 0.01 * max(lv.completed, 1):
+        reasons.append(f"{lv.errors} errors")
+    if lv.ok == 0:
+        reasons.append("nothing answered")
+    return ", ".join(reasons) or "failed"
+
+
+def _integer_axis(axis) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def plot_qmax(a: QmaxArtifact, path: Path) -> Path:
+    """p95 TTFAB vs concurrency from 0 ms, the SLO line, Q_max, and every failed level marked with
+    why it failed (latency over the SLO, or rejections/errors under it)."""
+    plt = _plt()
+    fig = qmax_figure(a)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def qmax_figure(a: QmaxArtifact):
+    """The figure :func:`plot_qmax` saves (tests read its axes)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    xs = [lv.concurrency for lv in a.ladder]
+    slo = a.slo.ttfab_p95_ms
+    ax.plot(xs, [lv.ttfab_p95_ms for lv in a.ladder], "o-", label="p95 TTFAB")
+    ax.plot(xs, [lv.ttfab_p50_ms for lv in a.ladder], ".--", alpha=0.6, label="p50 TTFAB")
+    ax.axhline(slo, color="tab:red", lw=1, label=f"SLO {slo:g} ms")
+    if a.q_max:
+        ax.axvline(a.q_max, color="tab:green", ls=":", label=f"Q_max {a.q_max}")
+    bad = [lv for lv in a.ladder if not lv.meets_slo]
+    for i, lv in enumerate(bad):
+        latency = lv.ttfab_p95_ms > slo
+        ax.plot([lv.concurrency], [lv.ttfab_p95_ms], "x" if latency else "s", color="tab:red", ms=11 if latency else 8,
+                mew=2, mfc="none", label=("failed: p95 over the SLO" if latency else "failed: rejections/errors under the SLO")
+                if i == next(j for j, b in enumerate(bad) if (b.ttfab_p95_ms > slo) == latency) else None)
+        ax.annotate(why_level_failed(lv, slo), (lv.concurrency, lv.ttfab_p95_ms), fontsize=7, color="tab:red",
+                    xytext=(-6, 8), textcoords="offset points", ha="right")
+    ax.set_ylim(bottom=0, top=max([slo, *(lv.ttfab_p95_ms for lv in a.ladder)]) * 1.15)
+    ax.set_xlim(left=0)
+    _integer_axis(ax.xaxis)
+    ax.set_xlabel("concurrency (requests in flight)")
+    ax.set_ylabel("TTFAB, ms")
+    ax.set_title(f"{a.model} {a.transport} on {a.fingerprint.slug}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_ttotal(a: TtotalArtifact, path: Path) -> Path:
+    """Phase waterfall: one bar per phase from the previous phase to this one."""
+    from speech.schema.config import ReactionPolicy
+    from speech.plan.formulas import planning_t_total
+
+    from bench.report.text import dominant_phase
+
+    plt = _plt()
+    phases = [p for p in a.phases if p.applicable and p.offset_s is not None]
+    t = planning_t_total(a.measured_total_s, ReactionPolicy())
+    dominant = dominant_phase(a)
+    fig, ax = plt.subplots(figsize=(7, 0.5 * (len(phases) + 1) + 1.8), dpi=110)
+    prev = 0.0
+    for i, p in enumerate(phases):
+        width = max(p.offset_s - prev, 0.0)
+        edge = "tab:red" if dominant and p.name == dominant.name else None
+        ax.barh(i, width, left=prev, color="tab:orange" if p.bounded else "tab:blue", edgecolor=edge, linewidth=2 if edge else 0)
+        ax.text(p.offset_s, i, f" {p.offset_s:.1f} s", va="center", fontsize=8)
+        prev = max(prev, p.offset_s)
+    # The plan adds the reaction bound after the measured scale-out: drawn as the last bar.
+    ax.barh(len(phases), t.reaction_bound_s, left=t.measured_s, color="tab:gray", hatch="//")
+    ax.text(t.planning_s, len(phases), f" {t.planning_s:.1f} s", va="center", fontsize=8)
+    ax.set_yticks(range(len(phases) + 1), [p.name for p in phases] + ["reaction bound (plan)"])
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since desired_set (orange: bounded; red edge: dominant phase)")
+    title = f"planning T_total {t.planning_s:.1f} s = measured {t.measured_s:.1f} s + reaction {t.reaction_bound_s:g} s ({a.trigger})"
+    if dominant is not None:
+        title += f"\ndominant: {dominant.name} {dominant.seconds:.1f} s ({100 * dominant.share:.0f}%)"
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+POLICY_STYLE = {"plan": dict(lw=2.0, color="tab:blue", zorder=5), "seed plan": dict(lw=2.0, color="tab:blue", zorder=5),
+                "tuned plan": dict(lw=2.0, color="black", zorder=6)}
+"""The plans drawn on top (beside a tuned plan, the seed in blue and the tuned one in black); the
+other policies thinner, in matplotlib's cycle without blue and grey (grey is the offered load)."""
+PLAN_DOT = {"plan": "tab:blue", "seed plan": "tab:blue", "tuned plan": "black"}
+OTHER_COLORS = ("C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
+
+
+def plot_simulation(art, runs, model, plan, stem: Path) -> list[Path]:
+    """One overlay of every policy over time (offered load and rejections, instances in service on
+    an integer axis, per-minute p95 TTFAB from 0 ms against the SLO) and one cost-vs-SLO scatter
+    with the SLO target share drawn."""
+    import numpy as np
+
+    from speech.sim.fleet import SLO_SHARE, minute_p95_ms
+
+    plt = _plt()
+    fig, axes = plt.subplots(3, 1, figsize=(11, 8), dpi=100, sharex=True)
+    top_ms = plan.inputs.slo_ms
+    for k, run in enumerate(runs):
+        minutes = np.arange(int(np.ceil(run.arrivals.size / 60)))
+        idx = np.arange(run.arrivals.size) // 60
+        hours = minutes / 60.0
+        style = POLICY_STYLE.get(run.policy, dict(lw=0.9, alpha=0.85, color=OTHER_COLORS[k % len(OTHER_COLORS)]))
+        if k == 0:
+            axes[0].plot(hours, np.bincount(idx, run.arrivals, minlength=minutes.size) / 60.0, lw=1.2, color="0.55",
+                         label="offered rps (every policy)")
+        axes[0].plot(hours, np.bincount(idx, run.rejected, minlength=minutes.size) / 60.0, ls="--", label=run.policy,
+                     **style)
+        axes[1].plot(hours, np.bincount(idx, run.serving, minlength=minutes.size) / 60.0, label=run.policy, **style)
+        p95 = np.asarray(minute_p95_ms(run, model), dtype=float)
+        if np.isfinite(p95).any():
+            top_ms = max(top_ms, float(np.nanmax(p95)))
+        axes[2].plot(hours, p95, label=run.policy, **style)
+    axes[0].set_ylabel("requests/s")
+    axes[0].set_title("offered load (grey) and rejected requests/s (dashed) per policy", fontsize=9)
+    axes[0].set_ylim(bottom=0)
+    axes[1].set_ylabel("instances in service")
+    axes[1].set_ylim(bottom=0)
+    _integer_axis(axes[1].yaxis)
+    slo_line = axes[2].axhline(plan.inputs.slo_ms, color="tab:red", lw=1, ls=":", label=f"SLO {plan.inputs.slo_ms:g} ms")
+    axes[2].set_ylim(0, top_ms * 1.1)
+    axes[2].set_ylabel("p95 TTFAB per minute, ms")
+    axes[2].set_xlabel("hours")
+    # One legend for all three panels, outside them, so no curve hides behind it.
+    handles, labels = axes[1].get_legend_handles_labels()
+    offered = axes[0].get_lines()[0]
+    fig.legend([offered, *handles, slo_line], [offered.get_label(), *labels, slo_line.get_label()], loc="center right",
+               fontsize=8, title="policy", title_fontsize=8)
+    fig.subplots_adjust(right=0.84)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"every scaling policy on {art.trace.spec}", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 0.84, 1))
+    path = Path(f"{stem}-timeline.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    paths = [path]
+
+    target_pct = 100 * SLO_SHARE
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    by_cost = any(r.cost_vs_floor is not None for r in art.results)
+    for r in art.results:
+        x = r.cost_vs_floor if r.cost_vs_floor is not None else r.instance_hours
+        y = 100 * r.within_slo_share
+        ax.scatter([x], [y], s=60 if r.policy in PLAN_DOT else 40, color=PLAN_DOT.get(r.policy, "0.35"), zorder=3)
+        ax.annotate(r.policy, (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    ax.axhline(target_pct, color="tab:red", lw=1, ls=":", label=f"target: {target_pct:g}% within the SLO (p95)")
+    lowest = min(100 * r.within_slo_share for r in art.results)
+    ax.set_ylim(min(lowest, target_pct) - 2, 100.5)
+    ax.set_xlabel("cost / floor (instance-hours over the floor's)" if by_cost else "instance-hours")
+    ax.set_ylabel("% answered within SLO")
+    ax.set_title(f"cost vs SLO on {art.trace.spec}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    path = Path(f"{stem}-cost-vs-slo.png")
+    fig.savefig(path)
+    plt.close(fig)
+    paths.append(path)
+    return paths
+
+
+def plot_hot_load(runs, path: Path, trace_spec: str) -> Path:
+    """instance-only vs hot-load over time: rejected requests/s, copies serving, instances alive."""
+    import numpy as np
+
+    plt = _plt()
+    fig, axes = plt.subplots(3, 1, figsize=(9, 7), dpi=100, sharex=True)
+    for r in runs:
+        t = np.arange(r.run.arrivals.size) / 60.0
+        axes[0].plot(t, r.run.rejected, lw=0.8, label=f"{r.policy}: rejected")
+        axes[1].plot(t, r.copies_serving, lw=0.9, label=r.policy)
+        axes[2].plot(t, r.instances, lw=0.9, label=r.policy)
+    axes[0].plot(np.arange(runs[0].run.arrivals.size) / 60.0, runs[0].run.arrivals, lw=0.5, color="0.6", label="offered")
+    axes[0].set_ylabel("requests/s")
+    axes[1].set_ylabel("copies serving")
+    axes[2].set_ylabel("instances")
+    axes[2].set_xlabel("minutes")
+    for ax in axes:
+        ax.legend(fontsize=8, loc="upper left")
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"hot-load vs instance-only\n{trace_spec}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
