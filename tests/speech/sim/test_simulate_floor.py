@@ -2,11 +2,11 @@
 
 Tolerances, and why:
 
-* SHARE_TOL = 2e-4: the floor's schedule run through the fleet simulator keeps the share it was
-  solved for within 0.02 points. The floor judges each minute with the simulator's own fluid step
-  from the queue the previous minute leaves (found by repeating the minutes until the starts settle,
-  to 1e-6 requests); what remains is that settling and the grid interpolation, measured below
-  1e-4 on these traces.
+* SHARE_TOL = 1e-5: the floor's schedule run through the fleet simulator keeps the share it was
+  solved for within 0.001 points. The floor judges each minute with the simulator's own fluid step
+  from the queue the previous minute leaves (the minutes repeated until those queues settle to
+  1e-6 requests), judges the final schedule from its own queues and adds instances where it falls
+  short, so the simulator and the floor's model agree to rounding; the tolerance is that settling.
 * COST_TOL = 0 on per-minute schedules and on every policy: no schedule that changes once a minute
   (the floor's own rule) and no simulated policy keeps the share for fewer instance-hours. A
   per-second schedule (target-floor: every second's count, in service at once) is outside the
@@ -33,7 +33,7 @@ from speech.sim.scaler import Ctx, History
 from speech.sim.traces import generate
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
-SHARE_TOL = 2e-4
+SHARE_TOL = 1e-5
 COST_TOL = 0.0
 SLO_MS = 3000.0
 
@@ -64,7 +64,7 @@ traces = st.tuples(st.integers(0, 10**6), st.integers(3, 20), st.sampled_from([4
                    st.sampled_from([0.99, 0.995, 0.999]))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces)
 def test_the_floor_keeps_its_share_through_the_simulator(ref, case):
     _, _, model = ref
