@@ -12,13 +12,13 @@ and, as the baseline that shows what a documented rule does, one change at a tim
 The plans stay as tuned under the default: the question is how far the result moves if AWS
 behaves otherwise, not what a plan tuned for another reading would be.
 
-Prints per trace and plan: reading | in SLO | rejected | inst-h | x oracle | out | in | refused,
+Prints per trace and plan: reading | in SLO | rejected | inst-h | x floor | out | in | refused,
 then "max move across the documented-unknown readings: X points of SLO share, Y % instance-hours"
 (against the default row; the rule-off row is left out of it, it is not a reading of an unknown).
 Progress on stderr; ``--json`` prints the same as one JSON object instead. Exit 0; 2 on bad input
 (an unknown trace, a reference artifact missing), nothing on stdout; 130 interrupted.
 About 25 s on 2 shared cores for the two default traces: the tuning (40-60 simulated days a trace) is most of
-it, then 14 runs of the test day a trace and one of the oracle.
+it, then 14 runs of the test day a trace and one of the floor.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class Row:
     within_slo_share: float
     rejected_share: float
     instance_hours: float
-    x_oracle: float
+    x_floor: float
     scale_out_actions: int
     scale_in_actions: int
     refused_changes: int
@@ -113,7 +113,7 @@ def log(msg: str) -> None:
 
 def run_trace(name: str, q, t, model, train_days: int) -> dict:
     from speech.sim.fleet import run_policy, summarize
-    from speech.sim.peers import OraclePolicy
+    from speech.sim.floor import FloorPolicy
     from speech.sim.policies import AwsPolicy
     from speech.sim.scaler import scaling_numbers
 
@@ -121,7 +121,7 @@ def run_trace(name: str, q, t, model, train_days: int) -> dict:
     tt = tune_trace(name, q, t, model, train_days)
     log(f"[{name}] tuned in {tt.tune_s:.1f} s ({tt.tuner.evaluations} simulated days)")
     planning_s = tt.tuner.seed_plan.t_total.planning_s
-    oracle = summarize(run_policy(model, tt.test, OraclePolicy(model, tt.test, SLO_MS, SLO_SHARE)), model, SLO_MS, planning_s)
+    floor = summarize(run_policy(model, tt.test, FloorPolicy(model, tt.test, SLO_MS, SLO_SHARE)), model, SLO_MS, planning_s)
     numbers = {"seed plan": scaling_numbers(tt.tuner.seed_plan), "tuned plan": tt.tuned_numbers}
     plans = {}
     for plan in PLANS:
@@ -131,7 +131,7 @@ def run_trace(name: str, q, t, model, train_days: int) -> dict:
             pol = AwsPolicy(numbers[plan], model.cloudwatch_ratio, model.q_max, readings=rd.readings)
             s = summarize(run_policy(model, tt.test, pol, rd.readings, warm_x_rps=tt.warm_x_rps), model, SLO_MS, planning_s)
             rows.append(Row(rd.label, rd.unknown, s.within_slo_share, s.rejected_share, s.instance_hours,
-                            s.instance_hours / oracle.instance_hours, s.scale_out_actions, s.scale_in_actions,
+                            s.instance_hours / floor.instance_hours, s.scale_out_actions, s.scale_in_actions,
                             s.refused_changes, time.monotonic() - t0))
             log(f"[{name}] {plan}, {rd.label}: {100 * s.within_slo_share:.2f}% in SLO, {s.instance_hours:,.1f} inst-h "
                 f"({rows[-1].sim_s:.1f} s)")
@@ -139,7 +139,7 @@ def run_trace(name: str, q, t, model, train_days: int) -> dict:
     return {
         "trace": tt.spec, "test_seed": tt.test_seed, "train_seeds": [1 + i for i, _ in tt.train],
         "test_hours": tt.test.size / 3600, "test_requests": float(tt.test.sum()),
-        "oracle_instance_hours": oracle.instance_hours, "plans": plans,
+        "floor_instance_hours": floor.instance_hours, "plans": plans,
     }
 
 
@@ -149,12 +149,12 @@ def render(report: dict) -> str:
     for tr in report["traces"]:
         for plan, body in tr["plans"].items():
             out += [f"\n### {tr['trace']}, {plan} (test day: seed {tr['test_seed']}, {tr['test_hours']:.1f} h, "
-                    f"{tr['test_requests']:,.0f} requests; oracle {tr['oracle_instance_hours']:,.1f} inst-h)\n",
-                    "| reading | in SLO | rejected | inst-h | x oracle | out | in | refused |",
+                    f"{tr['test_requests']:,.0f} requests; floor {tr['floor_instance_hours']:,.1f} inst-h)\n",
+                    "| reading | in SLO | rejected | inst-h | x floor | out | in | refused |",
                     "|---|---|---|---|---|---|---|---|"]
             for r in body["rows"]:
                 out.append(f"| {r['reading']} | {100 * r['within_slo_share']:.2f}% | {100 * r['rejected_share']:.3f}% | "
-                           f"{r['instance_hours']:,.1f} | {r['x_oracle']:.2f} | {r['scale_out_actions']} | "
+                           f"{r['instance_hours']:,.1f} | {r['x_floor']:.2f} | {r['scale_out_actions']} | "
                            f"{r['scale_in_actions']} | {r['refused_changes']} |")
             m = body["max_move"]
             out.append(f"\nmax move across the documented-unknown readings: {abs(m['slo_share_points']):.2f} points of SLO share "

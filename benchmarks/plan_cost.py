@@ -1,21 +1,31 @@
-"""What each scaling policy costs for the SLO it keeps, on four traces (issue 23's table).
+"""What each scaling policy costs for the SLO it keeps, on five traces, against the floor (issue 32).
 
-    .venv/bin/python benchmarks/plan_cost.py [--train-days 2] [--traces diurnal,azure-conv,azure-code,week]
+    .venv/bin/python benchmarks/plan_cost.py [--train-draws 5] [--unseen 5]
+        [--traces diurnal,azure-conv,azure-code,two-peak,week]
 
-For each trace: the seed plan (bench plan's formulas, planned from the trace's busiest and
-quietest minute), the plan tuned by ``speech.sim.tune`` on training days (every knob a plan
-input), and the other policies of
-``bench simulate`` (reference, pressure, qps-ewma, kpa, fixed-peak) and the SLO oracle, all run on
-a day the tuner did not see (the next seed). Prints per trace: SLO share, rejected share,
-instance-hours, x oracle, actions, refused changes and flaps; then the issue's targets, each
-marked held or not:
+For each trace: the seed plan (bench plan's formulas, planned from the first training draw's
+busiest and quietest minute), the plan tuned by ``speech.sim.tune`` on the training draws (the
+lowest share over them must keep the target: ``bench tune --draws``), the other policies of ``bench
+simulate`` (reference, pressure, qps-ewma, kpa, fixed-peak) and the two clairvoyant rows:
+perfect-forecast (the plan's mechanics with the future known) and the floor (no start-up, one change
+a minute, the share over the whole trace). Every policy runs on ``--unseen`` draws the tuner did not
+see (the next seeds); per policy: SLO share mean and lowest over the draws, rejected share,
+instance-hours (mean), x floor and x perfect-forecast (means of the per-draw ratios), actions,
+refused changes, flaps. target-floor (a per-second schedule) is left out: no endpoint runs it.
 
-* the tuned plan keeps >= 99.5 % within the SLO at <= 1.3x the oracle's instance-hours on
-  diurnal:peak=5000 and azure-conv:peak=500;
-* no other policy reaches the tuned plan's SLO share at lower cost on any trace.
+two-peak is this benchmark's own day: a morning and an evening peak and three 10-minute flash
+crowds (x1.5) at seeded hours, so a draw the tuner did not see has its crowds at hours its
+training draws did not have. There the tuned plan is also run with daily floors scheduled from
+the unseen draw itself (speech.plan.schedule, as if its crowds' hours had been known): what that
+saves is the price of the surprise; the rest of the gap, to perfect-forecast, is what the plan's
+reactive scaling cannot win even knowing the hours.
 
-Reference measurements (artifacts/reference), SLO 3000 ms, SLO share 0.995. Takes several minutes
-on 2 shared cores (each tuning simulates some 60 days).
+The issue's targets, each marked held or not: the tuned plan keeps >= 99.5 % on every unseen draw;
+no deployable policy keeps its share on every draw for less; the tuned plan <= 1.25x the floor on
+diurnal, azure-conv, azure-code and week.
+
+Reference measurements (artifacts/reference), SLO 3000 ms, SLO share 0.995. The week trains on one
+draw (one week, one pass) and is judged on ``--unseen`` other weeks: the slowest part.
 """
 
 from __future__ import annotations
@@ -45,10 +55,14 @@ TRACES = {
     "diurnal": "diurnal:peak=5000",
     "azure-conv": "azure-conv:peak=500",
     "azure-code": "azure-code:peak=500",
+    "two-peak": "two-peak:peak=5000",
     "week": "week:peak=5000",
 }
-OTHERS = ("reference", "pressure", "qps-ewma", "kpa", "fixed-peak", "oracle")
+OTHERS = ("reference", "pressure", "qps-ewma", "kpa", "fixed-peak")
 SLO_MS, SLO_SHARE = 3000.0, 0.995
+FLOOR_TARGET = 1.25
+KNOWN = "tuned + floors for the draw's own crowds"
+FLOOR_TARGET_TRACES = ("diurnal", "azure-conv", "azure-code", "week")
 
 
 def week(seed: int, peak: float = 5000.0, weekend_share: float = 0.45):
@@ -66,9 +80,35 @@ def week(seed: int, peak: float = 5000.0, weekend_share: float = 0.45):
     return poisson_arrivals(np.concatenate(days), seed)
 
 
+def two_peak(seed: int, peak: float = 5000.0, crowds: int = 3, crowd_factor: float = 1.5, crowd_s: int = 600):
+    """A day with a morning peak (10:00, at ``peak``) and an evening one (20:00, at 0.8 of it) over a
+    trough of peak / 20, and ``crowds`` flash crowds (60 s ramps, ``crowd_s`` held, x``crowd_factor``)
+    at hours drawn from the seed between 07:00 and 23:00; Poisson seconds."""
+    import numpy as np
+
+    from speech.sim.traces import poisson_arrivals
+
+    t = np.arange(86400, dtype=float)
+    trough = peak / 20
+
+    def bump(at_h: float, width_h: float) -> np.ndarray:
+        return np.exp(-0.5 * ((t / 3600 - at_h) / width_h) ** 2)
+
+    rate = trough + (peak - trough) * np.maximum(bump(10.0, 2.0), 0.8 * bump(20.0, 1.5))
+    rng = np.random.default_rng(seed * 7919 + 17)
+    boost = np.zeros(t.size)
+    for start in rng.uniform(7 * 3600, 23 * 3600 - crowd_s - 120, size=crowds):
+        up = np.clip((t - start) / 60.0, 0.0, 1.0)
+        down = np.clip((start + 120 + crowd_s - t) / 60.0, 0.0, 1.0)
+        boost = np.maximum(boost, np.minimum(up, down))
+    return poisson_arrivals(rate * (1.0 + (crowd_factor - 1.0) * boost), seed)
+
+
 def day(spec: str, seed: int):
     if spec.startswith("week"):
         return week(seed)
+    if spec.startswith("two-peak"):
+        return two_peak(seed)
     from bench.load.traces import load_trace
     from bench.commands.tune import with_options
 
@@ -87,7 +127,7 @@ def reference_model() -> tuple[QmaxArtifact, TtotalArtifact, InstanceModel]:
 
 @dataclass
 class TunedTrace:
-    """One trace's training days, held-out test day, seed plan (in ``tuner``) and tuned plan."""
+    """One trace's training draws, first unseen draw, seed plan (in ``tuner``) and tuned plan."""
 
     name: str
     spec: str
@@ -112,9 +152,10 @@ class TunedTrace:
         return self.tuner.numbers_for(self.best.knobs)
 
 
-def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceModel, train_days: int = 2) -> TunedTrace:
-    """The seed plan from the first training day's busiest and quietest minute, tuned on the
-    training seeds 1..train_days (the week: one week, one pass); the test day is the next seed."""
+def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceModel, train_days: int = 5) -> TunedTrace:
+    """The seed plan from the first training draw's busiest and quietest minute, tuned on the
+    training seeds 1..train_days (the week: one week, one pass; the lowest share over the draws
+    must keep the target); the test day is the next seed."""
     import numpy as np
 
     from speech.schema.config import PlanInputs
@@ -134,57 +175,139 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
     return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0)
 
 
+@dataclass
+class Row:
+    """One policy over the unseen draws."""
+
+    label: str
+    shares: list[float]
+    rejected: list[float]
+    hours: list[float]
+    x_floor: list[float]
+    x_pf: list[float]
+    out: int
+    in_: int
+    refused: int
+    flaps: int
+
+    @property
+    def share(self) -> float:
+        return sum(self.shares) / len(self.shares)
+
+    @property
+    def low(self) -> float:
+        return min(self.shares)
+
+    @property
+    def mean_hours(self) -> float:
+        return sum(self.hours) / len(self.hours)
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def judge(tt: TunedTrace, q, model, draws: list[tuple[int, np.ndarray]], extra: dict | None = None) -> list[Row]:
+    """Every policy on every unseen draw: the rows of the table (``extra``: label -> ScalingNumbers
+    of further tuned plans, e.g. the in-sample ones, keyed by draw seed)."""
+    from speech.sim.floor import PerfectForecastPolicy, floor_schedule
+    from speech.sim.fleet import run_policy, summarize
+    from speech.sim.peers import ScheduledPolicy
+    from speech.sim.policies import AwsPolicy, make_policy
+    from speech.sim.traces import peak_rps
+
+    plan, warm = tt.tuner.seed_plan, tt.warm_x_rps
+    s = tt.tuner.seed_numbers
+    acc: dict[str, list] = {}
+    for seed, a in draws:
+        f = floor_schedule(model, a, SLO_MS, SLO_SHARE)
+        pols = [("seed plan", make_policy("plan", plan=plan, qmax=q, model=model, arrivals=a, peak_rps=peak_rps(a))),
+                ("tuned plan", AwsPolicy(tt.tuned_numbers, model.cloudwatch_ratio, model.q_max, name="tuned plan"))]
+        for label, by_seed in (extra or {}).items():
+            pols.append((label, AwsPolicy(by_seed[seed], model.cloudwatch_ratio, model.q_max, name=label)))
+        pols += [(p, make_policy(p, plan=plan, qmax=q, model=model, arrivals=a, peak_rps=peak_rps(a), slo_share=SLO_SHARE))
+                 for p in OTHERS]
+        pols += [("perfect-forecast", PerfectForecastPolicy(f.per_second, startup_s=model.startup_s, removal_updating_s=60.0,
+                                                            tick_s=s.metric_period_s, min_instances=s.min_instances,
+                                                            max_instances=s.max_instances)),
+                 ("floor", ScheduledPolicy("floor", f.per_second, "floor"))]
+        sums = {label: summarize(run_policy(model, a, pol, warm_x_rps=warm), model, SLO_MS, plan.t_total.planning_s)
+                for label, pol in pols}
+        fl, pf = sums["floor"].instance_hours, sums["perfect-forecast"].instance_hours
+        for label, x in sums.items():
+            acc.setdefault(label, []).append((x, x.instance_hours / fl, x.instance_hours / pf))
+    rows = []
+    for label, got in acc.items():
+        xs = [g[0] for g in got]
+        rows.append(Row(label, [x.within_slo_share for x in xs], [x.rejected_share for x in xs],
+                        [x.instance_hours for x in xs], [g[1] for g in got], [g[2] for g in got],
+                        sum(x.scale_out_actions for x in xs), sum(x.scale_in_actions for x in xs),
+                        sum(x.refused_changes for x in xs), sum(x.flaps for x in xs)))
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train-days", type=int, default=2)
+    ap.add_argument("--train-draws", "--train-days", dest="train_draws", type=int, default=5)
+    ap.add_argument("--unseen", type=int, default=5, help="unseen draws every policy is judged on (default 5)")
     ap.add_argument("--traces", default=",".join(TRACES))
     args = ap.parse_args()
 
-    from speech.sim.fleet import run_policy, summarize
-    from speech.sim.policies import AwsPolicy, make_policy
-    from speech.sim.traces import peak_rps
-    from speech.sim.tune import describe_plan
+    from speech.sim.tune import Tuner, describe_plan
 
     q, t, model = reference_model()
     verdicts = []
     t_all = time.monotonic()
     for name in [x.strip() for x in args.traces.split(",") if x.strip()]:
-        tt = tune_trace(name, q, t, model, args.train_days)
-        spec, train, test, tuner, best = tt.spec, tt.train, tt.test, tt.tuner, tt.best
-        t0 = time.monotonic() - tt.tune_s
-        tuned = {"tuned plan": (tuner, best)}
-        plan = tuner.seed_plan
-        policies = [("seed plan", make_policy("plan", plan=plan, qmax=q, model=model, arrivals=test, peak_rps=peak_rps(test)))]
-        policies += [(label, AwsPolicy(tu.numbers_for(best.knobs), model.cloudwatch_ratio, model.q_max, name=label))
-                     for label, (tu, best) in tuned.items()]
-        policies += [(p, make_policy(p, plan=plan, qmax=q, model=model, arrivals=test, peak_rps=peak_rps(test),
-                                     slo_share=SLO_SHARE)) for p in OTHERS]
-        warm = tt.warm_x_rps  # every scaling fleet starts sized for the opening minute
-        rows = [(label, summarize(run_policy(model, test, pol, warm_x_rps=warm), model, SLO_MS, plan.t_total.planning_s))
-                for label, pol in policies]
-        oracle = dict(rows)["oracle"]
-        print(f"\n### {spec} (test day: seed {1 + len(train)}, {test.size / 3600:.1f} h, {test.sum():,.0f} requests; "
-              f"tuned on seeds 1..{len(train)}; {time.monotonic() - t0:.0f} s)\n")
-        for label, (tu, best) in tuned.items():
-            print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tu.numbers_for(best.knobs), best.knobs).items()))
-        print("seed plan: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tuner.seed_numbers, tuner.seed_knobs()).items()))
-        print("\n| policy | in SLO | rejected | inst-h | x oracle | out | in | refused | flaps |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for label, s in rows:
-            print(f"| {label} | {100 * s.within_slo_share:.2f}% | {100 * s.rejected_share:.3f}% | {s.instance_hours:,.1f} | "
-                  f"{s.instance_hours / oracle.instance_hours:.2f} | {s.scale_out_actions} | {s.scale_in_actions} | "
-                  f"{s.refused_changes} | {s.flaps} |")
-        by = dict(rows)
-        for label in tuned:
-            tp = by[label]
-            if name in ("diurnal", "azure-conv"):
-                ok = tp.within_slo_share >= SLO_SHARE and tp.instance_hours <= 1.3 * oracle.instance_hours
-                verdicts.append(f"{label} on {spec}: {100 * tp.within_slo_share:.2f}% in SLO at "
-                                f"{tp.instance_hours / oracle.instance_hours:.2f}x oracle -> {'held' if ok else 'NOT held'}")
-            beat = [p for p, s in rows if p not in (*tuned, "oracle") and s.within_slo_share >= tp.within_slo_share
-                    and s.instance_hours < tp.instance_hours]
-            verdicts.append(f"{label} on {spec}: cheaper policies with at least its SLO share (oracle aside): "
-                            f"{', '.join(beat) or 'none'} -> {'held' if not beat else 'NOT held'}")
+        tt = tune_trace(name, q, t, model, args.train_draws)
+        first = 1 + len(tt.train)
+        draws = [(seed, day(tt.spec, seed)) for seed in range(first, first + args.unseen)]
+        t0 = time.monotonic()
+        extra = None
+        if name == "two-peak":
+            # The tuned knobs with floors scheduled from each unseen draw itself: its crowds' hours known.
+            from dataclasses import replace
+
+            known = {}
+            for seed, a in draws:
+                tu = Tuner(q, t, tt.tuner.inputs, model, SLO_SHARE, schedule_rate=a)
+                known[seed] = tu.numbers_for(replace(tt.best.knobs, scheduled_floors=True))
+            extra = {KNOWN: known}
+        rows = judge(tt, q, model, draws, extra)
+        by = {r.label: r for r in rows}
+        total = sum(float(a.sum()) for _, a in draws)
+        print(f"\n### {tt.spec} ({args.unseen} unseen draws: seeds {first}..{first + args.unseen - 1}, "
+              f"{draws[0][1].size / 3600:.1f} h each, {total / len(draws):,.0f} requests a draw; tuned on seeds "
+              f"1..{len(tt.train)} in {tt.tune_s:.0f} s; judged in {time.monotonic() - t0:.0f} s)\n")
+        print("tuned plan: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tt.tuned_numbers, tt.best.knobs).items()))
+        print("seed plan: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tt.tuner.seed_numbers, tt.tuner.seed_knobs()).items()))
+        print("\n| policy | in SLO mean | in SLO lowest | rejected | inst-h | x floor | x perfect-forecast | out | in | "
+              "refused | flaps |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r.label} | {100 * r.share:.2f}% | {100 * r.low:.2f}% | {100 * _mean(r.rejected):.3f}% | "
+                  f"{r.mean_hours:,.1f} | {_mean(r.x_floor):.2f} | {_mean(r.x_pf):.2f} | {r.out} | {r.in_} | {r.refused} | "
+                  f"{r.flaps} |")
+        tp = by["tuned plan"]
+        verdicts.append(f"tuned plan on {tt.spec}: lowest share over {args.unseen} unseen draws {100 * tp.low:.2f}% "
+                        f"-> {'held' if tp.low >= SLO_SHARE else 'NOT held'}")
+        deployable = [r for r in rows if r.label not in ("tuned plan", "floor", "perfect-forecast", KNOWN)]
+        beat = [r.label for r in deployable if r.low >= SLO_SHARE and r.mean_hours < tp.mean_hours]
+        verdicts.append(f"tuned plan on {tt.spec}: deployable policies keeping the share on every draw for less: "
+                        f"{', '.join(beat) or 'none'} -> {'held' if not beat else 'NOT held'}")
+        if name in FLOOR_TARGET_TRACES:
+            x = _mean(tp.x_floor)
+            verdicts.append(f"tuned plan on {tt.spec}: {x:.2f}x the floor (target <= {FLOOR_TARGET:g}x) -> "
+                            f"{'held' if x <= FLOOR_TARGET else 'NOT held'}")
+        if KNOWN in by:
+            ins = by[KNOWN]
+            gap = tp.mean_hours - by["floor"].mean_hours
+            surprise = tp.mean_hours - ins.mean_hours
+            verdicts.append(f"tuned plan on {tt.spec}: {_mean(tp.x_floor):.2f}x the floor, {_mean(tp.x_pf):.2f}x "
+                            f"perfect-forecast; with floors scheduled for each draw's own crowds {_mean(ins.x_floor):.2f}x "
+                            f"the floor (lowest share {100 * ins.low:.2f}%): knowing the hours would save {surprise:,.1f} of "
+                            f"the {gap:,.1f} instance-hours between the tuned plan and the floor "
+                            f"({100 * surprise / gap:.0f} %)" if gap > 0 else f"tuned plan on {tt.spec}: at the floor")
     print("\n### targets\n")
     for v in verdicts:
         print("- " + v)

@@ -1,5 +1,5 @@
 """Plans that pay only for the traffic: the plan's fleet on a diurnal day against the plan as it was
-(the baseline, simulated in the same run), the oracle and a fixed peak fleet.
+(the baseline, simulated in the same run), the floor and a fixed peak fleet.
 
     .venv/bin/python benchmarks/plan_tide.py [--trace diurnal:peak=5000,seed=1] [--slo-share 0.995]
 
@@ -9,9 +9,9 @@ Rows, all on the reference measurements (artifacts/reference/) and the same trac
   ceil(peak / X(C_scale_max)), scale-in one instance per step (a plan without ``scale_in``);
 * ``plan``: today's seed plan (SLO-share target and fleet, a share of the fleet per scale-in step);
 * ``plan+schedule``: the same with daily floors derived from the trace (speech.plan.schedule);
-* ``oracle`` and ``fixed-peak``: the simulator's cost floor and the peak fleet all day.
+* ``floor`` and ``fixed-peak``: the simulator's cost floor and the peak fleet all day.
 
-Prints within-SLO share, refused share, instance-hours and cost against the oracle.
+Prints within-SLO share, refused share, instance-hours and cost against the floor.
 """
 
 from __future__ import annotations
@@ -63,26 +63,26 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     started = time.perf_counter()
-    oracle_hours = None
-    for label, pl, policies in (("before", old, ["plan", "oracle", "fixed-peak"]), ("plan", plan, ["plan"]),
+    floor_hours = None
+    for label, pl, policies in (("before", old, ["plan", "floor", "fixed-peak"]), ("plan", plan, ["plan"]),
                                 ("plan+schedule", scheduled, ["plan"])):
         _, _, sums = simulate(pl, q, t, trace.arrivals, peak_rps=peak, policies=policies)
         for s in sums:
             name = label if s.policy == "plan" else s.policy
-            if s.policy == "oracle":
-                oracle_hours = s.instance_hours
+            if s.policy == "floor":
+                floor_hours = s.instance_hours
             rows.append((name, s, pl))
     elapsed = time.perf_counter() - started
 
     print(f"trace {args.trace} (peak {peak:.0f} rps), reference measurements, SLO share {args.slo_share:g}; "
           f"simulated in {elapsed:.1f} s")
     print(f"{'policy':<14} {'target':>7} {'max':>5} {'step':>6} {'within SLO':>11} {'refused':>8} {'inst-h':>8} "
-          f"{'x oracle':>8} {'peak N':>7} {'flaps':>6}")
+          f"{'x floor':>8} {'peak N':>7} {'flaps':>6}")
     for name, s, pl in rows:
         step = "-1" if pl.scale_in is None else f"{pl.scale_in.step_percent}%"
         print(f"{name:<14} {pl.thresholds.c_scale_max:>7.2f} {pl.fleet.max_instances:>5} {step:>6} "
               f"{100 * s.within_slo_share:>10.2f}% {100 * s.rejected_share:>7.2f}% {s.instance_hours:>8.0f} "
-              f"{s.instance_hours / oracle_hours:>8.2f} {s.peak_instances:>7} {s.flaps:>6}")
+              f"{s.instance_hours / floor_hours:>8.2f} {s.peak_instances:>7} {s.flaps:>6}")
     if schedule is not None:
         print(f"\nschedule ({len(schedule.floors)} floors, UTC): "
               + ", ".join(f"{f.at}->{f.min_instances}" for f in scheduled.schedule.floors))

@@ -83,7 +83,7 @@ def main() -> int:
     for name in POLICY_NAMES:
         times = []
         for _ in range(args.runs):
-            t0 = time.perf_counter()  # building the policy counts: the SLO oracle solves its schedule there
+            t0 = time.perf_counter()  # building the policy counts: the floor and perfect-forecast solve their schedules there
             pol = make_policy(name, plan=plan, qmax=q, model=model, arrivals=trace.arrivals, peak_rps=trace.peak_rps)
             run = run_policy(model, trace.arrivals, pol)
             s = summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s)

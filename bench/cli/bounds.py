@@ -69,7 +69,8 @@ RANGES: dict[str, Range] = {
     # plan, copies, simulate, demo
     "--slo-share": Range(0, 1, lo_open=True, hi_open=True, hint="the share of requests within the SLO, e.g. --slo-share 0.995"),
     # tune: each simulated day costs about a quarter of a second on 2 cores
-    "--train-days": Range(1, 30, "days", hint="e.g. --train-days 3"),
+    "--train-days": Range(1, 50, "draws", hint="e.g. --train-days 5 (the old name of --draws)"),
+    "--draws": Range(1, 50, "draws", hint="e.g. --draws 5"),
     "--holdout-days": Range(1, 30, "days", hint="e.g. --holdout-days 3"),
     "--peak-rps": Range(0, 100_000, "requests/s", lo_open=True, hint="the busiest-hour rate, e.g. --peak-rps 500"),
     "--trough-rps": POSITIVE_RPS,

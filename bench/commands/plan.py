@@ -106,7 +106,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="why a tuned value differs from its seed (recorded and printed next to it); repeatable")
     t.add_argument("--promise", type=Path, default=None, metavar="FILE",
                    help="JSON of the simulated promise (bench tune): SLO share, rejected share, instance-hours, cost vs "
-                        "oracle, trace sha256, seed, simulator version; without it the plan is advisory")
+                        "floor, trace sha256, seed, simulator version; without it the plan is advisory")
     sch = p.add_argument_group("scheduled floors")
     sch.add_argument("--schedule-from", metavar="TRACE",
                      help="derive daily floors from your traffic: a trace spec as for bench simulate (csv:PATH, "

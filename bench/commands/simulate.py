@@ -25,13 +25,17 @@ from bench.errors import UsageError
 DESCRIPTION = f"""\
 Replay a traffic trace against a simulated fleet of the measured instance and compare scaling
 policies on the same traffic: share answered within the SLO, share rejected at the gate, TTFAB
-p95/p99, minutes in violation, instance-hours and cost (as a ratio to the oracle), scaling
+p95/p99, minutes in violation, instance-hours and cost (as a ratio to the floor), scaling
 actions, changes refused while the endpoint was Updating, flaps and peak instances.
 
-The oracle is clairvoyant, with no start-up and no cooldown, and changes at most once a minute to
-the fewest instances that keep --slo-share of the minute's requests within the SLO; target-floor is
-ceil(arrivals / X(C_scale_max)) every second (the cost floor at the plan's utilization, not
-SLO-meeting).
+floor: the fewest instance-hours that keep --slo-share of the WHOLE trace's requests within the
+SLO, clairvoyant, no start-up, at most one change a minute, on the simulator's instance model at
+each minute's mean rate (a Lagrangian over minutes); its schedule is then run like any policy.
+perfect-forecast: clairvoyant under the plan's mechanics (capacity asked for a start-up ahead, one
+endpoint update at a time, the plan's floor and cap). Under the table: plan -> perfect-forecast
+(what a forecast could still win) and perfect-forecast -> floor (what the platform's mechanics
+cost). target-floor is ceil(arrivals / X(C_scale_max)) every second (the cost at the plan's
+utilization, not SLO-meeting).
 
 The instance is the measurement: throughput and TTFAB vs occupancy from the qmax ladder, the gate
 at Q_max, new instances in service after the ttotal artifact's measured phases. Scaling numbers
@@ -83,7 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, metavar="N", help="seed for generated traces (default: the spec's, else 1)")
     p.add_argument("--policies", default=",".join(POLICY_NAMES), metavar="A,B,...", help="policies to run (default all)")
     p.add_argument("--slo-share", type=float, default=DEFAULT_SLO_SHARE, metavar="X",
-                   help=f"share of each minute's requests the oracle keeps within the SLO (default {DEFAULT_SLO_SHARE})")
+                   help=f"share of the trace's requests the floor keeps within the SLO (default {DEFAULT_SLO_SHARE})")
     p.add_argument("--price-per-hour", type=float, default=None, metavar="USD", help="instance price, for costs in USD")
     p.add_argument("--out", type=Path, default=Path("out/simulate"), metavar="DIR", help="artifact directory (default out/simulate)")
     p.add_argument("--plot", action="store_true", help="also write one timeline of every policy overlaid and a cost-vs-SLO scatter (PNG)")
@@ -200,6 +204,12 @@ def promise_lines(a: SimulationArtifact, tuned: PlanArtifact) -> list[str]:
                      f"{100 * pr.slo_share:.2f}% within the SLO, {100 * pr.rejected_share:.2f}% refused, "
                      f"{pr.instance_hours:.1f} inst-h; this trace: {100 * row.within_slo_share:.2f}%, "
                      f"{100 * row.rejected_share:.2f}% rejected, {row.instance_hours:.1f} inst-h")
+        if pr.slo_share_low is not None and pr.slo_share_high is not None:
+            where = ("BELOW its low end" if check.below_low else
+                     "above its high end" if row.within_slo_share > pr.slo_share_high + EPS else "within it")
+            lines.append(f"  promised interval over its draws: {100 * pr.slo_share_low:.2f}-{100 * pr.slo_share_high:.2f}% "
+                         f"within the SLO, {pr.instance_hours_low:.1f}-{pr.instance_hours_high:.1f} inst-h; this trace is "
+                         f"{where}")
     else:
         lines.append("  the tuned plan carries no promise (not written by bench tune): nothing to compare with")
     if seed is not None and seed.instance_hours > 0:
@@ -225,7 +235,7 @@ def render(a: SimulationArtifact) -> str:
         lines.append(f"trace: {tr.attribution}")
     if tr.scaling_detail:
         lines.append(f"rate scaling ({tr.scaling}): {tr.scaling_detail}")
-    head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x oracle", "out", "in",
+    head = ("policy", "in SLO", "rejected", "p95 ms", "p99 ms", "viol min", "inst-h", "cost", "x floor", "out", "in",
             "refused", "flaps", "peak")
     rows = []
     for r in a.results:
@@ -233,7 +243,7 @@ def render(a: SimulationArtifact) -> str:
         rows.append((
             r.policy, f"{100 * r.within_slo_share:.2f}%", f"{100 * r.rejected_share:.2f}%", _fmt(r.ttfab_p95_ms, ".0f"),
             _fmt(r.ttfab_p99_ms, ".0f"), str(r.violation_minutes), f"{r.instance_hours:,.1f}", cost,
-            _fmt(r.cost_vs_oracle, ".2f"), str(r.scale_out_actions), str(r.scale_in_actions), str(r.refused_changes), str(r.flaps),
+            _fmt(r.cost_vs_floor, ".2f"), str(r.scale_out_actions), str(r.scale_in_actions), str(r.refused_changes), str(r.flaps),
             str(r.peak_instances),
         ))
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
@@ -246,8 +256,13 @@ def render(a: SimulationArtifact) -> str:
         "in SLO: answered within the SLO (a rejected request never is); p95/p99: answered requests; viol min: "
         "minutes with under 95% in SLO; cost without --price-per-hour: instance-hours only; refused: changes asked "
         "for while the endpoint was Updating (SageMaker applies one at a time); flaps: scale-in then scale-out within "
-        "the planning T_total",
+        "the planning T_total; x floor: instance-hours over the floor's",
     ]
+    from speech.sim.artifact import cost_gaps
+
+    gaps = cost_gaps(a)
+    if gaps:
+        lines += [""] + gaps
     return "\n".join(lines)
 
 
@@ -289,9 +304,12 @@ def run(args: argparse.Namespace) -> int:
         if tuned is not None:
             runs, sums = add_tuned_rows(tuned, q, t, trace, model, runs, sums, args.slo_share)
             progress.advance(1, "tuned plan done")
+    from speech.sim.floor import floor_schedule
+
+    floor = floor_schedule(model, trace.arrivals, plan.inputs.slo_ms, args.slo_share)
     art = simulation_artifact(plan=plan, qmax=q, ttotal=t, trace=trace, model=model, summaries=sums,
                               price_per_hour=args.price_per_hour, created_at=datetime.now(UTC), runs=runs,
-                              tuned_plan=tuned)
+                              tuned_plan=tuned, floor_hours=floor.instance_hours)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
     path = args.out / f"simulation-{plan.model}-{safe}.json"
     written = [write_artifact(path, art)]

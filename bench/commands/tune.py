@@ -7,6 +7,7 @@ import argparse
 import hashlib
 import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,11 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
 from bench.errors import UsageError
 from speech.sim.names import DEFAULT_SLO_SHARE
 
+DEFAULT_DRAWS = 5
+"""Independent draws of the traffic every candidate is judged on: one draw is not the traffic (the
+next draw of the same users can land below the share a plan tuned on one kept)."""
+MAX_DRAWS = 50
+
 DESCRIPTION = f"""\
 Search the scaling parameters for the fewest instance-hours that keep --slo-share of the requests
 within the SLO, on simulated days of --trace (the bench simulate instance model and AWS mechanics).
@@ -31,11 +37,14 @@ under the target), its window and its cooldown (at least the window and the plan
 seed formulas (bench plan) are where the search starts; each tuned value is printed next to its
 seed with the reason. Scheduled floors and the scale-out cooldown stay as given.
 
-Chooses on --train-days days (generator seeds, or superposition seeds of a file trace), checks
-the winner on --holdout-days other days, on the first day with its spikes raised by the surge
-ratio, and shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json: the tuned plan inputs,
-their reasons and the promise in inputs.promise: simulated SLO share, rejected share,
-instance-hours, cost vs the SLO oracle, the trace's sha256, seed, simulator version) and
+Judges every candidate on --draws independent draws of the traffic (generator seeds, or
+superposition seeds of a file trace) and keeps the cheapest whose LOWEST share over them keeps
+--slo-share; checks the winner on --holdout-days other draws, on the first draw with its spikes
+raised by the surge ratio, and shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json:
+the tuned plan inputs, their reasons and the promise in inputs.promise: simulated SLO share and
+instance-hours as the mean over the draws with their lowest and highest (slo_share_low/high,
+instance_hours_low/high), rejected share, cost vs the floor, the trace's sha256, seed, simulator
+version) and
 tune-<model>-<trace>.json (every knob seed vs tuned, the checks). Exit 0 when the tuned plan keeps the
 share on every check, 1 when a check missed it, 2 bad input (nothing written).
 
@@ -57,7 +66,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trough-rps", type=float, default=None, metavar="N",
                    help="plan input (default: the first training day's quietest minute)")
     p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="the seed's surge ratio (default 1.25)")
-    p.add_argument("--train-days", type=int, default=2, metavar="N", help="days the search chooses on (default 2)")
+    p.add_argument("--draws", "--train-days", dest="draws", type=int, default=DEFAULT_DRAWS, metavar="N",
+                   help=f"independent draws of the traffic (generator seeds, or superposition seeds of a file trace) every "
+                        f"candidate is judged on; the cheapest whose LOWEST share over them keeps --slo-share wins, and the "
+                        f"promise records the mean, lowest and highest (default {DEFAULT_DRAWS}; --train-days is the old name)"),
     p.add_argument("--holdout-days", type=int, default=2, metavar="N", help="days the winner is checked on (default 2)")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="first training day's seed (default 1)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
@@ -90,9 +102,15 @@ def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Pro
     return Promise(
         slo_share_target=target, within_slo_share=round(float(np.mean([d.within_slo_share for d in c.days])), 6),
         within_slo_share_worst_day=round(c.worst_share, 6), rejected_share=round(c.rejected, 6),
-        instance_hours=round(c.hours, 3), cost_vs_oracle=round(c.x_oracle, 4), trace=spec, trace_sha256=sha, seed=seed,
-        simulator_version=SIMULATOR_VERSION,
+        instance_hours=round(c.hours, 3), cost_vs_floor=round(c.x_floor, 4), trace=spec, trace_sha256=sha, seed=seed,
+        simulator_version=SIMULATOR_VERSION, **_interval(c), draws=len(c.days),
     )
+
+
+def _interval(c: Candidate) -> dict[str, float]:
+    """The promise's interval over the draws (rounded as the promise's other numbers)."""
+    return {"slo_share_low": round(c.worst_share, 6), "slo_share_high": round(c.best_share, 6),
+            "instance_hours_low": round(c.hours_low, 3), "instance_hours_high": round(c.hours_high, 3)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,9 +125,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.slo_share < 1:
         raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
-    if args.train_days < 1 or args.holdout_days < 0:
-        raise UsageError(f"--train-days {args.train_days} / --holdout-days {args.holdout_days}: need at least 1 training day "
+    if args.draws < 1 or args.holdout_days < 0:
+        raise UsageError(f"--draws {args.draws} / --holdout-days {args.holdout_days}: need at least 1 draw "
                          "and 0 or more held-out days")
+    if args.draws > MAX_DRAWS:
+        raise UsageError(f"--draws {args.draws}: at most {MAX_DRAWS} (each candidate is simulated on every draw)")
     if not 1.0 <= args.surge_ratio < MAX_SURGE_RATIO:
         raise UsageError(f"--surge-ratio {args.surge_ratio:g}: must be in [1, {MAX_SURGE_RATIO:g})")
     q = load_artifact(args.qmax, QmaxArtifact)
@@ -117,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
     if q.q_max < 1:
         raise UsageError(f"--qmax {args.qmax}: Q_max is 0 (no level met the SLO); there is nothing to tune")
     try:
-        train = [(i, _day(args.trace, args.seed + i)) for i in range(args.train_days)]
-        hold = [(100 + i, _day(args.trace, args.seed + args.train_days + i)) for i in range(args.holdout_days)]
+        train = [(i, _day(args.trace, args.seed + i)) for i in range(args.draws)]
+        hold = [(1000 + i, _day(args.trace, args.seed + args.draws + i)) for i in range(args.holdout_days)]
     except TraceError:
         raise
     first = train[0][1]
@@ -142,7 +162,9 @@ def run(args: argparse.Namespace) -> int:
     def tick() -> None:
         progress.advance(1)
 
-    tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick)
+    lengths = {a.size for _, a in train}
+    rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 else None
+    tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate)
     options = tuner.choices(tuner.seed_knobs())
     expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
     progress.set_total(expected)
@@ -154,14 +176,18 @@ def run(args: argparse.Namespace) -> int:
         shift = 3600 if first.size >= 4 * 3600 else max(1, first.size // 24)
         perturbed = perturbations(first, args.surge_ratio, spike_arrivals=spiked, shift_s=shift)
         checks = []
-        days = [(f"held-out seed {args.seed + args.train_days + i}", i_a) for i, i_a in enumerate(hold)]
-        days += [(name, (200 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
+        days = [(f"held-out seed {args.seed + args.draws + i}", i_a) for i, i_a in enumerate(hold)]
+        days += [(name, (2000 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
+        bare = replace(best.knobs, scheduled_floors=False) if best.knobs.scheduled_floors else None
         for name, day in days:
             s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
             assert s_c is not None and b_c is not None  # search returns knobs that have a plan
+            n_c = tuner.candidate(bare, [day]) if bare is not None else None
             checks.append(TuneCheck(day=name, seed_within_slo_share=round(s_c.worst_share, 6),
                                     seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
-                                    tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share))
+                                    tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share,
+                                    without_floors_within_slo_share=None if n_c is None else round(n_c.worst_share, 6),
+                                    without_floors_instance_hours=None if n_c is None else round(n_c.hours, 3)))
     finally:
         progress.close()
 
@@ -170,9 +196,12 @@ def run(args: argparse.Namespace) -> int:
     sd, bd = describe_plan(tuner.seed_numbers, seed.knobs), describe_plan(tuner.numbers_for(best.knobs), best.knobs)
     reasons = {k: REASONS[k] for k in KNOBS if getattr(seed.knobs, k) != getattr(best.knobs, k)}
     promise = PlanPromise(slo_share=round(best.share, 6), rejected_share=round(best.rejected, 6),
-                          instance_hours=round(best.hours, 3), cost_vs_oracle=round(best.x_oracle, 4), trace_sha256=digest,
-                          seed=args.seed, simulator_version=SIMULATOR_VERSION, trace_hours=round(first.size / 3600, 3))
-    tuned_inputs = best.knobs.inputs(inputs).model_copy(update={"promise": promise, "reasons": reasons})
+                          instance_hours=round(best.hours, 3), cost_vs_floor=round(best.x_floor, 4), trace_sha256=digest,
+                          seed=args.seed, simulator_version=SIMULATOR_VERSION, trace_hours=round(first.size / 3600, 3),
+                          **_interval(best))
+    best_inputs = tuner.inputs_for(best.knobs)
+    assert best_inputs is not None  # the search only keeps knobs whose plan was built
+    tuned_inputs = best_inputs.model_copy(update={"promise": promise, "reasons": reasons})
     from speech.plan.realtime import build_plan
 
     tuned_plan = build_plan(q, t, tuned_inputs, allow_config_mismatch=True)
@@ -209,13 +238,31 @@ def render(a: TuneArtifact) -> str:
              f"{'knob':<20} {'seed':<28} {'tuned':<28} reason"]
     for v in a.values:
         lines.append(f"{v.knob:<20} {v.seed:<28} {v.tuned:<28} {v.reason}")
-    lines += ["", "training days (mean)   in SLO    worst day  rejected  inst-h    x oracle"]
+    lines += ["", f"{'draws (' + str(p.draws or '?') + ')':<22} in SLO: mean  low      high     rejected  inst-h: mean  "
+                  "low       high      x floor"]
     for name, x in (("seed", s), ("tuned", p)):
-        lines.append(f"{name:<22} {x.within_slo_share:7.3%}  {x.within_slo_share_worst_day:7.3%}    {x.rejected_share:7.3%}  "
-                     f"{x.instance_hours:8.1f}  {x.cost_vs_oracle:6.2f}")
+        low = x.slo_share_low if x.slo_share_low is not None else x.within_slo_share_worst_day
+        high = x.slo_share_high if x.slo_share_high is not None else x.within_slo_share
+        h_lo = x.instance_hours_low if x.instance_hours_low is not None else x.instance_hours
+        h_hi = x.instance_hours_high if x.instance_hours_high is not None else x.instance_hours
+        lines.append(f"{name:<22} {x.within_slo_share:12.3%}  {low:7.3%}  {high:7.3%}  {x.rejected_share:8.3%}  "
+                     f"{x.instance_hours:12.1f}  {h_lo:8.1f}  {h_hi:8.1f}  {x.cost_vs_floor:7.2f}")
     lines += ["", "checks                 seed in SLO  seed inst-h  tuned in SLO  tuned inst-h  keeps"]
     for c in a.checks:
         lines.append(f"{c.day:<22} {c.seed_within_slo_share:10.3%}  {c.seed_instance_hours:11.1f}  {c.tuned_within_slo_share:11.3%}  "
                      f"{c.tuned_instance_hours:12.1f}  {'yes' if c.tuned_keeps_share else 'NO'}")
+    floors = [c for c in a.checks if c.without_floors_instance_hours is not None]
+    if floors:
+        lines += ["", "scheduled floors (learned on the training draws only): the same tuned knobs without them, on the days "
+                      "above"]
+        for c in floors:
+            assert c.without_floors_instance_hours is not None and c.without_floors_within_slo_share is not None
+            saved = c.without_floors_instance_hours - c.tuned_instance_hours
+            keeps = "keeps" if c.without_floors_within_slo_share >= p.slo_share_target else "MISSES"
+            lines.append(f"  {c.day}: without them {c.without_floors_within_slo_share:.3%} in SLO ({keeps} the target), "
+                         f"{c.without_floors_instance_hours:.1f} inst-h: the floors " +
+                         (f"saved {saved:.1f} inst-h" if saved >= 0 else f"cost {-saved:.1f} inst-h more") +
+                         f" and moved the share {100 * (c.tuned_within_slo_share - c.without_floors_within_slo_share):+.2f} "
+                         "points")
     lines += ["", "promise held on every check" if a.held else "promise NOT held on every check (exit 1)"]
     return "\n".join(lines)

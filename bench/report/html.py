@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.files import atomic_write_text
-from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact
+from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact, cost_gaps
 
 from bench.report.markup import Markup
 from bench.report.text import plan_rows
@@ -101,9 +101,9 @@ def usd_per_day(instances: float, price_per_hour_usd: float) -> float:
 
 def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
     """Why the simulated plan rejected what it rejected: the fleet at its ceiling, or arrivals over
-    Q_max per instance while a scale-out was under way (T_total), compared with the oracle."""
+    Q_max per instance while a scale-out was under way (T_total), compared with the floor."""
     r = a.seed_result() or a.results[0]
-    oracle = next((x for x in a.results if x.policy == "oracle"), None)
+    floor = next((x for x in a.results if x.policy == "floor"), None)
     gate = f"the admission gate answers 503 once an instance holds Q_max {plan.q_max} in flight"
     if r.rejected_share <= 0:
         return f"nothing rejected: {gate}, and the fleet always grew before that"
@@ -116,9 +116,10 @@ def rejection_reason(plan: PlanArtifact, a: SimulationArtifact) -> str:
         surge = next((f for f in plan.findings if f.name == "surge_survival"), None)
         if surge is not None and surge.level != "ok":
             why += " (the plan's surge_survival finding predicted it)"
-    if oracle is not None:
-        why += (f"; the oracle (exactly the instances needed, no start-up) rejects {100 * oracle.rejected_share:.2f}%, so "
-                + ("part of it is capacity no policy has" if oracle.rejected_share > 0 else "start-up time is the cause"))
+    if floor is not None:
+        why += (f"; the floor (the fewest instances that keep the share, clairvoyant, no start-up) rejects "
+                f"{100 * floor.rejected_share:.2f}%, so "
+                + ("part of it is capacity no policy has" if floor.rejected_share > 0 else "start-up time is the cause"))
     return why
 
 
@@ -286,7 +287,7 @@ def _simulation(a: SimulationArtifact | None, pngs: Sequence[Path]) -> dict | No
     rows = [
         (Markup(f"<b>{html.escape(r.policy)}</b>") if r.policy in ("plan", SEED_ROW, TUNED_ROW) else r.policy,
          pct(r.within_slo_share), pct(r.rejected_share), num(r.ttfab_p95_ms, ".0f"), num(r.ttfab_p99_ms, ".0f"),
-         r.violation_minutes, f"{r.instance_hours:,.2f}", num(r.cost_vs_oracle, ".2f"), r.scale_out_actions,
+         r.violation_minutes, f"{r.instance_hours:,.2f}", num(r.cost_vs_floor, ".2f"), r.scale_out_actions,
          r.scale_in_actions, r.flaps, r.peak_instances)
         for r in a.results
     ]
@@ -297,6 +298,7 @@ def _simulation(a: SimulationArtifact | None, pngs: Sequence[Path]) -> dict | No
         startup=f"{a.startup_s:.1f}", slo=f"{a.slo_ms:g}", planning_total=f"{a.planning_total_s:.1f}",
         scatter=[_png(p) for p in paths if p.stem.endswith("-cost-vs-slo")],
         timeline=[_png(p) for p in paths if p.stem.endswith("-timeline")],
+        gaps=cost_gaps(a),
     )
 
 

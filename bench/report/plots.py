@@ -279,17 +279,17 @@ def place_labels(ax, points: list[tuple[float, float, str]], fontsize: float = 8
 
 
 def cost_vs_slo_figure(art, plan):
-    """Cost (instance-hours over the oracle's) against the share within the SLO, one point per
+    """Cost (instance-hours over the floor's) against the share within the SLO, one point per
     policy, the target at the plan's own SLO share (``inputs.slo_share``: what it is sized for),
     labels placed so none overlaps another label or point."""
     plt = _plt()
     target_pct = 100 * plan.inputs.slo_share
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    by_cost = any(r.cost_vs_oracle is not None for r in art.results)
+    by_cost = any(r.cost_vs_floor is not None for r in art.results)
     points = []
     others = 0
     for r in art.results:
-        x = r.cost_vs_oracle if r.cost_vs_oracle is not None else r.instance_hours
+        x = r.cost_vs_floor if r.cost_vs_floor is not None else r.instance_hours
         y = 100 * r.within_slo_share
         if r.policy in PLAN_DOT:
             ax.scatter([x], [y], s=70, color=PLAN_DOT[r.policy], zorder=4)
@@ -306,7 +306,7 @@ def cost_vs_slo_figure(art, plan):
     xs = [p[0] for p in points]
     span = (max(xs) - min(xs)) or max(abs(max(xs)), 1.0)
     ax.set_xlim(min(xs) - 0.08 * span, max(xs) + 0.25 * span)  # room on the right for labels
-    ax.set_xlabel("cost / oracle (instance-hours over the oracle's)" if by_cost else "instance-hours")
+    ax.set_xlabel("cost / floor (instance-hours over the floor's)" if by_cost else "instance-hours")
     ax.set_ylabel("% answered within SLO")
     ax.set_title(f"cost vs SLO on {art.trace.spec}", fontsize=10)
     ax.grid(alpha=0.3)

@@ -114,7 +114,7 @@ def plan_report(p) -> RunReport:
 
 
 RESULT_HEADER = ("policy", "within_slo_share", "rejected_share", "ttfab_p95_ms", "ttfab_p99_ms", "violation_minutes",
-                 "instance_hours", "cost_usd", "cost_vs_oracle", "scale_out_actions", "scale_in_actions", "refused_changes",
+                 "instance_hours", "cost_usd", "cost_vs_floor", "scale_out_actions", "scale_in_actions", "refused_changes",
                  "flaps", "peak_instances")
 
 
@@ -125,7 +125,7 @@ def simulation_report(art, runs=None, model=None, plan=None) -> RunReport:
     tuned = art.result(TUNED_ROW)
     summary = {"within_slo_share": r.within_slo_share, "rejected_share": r.rejected_share, "ttfab_p95_ms": r.ttfab_p95_ms,
                "ttfab_p99_ms": r.ttfab_p99_ms, "violation_minutes": r.violation_minutes, "instance_hours": r.instance_hours,
-               "cost_vs_oracle": r.cost_vs_oracle, "flaps": r.flaps, "peak_instances": r.peak_instances,
+               "cost_vs_floor": r.cost_vs_floor, "flaps": r.flaps, "peak_instances": r.peak_instances,
                "tuned_within_slo_share": tuned.within_slo_share if tuned else None,
                "tuned_instance_hours": tuned.instance_hours if tuned else None}
     rows = [tuple(getattr(x, k) for k in RESULT_HEADER) for x in art.results]
@@ -167,7 +167,7 @@ def simulation_report(art, runs=None, model=None, plan=None) -> RunReport:
 def tune_report(a) -> RunReport:
     p, s = a.promise, a.seed
     summary = {"within_slo_share": p.within_slo_share, "within_slo_share_worst_day": p.within_slo_share_worst_day,
-               "rejected_share": p.rejected_share, "instance_hours": p.instance_hours, "cost_vs_oracle": p.cost_vs_oracle,
+               "rejected_share": p.rejected_share, "instance_hours": p.instance_hours, "cost_vs_floor": p.cost_vs_floor,
                "instance_hours_vs_seed": _share(p.instance_hours, s.instance_hours),
                "checks_failed": sum(1 for c in a.checks if not c.tuned_keeps_share)}
     return RunReport(

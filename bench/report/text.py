@@ -109,7 +109,10 @@ def tuning_lines(p: PlanArtifact) -> list[str]:
         pr = p.promise
         out += ["", "promise (simulated):",
                 f"  {100 * pr.slo_share:.2f}% within the SLO, {100 * pr.rejected_share:.2f}% refused, "
-                f"{pr.instance_hours:.1f} instance-hours, {pr.cost_vs_oracle:.2f}x the oracle",
+                f"{pr.instance_hours:.1f} instance-hours, {pr.cost_vs_floor:.2f}x the floor"
+                + ("" if pr.slo_share_low is None or pr.slo_share_high is None else
+                   f"; over its draws {100 * pr.slo_share_low:.2f}-{100 * pr.slo_share_high:.2f}% within the SLO, "
+                   f"{pr.instance_hours_low:.1f}-{pr.instance_hours_high:.1f} instance-hours"),
                 f"  trace sha256 {pr.trace_sha256}, seed {pr.seed}, simulator {pr.simulator_version}"]
     else:
         out += ["", "promise: none (advisory plan: no simulation recorded; bench tune makes one)"]

@@ -39,6 +39,14 @@ class PromiseCheck:
     """The simulation got the promised share (within :data:`PROMISE_MATCH`); None: no promise."""
     why: str | None
     """When not kept: why it missed and what would keep it."""
+    promised_low: float | None = None
+    """Lowest share within the SLO over the promise's draws (``bench tune --draws``); None: no interval."""
+    promised_high: float | None = None
+
+    @property
+    def below_low(self) -> bool:
+        """This simulation kept less than the lowest draw the promise was judged on."""
+        return self.promised_low is not None and self.simulated_share + EPS < self.promised_low
 
 
 def promise_check(tuned: PlanArtifact, simulation: SimulationArtifact) -> PromiseCheck | None:
@@ -54,6 +62,7 @@ def promise_check(tuned: PlanArtifact, simulation: SimulationArtifact) -> Promis
         simulated_rejected_share=row.rejected_share, simulated_instance_hours=row.instance_hours, kept=kept,
         matches_promise=None if pr is None else abs(row.within_slo_share - pr.slo_share) <= PROMISE_MATCH,
         why=None if kept else share_shortfall(want, row.within_slo_share, row.rejected_share, tuned.q_max),
+        promised_low=None if pr is None else pr.slo_share_low, promised_high=None if pr is None else pr.slo_share_high,
     )
 
 
@@ -65,11 +74,15 @@ def verdict_line(c: PromiseCheck) -> str:
             f"(< {100 * c.slo_share:.2f}%); {c.why}")
     if c.promised_share is None:
         return head + "; it carries no promise (not written by bench tune)."
+    interval = ("" if c.promised_low is None or c.promised_high is None else
+                f"; over its draws the promise spans {100 * c.promised_low:.2f}-{100 * c.promised_high:.2f}%, and this "
+                f"trace is " + ("BELOW its low end" if c.below_low else
+                                "above its high end" if c.simulated_share > c.promised_high + EPS else "within it"))
     if c.matches_promise:
-        return head + f", as promised ({100 * c.promised_share:.2f}% on its training trace)."
+        return head + f", as promised ({100 * c.promised_share:.2f}% on its training trace){interval}."
     d = 100 * (c.simulated_share - c.promised_share)
-    return head + (f"; the promise was {100 * c.promised_share:.2f}% (the mean of its training days), this trace "
-                   f"{d:+.2f} points.")
+    return head + (f"; the promise was {100 * c.promised_share:.2f}% (the mean of its draws), this trace "
+                   f"{d:+.2f} points{interval}.")
 
 
 def tuned_summary(tuned: PlanArtifact, simulation: SimulationArtifact | None) -> tuple[str, str] | None:
@@ -90,7 +103,7 @@ def tuned_summary(tuned: PlanArtifact, simulation: SimulationArtifact | None) ->
 
 def _row_cells(r: PolicyResult) -> tuple:
     return (r.policy, f"{100 * r.within_slo_share:.2f}%", f"{100 * r.rejected_share:.2f}%", f"{r.instance_hours:,.2f}",
-            "-" if r.cost_vs_oracle is None else f"{r.cost_vs_oracle:.2f}", r.scale_out_actions, r.scale_in_actions,
+            "-" if r.cost_vs_floor is None else f"{r.cost_vs_floor:.2f}", r.scale_out_actions, r.scale_in_actions,
             r.flaps, r.peak_instances)
 
 
@@ -120,7 +133,8 @@ def _knob_rows(seed: PlanArtifact, tuned: PlanArtifact) -> list[tuple[str, str, 
         i = p.inputs
         return Knobs(surge_ratio=i.surge_ratio, target_share=i.target_share, datapoints_to_alarm=i.datapoints_to_alarm,
                      min_instances=i.min_instances, scale_in_step_share=i.scale_in_step_share,
-                     scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s)
+                     scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s,
+                     scheduled_floors=p.schedule is not None)
 
     sd, td = describe_plan(scaling_numbers(seed), knobs(seed)), describe_plan(scaling_numbers(tuned), knobs(tuned))
     reasons = {v.name: v.reason for v in tuned.tuning}
@@ -144,20 +158,26 @@ def tuned_section(seed: PlanArtifact, tuned: PlanArtifact, tune: TuneArtifact | 
     parts.append(f"<p>{intro}. Each knob as the plan deploys it, seed next to tuned, with the tuner's reason:</p>")
     parts.append(table(["knob", "seed plan", "tuned plan", "reason"], input_rows(seed, tuned, tune)))
     if pr is not None:
+        interval = ("" if pr.slo_share_low is None or pr.slo_share_high is None else
+                    f" (over its draws: {100 * pr.slo_share_low:.2f}-{100 * pr.slo_share_high:.2f}% within the SLO, "
+                    f"{pr.instance_hours_low:,.1f}-{pr.instance_hours_high:,.1f} instance-hours)")
         parts.append(f"<p>Promise (recorded in the tuned plan's <code>inputs.promise</code>): {100 * pr.slo_share:.2f}% "
                      f"within the SLO, {100 * pr.rejected_share:.2f}% refused, {pr.instance_hours:,.1f} instance-hours, "
-                     f"{pr.cost_vs_oracle:.2f}x the oracle, on trace sha256 {html.escape(pr.trace_sha256[:12])}..., "
+                     f"{pr.cost_vs_floor:.2f}x the floor{interval}, on trace sha256 {html.escape(pr.trace_sha256[:12])}..., "
                      f"seed {pr.seed}, simulator <i>{html.escape(pr.simulator_version)}</i>.</p>")
     c = promise_check(tuned, simulation) if simulation is not None else None
     if simulation is not None and c is not None:
         rows = [_row_cells(r) for r in (simulation.seed_result(), simulation.result(TUNED_ROW)) if r is not None]
-        parts.append(table(["plan", "in SLO", "rejected", "inst-h", "x oracle", "out", "in", "flaps", "peak"], rows,
+        parts.append(table(["plan", "in SLO", "rejected", "inst-h", "x floor", "out", "in", "flaps", "peak"], rows,
                             num_cols=set(range(1, 9))))
         promised = "-" if c.promised_share is None else f"{100 * c.promised_share:.2f}%"
-        worst = "-" if tune is None else f"{100 * tune.promise.within_slo_share_worst_day:.2f}%"
+        low = c.promised_low if c.promised_low is not None else (None if tune is None else tune.promise.within_slo_share_worst_day)
+        span = "-" if low is None else f"{100 * low:.2f}%" + (
+            "" if c.promised_high is None else f" - {100 * c.promised_high:.2f}%")
         parts.append(table(
-            ["", "sized for", "promised (training mean)", "worst training day", "this simulation", "kept"],
-            [("tuned plan", f"{100 * c.slo_share:.2f}%", promised, worst, f"{100 * c.simulated_share:.2f}%",
+            ["", "sized for", "promised (mean over draws)", "promised interval (lowest - highest draw)", "this simulation",
+             "kept"],
+            [("tuned plan", f"{100 * c.slo_share:.2f}%", promised, span, f"{100 * c.simulated_share:.2f}%",
               Markup("<span class='ok'>yes</span>" if c.kept else "<span class='stop'>no</span>"))],
             num_cols={1, 2, 3, 4}))
         cls = "ok" if c.kept else "stop"

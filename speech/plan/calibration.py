@@ -170,16 +170,32 @@ PROMISE_SLACK = 0.001
 (a window is not the simulated trace)."""
 
 
+def promise_interval(pr) -> str:
+    """`` (low-high over the draws)`` when the promise has one, else nothing."""
+    if pr.slo_share_low is None or pr.slo_share_high is None:
+        return ""
+    return f" (lowest {100 * pr.slo_share_low:.2f}%, highest {100 * pr.slo_share_high:.2f}% over its draws)"
+
+
 def finding_promise(r: RejectionCheck, plan: PlanArtifact) -> Finding:
     """What happened against what the plan's simulation promised (only for a plan with a promise):
-    the refused share the gate reported vs ``promise.rejected_share``."""
+    the refused share the gate reported vs ``promise.rejected_share``; and, when the promise has an
+    interval over draws, the share production answered (an upper bound on its share within the SLO:
+    a refused request never is) against the interval's low end."""
     pr = plan.promise
     if pr is None:
         return Finding(name="promise", level="ok", message="the plan has no promise (advisory): nothing to compare")
     limit = pr.rejected_share * 1.5 + PROMISE_SLACK
     msg = (f"refused {100 * r.fraction:.2f}% observed vs {100 * pr.rejected_share:.2f}% promised (simulated on trace "
            f"{pr.trace_sha256[:12]}, seed {pr.seed}, simulator {pr.simulator_version}; promised "
-           f"{100 * pr.slo_share:.2f}% within the SLO at {pr.cost_vs_oracle:.2f}x the oracle)")
+           f"{100 * pr.slo_share:.2f}% within the SLO{promise_interval(pr)} at {pr.cost_vs_floor:.2f}x the floor)")
+    answered = 1.0 - r.fraction
+    if pr.slo_share_low is not None and r.admitted + r.rejected > 0 and answered + 1e-12 < pr.slo_share_low:
+        return Finding(name="promise", level="warn",
+                       message=f"{msg}: production answered {100 * answered:.2f}% of its requests, so at most that "
+                       f"within the SLO: BELOW the promise's low end {100 * pr.slo_share_low:.2f}% (the lowest of its "
+                       "draws); the traffic is not the trace simulated, or the endpoint is not the one measured: re-run "
+                       "bench tune on this window's traffic, or re-measure")
     if r.fraction > limit:
         return Finding(name="promise", level="warn",
                        message=f"{msg}: above {100 * limit:.2f}%; the traffic is not the trace simulated, or the endpoint "

@@ -424,7 +424,9 @@ def finding_promise(promise, slo_share: float, q_max: int | None = None) -> Find
     would keep it (:func:`share_shortfall`, given ``q_max``)."""
     msg = (f"simulated on trace {promise.trace_sha256[:12]} (seed {promise.seed}, simulator {promise.simulator_version}): "
            f"{_pct(promise.slo_share)} within the SLO, {_pct(promise.rejected_share)} refused, "
-           f"{promise.instance_hours:.1f} instance-hours, {promise.cost_vs_oracle:.2f}x the oracle")
+           f"{promise.instance_hours:.1f} instance-hours, {promise.cost_vs_floor:.2f}x the floor"
+           + ("" if promise.slo_share_low is None else
+              f"; {_pct(promise.slo_share_low)}-{_pct(promise.slo_share_high)} within the SLO over its draws"))
     if promise.slo_share + 1e-12 < slo_share:
         why = ("re-run bench tune" if q_max is None else
                share_shortfall(slo_share, promise.slo_share, promise.rejected_share, q_max)

@@ -7,7 +7,7 @@ Pure pydantic. The one module that reads ``pulumi.Config`` turns raw config into
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -112,8 +112,9 @@ class Promise(Frozen):
     """Simulated share of requests refused at the gate (503)."""
     instance_hours: Annotated[float, Field(ge=0.0)]
     """Instance-hours the simulated fleet was billed over the trace."""
-    cost_vs_oracle: Annotated[float, Field(ge=0.0)]
-    """Instance-hours / the oracle's (instances exactly as needed each second, no start-up)."""
+    cost_vs_floor: Annotated[float, Field(ge=0.0)]
+    """Instance-hours / the floor's (speech.sim.floor: the fewest that keep the share over the trace,
+    clairvoyant, no start-up, one change a minute)."""
     trace_sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     """sha256 of the trace file simulated."""
     seed: int
@@ -122,6 +123,20 @@ class Promise(Frozen):
     """Version of the simulator that made the promise (a new simulator may promise otherwise)."""
     trace_hours: Annotated[float, Field(gt=0.0)] | None = Field(None, exclude_if=lambda v: v is None)
     """Length of the trace, hours (to compare instance-hours per day)."""
+    slo_share_low: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    """Lowest simulated share within the SLO over the draws ``bench tune --draws`` judged the plan on
+    (``slo_share`` is their mean); None: a promise without draws."""
+    slo_share_high: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    instance_hours_low: Annotated[float, Field(ge=0.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    instance_hours_high: Annotated[float, Field(ge=0.0)] | None = Field(None, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _retired_oracle(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "cost_vs_oracle" in data:
+            raise ValueError("cost_vs_oracle was measured against the retired per-minute oracle; re-run bench tune, whose "
+                             "promise records cost_vs_floor (instance-hours over the whole-trace floor)")
+        return data
 
 
 class PlanInputs(Frozen):

@@ -6,7 +6,8 @@ simulates); no I/O.
 - :mod:`~speech.sim.instance`: one instance as a birth-death chain on the measured ladder
 - :mod:`~speech.sim.scaler`: what a policy sees and the wrapper that runs it (bounds, tick, state)
 - :mod:`~speech.sim.policies`: the policies compared (plan, reference, pressure, qps-ewma, kpa, ...),
-  :mod:`~speech.sim.peers` the ones the plan is compared with and the oracle
+  :mod:`~speech.sim.peers` the ones the plan is compared with, :mod:`~speech.sim.floor` the cost
+  floor and perfect-forecast (the clairvoyant rows every cost is measured against)
 - :mod:`~speech.sim.fleet`: stepping the fleet through a trace, summaries
 - :mod:`~speech.sim.artifact`: the simulation artifact
 - :mod:`~speech.sim.routes`: several routes under one budget, a batch route's backlog

@@ -79,7 +79,7 @@ class PolicyResult(Frozen):
     violation_minutes: int
     instance_hours: float
     cost_usd: float | None
-    cost_vs_oracle: float | None
+    cost_vs_floor: float | None
     scale_out_actions: int
     scale_in_actions: int
     flaps: int
@@ -126,6 +126,28 @@ class SimulationArtifact(Frozen):
         return self.result(SEED_ROW if self.tuned_plan_sha256 is not None else "plan")
 
 
+def cost_gaps(a: SimulationArtifact) -> list[str]:
+    """Two lines on what is left to win: the plan (the tuned one beside a seed) -> perfect-forecast
+    (what a forecast could still save) and perfect-forecast -> floor (what SageMaker's mechanics
+    cost); each only when both rows ran. Shares beside the hours: a cheaper row keeping less is not
+    a saving."""
+    plan = a.result(TUNED_ROW) or a.seed_result()
+    pf, fl = a.result("perfect-forecast"), a.result("floor")
+    out = []
+
+    def step(x: PolicyResult, y: PolicyResult, what: str) -> str:
+        d = 1.0 - y.instance_hours / x.instance_hours if x.instance_hours > 0 else 0.0
+        saved = f"{100 * d:.1f}% fewer" if d >= 0 else f"{-100 * d:.1f}% more"
+        return (f"{x.policy} -> {y.policy}: {x.instance_hours:,.1f} -> {y.instance_hours:,.1f} inst-h ({saved}; in SLO "
+                f"{100 * x.within_slo_share:.2f}% -> {100 * y.within_slo_share:.2f}%): {what}")
+
+    if plan is not None and pf is not None:
+        out.append(step(plan, pf, "what a perfect forecast could still win under the same mechanics"))
+    if pf is not None and fl is not None:
+        out.append(step(pf, fl, "what the platform's mechanics cost (start-up, one update at a time, the plan's floor and cap)"))
+    return out
+
+
 def _finite(x: float) -> float | None:
     return round(x, 3) if x == x and math.isfinite(x) else None
 
@@ -133,11 +155,13 @@ def _finite(x: float) -> float | None:
 def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact, trace, model: InstanceModel,
                         summaries: Sequence[Summary], price_per_hour: float | None,
                         created_at: datetime | None = None, runs: Sequence | None = None,
-                        tuned_plan: PlanArtifact | None = None) -> SimulationArtifact:
-    """The artifact from a run; costs relative to the oracle when it ran; each policy's scaling
-    actions and refused activities when ``runs`` (``speech.sim.fleet.Run``, in the order of
-    ``summaries``) are given; ``tuned_plan``: the plan whose row is ``tuned plan``."""
-    oracle = next((s for s in summaries if s.policy == "oracle"), None)
+                        tuned_plan: PlanArtifact | None = None, floor_hours: float | None = None) -> SimulationArtifact:
+    """The artifact from a run; costs relative to the floor (its row when it ran, else
+    ``floor_hours``); each policy's scaling actions and refused activities when ``runs``
+    (``speech.sim.fleet.Run``, in the order of ``summaries``) are given; ``tuned_plan``: the plan
+    whose row is ``tuned plan``."""
+    floor_row = next((s for s in summaries if s.policy == "floor"), None)
+    floor = floor_row.instance_hours if floor_row is not None else floor_hours
     by_run = {r.policy: r for r in runs or ()}
     results = [
         PolicyResult(
@@ -149,7 +173,7 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
             violation_minutes=s.violation_minutes,
             instance_hours=round(s.instance_hours, 3),
             cost_usd=round(s.instance_hours * price_per_hour, 2) if price_per_hour is not None else None,
-            cost_vs_oracle=round(s.instance_hours / oracle.instance_hours, 4) if oracle and oracle.instance_hours > 0 else None,
+            cost_vs_floor=round(s.instance_hours / floor, 4) if floor else None,
             scale_out_actions=s.scale_out_actions,
             scale_in_actions=s.scale_in_actions,
             flaps=s.flaps,
@@ -188,7 +212,7 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
 
 
 class Promise(Frozen):
-    """What the tuned plan promises, as simulated: the mean over the training days (worst day too)."""
+    """What the tuned plan promises, as simulated: the mean over the draws, with their low and high."""
 
     slo_share_target: float
     within_slo_share: float
@@ -197,13 +221,20 @@ class Promise(Frozen):
     rejected_share: float
     instance_hours: float
     """Mean per training day."""
-    cost_vs_oracle: float
-    """Instance-hours over the SLO oracle's, mean over the training days."""
+    cost_vs_floor: float
+    """Instance-hours over the floor's (speech.sim.floor), mean over the draws."""
     trace: str
     trace_sha256: str
     """sha256 of the training days' per-second arrivals (float64 bytes, concatenated)."""
     seed: int
     simulator_version: str
+    slo_share_low: float | None = None
+    """Lowest share within the SLO over the draws (``within_slo_share`` is their mean)."""
+    slo_share_high: float | None = None
+    instance_hours_low: float | None = None
+    instance_hours_high: float | None = None
+    draws: int | None = None
+    """Independent draws of the traffic every candidate was judged on (``bench tune --draws``)."""
 
 
 class TunedValue(Frozen):
@@ -224,6 +255,9 @@ class TuneCheck(Frozen):
     tuned_within_slo_share: float
     tuned_instance_hours: float
     tuned_keeps_share: bool
+    without_floors_within_slo_share: float | None = None
+    """The tuned plan with its scheduled floors taken out, on the same day (None: it has none)."""
+    without_floors_instance_hours: float | None = None
 
 
 class TuneArtifact(Frozen):

@@ -165,7 +165,7 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readi
             refused.append(Action(t_s=t + 1, before=desired, after=new, reason=why))
             continue
         if instant:
-            # The oracle's per-second changes are not scaling actions anyone would run.
+            # A scheduled fleet's changes (the floor's) are not scaling actions anyone would run.
             m = m * n / new
             n = desired = new
             continue

@@ -1,5 +1,5 @@
-"""The policies the plan is compared with: pressure, qps-ewma, kpa, fixed, scheduled fleets and the
-oracle that meets the SLO (docs/design.md §10.4)."""
+"""The policies the plan is compared with: pressure, qps-ewma, kpa, fixed and scheduled fleets
+(docs/design.md §10.4); the floor and perfect-forecast are in :mod:`speech.sim.floor`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import numpy as np
 
 from speech.schema.units import EPS
 from speech.sim.instance import InstanceModel
-from speech.sim.instance import MIN_SATURATION_RPS
 from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers
 from speech.sim.instance import PRESSURE_WINDOW_S
 
@@ -176,7 +175,7 @@ class FixedPolicy(Policy):
 
 class ScheduledPolicy(Policy):
     """A fleet that follows a precomputed per-second schedule (``need[t]`` instances), in service at
-    once and gone at once: the oracles."""
+    once and gone at once: the floor and target-floor."""
 
     tick_s = 1
     instant = True
@@ -194,16 +193,14 @@ class ScheduledPolicy(Policy):
 
 
 def FloorAtTargetPolicy(arrivals: np.ndarray, x_target_rps: float, name: str = "target-floor") -> ScheduledPolicy:  # noqa: N802
-    """The cost floor at the plan's target utilization (the old oracle): every second exactly
+    """The cost floor at the plan's target utilization (the oracle before issue 23): every second exactly
     ceil(arrivals / X(C_scale_max)) instances (at least one), in service at once, gone at once. It
     does not keep the SLO (98.2 % on the reference diurnal day): the bar is its utilization."""
     need = np.maximum(1, np.ceil(np.asarray(arrivals) / x_target_rps - EPS))
     return ScheduledPolicy(name, need, name)
 
 
-ORACLE_STEP_S = 60
-"""The SLO oracle changes its fleet at most once per this many seconds."""
-from speech.sim.names import DEFAULT_SLO_SHARE  # re-exported: the help texts read it from speech.sim.names
+from speech.sim.names import DEFAULT_SLO_SHARE as DEFAULT_SLO_SHARE  # noqa: E402  re-exported; help texts read speech.sim.names
 
 
 def answered_within_slo(model: InstanceModel, per_instance_rps: np.ndarray, slo_ms: float) -> np.ndarray:
@@ -214,48 +211,3 @@ def answered_within_slo(model: InstanceModel, per_instance_rps: np.ndarray, slo_
     ok = (1.0 - model.block) * at_slo
     lam = model.arrival_rps
     return np.interp(per_instance_rps, lam, ok, left=float(ok[0]), right=float(ok[-1]))
-
-
-def slo_oracle_need(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float = DEFAULT_SLO_SHARE,
-                    step_s: int = ORACLE_STEP_S) -> np.ndarray:
-    """Per second, the instances of the SLO oracle: for each ``step_s`` window (clairvoyant), the
-    fewest instances n whose window keeps ``slo_share`` of its requests within the SLO when each
-    second's arrivals split evenly over n stationary instances (:func:`answered_within_slo`).
-    At least one. A window the instance cannot serve at any size (the SLO share above what one
-    instance reaches alone) gets the smallest n past which the share stops rising."""
-    a = np.asarray(arrivals, dtype=float)
-    windows = math.ceil(a.size / step_s)
-    pad = np.zeros(windows * step_s)
-    pad[: a.size] = a
-    w = pad.reshape(windows, step_s)
-    total = w.sum(axis=1)
-    best_alone = float(answered_within_slo(model, np.array([0.0]), slo_ms)[0])
-    goal = min(slo_share, best_alone - EPS)
-
-    def share(n: np.ndarray) -> np.ndarray:
-        ok = (w * answered_within_slo(model, w / n[:, None], slo_ms)).sum(axis=1)
-        return np.where(total > 0, ok / np.where(total > 0, total, 1.0), 1.0)
-
-    hi = np.maximum(1, np.ceil(w.max(axis=1) / max(model.saturation_rps, MIN_SATURATION_RPS))).astype(float)
-    while True:  # grow until every window keeps the share
-        short = share(hi) < goal
-        if not short.any():
-            break
-        hi = np.where(short, hi * 2, hi)
-    lo = np.zeros(windows)  # share(lo) < goal (or lo = 0)
-    while (hi - lo > 1).any():
-        mid = np.floor((lo + hi) / 2)
-        ok = share(np.maximum(mid, 1)) >= goal
-        move = hi - lo > 1
-        hi = np.where(move & ok, mid, hi)
-        lo = np.where(move & ~ok, mid, lo)
-    return np.repeat(np.maximum(hi, 1), step_s)[: a.size].astype(int)
-
-
-def OraclePolicy(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float = DEFAULT_SLO_SHARE,  # noqa: N802
-                 name: str = "oracle") -> ScheduledPolicy:
-    """The SLO-meeting oracle: clairvoyant, no start-up, no cooldown, changing at most once a
-    minute to :func:`slo_oracle_need`. "x oracle" is measured against it."""
-    return ScheduledPolicy(name, slo_oracle_need(model, arrivals, slo_ms, slo_share), name)
-
-

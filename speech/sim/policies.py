@@ -28,7 +28,8 @@ from speech.plan.formulas import instances_for, to_cloudwatch
 from speech.plan.survival import throughput_at
 from speech.sim.instance import InstanceModel
 from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, _alarm, floor_at, scaling_numbers
-from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, OraclePolicy, PressurePolicy, QpsEwmaPolicy
+from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
+from speech.sim.floor import FloorPolicy, PerfectForecastPolicy, floor_schedule
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
 """Datapoints (of one metric period each, all breaching) of the scale-out alarm Application Auto
@@ -194,8 +195,15 @@ def _fixed_peak(i: PolicyInputs) -> Policy:
     return FixedPolicy("fixed-peak", max(s.min_instances, instances_for(i.peak_rps, s.x_target_rps)))
 
 
-def _oracle(i: PolicyInputs) -> Policy:
-    return OraclePolicy(i.model, i.arrivals, i.plan.inputs.slo_ms, i.slo_share)
+def _floor(i: PolicyInputs) -> Policy:
+    return FloorPolicy(i.model, i.arrivals, i.plan.inputs.slo_ms, i.slo_share)
+
+
+def _perfect_forecast(i: PolicyInputs) -> Policy:
+    s = i.numbers
+    need = floor_schedule(i.model, i.arrivals, i.plan.inputs.slo_ms, i.slo_share).per_second
+    return PerfectForecastPolicy(need, startup_s=i.model.startup_s, removal_updating_s=i.readings.removal_updating_s,
+                                 tick_s=s.metric_period_s, min_instances=s.min_instances, max_instances=s.max_instances)
 
 
 def _target_floor(i: PolicyInputs) -> Policy:
@@ -209,7 +217,8 @@ POLICIES: dict[str, Callable[[PolicyInputs], Policy]] = {
     "qps-ewma": _qps_ewma,
     "kpa": lambda i: KpaPolicy(i.numbers, i.model.q_max),
     "fixed-peak": _fixed_peak,
-    "oracle": _oracle,
+    "perfect-forecast": _perfect_forecast,
+    "floor": _floor,
     "target-floor": _target_floor,
 }
 """Every policy ``bench simulate`` knows, by name, with the factory that builds it."""

@@ -158,7 +158,7 @@ class Policy:
     name = "policy"
     tick_s = 10
     instant = False
-    """True for the oracle and fixed fleets: changes take effect at once, no start-up, no drain."""
+    """True for the floor and fixed fleets: changes take effect at once, no start-up, no drain."""
     min_instances = 1
     max_instances = 10**9
 

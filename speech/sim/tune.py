@@ -8,9 +8,11 @@ Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no
   the target as a share of Q_max, the scale-out alarm's datapoints, the floor, and the scale-in
   step share, window and cooldown. The plan checks each against its safety bound and refuses what
   lies outside; the search skips those.
-* Choosing: coordinate descent from the seed over each knob's candidates, twice, on the training
-  days: a candidate wins when it keeps the SLO share on every training day and costs fewer mean
-  instance-hours (while nothing keeps the share, the highest worst-day share wins).
+* Choosing: coordinate descent from the seed over each knob's candidates, twice, on independent
+  draws of the traffic (``bench tune --draws``): a candidate wins when its LOWEST share over the
+  draws keeps the target and it costs fewer mean instance-hours (while nothing keeps the share, the
+  highest lowest share wins). A challenger stops being simulated at the first draw that shows it
+  cannot win (:meth:`Tuner.challenge`).
 * Checking: the winner and the seed on held-out days and on perturbed days (spikes raised by the
   surge ratio, the day shifted by an hour); the verdict says whether the promise held.
 """
@@ -32,15 +34,16 @@ from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.instance import InstanceModel
 from speech.sim.policies import AwsPolicy
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
-from speech.sim.peers import OraclePolicy
+from speech.sim.floor import floor_schedule
 from speech.schema.units import EPS
 from speech.errors import SimulationInputError
 
-SIMULATOR_VERSION = "speech.sim 2: one capacity change at a time, Erlang-k service, SLO oracle, superposed traces"
+SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
-         "scale_in_window_s", "scale_in_cooldown_s")
+         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors")
 """The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
-Scheduled floors and the scale-out cooldown stay as the team set them."""
+``scheduled_floors``: daily floors derived (speech.plan.schedule.derive_schedule) from the
+training draws' mean traffic only, tried on and off. The scale-out cooldown stays as the team set it."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class Knobs:
     scale_in_step_share: float | None
     scale_in_window_s: int | None
     scale_in_cooldown_s: int | None
+    scheduled_floors: bool = False
+    """Daily scheduled floors learned from the training draws (:meth:`Tuner.inputs_for` derives them)."""
 
     def inputs(self, base: PlanInputs) -> PlanInputs:
         return base.model_copy(update={
@@ -70,7 +75,7 @@ class Knobs:
 class Candidate:
     knobs: Knobs
     days: list[Summary]
-    oracle_hours: list[float]
+    floor_hours: list[float]
 
     @property
     def hours(self) -> float:
@@ -85,25 +90,41 @@ class Candidate:
         return float(np.mean([d.within_slo_share for d in self.days]))
 
     @property
+    def best_share(self) -> float:
+        return max(d.within_slo_share for d in self.days)
+
+    @property
+    def hours_low(self) -> float:
+        return min(d.instance_hours for d in self.days)
+
+    @property
+    def hours_high(self) -> float:
+        return max(d.instance_hours for d in self.days)
+
+    @property
     def rejected(self) -> float:
         return float(np.mean([d.rejected_share for d in self.days]))
 
     @property
-    def x_oracle(self) -> float:
-        return float(np.mean([d.instance_hours / o for d, o in zip(self.days, self.oracle_hours, strict=True)]))
+    def x_floor(self) -> float:
+        return float(np.mean([d.instance_hours / o for d, o in zip(self.days, self.floor_hours, strict=True)]))
 
 
 class Tuner:
     """Evaluates knobs on days of traffic (cached) with the simulator's plan policy."""
 
     def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
-                 slo_share: float, on_eval: Callable[[], None] | None = None) -> None:
+                 slo_share: float, on_eval: Callable[[], None] | None = None,
+                 schedule_rate: np.ndarray | None = None) -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
+        self.schedule_rate = schedule_rate
+        """Per-second mean of the training draws (the trace starts at 00:00): what scheduled floors are
+        learned from; None: none are tried."""
         self.seed_plan = build_plan(qmax, ttotal, seed_inputs, allow_config_mismatch=True)
         self.seed_numbers = scaling_numbers(self.seed_plan)
         self._plans: dict[Knobs, PlanArtifact | None] = {}
         self._cache: dict[tuple, Summary] = {}
-        self._oracle: dict[int, float] = {}
+        self._floor: dict[int, float] = {}
         self.on_eval = on_eval or (lambda: None)
         self.evaluations = 0
         self.skipped: list[str] = []
@@ -114,11 +135,30 @@ class Tuner:
                      min_instances=i.min_instances, scale_in_step_share=i.scale_in_step_share,
                      scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s)
 
+    def inputs_for(self, k: Knobs) -> PlanInputs | None:
+        """The plan inputs of these knobs; with ``scheduled_floors``, the daily floors derived from the
+        training draws for the plan of the other knobs (None when there is no ramp to schedule)."""
+        base = k.inputs(self.inputs)
+        if not k.scheduled_floors:
+            return base
+        if self.schedule_rate is None:
+            return None
+        from speech.plan.schedule import derive_schedule
+
+        plan = build_plan(self.qmax, self.ttotal, base, allow_config_mismatch=True)
+        schedule = derive_schedule(self.schedule_rate.tolist(), per_instance_rps=plan.capacity.per_instance_rps
+                                   or plan.capacity.throughput_at_target_rps, lead_s=plan.t_total.planning_s,
+                                   floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances)
+        return None if schedule is None else base.model_copy(update={"schedule": schedule})
+
     def plan_for(self, k: Knobs) -> PlanArtifact | None:
-        """The plan of these inputs, None when one is outside its bound (the plan refuses it)."""
+        """The plan of these inputs, None when one is outside its bound (the plan refuses it) or there
+        are no floors to schedule."""
         if k not in self._plans:
             try:
-                self._plans[k] = build_plan(self.qmax, self.ttotal, k.inputs(self.inputs), allow_config_mismatch=True)
+                inputs = self.inputs_for(k)
+                self._plans[k] = None if inputs is None else build_plan(self.qmax, self.ttotal, inputs,
+                                                                        allow_config_mismatch=True)
             except (SpeechError, ValueError) as err:
                 self.skipped.append(f"{k}: {err}")
                 self._plans[k] = None
@@ -141,16 +181,34 @@ class Tuner:
             self.on_eval()
         return self._cache[key]
 
-    def oracle_hours(self, day_id: int, arrivals: np.ndarray) -> float:
-        if day_id not in self._oracle:
-            run = run_policy(self.model, arrivals, OraclePolicy(self.model, arrivals, self.inputs.slo_ms, self.slo_share))
-            self._oracle[day_id] = summarize(run, self.model, self.inputs.slo_ms, 0.0).instance_hours
-        return self._oracle[day_id]
+    def floor_hours(self, day_id: int, arrivals: np.ndarray) -> float:
+        """The floor's instance-hours on this day (its schedule's billed hours: no simulation needed)."""
+        if day_id not in self._floor:
+            self._floor[day_id] = floor_schedule(self.model, arrivals, self.inputs.slo_ms, self.slo_share).instance_hours
+        return self._floor[day_id]
 
     def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         if self.plan_for(k) is None:
             return None
-        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.oracle_hours(i, a) for i, a in days])
+        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days])
+
+    def challenge(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]], incumbent: Candidate) -> Candidate | None:
+        """``k`` judged on ``days`` against ``incumbent``, or None as soon as it cannot beat it: while
+        the incumbent keeps the share on every draw, a challenger that misses it on one draw, or whose
+        instance-hours so far already reach the incumbent's mean, loses whatever the other draws say.
+        Draws run in the order of the incumbent's lowest share first, where a miss is likeliest."""
+        if self.plan_for(k) is None:
+            return None
+        feasible = incumbent.worst_share >= self.slo_share
+        order = sorted(range(len(days)), key=lambda j: incumbent.days[j].within_slo_share)
+        got: dict[int, Summary] = {}
+        for j in order:
+            i, a = days[j]
+            got[j] = s = self.run(k, i, a)
+            if feasible and (s.within_slo_share < self.slo_share
+                             or sum(x.instance_hours for x in got.values()) / len(days) >= incumbent.hours - EPS):
+                return None
+        return Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days])
 
     def better(self, a: Candidate, b: Candidate) -> bool:
         """a beats b: keeps the share where b does not, or both keep it and a is cheaper, or
@@ -176,6 +234,7 @@ class Tuner:
             "scale_in_step_share": [None, 0.05, 0.1, 0.2, 0.3],
             "scale_in_window_s": [None, 60, 120],
             "scale_in_cooldown_s": [None, 600, planning],
+            "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
         }
 
     def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[Candidate, Candidate]:
@@ -191,7 +250,7 @@ class Tuner:
                 for v in self.choices(best.knobs)[name]:
                     if getattr(best.knobs, name) == v:
                         continue
-                    c = self.candidate(replace(best.knobs, **{name: v}), days)
+                    c = self.challenge(replace(best.knobs, **{name: v}), days, best)
                     if c is not None and self.better(c, best):
                         best, moved = c, True
             if not moved:
@@ -203,13 +262,15 @@ REASONS = {
     "surge_ratio": "a lower surge ratio raises the target (Q_max / surge): fewer instances for the same traffic; the "
                    "held-out and spike checks say whether the smaller headroom still absorbs the surges",
     "target_share": "the scale-out target as a share of Q_max (within the surge rule): the highest that kept the SLO share "
-                    "on the training days",
+                    "on every draw",
     "datapoints_to_alarm": "fewer datapoints: the surge step fires sooner, so start-ups begin earlier",
     "min_instances": "a higher floor: the plan's floor let the SLO share slip at the trough or at the opening",
     "scale_in_step_share": "the share of the fleet one scale-in removes: what followed the decline at least cost",
     "scale_in_window_s": "a shorter scale-in window: the decline is seen sooner",
     "scale_in_cooldown_s": "a shorter scale-in cooldown (still at least the window and the planning T_total): more removals "
                            "per hour",
+    "scheduled_floors": "daily floors learned from the training draws' traffic (speech.plan.schedule): instances in service "
+                        "a planning T_total before each ramp; the checks say what they saved on days the tuner did not see",
 }
 
 
@@ -225,6 +286,7 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "scale_in_step_share": pct,
         "scale_in_window_s": f"{numbers.scale_in_periods * numbers.metric_period_s} s",
         "scale_in_cooldown_s": f"{numbers.scale_in_cooldown_s} s",
+        "scheduled_floors": f"{len(numbers.floors)} daily floors" if numbers.floors else "none",
     }
 
 

@@ -179,7 +179,7 @@ def test_a_plan_with_a_promise_is_compared_with_what_happened(setup, tmp_path, c
 
     sess, plan, pf, qf, arts, listed = setup
     promised = plan.model_copy(update={"promise": Promise(
-        slo_share=0.999, rejected_share=0.001, instance_hours=4900.0, cost_vs_oracle=1.6, trace_sha256="d" * 64,
+        slo_share=0.999, rejected_share=0.001, instance_hours=4900.0, cost_vs_floor=1.6, trace_sha256="d" * 64,
         seed=7, simulator_version="sim-2")})
     pf = write_artifact(tmp_path / "plan-kokoro-82m.json", promised)
     # 2 % refused where 0.1 % was promised.
@@ -189,3 +189,26 @@ def test_a_plan_with_a_promise_is_compared_with_what_happened(setup, tmp_path, c
     f = next(f for f in c.findings if f.name == "promise")
     assert f.level == "warn" and "refused 2.00% observed vs 0.10% promised" in f.message and "seed 7" in f.message
     assert c.verdict == "drifted"
+    assert "low end" not in f.message  # a promise without draws has no interval to fall below
+
+
+def test_production_below_the_promises_low_end_is_said(setup, tmp_path, capsys):
+    """A promise from bench tune --draws: 0.3 % refused is within the refused-share slack, but it
+    leaves at most 99.70 % within the SLO, below the lowest draw's 99.80 %."""
+    from speech.schema.config import Promise
+
+    sess, plan, pf, qf, arts, listed = setup
+    promise = Promise(slo_share=0.999, rejected_share=0.002, instance_hours=4900.0, cost_vs_floor=1.1,
+                      trace_sha256="d" * 64, seed=7, simulator_version="sim-3", slo_share_low=0.998,
+                      slo_share_high=0.9995, instance_hours_low=4800.0, instance_hours_high=5000.0)
+    pf = write_artifact(tmp_path / "plan-kokoro-82m.json", plan.model_copy(update={"promise": promise}))
+    emf_history(sess, 40, occupancy=20.0, ttfab_p95_ms=1150.0, admitted=997, rejected=3)
+    rc, out, err = _observe(capsys, pf, arts, tmp_path / "out", "--json")
+    f = next(f for f in CalibrationArtifact.model_validate_json(out).findings if f.name == "promise")
+    assert f.level == "warn" and "(lowest 99.80%, highest 99.95% over its draws)" in f.message
+    assert "production answered 99.70% of its requests" in f.message and "BELOW the promise's low end 99.80%" in f.message
+    # within the interval: no such warning
+    emf_history(sess, 40, occupancy=20.0, ttfab_p95_ms=1150.0, admitted=9990, rejected=10)
+    rc, out, err = _observe(capsys, pf, arts, tmp_path / "out2", "--json")
+    f = next(f for f in CalibrationArtifact.model_validate_json(out).findings if f.name == "promise")
+    assert "BELOW" not in f.message and "(lowest 99.80%, highest 99.95% over its draws)" in f.message

@@ -179,7 +179,7 @@ def test_schedule_and_tuned_values_go_into_the_artifact_and_the_stack(tmp_path, 
     plan artifact and, with --stack, in the stack entry the program plans from."""
     promise = tmp_path / "promise.json"
     promise.write_text(json.dumps({"slo_share": 0.999, "rejected_share": 0.0005, "instance_hours": 4900.0,
-                                   "cost_vs_oracle": 1.64, "trace_sha256": "b" * 64, "seed": 1,
+                                   "cost_vs_floor": 1.64, "trace_sha256": "b" * 64, "seed": 1,
                                    "simulator_version": "sim-2"}))
     rc = main(args(tmp_path, "--schedule-from", "diurnal:peak=5000,seed=1", "--schedule-slot-min", "60",
                    "--scale-in-step-share", "0.2", "--reason", "scale_in_step_share=bench tune: cheaper at the same share",
@@ -188,7 +188,7 @@ def test_schedule_and_tuned_values_go_into_the_artifact_and_the_stack(tmp_path, 
     out = capsys.readouterr().out
     assert "scheduled floors (UTC, daily):" in out and "daily floors derived from diurnal:peak=5000,seed=1" in out
     assert "scale_in_step_share: 0.166667 -> 0.2 of the fleet: bench tune: cheaper at the same share" in out
-    assert "promise (simulated):" in out and "1.64x the oracle" in out
+    assert "promise (simulated):" in out and "1.64x the floor" in out
     plan = load_artifact(tmp_path / "plan-kokoro-82m.json", PlanArtifact)
     floors = plan.schedule.floors
     assert floors[-1].min_instances == plan.fleet.min_instances  # the release after the ramp

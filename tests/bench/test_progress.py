@@ -61,6 +61,6 @@ def test_simulate_reports_each_policy(tmp_path, capsys):
     from .test_results import QMAX, TTOTAL
 
     assert main(["simulate", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "50", "--trough-rps", "5", "--trace",
-                 "steady:rps=20,duration=300", "--policies", "plan,oracle", "--out", str(tmp_path)]) == 0
+                 "steady:rps=20,duration=300", "--policies", "plan,floor", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert "simulate: 1/2 policies (50%)" in err and "plan done" in err and "oracle done" in err
+    assert "simulate: 1/2 policies (50%)" in err and "plan done" in err and "floor done" in err

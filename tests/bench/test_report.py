@@ -27,7 +27,7 @@ def ref():
 
 def _result(policy: str, within: float, rejected: float, peak: int, inst_h: float = 10.0) -> PolicyResult:
     return PolicyResult(policy=policy, within_slo_share=within, rejected_share=rejected, ttfab_p95_ms=900.0,
-                        ttfab_p99_ms=2000.0, violation_minutes=0, instance_hours=inst_h, cost_usd=None, cost_vs_oracle=1.0,
+                        ttfab_p99_ms=2000.0, violation_minutes=0, instance_hours=inst_h, cost_usd=None, cost_vs_floor=1.0,
                         scale_out_actions=3, scale_in_actions=2, flaps=0, peak_instances=peak)
 
 
@@ -44,15 +44,15 @@ BLOCK = PolicyViolation("mandatory", "deployment-matches-fingerprint", "kokoro-8
 
 def test_blocked_stack_answers_with_the_one_reason_fleet_shares_and_dollars(ref):
     q, t, plan = ref
-    sim = _sim(plan, _result("plan", 0.99, 0.01, plan.fleet.max_instances, inst_h=20.0), _result("oracle", 0.997, 0.003, 11))
+    sim = _sim(plan, _result("plan", 0.99, 0.01, plan.fleet.max_instances, inst_h=20.0), _result("floor", 0.997, 0.003, 11))
     a = answer(plan, [PolicyViolation("advisory", "x", "r", "m"), BLOCK], True, sim)
     assert a.blocked is True and a.deploy == "BLOCKED: cannot deploy (deployment-matches-fingerprint)"
     assert a.deploy_reason == "kokoro-82m-model: deploys another image; fix: ..."
     assert a.fleet.startswith(f"{plan.fleet.min_instances}-{plan.fleet.max_instances} x ml.g5.xlarge")
     assert a.simulated == "99.00% within the SLO (3000 ms p95 TTFAB), 1.00% rejected"
-    # At its ceiling: the reason is the fleet maximum, and the oracle says part of it is capacity.
+    # At its ceiling: the reason is the fleet maximum, and the floor says part of it is capacity.
     assert f"the fleet reached its maximum of {plan.fleet.max_instances} instances" in a.simulated_reason
-    assert "oracle (exactly the instances needed, no start-up) rejects 0.30%" in a.simulated_reason
+    assert "floor (the fewest instances that keep the share, clairvoyant, no start-up) rejects 0.30%" in a.simulated_reason
     # Dollars at the price table's figure: floor, maximum and the simulated mean (20 inst-h over 2 h = 10).
     price = 1.408
     assert a.cost == (f"${usd_per_day(plan.fleet.min_instances, price):,.2f} - "
@@ -65,7 +65,7 @@ def test_blocked_stack_answers_with_the_one_reason_fleet_shares_and_dollars(ref)
 
 def test_rejections_below_the_ceiling_are_blamed_on_start_up_time(ref):
     _, _, plan = ref
-    sim = _sim(plan, _result("plan", 0.98, 0.02, plan.fleet.max_instances - 1), _result("oracle", 1.0, 0.0, 11))
+    sim = _sim(plan, _result("plan", 0.98, 0.02, plan.fleet.max_instances - 1), _result("floor", 1.0, 0.0, 11))
     a = answer(plan, [], True, sim)
     assert a.blocked is False and a.deploy == "CAN DEPLOY"
     assert f"a scale-out serves only after T_total {plan.t_total.planning_s:.0f} s" in a.simulated_reason
@@ -169,14 +169,14 @@ def _pair(plan, tuned, seed_share: float, tuned_share: float, tuned_rejected: fl
     from speech.schema.artifacts import canonical_sha256
 
     sim = _sim(plan, _result("seed plan", seed_share, 0.002, 12, inst_h=20.0),
-               _result("tuned plan", tuned_share, tuned_rejected, 12, inst_h=16.0), _result("oracle", 0.999, 0.001, 11))
+               _result("tuned plan", tuned_share, tuned_rejected, 12, inst_h=16.0), _result("floor", 0.999, 0.001, 11))
     return sim.model_copy(update={"tuned_plan_sha256": canonical_sha256(tuned)})
 
 
 def _tuned_with_promise(q, t, share: float, rejected: float):
     from speech.schema.config import Promise
 
-    promise = Promise(slo_share=share, rejected_share=rejected, instance_hours=16.0, cost_vs_oracle=1.4,
+    promise = Promise(slo_share=share, rejected_share=rejected, instance_hours=16.0, cost_vs_floor=1.4,
                       trace_sha256="b" * 64, seed=1, simulator_version="sim-2")
     return build_plan(q, t, PlanInputs(peak_rps=200, trough_rps=10, min_instances=2, promise=promise))
 
@@ -216,7 +216,7 @@ def test_a_tuned_plan_that_keeps_its_share_off_its_training_trace_says_by_how_mu
     c = promise_check(tuned, _pair(plan, tuned, 0.997, 0.996, 0.003))
     assert c is not None and c.kept and c.matches_promise is False and c.why is None
     assert verdict_line(c) == ("The tuned plan keeps the SLO share it is sized for: 99.60% within the SLO (>= 99.50%); the "
-                               "promise was 99.80% (the mean of its training days), this trace -0.20 points.")
+                               "promise was 99.80% (the mean of its draws), this trace -0.20 points.")
 
 
 def test_a_simulation_of_another_tuned_plan_is_not_checked_against_this_one(ref):
@@ -256,9 +256,9 @@ def test_cost_vs_slo_targets_the_plans_own_share_and_no_label_overlaps(ref):
     from bench.report.plots import cost_vs_slo_figure
 
     _, _, plan = ref
-    # oracle and target-floor on the same spot, the plans next to each other: the labels must not collide
+    # floor and target-floor on the same spot, the plans next to each other: the labels must not collide
     sim = _sim(plan, _result("seed plan", 0.999, 0.0, 12, inst_h=20.0), _result("tuned plan", 0.998, 0.001, 12, inst_h=19.5),
-               _result("oracle", 1.0, 0.0, 11, inst_h=10.0), _result("target-floor", 1.0, 0.0, 11, inst_h=10.0),
+               _result("floor", 1.0, 0.0, 11, inst_h=10.0), _result("target-floor", 1.0, 0.0, 11, inst_h=10.0),
                _result("reference", 0.2, 0.7, 1, inst_h=2.0))
     fig = cost_vs_slo_figure(sim, plan)
     ax = fig.axes[0]
@@ -267,7 +267,7 @@ def test_cost_vs_slo_targets_the_plans_own_share_and_no_label_overlaps(ref):
     assert f"{100 * plan.inputs.slo_share:g}%" in target.get_label()
     renderer = fig.canvas.get_renderer()
     boxes = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
-    assert set(boxes) == {"seed plan", "tuned plan", "oracle", "target-floor", "reference"}
+    assert set(boxes) == {"seed plan", "tuned plan", "floor", "target-floor", "reference"}
     names = sorted(boxes)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
@@ -296,3 +296,25 @@ def test_waterfall_legend_names_only_the_bars_it_drew(ref):
     measured_only = t.model_copy(update={"phases": [p.model_copy(update={"bounded": False}) for p in t.phases]})
     labels = [x.get_text() for x in ttotal_figure(measured_only).legends[0].get_texts()]
     assert not any("bounded" in x for x in labels) and any("measured" in x for x in labels)
+
+
+def test_the_report_shows_the_promises_interval_and_says_when_a_trace_falls_below_it(ref):
+    from speech.schema.config import Promise
+
+    from bench.report.tuned import promise_check, verdict_line
+
+    q, t, plan = ref
+    promise = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=16.0, cost_vs_floor=1.2, trace_sha256="b" * 64,
+                      seed=1, simulator_version="sim-3", slo_share_low=0.9975, slo_share_high=0.9985,
+                      instance_hours_low=15.0, instance_hours_high=17.0)
+    tuned = build_plan(q, t, PlanInputs(peak_rps=200, trough_rps=10, min_instances=2, promise=promise))
+    sim = _pair(plan, tuned, 0.997, 0.996, 0.003)
+    c = promise_check(tuned, sim)
+    assert c is not None and c.kept and c.below_low
+    assert verdict_line(c).endswith("over its draws the promise spans 99.75-99.85%, and this trace is BELOW its low end.")
+    page = render_report(plan=plan, qmax=q, ttotal=t, simulation=sim, tuned_plan=tuned)
+    assert "(over its draws: 99.75-99.85% within the SLO, 15.0-17.0 instance-hours)" in page
+    assert "<td class=\"num\">99.75% - 99.85%</td>" in page
+    inside = promise_check(tuned, _pair(plan, tuned, 0.997, 0.998, 0.001))
+    assert inside is not None and not inside.below_low and verdict_line(inside).endswith("and this trace is within it.")
+

@@ -185,12 +185,12 @@ def test_ttotal(synthetic_40ms, ref_artifacts, tmp_path, capsys):
 
 def test_simulate(tmp_path, capsys):
     rc = main(["simulate", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "200", "--trough-rps", "10",
-               "--trace", "steady:rps=50,duration=600", "--policies", "plan,oracle", "--out", str(tmp_path),
+               "--trace", "steady:rps=50,duration=600", "--policies", "plan,floor", "--out", str(tmp_path),
                "--threshold", "within_slo_share>=0.9", "--threshold", "instance_hours<0.01", *_outputs(tmp_path, "simulate")])
     err = capsys.readouterr().err
     assert rc == EXIT_THRESHOLD and "1 of 2 thresholds broken: instance_hours < 0.01" in err
     policies = read_csv(tmp_path / "csv" / "simulate-policies.csv")
-    assert [r["policy"] for r in policies] == ["plan", "oracle"]
+    assert [r["policy"] for r in policies] == ["plan", "floor"]
     minutes = read_csv(tmp_path / "csv" / "simulate-minutes.csv")
     assert len(minutes) == 2 * 10 and {"offered", "rejected", "serving_mean", "ttfab_p95_ms"} <= set(minutes[0])
     assert len(_check_outputs(tmp_path, "simulate", ["policies", "minutes"]).images) == 2

@@ -37,7 +37,7 @@ def test_simulate_cli_on_the_reference_prints_every_policy(tmp_path, capsys):
     art = SimulationArtifact.model_validate_json((tmp_path / "simulation-kokoro-82m-diurnal.json").read_text())
     by = {r.policy: r for r in art.results}
     assert art.kind == "simulation" and art.trace.seed == 1 and art.qmax_sha256.startswith("sha256:")
-    assert by["oracle"].cost_vs_oracle == 1.0 and by["fixed-peak"].cost_vs_oracle > by["plan"].cost_vs_oracle
+    assert by["floor"].cost_vs_floor == 1.0 and by["fixed-peak"].cost_vs_floor > by["plan"].cost_vs_floor
     assert by["reference"].peak_instances == 9 and by["reference"].rejected_share > 0.5
     assert by["plan"].cost_usd == pytest.approx(by["plan"].instance_hours * 1.5, abs=0.01)
     # One timeline with every policy overlaid, and the cost-vs-SLO scatter.
@@ -50,9 +50,9 @@ def test_simulate_json_with_a_plan_file_and_a_shipped_trace(tmp_path, capsys):
                  str(tmp_path), "--json"]) == 0
     capsys.readouterr()
     rc = main(["simulate", "--qmax", QMAX, "--ttotal", TTOTAL, "--plan", str(tmp_path / "plan-kokoro-82m.json"),
-               "--trace", "azure-conv:peak=300", "--policies", "plan,oracle", "--out", str(tmp_path), "--json"])
+               "--trace", "azure-conv:peak=300", "--policies", "plan,floor", "--out", str(tmp_path), "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert rc == 0 and [r["policy"] for r in data["results"]] == ["plan", "oracle"]
+    assert rc == 0 and [r["policy"] for r in data["results"]] == ["plan", "floor"]
     assert data["trace"]["attribution"].startswith("Azure LLM inference trace 2023, Microsoft Azure")
     assert data["trace"]["source_sha256"].startswith("sha256:") and data["trace"]["peak_rps"] == pytest.approx(300)
 

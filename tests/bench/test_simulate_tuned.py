@@ -75,11 +75,11 @@ def test_both_plans_side_by_side_and_the_promise_reproduced(pair, tmp_path, caps
 def test_the_table_names_both_rows_and_prints_the_promise(pair, tmp_path, capsys):
     seed_path, tuned_path, _ = pair
     assert main(_simulate(tmp_path, "--plan", str(seed_path), "--tuned-plan", str(tuned_path),
-                          "--policies", "plan,oracle")) == 0
+                          "--policies", "plan,floor")) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     rows = [ln.split("  ")[0] for ln in lines[lines.index(next(ln for ln in lines if ln.startswith("policy"))) + 2:]]
-    assert rows[:3] == [SEED_ROW, TUNED_ROW, "oracle"]
+    assert rows[:3] == [SEED_ROW, TUNED_ROW, "floor"]
     row = load_artifact(tmp_path / "simulation-kokoro-82m-diurnal.json", SimulationArtifact).result(TUNED_ROW)
     assert row is not None
     head = f"tuned plan: sized for 99.50% within the SLO; on this trace {100 * row.within_slo_share:.2f}%: "
@@ -91,6 +91,17 @@ def test_the_table_names_both_rows_and_prints_the_promise(pair, tmp_path, capsys
                 "(Q_max 50 in flight per instance)") in out
         assert "what would keep 99.50%: " in out and "a queue in front" in out
     assert "  promise (bench tune, 1 h training trace " in out and "vs the seed plan: " in out
+    # the promise's interval over the draws it was tuned on, and where this trace falls in it
+    pr = load_artifact(tuned_path, PlanArtifact).promise
+    assert pr is not None and pr.slo_share_low is not None
+    assert (f"  promised interval over its draws: {100 * pr.slo_share_low:.2f}-{100 * pr.slo_share_high:.2f}% within the "
+            f"SLO, {pr.instance_hours_low:.1f}-{pr.instance_hours_high:.1f} inst-h; this trace is ") in out
+    # what is left to win: the tuned plan -> perfect-forecast -> floor, when both ran
+    assert "tuned plan -> perfect-forecast" not in out and "perfect-forecast -> floor" not in out
+    assert main(_simulate(tmp_path / "gaps", "--plan", str(seed_path), "--tuned-plan", str(tuned_path),
+                          "--policies", "plan,perfect-forecast,floor")) == 0
+    out = capsys.readouterr().out
+    assert "tuned plan -> perfect-forecast: " in out and "perfect-forecast -> floor: " in out
 
 
 def _write(tmp_path: Path, plan: PlanArtifact) -> Path:

@@ -257,7 +257,7 @@ def test_scaling_output_exports_the_step_the_floors_and_the_promise(qmax_ref, tt
     from speech.plan.realtime import build_plan
     from speech.schema.config import FloorSchedule, PlanInputs, Promise
 
-    promise = Promise(slo_share=0.999, rejected_share=0.0005, instance_hours=4900.0, cost_vs_oracle=1.64,
+    promise = Promise(slo_share=0.999, rejected_share=0.0005, instance_hours=4900.0, cost_vs_floor=1.64,
                       trace_sha256="c" * 64, seed=3, simulator_version="sim-2")
     schedule = FloorSchedule(floors=[{"at": "07:40", "min_instances": 40}, {"at": "10:00", "min_instances": 1}])
     plan = build_plan(qmax_ref, ttotal_ref, PlanInputs(peak_rps=5000, trough_rps=10, promise=promise, schedule=schedule))
@@ -265,7 +265,7 @@ def test_scaling_output_exports_the_step_the_floors_and_the_promise(qmax_ref, tt
     assert list(on) == list(SCALING_KEYS)
     assert on["scale_in_step"] == {"percent": -16, "min_removed": 1}
     assert on["schedule"]["floors"][0] == {"at": "07:40", "min_instances": 40} and on["schedule"]["timezone"] == "UTC"
-    assert on["promise"]["seed"] == 3 and on["promise"]["cost_vs_oracle"] == 1.64
+    assert on["promise"]["seed"] == 3 and on["promise"]["cost_vs_floor"] == 1.64
     off = scaling_output(GateDecision(False, "stop", "plan_stop"), plan, "key")
     # A closed gate deploys neither step nor floors; the promise still says what the plan promised.
     assert off["scale_in_step"] is None and off["schedule"] is None and off["promise"]["seed"] == 3

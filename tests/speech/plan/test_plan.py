@@ -374,10 +374,10 @@ def test_tuned_values_outside_their_safety_bounds_are_refused(qmax_ref, ttotal_r
 def test_promise_is_recorded_and_judged_against_the_slo_share(qmax_ref, ttotal_ref):
     from speech.schema.config import Promise
 
-    good = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=4800, cost_vs_oracle=1.6,
+    good = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=4800, cost_vs_floor=1.6,
                    trace_sha256="a" * 64, seed=1, simulator_version="sim-2")
     p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"promise": good}))
-    assert p.promise == good and p.finding("promise").level == "ok" and "1.60x the oracle" in p.finding("promise").message
+    assert p.promise == good and p.finding("promise").level == "ok" and "1.60x the floor" in p.finding("promise").message
     bad = good.model_copy(update={"slo_share": 0.98})
     p = build_plan(qmax_ref, ttotal_ref, REF_INPUTS.model_copy(update={"promise": bad}))
     assert p.finding("promise").level == "warn"

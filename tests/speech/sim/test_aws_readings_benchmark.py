@@ -36,7 +36,7 @@ def test_one_trace_every_reading_both_plans(capsys):
         moves = [abs(r["within_slo_share"] - base["within_slo_share"]) for r in rows if r["unknown"]]
         assert abs(m["slo_share_points"]) == pytest.approx(100 * max(moves))
         for r in rows:
-            assert r["x_oracle"] == pytest.approx(r["instance_hours"] / trace["oracle_instance_hours"])
+            assert r["x_floor"] == pytest.approx(r["instance_hours"] / trace["floor_instance_hours"])
 
 
 def test_an_unknown_trace_is_bad_input(capsys):

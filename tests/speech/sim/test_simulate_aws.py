@@ -203,7 +203,7 @@ def test_target_tracking_datapoints_set_when_target_tracking_scales_out(setup):
 
 def test_simulate_hands_every_reading_to_the_run(setup):
     """Through ``simulate(..., readings=...)`` (what bench simulate and benchmarks/aws_readings.py
-    call), each field alone changes the plan's run the way it should; the oracle, whose changes
+    call), each field alone changes the plan's run the way it should; the floor, whose changes
     are instant, is the same under every reading."""
     from speech.sim.fleet import simulate
 
@@ -213,7 +213,7 @@ def test_simulate_hands_every_reading_to_the_run(setup):
     arr = generate(f"step:base={base:.3f},factor=3,at=600,duration=3000").arrivals
 
     def sim(readings):
-        _, runs, sums = simulate(plan, q, t, arr, policies=("plan", "oracle"), model=model, readings=readings)
+        _, runs, sums = simulate(plan, q, t, arr, policies=("plan", "floor"), model=model, readings=readings)
         return runs[0], sums
 
     default, d_sums = sim(AwsReadings())

@@ -53,3 +53,24 @@ def test_search_keeps_the_share_and_costs_no_more(tuner):
     # a candidate that misses the share never beats one that keeps it, however cheap
     cheap = replace(best, days=[replace(d, within_slo_share=0.5, instance_hours=0.1) for d in best.days])
     assert not tuner.better(cheap, best) or best.worst_share < 0.995
+
+
+def test_scheduled_floors_are_learned_from_the_training_draws_only():
+    """With the training draws' mean rate the tuner also tries daily floors derived from it (the
+    plan's own speech.plan.schedule); without it, it does not."""
+    import numpy as np
+
+    q, t = load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
+    inputs = PlanInputs(slo_ms=3000, peak_rps=800, trough_rps=40)
+    draws = [generate(f"diurnal:peak=800,hours=4,seed={s}").arrivals for s in (1, 2)]
+    rate = np.mean(np.stack(draws), axis=0)
+    tu = Tuner(q, t, inputs, build_instance(q, t, slo_ms=3000), 0.995, schedule_rate=rate)
+    seed = tu.seed_knobs()
+    assert seed.scheduled_floors is False and tu.choices(seed)["scheduled_floors"] == [False, True]
+    with_floors = tu.plan_for(replace(seed, scheduled_floors=True))
+    assert with_floors is not None and with_floors.schedule is not None and with_floors.schedule.floors
+    # the floors rise before the ramp the training draws had: the busiest slot's floor is above the plan's
+    assert max(f.min_instances for f in with_floors.schedule.floors) > with_floors.fleet.min_instances
+    plain = Tuner(q, t, inputs, build_instance(q, t, slo_ms=3000), 0.995)
+    assert plain.choices(seed)["scheduled_floors"] == [False]
+    assert plain.plan_for(replace(seed, scheduled_floors=True)) is None

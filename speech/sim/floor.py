@@ -1,0 +1,428 @@
+"""The cost floor and what a perfect forecast could do on SageMaker (docs/design.md §10.4).
+
+``floor``: the fewest instance-hours that keep the SLO share over the WHOLE trace, clairvoyant,
+with no start-up, changing the fleet at most once a minute, judged on the instance model the fleet
+simulator steps (:class:`speech.sim.instance.InstanceModel`). Each minute at its mean arrival rate
+r: n instances answer ``A x ok(r / n)`` of its ``A`` requests within the SLO, ``ok`` the stationary
+chain's share (:func:`speech.sim.peers.answered_within_slo`; the fluid model the simulator
+integrates settles at that chain at a steady rate). Choosing ``n_m`` per minute to minimize
+instance-seconds subject to the whole trace's missed requests staying within ``(1 - share) x
+total`` is a knapsack over minutes; its Lagrangian relaxation ``min sum(n_m d_m) + lambda
+sum(bad_m(n_m))`` splits by minute, and a bisection on lambda finds the smallest lambda whose
+choice fits the budget. The slack left is spent by removing single instances where they cost the
+fewest missed requests. The Lagrangian dual at the bisection's lambdas is a lower bound on the same
+problem, recorded beside the schedule (``lower_bound_instance_hours``) so the gap is visible.
+
+Why the minute's MEAN rate, not each second's: the simulator carries a burst second's queue into
+the quiet seconds after it (its fluid state), so a second above saturation is not a lost second;
+judging each second as its own stationary chain (the old per-minute oracle) treats every burst as
+a lasting overload and overpays. The floor's schedule is then run through the fleet simulator, which
+reports what it really keeps (``bench simulate``'s ``floor`` row).
+
+``perfect-forecast``: a clairvoyant policy under the plan's own mechanics. It knows the floor's
+schedule for the whole trace and asks for capacity the start-up ahead, one capacity change at a
+time (the fleet refuses others while Updating), within the plan's floor and cap, never removing
+what it will need again before a new instance could serve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from speech.schema.units import EPS
+from speech.sim.instance import InstanceModel
+from speech.sim.peers import ScheduledPolicy, answered_within_slo
+from speech.sim.scaler import Ctx, Decision, Policy
+
+FLOOR_STEP_S = 60
+"""The floor changes its fleet at most once per this many seconds (a minute)."""
+SATURATED_TOL = 1e-9
+"""A per-instance rate whose share within the SLO is this close to an idle instance's counts as
+unloaded: more instances than that cannot help, so the floor's search stops there."""
+BISECTION_STEPS = 60
+MAX_CELLS = 4_000_000
+"""Minutes x candidate counts evaluated at once (memory); larger tables are solved in chunks."""
+
+
+@dataclass(frozen=True)
+class CostFloor:
+    """The floor's fleet, one count per minute, and what the instance model says it keeps."""
+
+    per_minute: np.ndarray
+    """Instances in each minute (at least one)."""
+    step_s: int
+    duration_s: int
+    model_share: float
+    """Share within the SLO over the whole trace on the instance model at each minute's mean rate."""
+    goal_share: float
+    """The share the floor keeps: the target, or the most the instance reaches when that is lower."""
+    lower_bound_instance_hours: float
+    """The Lagrangian dual: no schedule of per-minute counts keeps ``goal_share`` on the same model
+    for fewer instance-hours."""
+
+    @property
+    def per_second(self) -> np.ndarray:
+        return np.repeat(self.per_minute, self.step_s)[: self.duration_s]
+
+    @property
+    def instance_hours(self) -> float:
+        return float(self.per_second.sum()) / 3600.0
+
+
+def _minutes(arrivals: np.ndarray, step_s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(requests per window, seconds per window): the last window may be short."""
+    a = np.asarray(arrivals, dtype=float)
+    windows = max(1, math.ceil(a.size / step_s))
+    pad = np.zeros(windows * step_s)
+    pad[: a.size] = a
+    secs = np.full(windows, float(step_s))
+    if a.size % step_s:
+        secs[-1] = float(a.size % step_s)
+    return pad.reshape(windows, step_s).sum(axis=1), secs
+
+
+def fluid_steps(model: InstanceModel, per_second: np.ndarray, n: np.ndarray, slo_ms: float,
+                start_queue: np.ndarray | None = None, *, with_end: bool = False):
+    """Requests answered within the SLO by ``n`` instances (one count per row) over the seconds of
+    each row of ``per_second`` (arrivals), stepped with the fleet simulator's own implicit fluid
+    step (:func:`speech.sim.fleet.fluid_step`, vectorized here) from ``start_queue`` requests in
+    flight across the fleet (spread evenly, as the simulator spreads them when the fleet changes),
+    or without one from the stationary occupancy at the row's mean rate per instance. Shapes:
+    ``per_second`` (C, S), ``n`` and ``start_queue`` (C,); out (C,), and with ``with_end`` also each
+    row's occupancy per instance after its last second."""
+    occ, blk = model.occupancy, model.block
+    u = occ + model.depart_rps  # g(k) = u[k] + lam v[k] = m' + D(m') + lam (P_block(m') - 1), increasing in k
+    v = blk - 1.0
+    at_slo = model.ttfab_cdf_at(slo_ms)
+    g_max = occ.size - 1
+    steps = int(math.ceil(math.log2(max(2, g_max + 1))))
+    lam_all = per_second / n[:, None]
+    if start_queue is None:
+        m = np.interp(lam_all.mean(axis=1), model.arrival_rps, occ)
+    else:
+        # Not clipped at Q_max: the simulator spreads what a shrinking scheduled fleet holds over the
+        # instances left, and its first step refuses what does not fit; the same here.
+        m = start_queue / n
+    ok = np.zeros(n.size)
+    for s in range(per_second.shape[1]):
+        lam = lam_all[:, s]
+        # The largest k with g(k) <= m (0 when none): bisection on [0, g_max] for every row at once.
+        k = np.zeros(n.size, dtype=np.intp)
+        for b in range(steps - 1, -1, -1):
+            trial = np.minimum(k + (1 << b), g_max)
+            k = np.where(u[trial] + lam * v[trial] <= m, trial, k)
+        k1 = np.minimum(k + 1, g_max)
+        g_lo = u[k] + lam * v[k]
+        g_hi = u[k1] + lam * v[k1]
+        span = g_hi - g_lo
+        w = np.clip((m - g_lo) / np.where(span > 0, span, 1.0), 0.0, 1.0)
+        w[(span <= 0) | (g_lo >= m) | (k == g_max)] = 0.0
+        m = occ[k] + w * (occ[k1] - occ[k])
+        pb = blk[k] + w * (blk[k1] - blk[k])
+        ok += per_second[:, s] * (1.0 - pb) * (at_slo[k] * (1.0 - w) + at_slo[k1] * w)
+    return (ok, m) if with_end else ok
+
+
+def _stationary_counts(model: InstanceModel, rate: np.ndarray, req: np.ndarray, secs: np.ndarray, budget: float,
+                       slo_ms: float) -> np.ndarray:
+    """First pass: the Lagrangian on each minute's stationary chain at its mean rate (no burst
+    inside a minute), over every count from half the saturated one to an unloaded one. Where the
+    second pass (the fluid over the minute's seconds) starts looking."""
+    lam_grid = model.arrival_rps
+    ok_grid = answered_within_slo(model, lam_grid, slo_ms)
+    unloaded = lam_grid[ok_grid >= float(ok_grid[0]) - SATURATED_TOL]
+    sat = max(model.saturation_rps, 1e-9)
+    r_good = float(unloaded.max()) if unloaded.size and unloaded.max() > 0 else 0.5 * sat
+    hi = np.maximum(1, np.ceil(rate / r_good - EPS)).astype(int)
+    lo = np.clip(np.floor(0.5 * rate / sat).astype(int), 1, hi)
+    width = int((hi - lo).max()) + 1 if hi.size else 1
+    cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    chunk = max(1, MAX_CELLS // width)
+    for start in range(0, rate.size, chunk):
+        sl = slice(start, min(start + chunk, rate.size))
+        n = np.minimum(lo[sl, None] + np.arange(width)[None, :], hi[sl, None]).astype(float)
+        mins = np.repeat(np.arange(sl.start, sl.stop)[:, None], width, axis=1)
+        bad = req[sl, None] * (1.0 - answered_within_slo(model, rate[sl, None] / n, slo_ms))
+        cells.append((mins.ravel(), n.ravel(), bad.ravel()))
+    m_all = np.concatenate([c[0] for c in cells])
+    table = _Table(m_all, np.concatenate([c[1] for c in cells]), np.concatenate([c[2] for c in cells]), secs)
+    counts, _, _ = table.solve(budget)
+    return counts
+
+
+class _Table:
+    """Candidate (minute, count, missed requests) cells, sorted by minute then count; the
+    Lagrangian over them."""
+
+    def __init__(self, minute: np.ndarray, n: np.ndarray, bad: np.ndarray, secs: np.ndarray) -> None:
+        order = np.lexsort((n, minute))
+        self.minute, self.n, self.bad = minute[order], n[order], bad[order]
+        keep = np.ones(self.n.size, bool)
+        keep[1:] = (self.minute[1:] != self.minute[:-1]) | (self.n[1:] != self.n[:-1])
+        self.minute, self.n, self.bad = self.minute[keep], self.n[keep], self.bad[keep]
+        self.cost = self.n * secs[self.minute]
+        self.starts = np.flatnonzero(np.r_[True, self.minute[1:] != self.minute[:-1]])
+
+    def choose(self, lam: float) -> tuple[np.ndarray, float, float]:
+        """Per minute the cell minimizing instance-seconds + lam x missed: (cell indices, missed,
+        the Lagrangian's value)."""
+        obj = self.cost + lam * self.bad
+        best = np.minimum.reduceat(obj, self.starts)
+        seg = np.repeat(np.arange(self.starts.size), np.diff(np.r_[self.starts, obj.size]))
+        hit = np.flatnonzero(obj <= best[seg])
+        _, first = np.unique(seg[hit], return_index=True)
+        idx = hit[first]
+        return idx, float(self.bad[idx].sum()), float(best.sum())
+
+    def solve(self, budget: float) -> tuple[np.ndarray, float, float]:
+        """(counts per minute, missed, best dual value): the smallest lambda (bisection) whose
+        choice keeps the missed requests within ``budget``; the most it can keep when none does."""
+        lam_lo, lam_hi = 0.0, 1.0
+        idx, missed, value = self.choose(lam_hi)
+        dual = value - lam_hi * budget
+        while missed > budget + EPS and lam_hi < 1e18:
+            lam_lo, lam_hi = lam_hi, lam_hi * 16
+            idx, missed, value = self.choose(lam_hi)
+            dual = max(dual, value - lam_hi * budget)
+        if missed <= budget + EPS:
+            for _ in range(BISECTION_STEPS):
+                mid = math.sqrt(lam_lo * lam_hi) if lam_lo > 0 else lam_hi / 2
+                i2, m2, v2 = self.choose(mid)
+                dual = max(dual, v2 - mid * budget)
+                if m2 <= budget + EPS:
+                    lam_hi, idx, missed = mid, i2, m2
+                else:
+                    lam_lo = mid
+                if lam_hi - lam_lo <= 1e-9 * lam_hi:
+                    break
+        return self.n[idx].copy(), missed, dual
+
+
+BAND_BELOW, BAND_ABOVE, WIDEN_ROUNDS = 3, 4, 12
+"""The fluid pass looks at counts from BAND_BELOW under the first pass's to BAND_ABOVE over it, and
+widens a minute's band (doubling) while the choice sits on its edge, at most WIDEN_ROUNDS times."""
+
+
+def floor_schedule(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float,
+                   step_s: int = FLOOR_STEP_S) -> CostFloor:
+    """The floor (module docstring): per-minute counts minimizing instance-seconds subject to the
+    whole trace's share within the SLO.
+
+    Two passes. The first solves the Lagrangian on each minute's stationary chain at its mean rate.
+    The second judges each candidate count of a minute by the fleet simulator's own fluid step over
+    that minute's seconds (:func:`fluid_steps`: a burst fills the instances' queues and the gate,
+    and what the queue holds drains in the seconds after), starting from a band around the first
+    pass's count and widening it where the choice sits on its edge; then the Lagrangian again, and
+    the budget's slack spent one instance at a time."""
+    a = np.asarray(arrivals, dtype=float)
+    req, secs = _minutes(a, step_s)
+    rate = req / secs
+    total = float(req.sum())
+    windows = req.size
+    flat = np.zeros(windows * step_s)
+    flat[: a.size] = a
+    per_second = flat.reshape(windows, step_s)
+    ok_idle = float(answered_within_slo(model, np.array([0.0]), slo_ms)[0])
+    goal = min(slo_share, ok_idle - EPS) if total > 0 else slo_share
+    budget = (1.0 - goal) * total
+    counts = _stationary_counts(model, rate, req, secs, budget, slo_ms).astype(int)
+    start_queue: np.ndarray | None = None
+    dual = math.nan
+    for _ in range(REFINE_ROUNDS):
+        new, _, dual, _ = _fluid_pass(model, per_second, req, secs, counts, budget, ok_idle, slo_ms, start_queue)
+        settled = start_queue is not None and np.array_equal(new, counts)
+        counts = new
+        if settled:
+            break
+        start_queue = _queues_at_minute_starts(model, per_second, counts, slo_ms, start_queue)
+    # The schedule judged from its own queues (what the simulator will run), repaired where it falls
+    # short: one instance at a time where it saves the most missed requests per instance-second.
+    counts, missed_final = _repair(model, per_second, req, secs, counts, budget, slo_ms, ok_idle)
+    per_minute = np.maximum(1, counts).astype(int)
+    share = 1.0 - missed_final / total if total > 0 else 1.0
+    hours = float(np.repeat(per_minute, step_s)[: a.size].sum()) / 3600.0
+    feasible = missed_final <= budget + 1e-6 * max(total, 1.0)
+    # The dual bounds the problem only where the budget can be met; elsewhere there is no bound to give.
+    bound = min(hours, max(0.0, dual) / 3600.0) if feasible and math.isfinite(dual) else hours
+    return CostFloor(per_minute=per_minute, step_s=step_s, duration_s=int(a.size), model_share=share, goal_share=goal,
+                         lower_bound_instance_hours=bound)
+
+
+REFINE_ROUNDS = 4
+"""Most fluid passes, each from the queues the previous schedule leaves at each minute's start (the
+simulator's run of it: a minute the floor lets run hot hands its queue to the next one); they stop
+when the schedule does."""
+REPAIR_STEPS = 200
+
+
+def _repair(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs: np.ndarray, counts: np.ndarray,
+            budget: float, slo_ms: float, ok_idle: float) -> tuple[np.ndarray, float]:
+    """(counts, missed requests) of ``counts`` judged from its own minute-start queues; while the
+    missed requests exceed ``budget``, one instance more where it saves the most per
+    instance-second (and the queues judged again)."""
+    counts = counts.astype(int).copy()
+    missed = math.inf
+    queue: np.ndarray | None = None
+    for _ in range(REPAIR_STEPS):
+        queue = _queues_at_minute_starts(model, per_second, counts, slo_ms, queue)
+        n = counts.astype(float)
+        bad = req - fluid_steps(model, per_second, n, slo_ms, queue)
+        missed = float(np.maximum(bad, 0.0).sum())
+        if missed <= budget + 1e-9 * max(1.0, float(req.sum())):
+            break
+        more = req - fluid_steps(model, per_second, n + 1.0, slo_ms, queue)
+        gain = (bad - more) / secs
+        gain[bad <= req * (1.0 - ok_idle) + 1e-12] = -np.inf  # nothing left to win there
+        if not np.isfinite(gain.max()) or gain.max() <= 0:
+            break
+        counts[int(gain.argmax())] += 1
+    return counts, missed
+
+
+def _queues_at_minute_starts(model: InstanceModel, per_second: np.ndarray, counts: np.ndarray, slo_ms: float,
+                             guess: np.ndarray | None) -> np.ndarray:
+    """Requests in flight across the fleet at the start of each minute when the fleet runs
+    ``counts`` (the first minute starts empty, as the simulator's run does): each minute's fluid
+    from the previous minute's end, all minutes at once, repeated until the starts stop moving (a
+    queue reaches back only as far as overloaded minutes chain, so this settles in a few rounds)."""
+    n = counts.astype(float)
+    queue = np.zeros(counts.size) if guess is None else guess.copy()
+    for _ in range(JACOBI_ROUNDS):
+        _, end = fluid_steps(model, per_second, n, slo_ms, queue, with_end=True)
+        new = np.concatenate([[0.0], (end * n)[:-1]])
+        if np.allclose(new, queue, rtol=1e-6, atol=1e-6):
+            return new
+        queue = new
+    return queue
+
+
+JACOBI_ROUNDS = 30
+
+
+def _fluid_pass(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs: np.ndarray, around: np.ndarray,
+                budget: float, ok_idle: float, slo_ms: float,
+                start_queue: np.ndarray | None) -> tuple[np.ndarray, float, float, dict[tuple[int, int], float]]:
+    """The Lagrangian over counts judged by :func:`fluid_steps` (from ``start_queue``), in bands
+    around ``around`` widened where the choice sits on an edge; then the slack spent. Returns
+    (counts, missed, dual value, every (minute, count) -> missed requests judged)."""
+    windows = req.size
+    known: dict[tuple[int, int], float] = {}
+
+    def ensure(minutes: np.ndarray, ns: np.ndarray) -> None:
+        want = [(int(m), int(n)) for m, n in zip(minutes, ns, strict=True) if n >= 1 and (int(m), int(n)) not in known]
+        want = list(dict.fromkeys(want))
+        for start in range(0, len(want), 200_000):
+            part = want[start : start + 200_000]
+            mi = np.array([m for m, _ in part])
+            ni = np.array([n for _, n in part], dtype=float)
+            ok = fluid_steps(model, per_second[mi], ni, slo_ms, None if start_queue is None else start_queue[mi])
+            for key, bad in zip(part, req[mi] - ok, strict=True):
+                known[key] = max(0.0, float(bad))
+
+    lo = np.maximum(1, around - BAND_BELOW)
+    hi = around + BAND_ABOVE
+    mins = np.arange(windows)
+    for _ in range(WIDEN_ROUNDS):
+        spans = hi - lo + 1
+        ensure(np.repeat(mins, spans), np.concatenate([np.arange(x, y + 1) for x, y in zip(lo, hi, strict=True)]))
+        keys = np.array(list(known.keys()), dtype=float).reshape(-1, 2)
+        table = _Table(keys[:, 0].astype(int), keys[:, 1], np.array(list(known.values())), secs)
+        counts, missed, dual = table.solve(budget)
+        counts = counts.astype(int)
+        at = np.array([known[(i, int(n))] for i, n in enumerate(counts)])
+        up = (counts >= hi) & (at > req * (1.0 - ok_idle) + 1e-9 * req + 1e-12)  # more would still help
+        down = (counts <= lo) & (lo > 1)
+        if not up.any() and not down.any():
+            break
+        width = np.maximum(spans, 2)
+        hi = np.where(up, hi + width, hi)
+        lo = np.where(down, np.maximum(1, lo - width), lo)
+    if missed <= budget + EPS:
+        def bad(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+            ensure(m, n)
+            return np.array([known[(int(i), int(k))] for i, k in zip(m, n, strict=True)])
+
+        counts = _spend_slack(counts, secs, budget - missed, bad)
+        missed = float(sum(known[(i, int(n))] for i, n in enumerate(counts)))
+    return counts, missed, dual, known
+
+
+def _spend_slack(counts: np.ndarray, secs: np.ndarray, slack: float, bad) -> np.ndarray:
+    """Remove one instance from the minutes where it costs the fewest missed requests per
+    instance-second, while the budget's slack lasts (the Lagrangian's choice leaves some unspent)."""
+    counts = counts.copy()
+    mins = np.arange(counts.size)
+    for _ in range(4):
+        can = counts > 1
+        if slack <= 0 or not can.any():
+            break
+        extra = np.full(counts.size, np.inf)
+        extra[can] = bad(mins[can], counts[can] - 1) - bad(mins[can], counts[can])
+        order = np.argsort(extra / secs)
+        moved = False
+        for i in order:
+            if not np.isfinite(extra[i]) or extra[i] > slack:
+                break
+            slack -= extra[i]
+            counts[i] -= 1
+            moved = True
+        if not moved:
+            break
+    return counts
+
+
+def FloorPolicy(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float,  # noqa: N802
+                name: str = "floor") -> ScheduledPolicy:
+    """The floor's schedule as a policy the fleet simulator runs (in service at once, gone at once)."""
+    return ScheduledPolicy(name, floor_schedule(model, arrivals, slo_ms, slo_share).per_second, name)
+
+
+class PerfectForecastPolicy(Policy):
+    """Clairvoyant under the plan's mechanics (module docstring): every ``tick_s`` it looks up the
+    floor's schedule ``need`` (per second) and asks for
+
+    * more: the most ``need`` holds from when a new instance would serve (now + start-up) until the
+      next change could serve (one start-up more, or the Updating after a removal plus a start-up);
+    * fewer: only down to the most ``need`` holds from now over the same span, so what it removes is
+      not needed again before an instance asked for later could serve.
+
+    The fleet applies start-up and refuses changes while Updating; the Scaler applies the plan's
+    floor and cap."""
+
+    name = "perfect-forecast"
+
+    def __init__(self, need: np.ndarray, *, startup_s: float, removal_updating_s: float, tick_s: int,
+                 min_instances: int, max_instances: int) -> None:
+        self.need = np.maximum(1, np.asarray(need, dtype=int))
+        self.tick_s = max(1, int(tick_s))
+        self.lead = int(math.ceil(startup_s))
+        self.span = int(math.ceil(max(startup_s, removal_updating_s))) + self.tick_s
+        self.min_instances, self.max_instances = min_instances, max_instances
+        # Running maxima over windows, precomputed once (the policy stays a pure lookup).
+        self._ahead = _window_max(self.need, self.lead, self.span)
+        self._now = _window_max(self.need, 0, self.lead + self.span)
+
+    def initial(self) -> int:
+        first = int(self._now[0]) if self.need.size else 1
+        return max(self.min_instances, min(self.max_instances, first))
+
+    def decide(self, ctx: Ctx) -> Decision:
+        t = min(ctx.now, self.need.size - 1)
+        want = int(self._ahead[t])
+        if want > ctx.desired:
+            return want, "forecast: more needed after a start-up", None
+        keep = int(self._now[t])
+        if keep < ctx.desired:
+            return keep, "forecast: not needed again before a start-up", None
+        return ctx.desired, "", None
+
+
+def _window_max(need: np.ndarray, start: int, length: int) -> np.ndarray:
+    """out[t] = max(need[t + start : t + start + length]) (the last value past the end)."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    pad = np.concatenate([need, np.full(start + length, need[-1] if need.size else 1)])
+    return sliding_window_view(pad, length).max(axis=1)[start : start + need.size]
