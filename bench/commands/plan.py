@@ -367,6 +367,8 @@ def run(args: argparse.Namespace) -> int:
     if args.schedule_from:
         if batch:
             raise UsageError("--schedule-from: a batch route scales to zero on its backlog; floors are for real-time routes")
+        from speech.schema.plan_artifacts import PlanArtifact
+
         assert isinstance(plan, PlanArtifact)  # not a batch route (above)
         inputs, note = with_schedule(args, q, t, inputs, plan)
         plan = build_plan(q, t, inputs, allow_config_mismatch=args.allow_config_mismatch,

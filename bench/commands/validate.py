@@ -202,7 +202,7 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
     """``load_target``: where --live sends its requests instead of the endpoint (tests: a real local
     server while moto plays the control plane and CloudWatch)."""
     from bench.aws import client as aws
-    from bench.aws.scaling_check import compare
+    from bench.aws.scaling_check import Issue, compare
     from bench.cli.options import check_timing
     from bench.load.locust_engine import LocustLevels, engine_options, locust_target
     from bench.load.targets import SageMakerTarget, make_target

@@ -156,7 +156,7 @@ OTHER_STYLES = (
     dict(color="tab:cyan", ls=(0, (5, 1)), marker="*"),
 )
 """The other policies: each its own colour, dash pattern and marker (a marker every few points), so
-nine policies stay apart in print and for a reader who does not tell colours apart; none blue or
+every policy stays apart in print and for a reader who does not tell colours apart; none blue or
 grey (blue is the plan, grey the offered load)."""
 
 

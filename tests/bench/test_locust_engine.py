@@ -73,7 +73,6 @@ def test_worker_shares_are_seeded_independent_thinnings():
 
 
 @pytest.mark.parametrize("extra, needle", [
-    (["--engine", "local", "--csv"], "--csv: only with --engine locust"),
     (["--engine", "locust", "--workers", "0"], "--workers"),
     (["--engine", "locust", "--workers", "5000"], "--workers"),
     (["--engine", "locust", "--master-bind", "nohost"], "expected HOST:PORT"),
@@ -96,7 +95,8 @@ def test_engine_flags_bad_input_exit_2(tmp_path, capsys, extra, needle):
 def test_replay_on_two_locust_workers_writes_one_artifact_and_locusts_files(tmp_path, capsys):
     with _stand_in() as s:
         rc = main(["replay", "--trace", "steady:rps=60,duration=6", "--url", s.url, "--engine", "locust", "--workers", "2",
-                   "--slo-ms", "500", "--out", str(tmp_path), "--csv", "--html", "--json"])
+                   "--slo-ms", "500", "--out", str(tmp_path), "--csv", str(tmp_path / "csv"),
+                   "--html", str(tmp_path / "replay.html"), "--json"])
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     art = json.loads((tmp_path / "replay-steady.json").read_text())
@@ -108,9 +108,10 @@ def test_replay_on_two_locust_workers_writes_one_artifact_and_locusts_files(tmp_
     # TTFAB is the stand-in's delay plus the loopback: never below it, and not far above it here.
     assert DELAY_MS <= art["ttfab_p50_ms"] < DELAY_MS + 40
     assert art["send_late_p99_ms"] < 100
-    # Locust's own files, beside the artifact; its response times are the same TTFAB.
-    assert {"replay-steady.html", "replay-steady_stats.csv", "replay-steady_failures.csv"} <= {p.name for p in tmp_path.iterdir()}
-    stats = (tmp_path / "replay-steady_stats.csv").read_text().splitlines()
+    # Locust's own files beside ours (--csv DIR, --html FILE); its response times are the same TTFAB.
+    assert {"locust-replay-steady_stats.csv", "locust-replay-steady_failures.csv"} <= {p.name for p in (tmp_path / "csv").iterdir()}
+    assert (tmp_path / "replay.html").exists() and (tmp_path / "replay-locust.html").exists()
+    stats = (tmp_path / "csv" / "locust-replay-steady_stats.csv").read_text().splitlines()
     header, row = stats[0].split(","), next(r for r in stats[1:] if ",ttfab," in r).split(",")
     locust_median = float(row[header.index("Median Response Time")])
     assert int(row[header.index("Request Count")]) == art["requests"]

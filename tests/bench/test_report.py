@@ -275,16 +275,16 @@ def test_cost_vs_slo_targets_the_plans_own_share_and_no_label_overlaps(ref):
         assert ax.get_window_extent(renderer).contains(boxes[a].x0, boxes[a].y1), a  # inside the axes
 
 
-def test_nine_policies_have_nine_different_styles():
+def test_every_policy_has_its_own_style():
     from bench.report.plots import policy_style
     from speech.sim.policies import POLICY_NAMES
 
     names = ["seed plan", "tuned plan", *[p for p in POLICY_NAMES if p != "plan"]]
-    assert len(names) == 9
+    assert len(names) == 10  # the two plans and the eight other policies, floor and perfect-forecast included
     others = [n for n in names if n not in ("seed plan", "tuned plan")]
     styles = [policy_style(n, others.index(n) if n in others else 0) for n in names]
     keys = {(s["color"], str(s.get("ls")), s.get("marker")) for s in styles}
-    assert len(keys) == 9 and len({s["color"] for s in styles}) == 9
+    assert len(keys) == len(names) and len({s["color"] for s in styles}) == len(names)
 
 
 def test_waterfall_legend_names_only_the_bars_it_drew(ref):

@@ -230,6 +230,7 @@ def test_replay(synthetic_40ms, tmp_path, capsys):
     assert len(_check_outputs(tmp_path, "replay", ["requests"]).images) == 1
 
 
+@pytest.mark.slow  # a synthetic server process and two live load levels
 def test_validate(tmp_path, capsys):
     from bench.load.synthetic import SyntheticServer
 
