@@ -27,7 +27,7 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.formulas import instances_for, to_cloudwatch
 from speech.plan.survival import throughput_at
 from speech.sim.instance import InstanceModel
-from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, _alarm, floor_at, scaling_numbers
+from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, m_of_n_alarm, floor_at, scaling_numbers
 from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
 from speech.sim.floor import FloorPolicy, PerfectForecastPolicy, floor_schedule
 
@@ -119,9 +119,9 @@ class AwsPolicy(Policy):
         s, desired, now = self.s, ctx.desired, ctx.now
         metric, traffic = self.datapoint(ctx)
         k = self.readings.target_tracking_datapoints
-        tt, tt_fire = _alarm(st.tt, metric > s.target_value, k, k)
-        surge, surge_fire = _alarm(st.surge, metric >= s.saturation_threshold, s.surge_periods, s.surge_periods)
-        low, low_fire = _alarm(st.low, traffic <= 0 or metric <= s.scale_in_threshold, s.scale_in_periods, s.scale_in_periods)
+        tt, tt_fire = m_of_n_alarm(st.tt, metric > s.target_value, k, k)
+        surge, surge_fire = m_of_n_alarm(st.surge, metric >= s.saturation_threshold, s.surge_periods, s.surge_periods)
+        low, low_fire = m_of_n_alarm(st.low, traffic <= 0 or metric <= s.scale_in_threshold, s.scale_in_periods, s.scale_in_periods)
         st = replace(st, tt=tt, surge=surge, low=low)
         best, why = desired, ""
         if tt_fire:

@@ -218,7 +218,7 @@ class Scaler:
         return Outcome(want, why)
 
 
-def _alarm(window: tuple, breaching: bool, m: int, n: int) -> tuple[tuple, bool]:
+def m_of_n_alarm(window: tuple, breaching: bool, m: int, n: int) -> tuple[tuple, bool]:
     """A CloudWatch alarm with M of N datapoints: in ALARM while at least M of the last N breach."""
     window = (window + (breaching,))[-n:]
     return window, len(window) == n and sum(window) >= m

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from speech.deploy.scaling.spec import AlarmSpec, StepPolicySpec, TargetSpec, _meta, _rule_of, one_step_policy, variant_target
+from speech.deploy.scaling.spec import AlarmSpec, StepPolicySpec, TargetSpec, rule_meta, field_rule, one_step_policy, variant_target
 from speech.schema.aws import (
     METRIC, METRIC_NAMESPACE, SUFFIX_WAKE, TARGET_TRACKING, VARIANT,
 )
@@ -40,21 +40,21 @@ class BacklogTrackingSpec:
     it scales in too, down to the target's minimum of zero."""
 
     name: str = field(compare=False)
-    policy_type: str = field(metadata=_meta("the backlog per instance tracks a target"))
-    metric_name: str = field(metadata=_meta("backlog per instance of the asynchronous endpoint"))
-    namespace: str = field(metadata=_meta("SageMaker's endpoint metrics"))
-    dimensions: tuple[tuple[str, str], ...] = field(metadata=_meta("this endpoint (async metrics have no variant)"))
-    statistic: str = field(metadata=_meta("average backlog per instance, the AWS pattern"))
-    target_value: float = field(metadata=_meta("batch plan backlog target floor(X(Q_max) x (max_delay_s - cold start))"))
-    scale_out_cooldown_s: int = field(metadata=_meta("batch plan scale-out cooldown max(60, ceil(T_total)) s"))
-    scale_in_cooldown_s: int = field(metadata=_meta("batch plan scale-in cooldown max(300, 3 x cold start) s"))
+    policy_type: str = field(metadata=rule_meta("the backlog per instance tracks a target"))
+    metric_name: str = field(metadata=rule_meta("backlog per instance of the asynchronous endpoint"))
+    namespace: str = field(metadata=rule_meta("SageMaker's endpoint metrics"))
+    dimensions: tuple[tuple[str, str], ...] = field(metadata=rule_meta("this endpoint (async metrics have no variant)"))
+    statistic: str = field(metadata=rule_meta("average backlog per instance, the AWS pattern"))
+    target_value: float = field(metadata=rule_meta("batch plan backlog target floor(X(Q_max) x (max_delay_s - cold start))"))
+    scale_out_cooldown_s: int = field(metadata=rule_meta("batch plan scale-out cooldown max(60, ceil(T_total)) s"))
+    scale_in_cooldown_s: int = field(metadata=rule_meta("batch plan scale-in cooldown max(300, 3 x cold start) s"))
 
 
 @dataclass(frozen=True)
 class AsyncClientSpec:
     """How SageMaker feeds one instance of the asynchronous endpoint."""
 
-    max_concurrent_invocations_per_instance: int = field(metadata=_meta(
+    max_concurrent_invocations_per_instance: int = field(metadata=rule_meta(
         "measured Q_max: more in flight and each request is served slower than measured"))
 
 
@@ -76,7 +76,7 @@ class BatchScalingSpec:
         return self.target.resource_id
 
     def rule_of(self, part: str, name: str) -> str:
-        return _rule_of(self, part, name)
+        return field_rule(self, part, name)
 
 
 def batch_scaling_spec(plan: BatchPlan, endpoint_name: str, variant: str = VARIANT) -> BatchScalingSpec:

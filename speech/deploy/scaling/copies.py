@@ -14,7 +14,7 @@ from speech.schema.aws import (
     SUFFIX_SCALE_OUT, SUFFIX_WAKE, VARIANT, component_metric_dimensions, component_resource_id,
 )
 from speech.deploy.scaling.spec import (
-    AlarmSpec, QueueSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec, _meta, _rule_of,
+    AlarmSpec, QueueSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec, rule_meta, field_rule,
     one_step_policy, scale_out_tracking,
 )
 
@@ -27,19 +27,19 @@ class InstanceScalingSpec:
     """The variant's ManagedInstanceScaling: SageMaker runs as many instances as the copies need,
     within this range."""
 
-    status: str = field(metadata=_meta("instances follow the copies"))
-    min_instance_count: int = field(metadata=_meta("copy plan: copy floor / copies per instance"))
-    max_instance_count: int = field(metadata=_meta("copy plan: copies at peak / copies per instance"))
+    status: str = field(metadata=rule_meta("instances follow the copies"))
+    min_instance_count: int = field(metadata=rule_meta("copy plan: copy floor / copies per instance"))
+    max_instance_count: int = field(metadata=rule_meta("copy plan: copies at peak / copies per instance"))
 
 
 @dataclass(frozen=True)
 class ComputeSpec:
     """What each copy reserves (the inference component's ComputeResourceRequirements)."""
 
-    min_memory_required_mb: int = field(metadata=_meta("measured host memory x (1 + margin)"))
-    accelerator_devices: float | None = field(metadata=_meta(
+    min_memory_required_mb: int = field(metadata=rule_meta("measured host memory x (1 + margin)"))
+    accelerator_devices: float | None = field(metadata=rule_meta(
         "whole devices for the measured accelerator memory x (1 + margin)"))
-    cpu_cores: float | None = field(metadata=_meta("measured CPU cores x (1 + margin), in steps of 0.25"))
+    cpu_cores: float | None = field(metadata=rule_meta("measured CPU cores x (1 + margin), in steps of 0.25"))
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class ComponentScalingSpec:
 
     def rule_of(self, part: str, name: str) -> str:
         """Why ``part.name`` has its value: this plan's rule, else the field's generic rule."""
-        return _rule_of(self, part, name)
+        return field_rule(self, part, name)
 
 
 COMPONENT_PART_KIND = {"instances": "instances", "compute": "compute", "target": "target", "scale_out": "scale_out",

@@ -19,7 +19,7 @@ from speech.schema.aws import (
 # --- the spec ----------------------------------------------------------------------------------
 
 
-def _meta(rule: str) -> dict:
+def rule_meta(rule: str) -> dict:
     return {"rule": rule}
 
 
@@ -31,11 +31,11 @@ def _meta(rule: str) -> dict:
 class TargetSpec:
     """The scalable target."""
 
-    resource_id: str = field(metadata=_meta("endpoint/<endpoint>/variant/<variant>"))
-    service_namespace: str = field(metadata=_meta("a SageMaker variant"))
-    scalable_dimension: str = field(metadata=_meta("a SageMaker variant's instance count"))
-    min_capacity: int = field(metadata=_meta("plan fleet floor"))
-    max_capacity: int = field(metadata=_meta("plan fleet size for peak traffic"))
+    resource_id: str = field(metadata=rule_meta("endpoint/<endpoint>/variant/<variant>"))
+    service_namespace: str = field(metadata=rule_meta("a SageMaker variant"))
+    scalable_dimension: str = field(metadata=rule_meta("a SageMaker variant's instance count"))
+    min_capacity: int = field(metadata=rule_meta("plan fleet floor"))
+    max_capacity: int = field(metadata=rule_meta("plan fleet size for peak traffic"))
 
 
 @dataclass(frozen=True)
@@ -43,15 +43,15 @@ class TargetTrackingSpec:
     """Scale-out: target tracking on ConcurrentRequestsPerModel at the deployed C_scale_max."""
 
     name: str = field(compare=False)
-    policy_type: str = field(metadata=_meta("scale-out tracks a target"))
-    metric_type: str = field(metadata=_meta(
+    policy_type: str = field(metadata=rule_meta("scale-out tracks a target"))
+    metric_type: str = field(metadata=rule_meta(
         "ConcurrentRequestsPerModel at 10 s, the metric Q_max was measured against and the period the plan's "
         "reaction bound assumes"))
-    target_value: float = field(metadata=_meta("deployed C_scale_max = (1-h) x Q_max x CloudWatch ratio"))
-    scale_out_cooldown_s: int = field(metadata=_meta("plan scale-out cooldown clamp(T_total/2, 10, 30) s"))
-    scale_in_cooldown_s: int = field(metadata=_meta(
+    target_value: float = field(metadata=rule_meta("deployed C_scale_max = (1-h) x Q_max x CloudWatch ratio"))
+    scale_out_cooldown_s: int = field(metadata=rule_meta("plan scale-out cooldown clamp(T_total/2, 10, 30) s"))
+    scale_in_cooldown_s: int = field(metadata=rule_meta(
         "plan scale-in cooldown max(300, 3 x planning T_total) s (inert while scale-in is disabled)"))
-    disable_scale_in: bool = field(metadata=_meta(
+    disable_scale_in: bool = field(metadata=rule_meta(
         "scale-in belongs to the alarm-driven step policy at C_scale_min, not to target tracking"))
 
 
@@ -69,12 +69,12 @@ class StepPolicySpec:
     """A step scaling policy fired by one alarm."""
 
     name: str = field(compare=False)
-    policy_type: str = field(metadata=_meta("an alarm fires a step"))
-    adjustment_type: str = field(metadata=_meta("how a step changes capacity"))
-    steps: tuple[StepSpec, ...] = field(metadata=_meta("the planned step"))
-    min_adjustment_magnitude: int | None = field(metadata=_meta("the smallest step"))
-    cooldown_s: int = field(metadata=_meta("the plan's cooldown for this direction"))
-    aggregation: str = field(metadata=_meta("per-instance peak concurrency, as measured"))
+    policy_type: str = field(metadata=rule_meta("an alarm fires a step"))
+    adjustment_type: str = field(metadata=rule_meta("how a step changes capacity"))
+    steps: tuple[StepSpec, ...] = field(metadata=rule_meta("the planned step"))
+    min_adjustment_magnitude: int | None = field(metadata=rule_meta("the smallest step"))
+    cooldown_s: int = field(metadata=rule_meta("the plan's cooldown for this direction"))
+    aggregation: str = field(metadata=rule_meta("per-instance peak concurrency, as measured"))
 
 
 @dataclass(frozen=True)
@@ -83,17 +83,17 @@ class AlarmSpec:
 
     name: str = field(compare=False)
     description: str = field(compare=False)
-    namespace: str = field(metadata=_meta("SageMaker's endpoint metrics"))
-    metric_name: str = field(metadata=_meta("the metric Q_max was measured against"))
-    dimensions: tuple[tuple[str, str], ...] = field(metadata=_meta("this endpoint's variant"))
-    statistic: str = field(metadata=_meta("per-instance peak concurrency, as measured"))
-    period_s: int = field(metadata=_meta("plan metric period (high-resolution)"))
-    evaluation_periods: int = field(metadata=_meta("the plan's window"))
-    datapoints_to_alarm: int = field(metadata=_meta("every period of the window must breach"))
-    threshold: float = field(metadata=_meta("the plan's threshold"))
-    comparison: str = field(metadata=_meta("the side of the threshold that fires"))
-    treat_missing_data: str = field(metadata=_meta("what a period without datapoints means"))
-    wake_guard: float | None = field(default=None, metadata=_meta(
+    namespace: str = field(metadata=rule_meta("SageMaker's endpoint metrics"))
+    metric_name: str = field(metadata=rule_meta("the metric Q_max was measured against"))
+    dimensions: tuple[tuple[str, str], ...] = field(metadata=rule_meta("this endpoint's variant"))
+    statistic: str = field(metadata=rule_meta("per-instance peak concurrency, as measured"))
+    period_s: int = field(metadata=rule_meta("plan metric period (high-resolution)"))
+    evaluation_periods: int = field(metadata=rule_meta("the plan's window"))
+    datapoints_to_alarm: int = field(metadata=rule_meta("every period of the window must breach"))
+    threshold: float = field(metadata=rule_meta("the plan's threshold"))
+    comparison: str = field(metadata=rule_meta("the side of the threshold that fires"))
+    treat_missing_data: str = field(metadata=rule_meta("what a period without datapoints means"))
+    wake_guard: float | None = field(default=None, metadata=rule_meta(
         "None: the alarm watches its metric alone. A number: metric math (:func:`guarded_queries`): a period in "
         "which a request found no copy (NoCapacityInvocationFailures > 0) reads as this non-breaching value, so "
         "the alarm cannot remove a copy while a wake is pending"))
@@ -193,7 +193,7 @@ def read_guarded(queries: Any) -> dict[str, Any]:
 class QueueSpec:
     """The container's admission limit."""
 
-    max_depth: int = field(metadata=_meta("the container must reject above Q_max, the concurrency the SLO was "
+    max_depth: int = field(metadata=rule_meta("the container must reject above Q_max, the concurrency the SLO was "
                                           "measured at"))
 
 
@@ -203,10 +203,10 @@ class ScheduledActionSpec:
     [min_capacity, max_capacity] (Application Auto Scaling PutScheduledAction)."""
 
     name: str = field(compare=False)
-    schedule: str = field(metadata=_meta("cron(M H * * ? *): every day at the floor's local time"))
-    timezone: str = field(metadata=_meta("the schedule's IANA time zone"))
-    min_capacity: int = field(metadata=_meta("the scheduled floor, never below the plan's floor"))
-    max_capacity: int = field(metadata=_meta("plan fleet size for peak traffic (unchanged by the schedule)"))
+    schedule: str = field(metadata=rule_meta("cron(M H * * ? *): every day at the floor's local time"))
+    timezone: str = field(metadata=rule_meta("the schedule's IANA time zone"))
+    min_capacity: int = field(metadata=rule_meta("the scheduled floor, never below the plan's floor"))
+    max_capacity: int = field(metadata=rule_meta("plan fleet size for peak traffic (unchanged by the schedule)"))
 
 
 CRON_DAILY_RE = re.compile(r"^cron\((?P<minute>\d+) (?P<hour>\d+) \* \* \? \*\)$")
@@ -265,7 +265,7 @@ class ScalingSpec:
 
     def rule_of(self, part: str, name: str) -> str:
         """Why ``part.name`` has its value: this plan's rule, else the field's generic rule."""
-        return _rule_of(self, part, name)
+        return field_rule(self, part, name)
 
 
 # --- the parts every builder makes the same way ---------------------------------------------------
@@ -295,7 +295,7 @@ def one_step_policy(name: str, scaling_adjustment: int, *, cooldown_s: int, aggr
                           min_adjustment_magnitude=min_adjustment_magnitude, cooldown_s=cooldown_s, aggregation=aggregation)
 
 
-def _rule_of(spec: Any, part: str, name: str) -> str:
+def field_rule(spec: Any, part: str, name: str) -> str:
     """Why ``spec.<part>.<name>`` has its value: the plan's rule in ``spec.why``, else the field's
     generic rule (its ``rule`` metadata); "" for a part the spec does not have (None)."""
     top = name.split(".")[0]  # steps.0.scaling_adjustment: the rule of the steps
