@@ -84,6 +84,7 @@ def build_app(settings: Settings | None = None) -> Starlette:
             await st.engine.stop()
             # After the drain: worker processes (TORCH_WORKERS) stop only once nothing needs them.
             await asyncio.get_running_loop().run_in_executor(None, st.backend.close)
+            st.downloads.close()
             st.metrics.flush()
 
     app = Starlette(routes=[*sagemaker.routes, *openai.routes, *bidi.routes, *docs.routes],

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import queue
+from functools import partial
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -156,17 +157,26 @@ class TorchBackend(Backend):
         if self._pool is not None:
             self._pool.close()
 
-    def prepare(self, text: str, voice: str, speed: float) -> Prepared:
-        ps = self.g2p(text)
+    def prepare(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
+        return self.prepare_phonemes(self.g2p(text, lang), voice, speed)
+
+    def prepare_phonemes(self, phonemes: str, voice: str, speed: float) -> Prepared:
         # KModel drops phonemes outside its vocabulary; count what it will actually see, because
         # the context (MAX_TOKENS + 2 pads) and the style row both depend on that number.
-        vocab = self.vocab if self._pool is not None else self.local.vocab
-        ps = "".join(c for c in ps if c in vocab)[:MAX_TOKENS]
+        vocab = self.token_vocab()
+        ps = "".join(c for c in phonemes if c in vocab)[:MAX_TOKENS]
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps))
 
-    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
-        vocab = self.vocab if self._pool is not None else self.local.vocab
-        ps, words = timed_phonemes(text, self.g2p, vocab, MAX_TOKENS)
+    def token_vocab(self) -> dict[str, int]:
+        return self.vocab if self._pool is not None else self.local.vocab
+
+    def phonemize(self, text: str, lang: str | None = None) -> str:
+        vocab = self.token_vocab()
+        return "".join(c for c in self.g2p(text, lang) if c in vocab)
+
+    def prepare_timed(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
+        vocab = self.token_vocab()
+        ps, words = timed_phonemes(text, partial(self.g2p, lang=lang), vocab, MAX_TOKENS)
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps), words=words)
 
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
