@@ -84,6 +84,11 @@ class Backend(ABC):
         """Kokoro phonemes of `text`, only characters the model's vocabulary has (G2P thread)."""
         raise BadRequest(f"BACKEND={self.name} has no G2P (use BACKEND=onnx or torch)")
 
+    def voice_table(self, voice: str) -> np.ndarray:
+        """A voice's (or a blend's canonical id's) style table, float32 (rows, 1, 256), for
+        /v1/audio/voices/combine."""
+        raise BadRequest(f"BACKEND={self.name} has no style tables (use BACKEND=onnx or torch)")
+
     def prepare_phonemes(self, phonemes: str, voice: str, speed: float) -> Prepared:
         """A segment given as phonemes (no G2P): /dev/generate_from_phonemes."""
         raise BadRequest(f"BACKEND={self.name} does not take phonemes (use BACKEND=onnx or torch)")

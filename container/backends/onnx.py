@@ -256,6 +256,9 @@ class OnnxBackend(Backend):
         tokens = [self.vocab[c] for c in ps]
         return Prepared(payload=tokens, voice=voice, speed=speed, n_tokens=len(tokens), words=words)
 
+    def voice_table(self, voice: str) -> np.ndarray:
+        return np.asarray(self._style_table(voice), dtype=np.float32).reshape(-1, 1, 256)
+
     def _style_table(self, voice: str) -> np.ndarray:
         table = self.style.get(voice)
         if table is None:  # a blend, validated by the app; computed once (infer threads may race: harmless)

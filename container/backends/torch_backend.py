@@ -41,6 +41,7 @@ log = logging.getLogger("container.torch")
 class TorchBackend(Backend):
     name = "torch"
     supports_timestamps = True  # KModel reports its predicted durations (pred_dur)
+    supports_blends = True  # a blend is the signed weighted sum of the voices' tables (torch_model.py)
 
     def __init__(self, settings):
         self.settings = settings
@@ -130,6 +131,7 @@ class TorchBackend(Backend):
         self.local.load(config, weights, voices)
         self.weights_sha256 = sha256_file(weights)
         self.voices = tuple(sorted(self.local.style))
+        self._voice_files = {p.stem: p for p in voices}
         # Same offline espeak path as the onnx backend: no spaCy model, no network.
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
 
@@ -150,7 +152,19 @@ class TorchBackend(Backend):
         self._pool = pool
         self.weights_sha256 = sha256_file(weights)
         self.voices = tuple(sorted(p.stem for p in voices))
+        self._voice_files = {p.stem: p for p in voices}
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
+
+    def voice_table(self, voice: str) -> np.ndarray:
+        """The table the model would use for `voice`, read from the voice files (the worker
+        layout keeps no tables in this process)."""
+        from ..voices import parse_voice_spec
+        total = None
+        for name, w in parse_voice_spec(voice).parts:
+            t = self._torch.load(self._voice_files[name], map_location="cpu", weights_only=True)
+            t = t.float().reshape(-1, 1, 256) * w
+            total = t if total is None else total + t
+        return total.numpy().astype(np.float32)
 
     def close(self) -> None:
         """Stop the worker processes (worker layout); nothing to do in-process."""
