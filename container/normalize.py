@@ -369,12 +369,18 @@ def normalize(text: str, options: Options | None = None) -> str:
     if not o.normalize or not text:
         return text
     t = text
+    # An email or URL whose rule is off stays exactly as written: set aside behind a private-use
+    # placeholder so the later rules (numbers, symbols) cannot rewrite part of it.
+    kept: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        kept.append(m.group(0))
+        return f"\ue000{chr(0xE100 + len(kept) - 1)}"
+
     if o.optional_pluralization_normalization:
         t = _OPTIONAL_PLURAL.sub("s", t)
-    if o.email_normalization:
-        t = _EMAIL.sub(_email, t)
-    if o.url_normalization:
-        t = _URL.sub(_url, t)
+    t = _EMAIL.sub(_email if o.email_normalization else keep, t)
+    t = _URL.sub(_url if o.url_normalization else keep, t)
     if o.phone_normalization:
         t = _PHONE_INTL.sub(_phone_intl, t)
         t = _PHONE_US.sub(_phone_us, t)
@@ -397,4 +403,6 @@ def normalize(text: str, options: Options | None = None) -> str:
     t = _NUMBER.sub(lambda m: _num_words(m.group(0)), t)
     if o.replace_remaining_symbols:
         t = _SYMBOL.sub(_symbol, t)
+    if kept:
+        t = re.sub("\ue000(.)", lambda m: kept[ord(m.group(1)) - 0xE100], t)
     return re.sub(r"[ \t]+", " ", re.sub(r" +([,.!?;:])", r"\1", t)).strip()
