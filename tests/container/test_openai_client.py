@@ -159,7 +159,7 @@ def test_unknown_fields_are_a_400_naming_the_field(onnx_server, path, body, fiel
     ({"model": "gpt-5"}, openai.NotFoundError, "model_not_found", "model"),
     ({"speed": 9.0}, openai.BadRequestError, "bad_request", "speed"),
     ({"input": ""}, openai.BadRequestError, "empty_text", "input"),
-    ({"input": "a" * 2001}, openai.APIStatusError, "text_too_long", "input"),
+    ({"input": "a" * 4097}, openai.APIStatusError, "text_too_long", "input"),
     ({"stream_format": "sse"}, openai.BadRequestError, "bad_request", "stream_format"),
     ({"voice": "jf_alpha+nobody"}, openai.BadRequestError, "unknown_voice", "voice"),
 ])
