@@ -183,8 +183,10 @@ async def plain_page(request: Request) -> Response:
         for method, op in ops.items():
             parts.append(f"<h2><code>{method.upper()} {html.escape(path)}</code></h2><p>{html.escape(op['summary'])}</p>")
             body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
-            if body:
-                parts.append(_schema_rows(doc, body["$ref"]))
+            refs = [body] if body and "$ref" in body else (body or {}).get("anyOf", [])
+            for ref in refs:
+                if "$ref" in ref:
+                    parts.append(_schema_rows(doc, ref["$ref"]))
             for p in op.get("parameters", []):
                 parts.append(f"<p>parameter <code>{html.escape(p['name'])}</code> ({p['in']}): "
                              f"{html.escape(p.get('description', ''))}</p>")
