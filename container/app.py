@@ -38,6 +38,7 @@ async def load_model(st: State) -> None:
         if settings.warmup:
             t0 = time.monotonic()
             await loop.run_in_executor(None, backend.warmup)
+            await engine.warm_text()
             log.info("warmup took %.2f s", time.monotonic() - t0)
         markers.emit_stage("warmup_done")
         # After warm-up so the peak resident set includes it; before ready, so a tool that

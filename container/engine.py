@@ -251,6 +251,13 @@ class Engine:
             log.exception("G2P failed for request %s", job.id)
             self._finish(job, ContainerError(f"G2P failed: {type(e).__name__}"))
 
+    async def warm_text(self) -> None:
+        """Import pysbd and run a segmentation and a normalization once, on the G2P thread, so
+        the first request does not pay the import and pysbd's rule compilation (~0.1 s)."""
+        job = Job(id="warmup", segments=[], voice="", speed=1.0, arrival=time.monotonic(), seq=-1, stream=False,
+                  text="Dr. Smith paid $5.50 at 3 p.m. today. It was 12/01/2025.")
+        await asyncio.get_running_loop().run_in_executor(self._g2p_pool, lambda: list(self.segments_of(job)))
+
     async def phonemize(self, text: str, lang: str | None,
                         normalization: NormalizationOptions | None) -> tuple[str, str, list[int]]:
         """(normalized text, phonemes, token ids) as the speech routes would make them, on the
