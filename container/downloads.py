@@ -40,9 +40,6 @@ class Download:
         data = await asyncio.to_thread(encode_all, self.fmt, pcm)  # type: ignore[arg-type]
         await asyncio.to_thread(self.store.put, self.name, data)
 
-    def abandon(self) -> None:
-        """The response failed or the client left: nothing will be written."""
-
 
 class DownloadStore:
     def __init__(self, directory: Path | None, max_files: int, max_bytes: int, ttl_s: float):

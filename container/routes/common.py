@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -107,14 +106,19 @@ def resolve(voice: str | None, st: State) -> str | None:
                                     fallback=st.default_voice, blends=st.blends)
 
 
-def parse_model(raw: bytes | str, model: type[M], st: State) -> M:
-    """Bytes -> a validated `model` (any request model); every failure a 4xx ContainerError."""
+def parse_json(raw: bytes | str, st: State):
+    """Bytes -> the JSON value (bounded depth); invalid UTF-8 or JSON is a 400."""
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise BadRequest("body is not valid UTF-8", extra={"position": e.start}) from None
-    obj = loads_bounded(raw, st.settings.max_json_depth)
+    return loads_bounded(raw, st.settings.max_json_depth)
+
+
+def parse_model(raw: bytes | str, model: type[M], st: State) -> M:
+    """Bytes -> a validated `model` (any request model); every failure a 4xx ContainerError."""
+    obj = parse_json(raw, st)
     if not isinstance(obj, dict):
         raise InvalidJSON("body must be a JSON object")
     try:
@@ -213,15 +217,11 @@ async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request
     downloads = state(request).downloads if req._download_format else None
     download = downloads.reserve(req._download_format) if downloads is not None else None
     if download is not None:
-        # Kokoro-FastAPI's header: where the whole file will be once this response has ended.
+        # Kokoro-FastAPI's header: where the whole file will be once this response has ended
+        # (a response that fails or is abandoned writes nothing, and the path stays a 404).
         headers["X-Download-Path"] = download.path
     watcher = asyncio.create_task(cancel_on_disconnect(request, engine, job))
-    try:
-        chunks, first = await first_chunk(job, engine, watcher)
-    except BaseException:
-        if download is not None:
-            download.abandon()
-        raise
+    chunks, first = await first_chunk(job, engine, watcher)
     first = first or b""
     if not job.stream:
         watcher.cancel()
@@ -249,8 +249,8 @@ async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request
                     yield out
             out = await asyncio.to_thread(encoder.finish)
             if kept is not None:
-                # Written before the last bytes leave, so a client that fetches the link as soon
-                # as the stream ends finds the file.
+                # Written before the response ends, so a client that fetches the link as soon
+                # as its stream ends finds the file.
                 await download.write(b"".join(kept))
                 kept = None
             if out:
@@ -259,8 +259,6 @@ async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request
             # Headers are gone; all we can do is end the stream early and say why in the log.
             log.warning("request %s ended early: %s", job.id, e.code)
         finally:
-            if kept is not None:
-                download.abandon()
             watcher.cancel()
             engine.cancel(job)
             # close waits for an encode still running in its thread; never on the event loop.

@@ -15,10 +15,9 @@ from .. import voices as voices_mod
 from ..backends.g2p import resolve_lang
 from ..encode import MEDIA_TYPES, encode_all, make_encoder
 from ..errors import BadRequest, ContainerError, ModelNotFound, ModelUnavailable, NotFound
-from ..limits import loads_bounded
 from ..protocol import (CaptionedSpeechRequest, GenerateFromPhonemesRequest, OpenAISpeechRequest, PhonemizeRequest,
                         SpeechRequest, VoiceCombineRequest)
-from .common import (cancel_on_disconnect, check_speed, check_text, engine_of, first_chunk, log, parse_model,
+from .common import (cancel_on_disconnect, check_speed, check_text, engine_of, first_chunk, log, parse_json, parse_model,
                      read_json_body, resolve, respond, speak, state, submit, validate_request, warning_header)
 
 # /v1/models "created": when this process started (the models are not versioned by date here).
@@ -155,8 +154,7 @@ async def combine_voices(request: Request) -> Response:
     torch backend the file is a torch .pt as Kokoro-FastAPI's; the CPU image has no torch, so it
     answers the same tensor as NumPy .npy (and says so in a Warning header)."""
     st = state(request)
-    raw = await read_json_body(request)
-    obj = loads_bounded(raw.decode("utf-8", "replace"), st.settings.max_json_depth)
+    obj = parse_json(await read_json_body(request), st)
     engine = st.engine
     if engine is None or not engine.ready:
         raise ModelUnavailable(engine.load_error if engine is not None and engine.load_error
