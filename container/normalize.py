@@ -362,6 +362,24 @@ def _keep_final_stop(replacement: str) -> Callable[[re.Match], str]:
     return sub
 
 
+def _safe(repl: str | Callable[[re.Match], str]) -> Callable[[re.Match], str]:
+    """A rule that fails on a match (a number too large for num2words, say) leaves that match
+    as written: espeak reads it, and a request never fails for its text."""
+    if isinstance(repl, str):
+        return lambda m: m.expand(repl)
+
+    def sub(m: re.Match) -> str:
+        try:
+            return repl(m)
+        except (ArithmeticError, ValueError, KeyError, IndexError):
+            return m.group(0)
+    return sub
+
+
+def _sub(pattern: re.Pattern, repl: str | Callable[[re.Match], str], text: str) -> str:
+    return pattern.sub(_safe(repl), text)
+
+
 def normalize(text: str, options: Options | None = None) -> str:
     """The words to say for `text` under `options` (Kokoro-FastAPI's normalization_options;
     None: its defaults). `normalize=False` returns the text unchanged."""
@@ -378,31 +396,31 @@ def normalize(text: str, options: Options | None = None) -> str:
         return f"\ue000{chr(0xE100 + len(kept) - 1)}"
 
     if o.optional_pluralization_normalization:
-        t = _OPTIONAL_PLURAL.sub("s", t)
-    t = _EMAIL.sub(_email if o.email_normalization else keep, t)
-    t = _URL.sub(_url if o.url_normalization else keep, t)
+        t = _sub(_OPTIONAL_PLURAL, "s", t)
+    t = _sub(_EMAIL, _email if o.email_normalization else keep, t)
+    t = _sub(_URL, _url if o.url_normalization else keep, t)
     if o.phone_normalization:
-        t = _PHONE_INTL.sub(_phone_intl, t)
-        t = _PHONE_US.sub(_phone_us, t)
+        t = _sub(_PHONE_INTL, _phone_intl, t)
+        t = _sub(_PHONE_US, _phone_us, t)
     for pattern, repl in _ABBREVIATIONS:
-        t = pattern.sub(_keep_final_stop(repl) if isinstance(repl, str) else repl, t)
-    t = _DATE_ISO.sub(_date_iso, t)
-    t = _DATE_SLASH.sub(_date_slash, t)
-    t = _DATE_NAMED.sub(_date_named, t)
-    t = _MONTH_ABBR_DOT.sub(lambda m: _MONTH_ABBR[m.group(1)[:3].lower()], t)
-    t = _TIME_HM.sub(_time_hm, t)
-    t = _TIME_H.sub(_time_h, t)
-    t = _MONEY.sub(_money, t)
-    t = _PERCENT.sub(lambda m: f"{_num_words(m.group(1))} percent", t)
+        t = _sub(pattern, _keep_final_stop(repl) if isinstance(repl, str) else repl, t)
+    t = _sub(_DATE_ISO, _date_iso, t)
+    t = _sub(_DATE_SLASH, _date_slash, t)
+    t = _sub(_DATE_NAMED, _date_named, t)
+    t = _sub(_MONTH_ABBR_DOT, lambda m: _MONTH_ABBR[m.group(1)[:3].lower()], t)
+    t = _sub(_TIME_HM, _time_hm, t)
+    t = _sub(_TIME_H, _time_h, t)
+    t = _sub(_MONEY, _money, t)
+    t = _sub(_PERCENT, lambda m: f"{_num_words(m.group(1))} percent", t)
     if o.unit_normalization:
-        t = _UNIT.sub(_unit, t)
-    t = _FRACTION.sub(_fraction, t)
-    t = _ORDINAL.sub(lambda m: ordinal(int(m.group(1))), t)
-    t = _DECADE.sub(_decade, t)
-    t = _YEAR.sub(lambda m: year(int(m.group(1))), t)
-    t = _NUMBER.sub(lambda m: _num_words(m.group(0)), t)
+        t = _sub(_UNIT, _unit, t)
+    t = _sub(_FRACTION, _fraction, t)
+    t = _sub(_ORDINAL, lambda m: ordinal(int(m.group(1))), t)
+    t = _sub(_DECADE, _decade, t)
+    t = _sub(_YEAR, lambda m: year(int(m.group(1))), t)
+    t = _sub(_NUMBER, lambda m: _num_words(m.group(0)), t)
     if o.replace_remaining_symbols:
-        t = _SYMBOL.sub(_symbol, t)
+        t = _sub(_SYMBOL, _symbol, t)
     if kept:
         t = re.sub("\ue000(.)", lambda m: kept[ord(m.group(1)) - 0xE100], t)
     return re.sub(r"[ \t]+", " ", re.sub(r" +([,.!?;:])", r"\1", t)).strip()

@@ -102,3 +102,10 @@ def test_download_store_is_bounded_and_serves_only_its_names(tmp_path):
     d = temp.directory
     temp.close()
     assert not d.exists()  # a directory it made is removed at shutdown
+
+
+def test_a_rule_that_cannot_read_a_match_leaves_it_as_written():
+    """num2words stops below 10**306: such a number is left to espeak, never a failed request."""
+    huge = "9" * 400
+    assert normalize(f"It is {huge} and 5.") == f"It is {huge} and five."
+    assert huge in normalize("$" + huge)
