@@ -39,6 +39,7 @@ async def load_model(st: State) -> None:
         if settings.warmup:
             t0 = time.monotonic()
             await loop.run_in_executor(None, backend.warmup)
+            await engine.warm_text()
             log.info("warmup took %.2f s", time.monotonic() - t0)
         markers.emit_stage("warmup_done")
         # After warm-up so the peak resident set includes it; before ready, so a tool that
@@ -85,6 +86,7 @@ def build_app(settings: Settings | None = None) -> Starlette:
             await st.engine.stop()
             # After the drain: worker processes (TORCH_WORKERS) stop only once nothing needs them.
             await asyncio.get_running_loop().run_in_executor(None, st.backend.close)
+            st.downloads.close()
             st.metrics.flush()
 
     app = Starlette(routes=[*sagemaker.routes, *openai.routes, *bidi.routes, *docs.routes, *prometheus.routes],

@@ -23,7 +23,9 @@ from .backends.base import Backend, Prepared
 from .errors import BadRequest, ContainerError, Draining, ModelUnavailable, QueueSaturated, ShedDeadline
 from .metrics import MetricsRecorder
 from .settings import Settings
-from .text import pack_segments, split_segments
+from .normalize import Options as NormalizationOptions
+from .normalize import normalize
+from .text import iter_segments, pack_segments, split_phonemes, split_segments
 
 log = logging.getLogger("container.engine")
 _END = object()
@@ -47,6 +49,16 @@ class Job:
     stream: bool
     timestamps: bool = False
     """Word timestamps wanted: each item chunks() yields is (pcm, [(word, start s, end s)])."""
+    text: str = ""
+    lang: str | None = None
+    """espeak language for G2P; None: G2P_LANGUAGE."""
+    normalization: NormalizationOptions | None = None
+    """normalize.normalize's switches (None: the defaults); English G2P only."""
+    volume: float = 1.0
+    phonemes: bool = False
+    """text is Kokoro phonemes (/dev/generate_from_phonemes): no segmentation, no G2P."""
+    listed: bool = False
+    """Every segment is known (the G2P stage has reached the end of the text)."""
     out: asyncio.Queue = field(default_factory=asyncio.Queue)
     started: bool = False
     finished: bool = False
@@ -144,7 +156,9 @@ class Engine:
 
     # ---- admission -------------------------------------------------------------------
     def submit(self, text: str, voice: str | None, speed: float, stream: bool = True,
-               timestamps: bool = False) -> Job:
+               timestamps: bool = False, *, lang: str | None = None,
+               normalization: NormalizationOptions | None = None, volume: float = 1.0,
+               phonemes: bool = False) -> Job:
         if timestamps and not self.backend.supports_timestamps:
             raise BadRequest(f"word timestamps need a model that reports its durations; BACKEND="
                              f"{self.backend.name} does not (use BACKEND=onnx or torch)")
@@ -159,13 +173,12 @@ class Engine:
             self.metrics.record("rejected")
             raise QueueSaturated(f"{len(self.active)} requests queued or executing "
                                  f"(QUEUE_MAX_DEPTH={self.s.queue_max_depth})")
-        segments = [text] if self.s.serialize and len(text) <= self.s.max_segment_chars \
-            else split_segments(text, self.s.max_segment_chars)
-        if self.backend.pack_segments and not self.s.serialize:
-            segments = pack_segments(segments, self.s.max_segment_chars)
-        job = Job(id=uuid.uuid4().hex, segments=segments, voice=voice, speed=speed,
+        # Segments are found in the G2P thread as it goes (segmentation and normalization are
+        # CPU work that grows with the text; the first segment must not wait for the last).
+        job = Job(id=uuid.uuid4().hex, segments=[], voice=voice, speed=speed,
                   arrival=time.monotonic(), seq=next(self._seq),
-                  stream=stream and not self.s.serialize, timestamps=timestamps)
+                  stream=stream and not self.s.serialize, timestamps=timestamps, text=text,
+                  lang=lang, normalization=normalization, volume=volume, phonemes=phonemes)
         self.active.add(job)
         self._idle.clear()
         self.metrics.record("admitted")
@@ -180,25 +193,92 @@ class Engine:
             self._finish(job, None)
 
     # ---- G2P stage -------------------------------------------------------------------
+    def speaks_english(self, lang: str | None) -> bool:
+        return (lang or self.s.g2p_language).lower().startswith("en")
+
+    def segments_of(self, job: Job):
+        """The texts to synthesize, in order, as the G2P thread reaches them: sentences (pysbd),
+        each normalized (English G2P), re-cut when normalization made it longer than
+        MAX_SEGMENT_CHARS. Phonemes (/dev/generate_from_phonemes) are cut at spaces only."""
+        s, text = self.s, job.text
+        if job.phonemes:
+            yield from split_phonemes(text, s.max_segment_chars)
+            return
+        whole = s.serialize and len(text) <= s.max_segment_chars
+        raw = iter([text]) if whole else iter_segments(text, s.max_segment_chars)
+        if self.backend.pack_segments and not s.serialize:
+            raw = iter(pack_segments(list(raw), s.max_segment_chars))
+        english = self.speaks_english(job.lang)
+        for seg in raw:
+            said = normalize(seg, job.normalization) if english else seg
+            if len(said) > s.max_segment_chars and not whole:
+                yield from split_segments(said, s.max_segment_chars)
+            elif said.strip():
+                yield said
+
+    def _prepare_next(self, job: Job, segments) -> tuple[str, Prepared] | None:
+        """One G2P-thread step: the next segment and its G2P, or None at the end."""
+        seg = next(segments, None)
+        if seg is None:
+            return None
+        if job.phonemes:
+            return seg, self.backend.prepare_phonemes(seg, job.voice, job.speed)
+        if job.timestamps:
+            return seg, self.backend.prepare_timed(seg, job.voice, job.speed, job.lang)
+        return seg, self.backend.prepare(seg, job.voice, job.speed, job.lang)
+
     async def _g2p(self, job: Job) -> None:
         loop = asyncio.get_running_loop()
         audio_before = 0.0
+        segments = self.segments_of(job)
         try:
-            for i, seg in enumerate(job.segments):
+            while not job.finished:
+                step = await loop.run_in_executor(self._g2p_pool, self._prepare_next, job, segments)
                 if job.finished:
                     return
-                prepare = self.backend.prepare_timed if job.timestamps else self.backend.prepare
-                p = await loop.run_in_executor(self._g2p_pool, prepare, seg, job.voice, job.speed)
-                if job.finished:
+                if step is None:
+                    job.listed = True
+                    self._maybe_complete(job)
                     return
+                seg, p = step
+                i = len(job.segments)
+                job.segments.append(seg)
                 key = ((job.seq, i) if self.s.serialize else
                        (segment_deadline(job.arrival, self.s.slo_ms / 1000, audio_before), job.seq, i))
                 audio_before += p.est_audio_s
                 heapq.heappush(self._heap, _Ready(key, job, i, p))
                 self._wake.set()
+        except ContainerError as e:  # e.g. a backend that takes no phonemes: the request's 4xx
+            self._finish(job, e)
         except Exception as e:  # a G2P failure ends this request, not the server
             log.exception("G2P failed for request %s", job.id)
             self._finish(job, ContainerError(f"G2P failed: {type(e).__name__}"))
+
+    async def warm_text(self) -> None:
+        """Import pysbd and run a segmentation and a normalization once, on the G2P thread, so
+        the first request does not pay the import and pysbd's rule compilation (~0.1 s)."""
+        job = Job(id="warmup", segments=[], voice="", speed=1.0, arrival=time.monotonic(), seq=-1, stream=False,
+                  text="Dr. Smith paid $5.50 at 3 p.m. today. It was 12/01/2025.")
+        await asyncio.get_running_loop().run_in_executor(self._g2p_pool, lambda: list(self.segments_of(job)))
+
+    async def phonemize(self, text: str, lang: str | None,
+                        normalization: NormalizationOptions | None) -> tuple[str, str, list[int]]:
+        """(normalized text, phonemes, token ids) as the speech routes would make them, on the
+        G2P thread (espeak is not thread-safe). Not admitted through the gate: no model run."""
+        if not self.ready:
+            raise ModelUnavailable(self.load_error or "model is loading")
+        job = Job(id="phonemize", segments=[], voice="", speed=1.0, arrival=time.monotonic(), seq=-1,
+                  stream=False, text=text, lang=lang, normalization=normalization)
+
+        def work():
+            said = list(self.segments_of(job))
+            ps = [self.backend.phonemize(seg, lang) for seg in said]
+            return said, ps
+
+        said, ps = await asyncio.get_running_loop().run_in_executor(self._g2p_pool, work)
+        phonemes = " ".join(p for p in ps if p)
+        vocab = self.backend.token_vocab() or {}
+        return " ".join(said), phonemes, [vocab[c] for c in phonemes if c in vocab]
 
     # ---- scheduler -------------------------------------------------------------------
     async def _tick(self) -> None:
@@ -328,7 +408,7 @@ class Engine:
                  words: list[tuple[str, float, float]] | None = None) -> None:
         if job.finished:
             return
-        job._results[index] = to_pcm16(audio)
+        job._results[index] = to_pcm16(audio * job.volume if job.volume != 1.0 else audio)
         job._words[index] = words or []
         job.audio_samples += int(audio.size)
         while job._next in job._results:
@@ -345,6 +425,12 @@ class Engine:
                 job.out.put_nowait(item)
             else:
                 job._results.setdefault("all", []).append(item)
+        self._maybe_complete(job)
+
+    def _maybe_complete(self, job: Job) -> None:
+        """Finish the job once the G2P stage has listed every segment and all are delivered."""
+        if job.finished or not job.listed:
+            return
         if job._next == len(job.segments):
             if not job.stream:
                 self._mark_first_byte(job)

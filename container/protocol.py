@@ -10,18 +10,51 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from .encode import ResponseFormat
 
 
+class NormalizationOptions(BaseModel):
+    """Kokoro-FastAPI's `normalization_options` (same names, same defaults): what the text
+    normalizer (container/normalize.py) expands before G2P. English G2P only."""
+
+    model_config = ConfigDict(extra="forbid")
+    normalize: bool = Field(True, description="Master switch: false speaks the text as written "
+                            "(numbers, money, dates, times, abbreviations included).")
+    unit_normalization: bool = Field(False, description="10KB -> ten kilobytes, 5 km -> five kilometers.")
+    url_normalization: bool = Field(True, description="https://example.com/docs -> example dot com slash docs.")
+    email_normalization: bool = Field(True, description="a.b@example.com -> a dot b at example dot com.")
+    optional_pluralization_normalization: bool = Field(True, description="word(s) -> words.")
+    phone_normalization: bool = Field(True, description="(555) 123-4567 -> five five five, one two three, ...")
+    replace_remaining_symbols: bool = Field(True, description="& -> and, @ -> at, + -> plus, ... "
+                                            "for the symbols left after the rules above.")
+
+
+_VOICE_DOC = ("A voice, an OpenAI alias, or a blend: 'a(2)+b(1)' (weights optional, normalised), "
+              "'a-b' subtracts b's style from a's.")
+_SPEED_DOC = "0.25 to 4.0 (SPEED_MIN, SPEED_MAX)."
+_VOLUME_DOC = "Gain on the audio, 0 to 100 (null: 1); clipped to full scale."
+_NORM_DOC = "Text normalization switches (null or absent: the defaults shown in NormalizationOptions)."
+_LANG_DOC = ("Kokoro's language letter (a en-us, b en-gb, e es, f fr-fr, h hi, i it, p pt-br) or an "
+             "espeak name like 'en-gb': the G2P language. Absent: G2P_LANGUAGE. j and z are not "
+             "in this image (spoken with G2P_LANGUAGE, with a Warning header).")
+
+
 class SpeechRequest(BaseModel):
     """POST /invocations and one bidirectional-stream message (the stream always sends PCM).
     Unknown fields are ignored here: SageMaker clients predate this schema."""
 
     model_config = ConfigDict(extra="ignore")
     text: str = Field(description="Text to speak (at most MAX_TEXT_CHARS characters).")
-    voice: str | None = Field(None, description="A voice, an OpenAI alias or a blend like 'a(2)+b(1)'.")
-    speed: float = Field(1.0, description="0.5 to 2.0.")
+    voice: str | None = Field(None, description=_VOICE_DOC)
+    speed: float = Field(1.0, description=_SPEED_DOC)
     response_format: ResponseFormat = "pcm"
     stream: bool = Field(True, description="false: one body with complete headers.")
-    # Set by the captioned-speech route only; a private attribute is never read from a body.
+    lang_code: str | None = Field(None, description=_LANG_DOC)
+    volume_multiplier: float | None = Field(1.0, ge=0, le=100, description=_VOLUME_DOC)
+    normalization_options: NormalizationOptions | None = Field(None, description=_NORM_DOC)
+    # Set by the routes only; private attributes are never read from a body.
     _timestamps: bool = PrivateAttr(False)
+    _lang: str | None = PrivateAttr(None)  # the espeak language lang_code resolved to
+    _warnings: list = PrivateAttr(default_factory=list)  # what the Warning header says
+    _download_format: str | None = PrivateAttr(None)  # return_download_link: the file's format
+    _timing: bool = PrivateAttr(False)  # return_timing: timing headers on a whole (stream=false) body
 
 
 class VoiceRef(BaseModel):
@@ -39,17 +72,42 @@ class OpenAISpeechRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input: str = Field(description="Text to speak (at most MAX_TEXT_CHARS characters).")
     model: str | None = Field(None, description="MODEL_NAME or one of OPENAI_MODELS.")
-    voice: str | VoiceRef | None = Field(None, description="OpenAI name, backend voice, blend, or {id}.")
-    speed: float = Field(1.0, description="0.5 to 2.0.")
+    voice: str | VoiceRef | None = Field(None, description=_VOICE_DOC + " Or {\"id\": ...}.")
+    speed: float = Field(1.0, description=_SPEED_DOC)
     response_format: ResponseFormat = "mp3"
     stream_format: Literal["audio", "sse"] = Field("audio", description="Only 'audio' is served.")
-    instructions: str | None = Field(None, description="Accepted and ignored.")
+    instructions: str | None = Field(None, description="Accepted and ignored (Warning header): "
+                                     "Kokoro takes no style prompt.")
     stream: bool = True
+    # Kokoro-FastAPI's fields, with its meanings.
+    lang_code: str | None = Field(None, description=_LANG_DOC)
+    volume_multiplier: float | None = Field(1.0, ge=0, le=100, description=_VOLUME_DOC)
+    normalization_options: NormalizationOptions | None = Field(None, description=_NORM_DOC)
+    return_download_link: bool = Field(False, description="Also keep the audio as a file: its path is "
+                                       "in X-Download-Path (GET /v1/download/{file}) once the response ends.")
+    download_format: ResponseFormat | None = Field(None, description="The kept file's format "
+                                                   "(default: response_format).")
+    return_timing: bool = Field(False, description="X-TTFAB-Ms and X-Audio-Seconds headers (stream=false; "
+                                "a streamed response's headers leave before the audio is made).")
 
     def to_speech(self) -> SpeechRequest:
         voice = self.voice.id if isinstance(self.voice, VoiceRef) else self.voice
-        return SpeechRequest(text=self.input, voice=voice, speed=self.speed,
-                             response_format=self.response_format, stream=self.stream)
+        req = SpeechRequest(text=self.input, voice=voice, speed=self.speed,
+                            response_format=self.response_format, stream=self.stream,
+                            lang_code=self.lang_code, volume_multiplier=self.volume_multiplier,
+                            normalization_options=self.normalization_options)
+        if self.instructions:
+            req._warnings.append("instructions ignored: Kokoro takes no style prompt")
+        if self.return_download_link:
+            req._download_format = self.download_format or self.response_format
+        elif self.download_format is not None:
+            req._warnings.append("download_format ignored: it applies with return_download_link=true")
+        if self.return_timing:
+            req._timing = True
+            if self.stream:
+                req._warnings.append("return_timing: no timing headers on a streamed response (they leave "
+                                     "before the audio is made); use stream=false or /dev/captioned_speech")
+        return req
 
 
 class CaptionedSpeechRequest(OpenAISpeechRequest):
@@ -62,6 +120,41 @@ class CaptionedSpeechRequest(OpenAISpeechRequest):
         req = super().to_speech()
         req._timestamps = self.return_timestamps
         return req
+
+
+class PhonemizeRequest(BaseModel):
+    """POST /dev/phonemize (Kokoro-FastAPI's route): what G2P makes of a text, after the same
+    normalization the speech routes apply."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(description="Text to phonemize (at most MAX_TEXT_CHARS characters).")
+    language: str = Field("a", description=_LANG_DOC)
+    normalization_options: NormalizationOptions | None = Field(None, description=_NORM_DOC)
+
+
+class PhonemizeResponse(BaseModel):
+    phonemes: str = Field(description="Kokoro phonemes of the normalized text, segments joined by spaces.")
+    tokens: list[int] = Field(description="The model's input ids for those phonemes (pads excluded).")
+    normalized_text: str = Field(description="The text G2P was given (ours; Kokoro-FastAPI has no such field).")
+
+
+class GenerateFromPhonemesRequest(BaseModel):
+    """POST /dev/generate_from_phonemes (Kokoro-FastAPI's route): speak phonemes as given, no G2P."""
+
+    model_config = ConfigDict(extra="forbid")
+    phonemes: str = Field(description="Kokoro phonemes (characters outside the vocabulary are dropped).")
+    voice: str | None = Field(None, description=_VOICE_DOC)
+    speed: float = Field(1.0, description=_SPEED_DOC)
+    response_format: ResponseFormat = Field("wav", description="Kokoro-FastAPI answers WAV; ours may pick.")
+    volume_multiplier: float | None = Field(1.0, ge=0, le=100, description=_VOLUME_DOC)
+
+
+class VoiceCombineRequest(BaseModel):
+    """POST /v1/audio/voices/combine. Kokoro-FastAPI's body is the bare JSON string ("a+b") or
+    list (["a", "b"]); both are accepted, and this object form too."""
+
+    model_config = ConfigDict(extra="forbid")
+    voices: str | list[str] = Field(description="'a+b', 'a(2)+b(1)', 'a-b', or a list of voices to mix equally.")
 
 
 class WordTimestamp(BaseModel):

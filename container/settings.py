@@ -31,10 +31,19 @@ class Settings(BaseSettings):
     queue_max_depth: int = Field(50, ge=1)
     slo_ms: float = Field(3000.0, gt=0)
     drain_timeout_s: float = Field(25.0, ge=0)
-    max_text_chars: int = Field(2000, ge=1)
+    # OpenAI's own input limit; a longer text is a 413 that says how to split it.
+    max_text_chars: int = Field(4096, ge=1)
     default_voice: str | None = None
-    speed_min: float = 0.5
-    speed_max: float = 2.0
+    # Kokoro-FastAPI's range (and OpenAI's): the model scales its predicted durations by 1/speed.
+    speed_min: float = Field(0.25, gt=0)
+    speed_max: float = Field(4.0, gt=0)
+    # return_download_link: the audio is also written here, at most DOWNLOAD_MAX_FILES files and
+    # DOWNLOAD_MAX_BYTES in all (oldest removed first), each kept DOWNLOAD_TTL_S. None: a fresh
+    # directory under the system temp dir, removed at shutdown.
+    download_dir: Path | None = None
+    download_max_files: int = Field(64, ge=1)
+    download_max_bytes: int = Field(256 * 1024 * 1024, ge=1024)
+    download_ttl_s: float = Field(3600.0, gt=0)
 
     # Input bounds, enforced while the body is read (Content-Length and chunked alike). None: derived
     # from MAX_TEXT_CHARS (12 bytes per character covers a JSON-escaped surrogate pair, plus 4 KiB
@@ -157,6 +166,11 @@ class Settings(BaseSettings):
         if self.max_body_bytes is None:
             self.max_body_bytes = max(64 * 1024, 12 * self.max_text_chars + 4096)
         return self
+
+    @field_validator("download_dir", mode="before")
+    @classmethod
+    def _empty_download_dir_is_none(cls, v):
+        return None if v in ("", None) else v
 
     @field_validator("model_dir", mode="before")
     @classmethod

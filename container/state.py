@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import voices as voices_mod
 from .backends.base import Backend
+from .downloads import DownloadStore
 from .engine import Engine
 from .footprint import FootprintCache
 from .metrics import MetricsRecorder
@@ -22,6 +23,9 @@ class State:
         self._aliases: dict[str, str] | None = None
         # Set once the backend knows its device (after framework init): the copy's memory for /ping.
         self.footprint: FootprintCache | None = None
+        # return_download_link's files; the directory is made on first use.
+        self.downloads = DownloadStore(settings.download_dir, settings.download_max_files,
+                                       settings.download_max_bytes, settings.download_ttl_s)
 
     @property
     def voices(self) -> tuple[str, ...]:

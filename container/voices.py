@@ -34,45 +34,62 @@ DEFAULT_OPENAI_VOICES: dict[str, tuple[str, ...]] = {
     "cedar": ("am_liam", "jm_kumo"),
 }
 
-_NAME = r"[A-Za-z0-9_.\-]+"
-_PART = re.compile(rf"^\s*({_NAME})\s*(?:\(\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*\))?\s*$")
+# A blend's voice names: no '+' or '-' (the operators). A single voice whose name has a '-' still
+# works: resolve_voice looks the whole string up first.
+_NAME = r"[A-Za-z0-9_.]+"
+_WEIGHT = r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?"
+_TERM = re.compile(rf"\s*([+-]?)\s*({_NAME})\s*(?:\(\s*({_WEIGHT})\s*\))?\s*")
 MAX_BLEND_PARTS = 8
 
 
 @dataclass(frozen=True)
 class VoiceSpec:
-    """Voices and weights (summing to 1), in the order first given."""
+    """Voices and signed weights, in the order first given; the absolute weights sum to 1.
+    A negative weight subtracts that voice's style (Kokoro-FastAPI's `a-b`)."""
 
     parts: tuple[tuple[str, float], ...]
 
     @property
     def is_blend(self) -> bool:
-        return len(self.parts) > 1
+        return len(self.parts) > 1 or self.parts[0][1] != 1.0
 
     @property
     def canonical(self) -> str:
         if not self.is_blend:
             return self.parts[0][0]
-        return "+".join(f"{name}({weight:.4f})" for name, weight in self.parts)
+        out = ""
+        for i, (name, weight) in enumerate(self.parts):
+            sign = "-" if weight < 0 else ("+" if i else "")
+            out += f"{sign}{name}({abs(weight):.4f})"
+        return out
 
 
 def parse_voice_spec(spec: str) -> VoiceSpec:
-    """`a`, `a+b`, `a(2)+b(1)` -> VoiceSpec; BadRequest naming the part that does not parse."""
-    pieces = spec.split("+")
-    if len(pieces) > MAX_BLEND_PARTS:
-        raise BadRequest(f"a blend takes at most {MAX_BLEND_PARTS} voices, got {len(pieces)}", param="voice")
+    """`a`, `a+b`, `a(2)+b(1)`, `a-b`, `a(1)-b(0.3)` -> VoiceSpec; BadRequest naming the part
+    that does not parse. As Kokoro-FastAPI: every weight (default 1) is divided by the sum of
+    all weights, and a term after '-' is subtracted."""
     weights: dict[str, float] = {}
-    for piece in pieces:
-        m = _PART.match(piece)
-        if not m:
-            raise BadRequest(f"voice {spec[:80]!r}: cannot read {piece[:40]!r}; write a name or a blend "
-                             f"like 'jf_alpha(2)+jm_kumo(1)'", param="voice")
-        name, w = m.group(1), float(m.group(2)) if m.group(2) else 1.0
+    pos, n = 0, 0
+    while pos < len(spec):
+        m = _TERM.match(spec, pos)
+        if not m or m.end() == pos or (n == 0 and m.group(1) == "-") or (n and not m.group(1)):
+            bad = spec[pos:pos + 40]
+            raise BadRequest(f"voice {spec[:80]!r}: cannot read {bad!r}; write a name or a blend like "
+                             f"'jf_alpha(2)+jm_kumo(1)' or 'jf_alpha-jm_kumo(0.3)'", param="voice")
+        n += 1
+        if n > MAX_BLEND_PARTS:
+            raise BadRequest(f"a blend takes at most {MAX_BLEND_PARTS} voices", param="voice")
+        name, w = m.group(2), float(m.group(3)) if m.group(3) else 1.0
         if not w > 0 or w == float("inf"):
             raise BadRequest(f"voice {spec[:80]!r}: weight of {name!r} must be a positive number", param="voice")
-        weights[name] = weights.get(name, 0.0) + w
-    total = sum(weights.values())
-    return VoiceSpec(tuple((n, w / total) for n, w in weights.items()))
+        weights[name] = weights.get(name, 0.0) + (-w if m.group(1) == "-" else w)
+        pos = m.end()
+    if not weights:
+        raise BadRequest("voice is empty", param="voice")
+    total = sum(abs(w) for w in weights.values())
+    if total == 0:
+        raise BadRequest(f"voice {spec[:80]!r}: the weights cancel out", param="voice")
+    return VoiceSpec(tuple((name, w / total) for name, w in weights.items()))
 
 
 def parse_alias_table(value) -> dict[str, tuple[str, ...]]:
@@ -156,7 +173,9 @@ def resolve_voice(requested: str | None, *, available: tuple[str, ...], aliases:
         return alias
     if not available:  # a backend without named voices takes whatever it is given
         return requested
-    spec = parse_voice_spec(requested)
+    if requested in available:  # a name with a '-' is a voice, not a subtraction
+        return requested
+    spec = parse_voice_spec(expand_aliases(requested, aliases))
     missing = [n for n, _ in spec.parts if n not in available]
     if missing:
         raise UnknownVoice(f"unknown voice {missing[0]!r}; use one of {', '.join(available)}, "
@@ -166,6 +185,17 @@ def resolve_voice(requested: str | None, *, available: tuple[str, ...], aliases:
         raise BadRequest(f"voice {requested[:80]!r} is a blend; this backend does not blend voices",
                          param="voice")
     return spec.canonical
+
+
+def expand_aliases(spec: str, aliases: dict[str, str]) -> str:
+    """A blend whose parts name OpenAI voices ('alloy+echo') with each alias replaced by the
+    single voice it speaks here (an alias that is itself a blend stays unknown)."""
+    def sub(m: re.Match) -> str:
+        hit = aliases.get(m.group(2).lower())
+        if hit is None or not re.fullmatch(_NAME, hit):
+            return m.group(0)
+        return m.group(0).replace(m.group(2), hit, 1)
+    return _TERM.sub(sub, spec)
 
 
 # Kokoro's voice names say language and gender in their first two letters (af_heart: American

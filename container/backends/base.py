@@ -7,6 +7,8 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from ..errors import BadRequest
+
 # Kokoro's style tables have 510 rows and the model's context is 512 tokens with the two pads.
 MAX_TOKENS = 510
 # Rough speech rate at speed 1.0, used only to schedule (deadlines, shedding), never for output.
@@ -70,8 +72,26 @@ class Backend(ABC):
         """Load the model and voices (stage weights_ready); raise ModelLoadError if missing."""
 
     @abstractmethod
-    def prepare(self, text: str, voice: str, speed: float) -> Prepared:
-        """G2P for one segment. Runs in the single G2P thread (espeak is not thread-safe)."""
+    def prepare(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
+        """G2P for one segment (`lang`: an espeak language, None for G2P_LANGUAGE). Runs in the
+        single G2P thread (espeak is not thread-safe)."""
+
+    # The model's phoneme vocabulary (character -> input id); None for a backend without G2P.
+    def token_vocab(self) -> dict[str, int] | None:
+        return None
+
+    def phonemize(self, text: str, lang: str | None = None) -> str:
+        """Kokoro phonemes of `text`, only characters the model's vocabulary has (G2P thread)."""
+        raise BadRequest(f"BACKEND={self.name} has no G2P (use BACKEND=onnx or torch)")
+
+    def voice_table(self, voice: str) -> np.ndarray:
+        """A voice's (or a blend's canonical id's) style table, float32 (rows, 1, 256), for
+        /v1/audio/voices/combine."""
+        raise BadRequest(f"BACKEND={self.name} has no style tables (use BACKEND=onnx or torch)")
+
+    def prepare_phonemes(self, phonemes: str, voice: str, speed: float) -> Prepared:
+        """A segment given as phonemes (no G2P): /dev/generate_from_phonemes."""
+        raise BadRequest(f"BACKEND={self.name} does not take phonemes (use BACKEND=onnx or torch)")
 
     @abstractmethod
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
@@ -80,7 +100,7 @@ class Backend(ABC):
     # True when prepare_timed/word_times work: the model reports its predicted durations.
     supports_timestamps: bool = False
 
-    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
+    def prepare_timed(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
         """prepare() plus the word spans word_times() needs."""
         raise NotImplementedError
 

@@ -11,6 +11,7 @@ import hashlib
 import importlib.resources as resources
 import json
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
@@ -218,11 +219,19 @@ class OnnxBackend(Backend):
             raise ModelLoadError(f"cannot load {model}: {e}") from e
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
 
-    def prepare(self, text: str, voice: str, speed: float) -> Prepared:
-        ps = self.g2p(text)
-        tokens = [self.vocab[c] for c in ps if c in self.vocab][:MAX_TOKENS]
+    def prepare(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
+        return self.prepare_phonemes(self.g2p(text, lang), voice, speed)
+
+    def prepare_phonemes(self, phonemes: str, voice: str, speed: float) -> Prepared:
+        tokens = [self.vocab[c] for c in phonemes if c in self.vocab][:MAX_TOKENS]
         return Prepared(payload=tokens, voice=voice, speed=speed, n_tokens=len(tokens),
                         batch_key=None)
+
+    def token_vocab(self) -> dict[str, int]:
+        return self.vocab
+
+    def phonemize(self, text: str, lang: str | None = None) -> str:
+        return "".join(c for c in self.g2p(text, lang) if c in self.vocab)
 
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:
         sess = self._sessions.get(threads) or self._sessions[max(self._sessions)]
@@ -243,10 +252,13 @@ class OnnxBackend(Backend):
             out.append(np.asarray(outputs[0], dtype=np.float32).ravel())
         return out
 
-    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
-        ps, words = timed_phonemes(text, self.g2p, self.vocab, MAX_TOKENS)
+    def prepare_timed(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
+        ps, words = timed_phonemes(text, partial(self.g2p, lang=lang), self.vocab, MAX_TOKENS)
         tokens = [self.vocab[c] for c in ps]
         return Prepared(payload=tokens, voice=voice, speed=speed, n_tokens=len(tokens), words=words)
+
+    def voice_table(self, voice: str) -> np.ndarray:
+        return np.asarray(self._style_table(voice), dtype=np.float32).reshape(-1, 1, 256)
 
     def _style_table(self, voice: str) -> np.ndarray:
         table = self.style.get(voice)

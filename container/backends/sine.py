@@ -22,7 +22,7 @@ class SineBackend(Backend):
     def load_weights(self) -> None:
         pass
 
-    def prepare(self, text: str, voice: str, speed: float) -> Prepared:
+    def prepare(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
         n = len(text.strip())
         # Same length -> same batch, as a real padded batch would need.
         return Prepared(payload=n, voice=voice, speed=speed, n_tokens=n, batch_key=n)

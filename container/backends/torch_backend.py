@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import queue
+from functools import partial
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,6 +41,7 @@ log = logging.getLogger("container.torch")
 class TorchBackend(Backend):
     name = "torch"
     supports_timestamps = True  # KModel reports its predicted durations (pred_dur)
+    supports_blends = True  # a blend is the signed weighted sum of the voices' tables (torch_model.py)
 
     def __init__(self, settings):
         self.settings = settings
@@ -129,6 +131,7 @@ class TorchBackend(Backend):
         self.local.load(config, weights, voices)
         self.weights_sha256 = sha256_file(weights)
         self.voices = tuple(sorted(self.local.style))
+        self._voice_files = {p.stem: p for p in voices}
         # Same offline espeak path as the onnx backend: no spaCy model, no network.
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
 
@@ -149,24 +152,46 @@ class TorchBackend(Backend):
         self._pool = pool
         self.weights_sha256 = sha256_file(weights)
         self.voices = tuple(sorted(p.stem for p in voices))
+        self._voice_files = {p.stem: p for p in voices}
         self.g2p = EspeakPhonemizer(self.settings.g2p_language)
+
+    def voice_table(self, voice: str) -> np.ndarray:
+        """The table the model would use for `voice`, read from the voice files (the worker
+        layout keeps no tables in this process)."""
+        from ..voices import parse_voice_spec
+        total = None
+        for name, w in parse_voice_spec(voice).parts:
+            t = self._torch.load(self._voice_files[name], map_location="cpu", weights_only=True)
+            t = t.float().reshape(-1, 1, 256) * w
+            total = t if total is None else total + t
+        assert total is not None  # parse_voice_spec yields at least one part
+        return total.numpy().astype(np.float32)
 
     def close(self) -> None:
         """Stop the worker processes (worker layout); nothing to do in-process."""
         if self._pool is not None:
             self._pool.close()
 
-    def prepare(self, text: str, voice: str, speed: float) -> Prepared:
-        ps = self.g2p(text)
+    def prepare(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
+        return self.prepare_phonemes(self.g2p(text, lang), voice, speed)
+
+    def prepare_phonemes(self, phonemes: str, voice: str, speed: float) -> Prepared:
         # KModel drops phonemes outside its vocabulary; count what it will actually see, because
         # the context (MAX_TOKENS + 2 pads) and the style row both depend on that number.
-        vocab = self.vocab if self._pool is not None else self.local.vocab
-        ps = "".join(c for c in ps if c in vocab)[:MAX_TOKENS]
+        vocab = self.token_vocab()
+        ps = "".join(c for c in phonemes if c in vocab)[:MAX_TOKENS]
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps))
 
-    def prepare_timed(self, text: str, voice: str, speed: float) -> Prepared:
-        vocab = self.vocab if self._pool is not None else self.local.vocab
-        ps, words = timed_phonemes(text, self.g2p, vocab, MAX_TOKENS)
+    def token_vocab(self) -> dict[str, int]:
+        return self.vocab if self._pool is not None else self.local.vocab
+
+    def phonemize(self, text: str, lang: str | None = None) -> str:
+        vocab = self.token_vocab()
+        return "".join(c for c in self.g2p(text, lang) if c in vocab)
+
+    def prepare_timed(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
+        vocab = self.token_vocab()
+        ps, words = timed_phonemes(text, partial(self.g2p, lang=lang), vocab, MAX_TOKENS)
         return Prepared(payload=ps, voice=voice, speed=speed, n_tokens=len(ps), words=words)
 
     def infer(self, batch: list[Prepared], threads: int) -> list[np.ndarray]:

@@ -110,6 +110,7 @@ class LocalModel:
         self.check_state_dict(weights)
         self.fold_weight_norm()
         self.style = {p.stem: self.load_voice(p) for p in voices}
+        self._n_voices = len(self.style)
 
     @property
     def vocab(self) -> dict:
@@ -161,12 +162,24 @@ class LocalModel:
         # Upstream packs are (510, 1, 256); one row is then the (1, 256) reference KModel takes.
         return t.float().reshape(-1, 1, STYLE_DIM).to(self.device)
 
+    def blend(self, voice: str):
+        """A blend's table from its canonical id (voices.py; validated by the server): the
+        signed weighted sum of the voices' tables, kept for the next call (bounded)."""
+        from ..voices import parse_voice_spec
+        parts = parse_voice_spec(voice).parts
+        table = sum(w * self.style[name] for name, w in parts)
+        if len(self.style) < self._n_voices + 256:
+            self.style[voice] = table
+        return table
+
     def run(self, phonemes: str, voice: str, speed: float) -> tuple[np.ndarray, np.ndarray | None]:
         """(float32 audio, predicted frames per input token with both pads) for one segment (the
         caller holds inference_mode and its stream)."""
         if not phonemes:
             return np.zeros(0, np.float32), None
-        table = self.style[voice]
+        table = self.style.get(voice)
+        if table is None:
+            table = self.blend(voice)
         ref = table[min(len(phonemes), len(table)) - 1]
         # KModel.forward returns audio and durations already on the host (.cpu() waits for the
         # current stream only), so the numpy views below copy nothing more.

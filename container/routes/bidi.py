@@ -14,7 +14,7 @@ from ..audio import SAMPLE_RATE
 from ..errors import ContainerError
 from ..limits import loads_bounded
 from ..protocol import SpeechRequest
-from .common import engine_of, state, validate_request
+from .common import engine_of, state, submit, validate_request
 
 log = logging.getLogger("container.routes.bidi")
 
@@ -59,7 +59,7 @@ class _Session:
             try:
                 if isinstance(req, ContainerError):
                     raise req
-                job = engine_of(self.st).submit(req.text, req.voice, req.speed, stream=True)
+                job = submit(engine_of(self.st), req, stream=True)
                 samples = 0
                 async for pcm in job.chunks():
                     samples += len(pcm) // 2

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
@@ -20,7 +21,10 @@ from ..errors import (BadRequest, ClientGone, ContainerError, EmptyText, Invalid
                       NotAcceptable, NotFound, TextTooLong, UnsupportedMediaType)
 from ..limits import check_content_length, loads_bounded, read_limited
 from ..protocol import OpenAISpeechRequest, SpeechRequest
+from ..backends.g2p import resolve_lang
 from ..state import State
+
+M = TypeVar("M", bound=BaseModel)
 
 log = logging.getLogger("container.routes")
 
@@ -61,18 +65,7 @@ def _validation_error(e: ValidationError, model: type[BaseModel]) -> BadRequest:
 def validate_request(raw: bytes | str, model: type[SpeechRequest] | type[OpenAISpeechRequest], st: State) -> SpeechRequest:
     """Bytes -> checked SpeechRequest with a canonical voice; every failure is a 4xx ContainerError."""
     s = st.settings
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise BadRequest("body is not valid UTF-8", extra={"position": e.start}) from None
-    obj = loads_bounded(raw, s.max_json_depth)
-    if not isinstance(obj, dict):
-        raise InvalidJSON("body must be a JSON object")
-    try:
-        parsed = model.model_validate(obj)
-    except ValidationError as e:
-        raise _validation_error(e, model) from None
+    parsed = parse_model(raw, model, st)
     openai = isinstance(parsed, OpenAISpeechRequest)
     text_field = "input" if openai else "text"
     if isinstance(parsed, OpenAISpeechRequest):
@@ -82,19 +75,67 @@ def validate_request(raw: bytes | str, model: type[SpeechRequest] | type[OpenAIS
         if parsed.stream_format == "sse":
             raise BadRequest("stream_format 'sse' is not supported; use 'audio' (the default), which "
                              "streams the encoded audio itself", param="stream_format")
-    req = parsed.to_speech() if isinstance(parsed, OpenAISpeechRequest) else parsed
-    if not req.text.strip():
-        raise EmptyText(f"{text_field} is empty", param=text_field)
-    if len(req.text) > s.max_text_chars:
-        raise TextTooLong(f"{text_field} has {len(req.text)} characters; MAX_TEXT_CHARS={s.max_text_chars}",
-                          param=text_field)
-    if "\x00" in req.text:
-        raise BadRequest(f"{text_field} contains NUL characters", param=text_field)
-    if not (s.speed_min <= req.speed <= s.speed_max) or req.speed != req.speed:
-        raise BadRequest(f"speed must be between {s.speed_min} and {s.speed_max}", param="speed")
-    req.voice = voices_mod.resolve_voice(req.voice, available=st.voices, aliases=st.aliases(),
-                                         fallback=st.default_voice, blends=st.blends)
+    req: SpeechRequest = parsed.to_speech() if isinstance(parsed, OpenAISpeechRequest) else parsed
+    check_text(req.text, text_field, s)
+    check_speed(req.speed, s)
+    req._lang, warning = resolve_lang(req.lang_code)
+    if warning:
+        req._warnings.append(warning)
+    req.voice = resolve(req.voice, st)
     return req
+
+
+def check_text(text: str, field: str, s) -> None:
+    if not text.strip():
+        raise EmptyText(f"{field} is empty", param=field)
+    if len(text) > s.max_text_chars:
+        raise TextTooLong(f"{field} has {len(text)} characters and the limit is {s.max_text_chars} "
+                          f"(MAX_TEXT_CHARS): split it at sentence ends into requests of at most "
+                          f"{s.max_text_chars} characters, or raise MAX_TEXT_CHARS on the server",
+                          param=field, extra={"limit_chars": s.max_text_chars})
+    if "\x00" in text:
+        raise BadRequest(f"{field} contains NUL characters", param=field)
+
+
+def check_speed(speed: float, s) -> None:
+    if not (s.speed_min <= speed <= s.speed_max) or speed != speed:
+        raise BadRequest(f"speed must be between {s.speed_min} and {s.speed_max}", param="speed")
+
+
+def resolve(voice: str | None, st: State) -> str | None:
+    return voices_mod.resolve_voice(voice, available=st.voices, aliases=st.aliases(),
+                                    fallback=st.default_voice, blends=st.blends)
+
+
+def parse_json(raw: bytes | str, st: State):
+    """Bytes -> the JSON value (bounded depth); invalid UTF-8 or JSON is a 400."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BadRequest("body is not valid UTF-8", extra={"position": e.start}) from None
+    return loads_bounded(raw, st.settings.max_json_depth)
+
+
+def parse_model(raw: bytes | str, model: type[M], st: State) -> M:
+    """Bytes -> a validated `model` (any request model); every failure a 4xx ContainerError."""
+    obj = parse_json(raw, st)
+    if not isinstance(obj, dict):
+        raise InvalidJSON("body must be a JSON object")
+    try:
+        return model.model_validate(obj)
+    except ValidationError as e:
+        raise _validation_error(e, model) from None
+
+
+def warning_header(warnings: list[str]) -> dict[str, str]:
+    """RFC 9111's Warning field (code 299, "miscellaneous persistent warning"): what a request
+    asked for that this server accepted but could not do as asked. Quotes and line breaks
+    are replaced so the header stays one valid quoted string."""
+    if not warnings:
+        return {}
+    text = "; ".join(w.replace('"', "'").replace("\\", "/").replace("\n", " ") for w in warnings)
+    return {"Warning": f'299 speech-endpoints "{text[:1500]}"'}
 
 
 ACCEPT_FORMATS: dict[str, ResponseFormat] = {**{media.split(";")[0]: fmt for fmt, media in MEDIA_TYPES.items()},
@@ -130,11 +171,18 @@ async def read_json_body(request: Request) -> bytes:
         raise ClientGone("client disconnected before the body was complete") from None
 
 
-async def speak(request: Request, model: type[SpeechRequest] | type[OpenAISpeechRequest]) -> Response:
+def submit(engine: Engine, req: SpeechRequest, stream: bool | None = None, timestamps: bool = False) -> Job:
+    """The engine job for a validated request, with its language, normalization and volume."""
+    return engine.submit(req.text, req.voice, req.speed, stream=req.stream if stream is None else stream,
+                         timestamps=timestamps, lang=req._lang, normalization=req.normalization_options,
+                         volume=1.0 if req.volume_multiplier is None else req.volume_multiplier)
+
+
+async def speak(request: Request, model: type[BaseModel]) -> Response:
     st = state(request)
-    req = validate_request(await read_json_body(request), model, st)
+    req = validate_request(await read_json_body(request), cast("type[SpeechRequest] | type[OpenAISpeechRequest]", model), st)
     engine = engine_of(st)
-    job = engine.submit(req.text, req.voice, req.speed, stream=req.stream)
+    job = submit(engine, req)
     return await respond(job, req, engine, request)
 
 
@@ -165,8 +213,14 @@ async def first_chunk(job: Job, engine: Engine, watcher: asyncio.Task):
 
 
 async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request) -> Response:
-    headers = {"X-Sample-Rate": str(SAMPLE_RATE), "X-Request-Id": job.id}
+    headers = {"X-Sample-Rate": str(SAMPLE_RATE), "X-Request-Id": job.id, **warning_header(req._warnings)}
     media = MEDIA_TYPES[req.response_format]
+    downloads = state(request).downloads if req._download_format else None
+    download = downloads.reserve(req._download_format) if downloads is not None and req._download_format else None
+    if download is not None:
+        # Kokoro-FastAPI's header: where the whole file will be once this response has ended
+        # (a response that fails or is abandoned writes nothing, and the path stays a 404).
+        headers["X-Download-Path"] = download.path
     watcher = asyncio.create_task(cancel_on_disconnect(request, engine, job))
     chunks, first = await first_chunk(job, engine, watcher)
     first = first or b""
@@ -174,19 +228,32 @@ async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request
         watcher.cancel()
         body = await asyncio.to_thread(encode_all, req.response_format, first)
         headers["X-TTFAB-Ms"] = f"{job.ttfab_ms or 0:.1f}"
+        if req._timing:
+            headers["X-Audio-Seconds"] = f"{len(first) / 2 / SAMPLE_RATE:.3f}"
+            headers["X-Total-Ms"] = f"{(time.monotonic() - job.arrival) * 1000:.1f}"
+        if download is not None:
+            await download.write(first)
         return Response(body, media_type=media, headers=headers)
     encoder = make_encoder(req.response_format, streaming=True)
 
     async def gen():
+        kept = [first] if download is not None else None
         try:
             out = await asyncio.to_thread(encoder.feed, first)
             if out:
                 yield out
             async for pcm in chunks:
+                if kept is not None:
+                    kept.append(pcm)
                 out = await asyncio.to_thread(encoder.feed, pcm)
                 if out:
                     yield out
             out = await asyncio.to_thread(encoder.finish)
+            if kept is not None:
+                # Written before the response ends, so a client that fetches the link as soon
+                # as its stream ends finds the file.
+                await download.write(b"".join(kept))
+                kept = None
             if out:
                 yield out
         except ContainerError as e:

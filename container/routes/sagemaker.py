@@ -9,7 +9,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..protocol import SpeechRequest
-from .common import engine_of, format_for_accept, read_json_body, respond, speak, state, validate_request
+from .common import (engine_of, format_for_accept, read_json_body, respond, speak, state, submit,
+                     validate_request)
 
 
 async def ping(request: Request) -> Response:
@@ -45,7 +46,7 @@ async def invocations(request: Request) -> Response:
         req.response_format = format_for_accept(request.headers.get("accept"))
     req.stream = False
     engine = engine_of(st)
-    job = engine.submit(req.text, req.voice, req.speed, stream=False)
+    job = submit(engine, req, stream=False)
     return await respond(job, req, engine, request)
 
 

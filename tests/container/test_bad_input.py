@@ -10,7 +10,7 @@ J = {"content-type": "application/json"}
 @pytest.mark.parametrize("body,status,code", [
     (b'{"text": ""}', 400, "empty_text"),
     (b'{"text": "   \\n "}', 400, "empty_text"),
-    (b'{"text": "' + b"a" * 2001 + b'"}', 413, "text_too_long"),
+    (b'{"text": "' + b"a" * 4097 + b'"}', 413, "text_too_long"),
     (b'{"text": "hi", "voice": "nobody"}', 400, "unknown_voice"),
     (b'{"text": "hi", "speed": 0.1}', 400, "bad_request"),
     (b'{"text": "hi", "speed": 9}', 400, "bad_request"),

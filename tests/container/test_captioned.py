@@ -15,7 +15,8 @@ import soundfile as sf
 pytestmark = pytest.mark.slow
 
 TEXT = "Hello there, how are you today? It costs 42 dollars, really."
-WORDS = ["Hello", "there", "how", "are", "you", "today", "It", "costs", "42", "dollars", "really"]
+# "42" is normalized to "forty-two" (container/normalize.py): the timestamps name the words spoken.
+WORDS = ["Hello", "there", "how", "are", "you", "today", "It", "costs", "forty-two", "dollars", "really"]
 
 
 def _check_times(stamps: list[dict], audio_s: float) -> None:

@@ -41,6 +41,13 @@ _fields = st.fixed_dictionaries({}, optional={
     "voice": _voice, "model": st.one_of(_json, st.sampled_from(["tts-1", "kokoro", "nope"])),
     "speed": st.one_of(_json, st.floats(0.3, 2.5)), "stream": _json, "stream_format": _json,
     "response_format": st.one_of(_json, st.sampled_from(["mp3", "opus", "aac", "flac", "wav", "pcm"])),
+    # Kokoro-FastAPI's fields and the bodies of its routes
+    "lang_code": st.one_of(_json, st.sampled_from(["a", "b", "j", "z", "xx", "en-gb"])),
+    "volume_multiplier": st.one_of(_json, st.floats(-1, 200)),
+    "normalization_options": st.one_of(_json, st.fixed_dictionaries({}, optional={
+        k: _json for k in ("normalize", "unit_normalization", "url_normalization", "bogus")})),
+    "return_download_link": _json, "download_format": _json, "return_timing": _json,
+    "phonemes": st.one_of(_json, st.text(max_size=60)), "language": _json, "voices": _json,
 })
 _deep = st.integers(1, 5000).map(lambda n: "[" * n + "]" * n)
 _bodies = st.one_of(
@@ -56,7 +63,9 @@ def test_fuzz_http_json_routes(srv):
     rss_before = srv.rss_mb()
 
     @FUZZ
-    @given(body=_bodies, path=st.sampled_from(["/invocations", "/v1/audio/speech"]),
+    @given(body=_bodies, path=st.sampled_from(["/invocations", "/v1/audio/speech", "/dev/phonemize",
+                                               "/dev/generate_from_phonemes", "/v1/audio/voices/combine",
+                                               "/dev/captioned_speech"]),
            ctype=st.sampled_from(["application/json", "application/json; charset=utf-8", "text/plain"]))
     def run(body, path, ctype):
         with httpx.stream("POST", srv.url + path, content=body, headers={"content-type": ctype}, timeout=20) as r:
@@ -73,8 +82,9 @@ def test_fuzz_http_json_routes(srv):
 def test_fuzz_get_routes(srv):
     @FUZZ
     @given(path=st.one_of(st.sampled_from(["/ping", "/v1/models", "/v1/audio/voices", "/v1/models/tts-1"]),
-                          st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=40)
-                          .map(lambda p: "/v1/models/" + p)),
+                          st.tuples(st.sampled_from(["/v1/models/", "/v1/download/", "/docs/assets/"]),
+                                    st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126),
+                                            max_size=40)).map("".join)),
            method=st.sampled_from(["GET", "POST", "DELETE", "PUT"]))
     def run(path, method):
         r = httpx.request(method, srv.url + path, timeout=10)

@@ -8,6 +8,7 @@ FRAMES frames. That makes the output length a known number while the audio itsel
 from __future__ import annotations
 
 import base64
+import io
 import hashlib
 import json
 import math
@@ -210,3 +211,74 @@ def test_checkpoint_that_does_not_match_config_is_refused(upstream_dir, tmp_path
         # this test process: hypothesis and numpy expect IEEE subnormals).
         torch.set_flush_denormal(False)
     assert dropped.removeprefix("module.") in str(e.value)
+
+
+def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstream_dir, server_factory, tmp_path):
+    """The same normalization table, segmentation case and Kokoro-FastAPI fields as on the onnx
+    backend (test_kokoro_fastapi.py), on the torch backend with the generated checkpoint; plus
+    blends with subtraction, which this backend now mixes too, and /v1/audio/voices/combine's .pt."""
+    from tests.container.normalization_cases import CASES
+
+    model_dir, guard, vocab = upstream_dir
+    # A second voice, next to links to the module's checkpoint (no copy of its weights).
+    d = tmp_path / "model"
+    (d / "voices").mkdir(parents=True)
+    for name in ("config.json", "kokoro-v1_0.pth"):
+        (d / name).symlink_to(model_dir / name)
+    (d / "voices" / f"{VOICE}.pt").symlink_to(model_dir / "voices" / f"{VOICE}.pt")
+    torch.save(torch.randn(510, 1, 256) * 0.1, d / "voices" / "am_other.pt")
+    srv = server_factory(_env(d, guard), wait=False)
+    srv.wait_ready(timeout=120)
+    url = srv.url
+    with httpx.Client(base_url=url, timeout=120) as client:
+        for options, text, spoken in CASES:
+            got = client.post("/dev/phonemize", json={"text": text, "normalization_options": options}).json()
+            assert got["normalized_text"] == spoken, (text, options)
+            ref = client.post("/dev/phonemize", json={"text": spoken, "normalization_options": {"normalize": False}})
+            assert got["phonemes"] == ref.json()["phonemes"]
+            assert got["tokens"] == [vocab[c] for c in got["phonemes"]]
+
+        # one segment, one NDJSON line, and no gap over 0.3 s between the words
+        with client.stream("POST", "/dev/captioned_speech", json={
+                "input": "Dr. Smith met Mr. Jones at 3 p.m. today.", "voice": VOICE, "response_format": "pcm"}) as r:
+            assert r.status_code == 200
+            lines = [json.loads(ln) for ln in r.iter_lines() if ln]
+        assert len(lines) == 1
+        stamps = lines[0]["timestamps"]
+        assert [t["word"] for t in stamps] == ["Doctor", "Smith", "met", "Mister", "Jones", "at", "three", "p", "m",
+                                               "today"]
+        assert max(b["start_time"] - a["end_time"] for a, b in zip(stamps, stamps[1:], strict=False)) <= 0.3
+
+        # every Kokoro-FastAPI field in one request; the audio length follows the fixed durations
+        body = {"model": "kokoro", "input": "It costs $5.50.", "voice": f"{VOICE}(1)-am_other(0.3)",
+                "response_format": "pcm", "speed": 2.0, "stream": False, "lang_code": "a",
+                "volume_multiplier": 0.5, "normalization_options": {"normalize": True}, "return_timing": True,
+                "return_download_link": True, "download_format": "wav"}
+        r = client.post("/v1/audio/speech", json=body)
+        assert r.status_code == 200, r.text
+        assert "warning" not in r.headers
+        want = _expected_samples(["It costs five dollars and fifty cents."], vocab, FRAMES // 2)
+        assert len(r.content) // 2 == want
+        assert float(r.headers["x-audio-seconds"]) == pytest.approx(want / 24000, abs=0.002)
+        kept = client.get(r.headers["x-download-path"])
+        assert kept.status_code == 200 and kept.content[:4] == b"RIFF" and (len(kept.content) - 44) // 2 == want
+        loud = client.post("/v1/audio/speech", json=body | {"volume_multiplier": 1.0}).content
+        q, lo = (np.frombuffer(x, "<i2").astype(np.float64) for x in (r.content, loud))
+        # Kokoro's decoder adds random noise to its harmonic source, so two runs differ: the gain
+        # shows in the RMS, not sample by sample (the onnx test checks it exactly).
+        rms = [float(np.sqrt(np.mean(x ** 2))) for x in (q, lo)]
+        assert 0.35 < rms[0] / rms[1] < 0.65, rms
+
+        # combine: upstream's .pt, the same mix the speech route uses
+        c = client.post("/v1/audio/voices/combine", json=f"{VOICE}-am_other")
+        assert c.status_code == 200, c.text
+        assert c.headers["x-voice-id"] == f"{VOICE}(0.5000)-am_other(0.5000)" and "warning" not in c.headers
+        mixed = torch.load(io.BytesIO(c.content), weights_only=True)
+        a = torch.load(d / "voices" / f"{VOICE}.pt", weights_only=True)
+        b = torch.load(d / "voices" / "am_other.pt", weights_only=True)
+        assert torch.allclose(mixed, 0.5 * a - 0.5 * b, atol=1e-6)
+
+        # phonemes as given
+        ps = client.post("/dev/phonemize", json={"text": "Hello world."}).json()["phonemes"]
+        g = client.post("/dev/generate_from_phonemes", json={"phonemes": ps, "voice": VOICE, "response_format": "pcm"})
+        assert g.status_code == 200 and len(g.content) // 2 == (len(ps) + 2) * FRAMES * SAMPLES_PER_FRAME
