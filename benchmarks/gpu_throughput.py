@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import math
 import os
@@ -47,7 +48,6 @@ import tempfile
 import threading
 import time
 import warnings
-import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -109,8 +109,8 @@ def day(spec: str, seed: int):
         return week(seed)
     if spec.startswith("two-peak"):
         return two_peak(seed)
-    from bench.load.traces import load_trace
     from bench.commands.tune import with_options
+    from bench.load.traces import load_trace
 
     return load_trace(with_options(spec, seed=seed)).arrivals
 
@@ -210,8 +210,8 @@ def _mean(xs: list[float]) -> float:
 def judge(tt: TunedTrace, q, model, draws: list[tuple[int, np.ndarray]], extra: dict | None = None) -> list[Row]:
     """Every policy on every unseen draw: the rows of the table (``extra``: label -> ScalingNumbers
     of further tuned plans, e.g. the in-sample ones, keyed by draw seed)."""
-    from speech.sim.floor import PerfectForecastPolicy, floor_schedule
     from speech.sim.fleet import run_policy, summarize
+    from speech.sim.floor import PerfectForecastPolicy, floor_schedule
     from speech.sim.peers import ScheduledPolicy
     from speech.sim.policies import AwsPolicy, make_policy
     from speech.sim.traces import peak_rps

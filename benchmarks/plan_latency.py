@@ -44,10 +44,10 @@ def main() -> int:
     bare = wall([sys.executable, "-c", "pass"], args.runs)
 
     sys.path.insert(0, str(ROOT))
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.config import PlanInputs
     from speech.files import load_artifact
     from speech.plan.realtime import build_plan
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.config import PlanInputs
 
     q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)
     inputs = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=5000, trough_rps=10)

@@ -75,12 +75,12 @@ def main() -> int:
     import numpy as np
 
     from bench.cli.main import main as bench
-    from speech.schema.artifacts import QmaxArtifact
     from speech.files import load_artifact
-    from speech.sim.peers import FixedPolicy
-    from speech.sim.instance import build_instance
-    from speech.sim.fleet import run_policy, summarize
     from speech.plan.survival import service_rates
+    from speech.schema.artifacts import QmaxArtifact
+    from speech.sim.fleet import run_policy, summarize
+    from speech.sim.instance import build_instance
+    from speech.sim.peers import FixedPolicy
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     out: Path = args.out

@@ -51,8 +51,8 @@ def steady_times(rps: float, seconds: float, seed: int = 0) -> np.ndarray:
 
 
 def run_local(target, times: np.ndarray) -> dict:
-    from bench.load.loadgen import new_event_loop
     from bench.commands.replay import open_loop_slots, replay_async
+    from bench.load.loadgen import new_event_loop
 
     texts = ["Hello there."] * times.size
     loop = new_event_loop()
@@ -70,7 +70,8 @@ def run_local(target, times: np.ndarray) -> dict:
 
 
 def run_locust(target: dict, times: np.ndarray, workers: int) -> dict:
-    from bench.load.locust_engine import EngineOptions, run_locust as run
+    from bench.load.locust_engine import EngineOptions
+    from bench.load.locust_engine import run_locust as run
     from bench.load.schedule import Schedule, request_body
 
     sched = Schedule.of(times, ["Hello there."] * times.size, request_body, spec="steady", seed=0,

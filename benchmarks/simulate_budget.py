@@ -22,10 +22,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from speech.stack.replan import load_stack, plan_stack
     from speech.schema.config import Budget
     from speech.sim.routes import BudgetRoute, budget_table, simulate_budget
     from speech.sim.traces import diurnal_rate, poisson_arrivals
+    from speech.stack.replan import load_stack, plan_stack
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--stack-dir", type=Path, default=ROOT / "examples")
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  [{f.level}] {f.name}: {f.message}")
     import numpy as np
 
-    from speech.stack.replan import plan_stack as replan
     from speech.sim.routes import simulate_backlog
+    from speech.stack.replan import plan_stack as replan
 
     whole, _ = replan(config.model_copy(update={"budget": None}), args.stack)
     for seed, (name, dep) in enumerate(deployments.items(), start=len(routes) + 1):

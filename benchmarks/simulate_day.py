@@ -63,13 +63,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.config import PlanInputs
     from speech.files import load_artifact
     from speech.plan.realtime import build_plan
-    from speech.sim.policies import POLICY_NAMES, make_policy
-    from speech.sim.instance import build_instance
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.config import PlanInputs
     from speech.sim.fleet import run_policy, summarize
+    from speech.sim.instance import build_instance
+    from speech.sim.policies import POLICY_NAMES, make_policy
     from speech.sim.traces import generate
 
     q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)

@@ -48,10 +48,10 @@ def main() -> int:
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         art = load_artifact(next(Path(out).glob("tune-*.json")), TuneArtifact)
     per_day = wall / art.evaluations
+    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
     from speech.schema.config import PlanInputs
     from speech.sim.instance import build_instance
     from speech.sim.tune import Tuner
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 
     q, t = load_artifact(QMAX, QmaxArtifact), load_artifact(TTOTAL, TtotalArtifact)
     tuner = Tuner(q, t, PlanInputs(slo_ms=3000, peak_rps=args.peak_rps, trough_rps=args.peak_rps / 20),

@@ -22,9 +22,9 @@ from .audio import to_pcm16
 from .backends.base import Backend, Prepared
 from .errors import BadRequest, ContainerError, Draining, ModelUnavailable, QueueSaturated, ShedDeadline
 from .metrics import MetricsRecorder
-from .settings import Settings
 from .normalize import Options as NormalizationOptions
 from .normalize import normalize
+from .settings import Settings
 from .text import iter_segments, pack_segments, split_phonemes, split_segments
 
 log = logging.getLogger("container.engine")

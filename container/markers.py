@@ -26,7 +26,7 @@ import re
 import sys
 import threading
 import time
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 STAGES = ("container_started", "framework_init", "weights_ready", "warmup_done", "ready")
 _AT_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")

@@ -38,8 +38,8 @@ ROUTES = {
 
 def main(argv: list[str] | None = None) -> int:
     from artifacts.reference.build import reference_qmax, reference_ttotal
-    from speech.stack.write import PROJECT, read_stack_file, write_model_entry
     from speech.schema.config import Measurements, ModelConfig
+    from speech.stack.write import PROJECT, read_stack_file, write_model_entry
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--stack-file", type=Path, default=ROOT / "examples/Pulumi.multi.yaml")
@@ -53,9 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         # The artifacts go under examples/artifacts/ (next to the stack file), referenced by path and sha256.
         write_model_entry(args.stack_file, name, entry)
     if args.daily_usd is not None:
-        from speech.stack.write import round_trip_yaml
-        from speech.files import atomic_write_text
         import io
+
+        from speech.files import atomic_write_text
+        from speech.stack.write import round_trip_yaml
 
         data = read_stack_file(args.stack_file)
         data["config"][f"{PROJECT}:budget"] = {"daily_usd": args.daily_usd}

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
-from typing import Any
 from collections.abc import Iterable
-
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the harness (grpc, the pack's rules) loads when a check runs, not for --help
     from policy.harness import Diagnostic, Report, Resource
@@ -31,9 +29,8 @@ def preview_resources(stack_file: Path, stack: str, *, first_preview: bool = Fal
     ``first_preview``: as in the first preview of a new stack, where provider-computed values
     (ids, ARNs, URLs, digests of images not yet built) are unknown. ``receipts``: what the S3 data
     sources find (:func:`speech.infra.preview.load_receipts`); none by default."""
-    from speech.infra.preview import run_preview
-
     from policy.harness import Resource
+    from speech.infra.preview import run_preview
 
     result = run_preview(stack_file, stack, first_preview=first_preview, receipts=receipts)
     resources = [
@@ -100,8 +97,17 @@ def run_check(resources: Iterable[Resource], config: dict[str, Any] | None, stac
 
 
 def main(argv: list[str] | None = None) -> int:
-    from speech.cli import (JsonAwareParser, add_verbosity, configure_logging, guarded, parse_or_exit_code,
-                            report_error, stack_name, verbosity, wants_json)
+    from speech.cli import (
+        JsonAwareParser,
+        add_verbosity,
+        configure_logging,
+        guarded,
+        parse_or_exit_code,
+        report_error,
+        stack_name,
+        verbosity,
+        wants_json,
+    )
 
     JsonAwareParser.json_errors = json_out = wants_json(argv)
     p = JsonAwareParser(prog="speech-policy check", description=__doc__.split("\n\n")[1],
@@ -127,10 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(verbosity(args))
 
     def check() -> int:
+        from policy.harness import PolicyConfigError
         from speech.infra.preview import load_receipts
         from speech.stack.read import stack_file, stack_name
-
-        from policy.harness import PolicyConfigError
 
         try:
             config = load_config(args.config)

@@ -15,10 +15,10 @@ import selectors
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Mapping
 
 import grpc
 from google.protobuf import empty_pb2, json_format, struct_pb2

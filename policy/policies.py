@@ -9,8 +9,8 @@ config (``pulumi preview --policy-pack-config``, or ``python -m policy check --c
 from __future__ import annotations
 
 import json
-from typing import Any
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,

@@ -8,17 +8,16 @@ as a violation (fail closed), never as a pass.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Mapping
-
-from speech.deploy import provenance as pv
-from speech.schema.plan_artifacts import Finding, PlanArtifact
-from speech.plan.batch import BatchPlan, build_batch_plan
-from speech.errors import SpeechError
-from speech.plan.realtime import build_plan
 
 from policy.resources import MISSING, T_OBJECT, T_OBJECT_V1, UNKNOWN, Res, Stack, at, is_unknown
+from speech.deploy import provenance as pv
+from speech.errors import SpeechError
+from speech.plan.batch import BatchPlan, build_batch_plan
+from speech.plan.realtime import build_plan
+from speech.schema.plan_artifacts import Finding, PlanArtifact
 
 REQUIRED_TAGS = pv.TAGS
 FIX_PROVENANCE = (

@@ -12,9 +12,9 @@ because names that are outputs of other resources are unknown while previewing a
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Iterable, Mapping
 
 from speech.deploy.scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE, number, parse_resource_id  # noqa: F401  (re-exported)
 

@@ -13,8 +13,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from speech.cli import (EXIT_USAGE, JsonAwareParser, add_common, add_verbosity, configure_logging, guarded,
-                        parse_or_exit_code, verbosity, wants_json)
+from speech.cli import (
+    EXIT_USAGE,
+    JsonAwareParser,
+    add_common,
+    add_verbosity,
+    configure_logging,
+    guarded,
+    parse_or_exit_code,
+    verbosity,
+    wants_json,
+)
 
 COMMANDS = {
     "preview": ("speech.infra.preview", "run the Pulumi program under mocks against Pulumi.NAME.yaml (no AWS calls)"),

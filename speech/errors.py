@@ -19,8 +19,8 @@ Pydantic validators keep raising ``ValueError`` (pydantic turns it into a Valida
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 
 class SpeechError(Exception):

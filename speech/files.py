@@ -14,8 +14,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from speech.schema.artifacts import SCHEMA_VERSION
 from speech.errors import ArtifactError, OutputError, describe_validation_error
+from speech.schema.artifacts import SCHEMA_VERSION
 
 M = TypeVar("M", bound=BaseModel)
 

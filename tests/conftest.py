@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import gc
+import os
 import signal
 import socket
 import subprocess
@@ -19,16 +19,16 @@ TTOTAL_REF = REFERENCE / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.jso
 
 @pytest.fixture
 def qmax_ref():
-    from speech.schema.artifacts import QmaxArtifact
     from speech.files import load_artifact
+    from speech.schema.artifacts import QmaxArtifact
 
     return load_artifact(QMAX_REF, QmaxArtifact)
 
 
 @pytest.fixture
 def ttotal_ref():
-    from speech.schema.artifacts import TtotalArtifact
     from speech.files import load_artifact
+    from speech.schema.artifacts import TtotalArtifact
 
     return load_artifact(TTOTAL_REF, TtotalArtifact)
 

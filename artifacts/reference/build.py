@@ -11,14 +11,23 @@ run's, applied to that route.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from speech.files import write_artifact
 from speech.schema.artifacts import (
-    Fingerprint, LadderLevel, Phase, Provenance, QmaxArtifact, RequestMix, ServiceTime, Slo, TtotalArtifact, qmax_filename,
+    Fingerprint,
+    LadderLevel,
+    Phase,
+    Provenance,
+    QmaxArtifact,
+    RequestMix,
+    ServiceTime,
+    Slo,
+    TtotalArtifact,
+    qmax_filename,
     ttotal_filename,
 )
-from speech.files import write_artifact
 
 SOURCE = "aws-samples/sample-kokoro-tts-for-ai-agents (committed artifacts and blog post), public figures"
 FINGERPRINT = Fingerprint.of(

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, UTC
-from typing import Any
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from speech.schema.config import IMAGE_RE
+from bench.errors import AwsSetupError, TargetError
 from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, resource_id  # noqa: F401  (re-exported)
 from speech.deploy.scaling import SCALABLE_DIMENSION as DIMENSION
 from speech.deploy.scaling import SERVICE_NAMESPACE as NAMESPACE
-
-from bench.errors import AwsSetupError, TargetError
+from speech.schema.config import IMAGE_RE
 
 SUSPEND_KEYS = ("DynamicScalingInSuspended", "DynamicScalingOutSuspended", "ScheduledScalingSuspended")
 

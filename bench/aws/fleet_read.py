@@ -24,14 +24,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from speech.plan.fleet import FleetInstance, FleetModel, FleetState
-from speech.plan.placement import Amounts, place_best_fit_decreasing
-from speech.plan.copies import COPY_METRIC_TYPE, COPY_SCALABLE_DIMENSION, copy_resource_id
-from speech.schema.instances import INSTANCE_SPECS
-from speech.deploy.scaling import SERVICE_NAMESPACE
-
 from bench.aws.client import client_error_message, describe_endpoint
 from bench.errors import TargetError
+from speech.deploy.scaling import SERVICE_NAMESPACE
+from speech.plan.copies import COPY_METRIC_TYPE, COPY_SCALABLE_DIMENSION, copy_resource_id
+from speech.plan.fleet import FleetInstance, FleetModel, FleetState
+from speech.plan.placement import Amounts, place_best_fit_decreasing
+from speech.schema.instances import INSTANCE_SPECS
 
 
 def _call(what: str, fn: Any, **kw: Any) -> dict:

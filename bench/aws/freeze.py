@@ -17,19 +17,17 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 from pydantic import BaseModel, ValidationError
 
-from speech.files import atomic_write_text
-
 from bench.aws import client as aws
 from bench.errors import BenchError, TargetError, UsageError
+from speech.files import atomic_write_text
 
 STATE_DIR_ENV = "SPEECH_ENDPOINTS_STATE_DIR"
 

@@ -7,10 +7,9 @@ import argparse
 import sys
 from typing import Any
 
+from bench.errors import BenchError, UsageError
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.receipts import Receipt, receipt_for, receipt_key
-
-from bench.errors import BenchError, UsageError
 
 
 def write_receipt(session: Any, bucket: str, artifact: QmaxArtifact | TtotalArtifact) -> tuple[str, Receipt]:

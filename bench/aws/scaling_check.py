@@ -15,12 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from speech.deploy import scaling
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.plan.batch import BatchPlan
-
 from bench.aws import client as aws
 from bench.aws.client import DeployedScaling
+from speech.deploy import scaling
+from speech.plan.batch import BatchPlan
+from speech.schema.plan_artifacts import PlanArtifact
 
 SUFFIXES = scaling.POLICY_SUFFIXES
 

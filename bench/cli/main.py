@@ -12,12 +12,22 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from speech.cli import (EXIT_INTERRUPTED, EXIT_OK, EXIT_STOP, EXIT_USAGE, JsonAwareParser, add_common,  # noqa: F401
-                        add_verbosity, configure_logging, report_error, verbosity, wants_json)
-from speech.errors import SpeechError
-
 from bench.cli import bounds, results
 from bench.errors import UsageError
+from speech.cli import (  # noqa: F401
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STOP,
+    EXIT_USAGE,
+    JsonAwareParser,
+    add_common,
+    add_verbosity,
+    configure_logging,
+    report_error,
+    verbosity,
+    wants_json,
+)
+from speech.errors import SpeechError
 
 # name -> (module in bench/commands/, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -11,16 +11,14 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from speech.schema.artifacts import QmaxArtifact
     from speech.schema.config import PlanInputs
 
-from speech.errors import describe_validation_error
-
 from bench.errors import UsageError
+from speech.errors import describe_validation_error
 
 
 def add_target_arguments(p: argparse.ArgumentParser) -> None:
@@ -100,6 +98,7 @@ def plan_inputs(args: argparse.Namespace, qmax: QmaxArtifact, stored: dict | Non
     (``reaction``, and what later versions add). ``max_delay_s`` is not carried over: it chooses
     the kind of plan, and a plan without ``--max-delay-s`` is a real-time one."""
     from pydantic import ValidationError
+
     from speech.schema.config import PlanInputs
 
     values = {k: v for k, v in (stored or {}).items() if k != "max_delay_s" and v is not None}

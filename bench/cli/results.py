@@ -17,9 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from speech.cli import error_payload
-
 from bench.cli.thresholds import EXIT_THRESHOLD, Metric, add_threshold_argument, broken, judge, summary_message
+from speech.cli import error_payload
 
 # command -> ((metric, what it is), ...); every key of that command's summary, in order.
 METRICS: dict[str, tuple[tuple[str, str], ...]] = {

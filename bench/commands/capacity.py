@@ -8,17 +8,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from speech.plan.capacity import CapacityEvaluation
     from speech.plan.fleet import FleetState
 
-from speech.errors import describe_validation_error
-
 from bench.errors import UsageError
-
+from speech.errors import describe_validation_error
 
 EXAMPLE_FLEET = """\
 {"kind": "fleet", "schema_version": 1,
@@ -94,6 +91,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def load_fleet(path: Path) -> FleetState:
     """Read and validate a fleet file; every failure is a UsageError naming the file and the fix."""
     from pydantic import ValidationError
+
     from speech.plan.fleet import FleetState
 
     try:
@@ -199,11 +197,11 @@ def run(args: argparse.Namespace) -> int:
 
 def render(ev: CapacityEvaluation, fleet: FleetState) -> None:
     """Tables for a person: the fleet before and after, the parts and when they serve, findings."""
-    from speech.plan.placement import RESOURCES, describe
-
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from speech.plan.placement import RESOURCES, describe
 
     console = Console()
     m = fleet.models[ev.model]

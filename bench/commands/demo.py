@@ -19,7 +19,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
@@ -397,9 +396,8 @@ def _png_for(artifact: Path) -> Path | None:
 
 
 def _preview_and_policy(stack_file: Path, stack: str):
-    from policy.check import preview_resources, run_check
-
     from bench.report.html import PolicyViolation
+    from policy.check import preview_resources, run_check
 
     resources, preview = preview_resources(stack_file, stack)
     report = run_check(resources, None, stack)

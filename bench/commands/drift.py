@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
@@ -15,9 +14,8 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
     from speech.schema.config import ModelConfig, StackConfig
     from speech.schema.plan_artifacts import PlanArtifact
 
-from speech.errors import ConfigError
-
 from bench.errors import TargetError, UsageError
+from speech.errors import ConfigError
 
 DESCRIPTION = """\
 Compare what is deployed for each model of a stack (scalable target min/max and suspended
@@ -83,8 +81,9 @@ def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity 
 
 
 def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_mismatch: bool) -> list[Issue]:
-    from bench.aws.scaling_check import Issue
     from pydantic import ValidationError
+
+    from bench.aws.scaling_check import Issue
     from speech.schema.artifacts import Fingerprint
     from speech.stack.write import MODELS_KEY
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from container import telemetry
+
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from speech.plan.calibration import Activity
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
     from speech.schema.plan_artifacts import CalibrationArtifact
-from speech.errors import ArtifactError
-
 from bench.errors import BenchError, UsageError
+from speech.errors import ArtifactError
 
 DESCRIPTION = """\
 Calibrate: read the deployed endpoint's CloudWatch history over a window and compare what
@@ -99,10 +99,10 @@ def find_by_sha(explicit: Path | None, root: Path, cls: type[QmaxArtifact] | typ
 
 def read_scaling_activities(sess: Any, endpoint: str, start: datetime) -> tuple[list[Activity], bool, str]:
     """DescribeScalingActivities for the endpoint's variant since ``start``: (activities, read, why not)."""
-    from speech.plan.calibration import Activity
-    from bench.aws import client as aws
-
     from botocore.exceptions import BotoCoreError, ClientError
+
+    from bench.aws import client as aws
+    from speech.plan.calibration import Activity
 
     out: list[Activity] = []
     try:
@@ -141,8 +141,18 @@ def render(c: CalibrationArtifact) -> str:
 def run(args: argparse.Namespace, session: Any = None, now: datetime | None = None) -> int:
     from bench.aws import client as aws
     from speech.files import load_artifact, write_artifact
-    from speech.plan.calibration import (finding_latency, finding_promise, finding_rejections, finding_scaling, occupancy_checks,
-        pair_by_period, recommendations, rejection_check, scaling_check, scaling_events)
+    from speech.plan.calibration import (
+        finding_latency,
+        finding_promise,
+        finding_rejections,
+        finding_scaling,
+        occupancy_checks,
+        pair_by_period,
+        recommendations,
+        rejection_check,
+        scaling_check,
+        scaling_events,
+    )
     from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
     from speech.schema.plan_artifacts import CalibrationArtifact, PlanArtifact, calibration_filename
 

@@ -17,11 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
-
-
-from speech.errors import describe_validation_error
-
 from bench.errors import UsageError
+from speech.errors import describe_validation_error
 
 DESCRIPTION = """\
 Turn measured artifacts into autoscaling numbers with zero AWS calls.
@@ -155,6 +152,7 @@ def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_ma
 
 def _valid_inputs(old: dict) -> bool:
     from pydantic import ValidationError
+
     from speech.schema.config import PlanInputs
 
     try:
@@ -176,9 +174,8 @@ def _fmt(v: object) -> str:
 
 def stored_tcopy(stack_path: Path, model: str, old: dict) -> tuple[CopyArtifact | None, ArtifactRef | None]:
     """The copy artifact a components entry already has (by reference or embedded), and its reference."""
-    from speech.schema.artifacts import CopyArtifact
-
     from speech.files import parse_artifact
+    from speech.schema.artifacts import CopyArtifact
     from speech.stack.read import is_reference, read_reference
 
     value = (old.get("measurements") or {}).get("tcopy")
@@ -234,6 +231,7 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs
                 t: TtotalArtifact, tcopy: CopyArtifact | None = None, *, old: dict | None = None,
                 max_instances: int | None = None) -> ModelConfig:
     from pydantic import ValidationError
+
     from speech.plan.batch import BatchPlan
     from speech.schema.artifacts import canonical_sha256
     from speech.schema.config import Measurements, ModelConfig
@@ -289,7 +287,6 @@ def run_migrate(args: argparse.Namespace) -> int:
     """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
     then loads to the same config (checked before this returns)."""
     from speech.stack.read import stack_file
-
     from speech.stack.replan import load_stack
     from speech.stack.write import migrate_stack_file
 
@@ -455,13 +452,11 @@ def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     Writes ``plan-<model>.json`` per measured real-time model (with its ``budget`` section when the
     stack has a budget), ``batch-plan-<model>.json`` per batch model and ``budget-<stack>.json``;
     nothing is written unless every model plans."""
+    from bench.report.text import render_stack_plan
+    from speech.files import write_artifact
     from speech.plan.batch import batch_plan_filename
     from speech.schema.plan_artifacts import plan_filename
-    from bench.report.text import render_stack_plan
-    from speech.stack.read import stack_file
-    from speech.stack.read import stack_name
-    from speech.files import write_artifact
-
+    from speech.stack.read import stack_file, stack_name
     from speech.stack.replan import budget_filename, load_stack, plan_stack
 
     config = load_stack(stack_file(stack_dir, stack))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from collections.abc import Callable
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from bench.load.loadgen import LevelResult
@@ -18,7 +18,6 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
 
 
 from bench import target_region, tool_version
-
 from bench.errors import BenchError, UsageError
 
 DESCRIPTION = """\
@@ -191,6 +190,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     """``load_target``: where the ladder's requests go when not to the endpoint itself (tests send
     them to a real local server while the AWS control plane is moto, which cannot stream)."""
     import numpy as np
+
     from bench.aws import client as aws
     from bench.aws.receipts import leave_receipt
     from bench.load.ladder import estimate, request_mix, search

@@ -6,17 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
-from datetime import datetime, UTC
-from pathlib import Path
 from collections.abc import Callable, Sequence
-
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     import asyncio  # (asyncio itself, about 0.1 s, is imported where the replay runs)
 
     import numpy as np
+
     from bench.load.targets import Outcome, Target
     from speech.schema.artifacts import ReplayArtifact
 
@@ -131,6 +131,7 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
 def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s: float, slo_ms: float | None,
               started_at: datetime) -> ReplayArtifact:
     import numpy as np
+
     from speech.schema.artifacts import ReplayArtifact, ReplayRequest
 
     ttfab = np.array([s.outcome.ttfab_s * 1000 for s in sent if s.outcome.ok and s.outcome.ttfab_s is not None])
@@ -158,8 +159,8 @@ def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from bench.load.locust_engine import engine_options
     from bench.load.loadgen import new_event_loop
+    from bench.load.locust_engine import engine_options
     from bench.load.targets import make_target
     from bench.load.traces import load_trace
     from speech.files import write_artifact

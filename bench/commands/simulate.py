@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
@@ -16,11 +15,9 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
     from speech.schema.plan_artifacts import PlanArtifact
     from speech.sim.artifact import SimulationArtifact
     from speech.sim.traces import Trace
+from bench.errors import UsageError
 from speech.schema.units import EPS
 from speech.sim.names import ATTRIBUTION, BUILTIN_TRACES, DEFAULT_SLO_SHARE, POLICY_NAMES
-
-from bench.errors import UsageError
-
 
 DESCRIPTION = f"""\
 Replay a traffic trace against a simulated fleet of the measured instance and compare scaling
@@ -167,11 +164,10 @@ def add_tuned_rows(tuned: PlanArtifact, q: QmaxArtifact, t: TtotalArtifact, trac
                    slo_share: float) -> tuple[list, list]:
     """The tuned plan's run on the same trace and instance model, right after the seed's row; the
     seed's row renamed ``seed plan``, the tuned one's ``tuned plan``."""
-    from speech.sim.artifact import SEED_ROW
-    from speech.sim.artifact import TUNED_ROW
-    from speech.sim.fleet import simulate
-
     from dataclasses import replace
+
+    from speech.sim.artifact import SEED_ROW, TUNED_ROW
+    from speech.sim.fleet import simulate
 
     _, [run], [summary] = simulate(tuned, q, t, trace.arrivals, policies=("plan",), model=model, peak_rps=trace.peak_rps,
                                    slo_share=slo_share)
@@ -188,9 +184,8 @@ def add_tuned_rows(tuned: PlanArtifact, q: QmaxArtifact, t: TtotalArtifact, trac
 def promise_lines(a: SimulationArtifact, tuned: PlanArtifact) -> list[str]:
     """The tuned plan's promise (its own simulation, bench tune) next to this trace's row, and the
     tuned row against the seed's."""
-    from speech.sim.artifact import TUNED_ROW
-
     from bench.report.tuned import promise_check
+    from speech.sim.artifact import TUNED_ROW
 
     row, seed, check = a.result(TUNED_ROW), a.seed_result(), promise_check(tuned, a)
     if row is None or check is None:
@@ -342,14 +337,13 @@ def run(args: argparse.Namespace) -> int:
 def hot_load(args: argparse.Namespace, plan: PlanArtifact, model, trace: Trace, written: list, safe: str) -> dict:
     """instance-only vs hot-load on the same trace and plan (speech.sim.hotload); the table, its rows as
     JSON, and a timeline PNG with --plot."""
-    from speech.files import load_artifact
-
     from dataclasses import asdict
 
+    from speech.errors import PlanInputError
+    from speech.files import load_artifact
+    from speech.plan.copies import packing
     from speech.schema.artifacts import CopyArtifact
     from speech.schema.instances import instance_spec
-    from speech.plan.copies import packing
-    from speech.errors import PlanInputError
     from speech.sim.hotload import CopyFleet, compare, render_table
     from speech.sim.policies import AwsPolicy
     from speech.sim.scaler import scaling_numbers

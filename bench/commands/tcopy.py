@@ -8,6 +8,7 @@ copy (docs/design.md §10, hot loading).
 from __future__ import annotations
 
 import argparse
+
 # asyncio is imported where a load runs (about 0.1 s): --help does not pay for it.
 import os
 import signal
@@ -15,21 +16,19 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, UTC
-from pathlib import Path
-from typing import Any, TYPE_CHECKING
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from bench.load.targets import Outcome
     from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart
 
-from container.markers import parse_at, parse_footprint_line, parse_stage_line
-
 from bench import tool_version
-
 from bench.errors import BenchError, TargetError, UsageError
+from container.markers import parse_at, parse_footprint_line, parse_stage_line
 
 DESCRIPTION = """\
 Measure T_copy: how long a new copy of the model takes to serve on an instance that is already
@@ -148,12 +147,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def start_copy(serve_cmd: str, timeout_s: float, poll_s: float = 0.02) -> StartResult:
     """Spawn one copy, wait for its first /ping 200, read its markers and footprint, stop it."""
-    from speech.schema.artifacts import CopyStart
-
     import httpx
 
-    from bench.load.synthetic import free_port
     from bench.cli.options import serve_argv
+    from bench.load.synthetic import free_port
+    from speech.schema.artifacts import CopyStart
 
     port = free_port()
     argv = serve_argv(serve_cmd, port)
@@ -239,6 +237,7 @@ class Load:
 
     async def _main(self) -> None:
         import asyncio
+
         from bench.load.ladder import request_mix
         from bench.load.targets import HttpTarget
 
@@ -352,7 +351,6 @@ def _component_state(sess: Any, name: str) -> tuple[str, int | None, int | None,
 def check_copy_scaling_suspended(sess: Any, name: str) -> None:
     """Copy scaling that may act during the run would undo (or add to) the measured copy: refuse."""
     from bench.aws import client as aws
-
     from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
 
     resp = sess.client("application-autoscaling").describe_scalable_targets(
@@ -389,10 +387,9 @@ def run_sagemaker(
     next. On every way out (an AWS error past the retry budget, a Failed component, Ctrl-C,
     SIGTERM) the count is put back and ``notify`` says so; when AWS refuses that too, a
     :class:`~bench.errors.BenchError` names the aws CLI call that puts it back."""
-    from speech.schema.artifacts import CopyStart
     from bench.aws import client as aws
-
     from bench.aws.freeze import interrupts_held, sigterm_as_interrupt
+    from speech.schema.artifacts import CopyStart
 
     status, base, desired, ic = _component_state(sess, name)
     if status != "InService" or base is None or base != desired:
@@ -544,13 +541,9 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
 
 
 def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], float], sleep: Callable[[float], None]) -> int:
-    from speech.schema.artifacts import CopyArtifact
-    from speech.schema.artifacts import Fingerprint
-    from speech.schema.artifacts import Provenance
     from bench.aws import client as aws
-    from speech.schema.artifacts import copy_filename
-
     from speech.files import load_artifact
+    from speech.schema.artifacts import CopyArtifact, Fingerprint, Provenance, copy_filename
 
     if args.starts < 1:
         raise UsageError(f"--starts {args.starts}: must be at least 1")

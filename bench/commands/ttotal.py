@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 import argparse
+
 # asyncio is imported where a load runs (about 0.1 s): --help does not pay for it.
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, UTC
-from pathlib import Path
-from typing import Any, TYPE_CHECKING
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from bench.load.targets import Outcome, Target
     from speech.schema.artifacts import Phase, QmaxArtifact, TtotalArtifact
 
 
-from container.markers import STAGES, parse_at, parse_stage_line
-
 from bench import target_region, tool_version
-
 from bench.errors import BenchError, TargetError, UsageError
+from container.markers import STAGES, parse_at, parse_stage_line
 
 DESCRIPTION = """\
 Measure T_total: from the moment more capacity is asked for until traffic is served at the
@@ -236,7 +235,6 @@ def run_sagemaker(
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
 ) -> list[Phase]:
     from bench.aws import client as aws
-
     from bench.aws.freeze import Freeze
 
     sm = sess.client("sagemaker")
@@ -336,14 +334,13 @@ def run_sagemaker(
 
 def run_local(serve_cmd: str, transport: str, timeout_s: float, log: Callable[[str], None]) -> list[Phase]:
     import asyncio
-    from bench.load.targets import HttpTarget
-    from bench.load.targets import WebSocketTarget
-    from bench.load.ladder import request_mix
-    from bench.cli.options import serve_argv
 
     import httpx
 
+    from bench.cli.options import serve_argv
+    from bench.load.ladder import request_mix
     from bench.load.synthetic import free_port
+    from bench.load.targets import HttpTarget, WebSocketTarget
 
     port = free_port()
     argv = serve_argv(serve_cmd, port)

@@ -10,11 +10,11 @@ import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     import numpy as np
+
     from speech.sim.artifact import Promise, TuneArtifact
     from speech.sim.tune import Candidate
 
@@ -96,6 +96,7 @@ def _day(spec: str, seed: int) -> np.ndarray:
 
 def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Promise:
     import numpy as np
+
     from speech.sim.artifact import Promise
     from speech.sim.tune import SIMULATOR_VERSION
 
@@ -115,9 +116,11 @@ def _interval(c: Candidate) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> int:
     import numpy as np
+
     from speech.files import load_artifact, write_artifact
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
-    from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, Promise as PlanPromise
+    from speech.schema.config import MAX_SURGE_RATIO, PlanInputs
+    from speech.schema.config import Promise as PlanPromise
     from speech.sim.artifact import TuneArtifact, TuneCheck, TunedValue
     from speech.sim.instance import build_instance
     from speech.sim.traces import TraceError, parse_spec, peak_rps

@@ -7,11 +7,10 @@ import json
 import math
 import sys
 import time
-from contextlib import ExitStack
-from datetime import datetime, UTC
-from pathlib import Path
 from collections.abc import Callable
-
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light

@@ -9,9 +9,8 @@ then bisecting reaches an integer bracket in O(log) extra levels.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
-
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light

@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from speech.schema.artifacts import LadderLevel
-
 from bench.load.targets import Outcome, Target
+from speech.schema.artifacts import LadderLevel
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

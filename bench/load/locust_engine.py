@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.errors import TargetError, UsageError
+
 if TYPE_CHECKING:  # numpy-backed: imported where a run needs it, so --help stays light
     from bench.load.schedule import Schedule
 

@@ -316,7 +316,6 @@ def _shares(environment: Any, workers: int) -> tuple[list[dict], dict]:
     target = _target_of(environment)
     if opts.trace_mode == "closed":
         from bench.load.ladder import MIXES
-
         from bench.load.schedule import request_body
 
         bodies = [request_body(t) for t in MIXES[opts.trace_mix]] if opts.trace_mix in MIXES else [request_body("Hello.")]

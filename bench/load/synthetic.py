@@ -35,9 +35,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from container.markers import STAGES, emit_stage
-
 from bench.load.eventstream import EVENTSTREAM_TYPE, payload_part
+from container.markers import STAGES, emit_stage
 
 STAMP_MAGIC = b"TS01"
 STAMP_LEN = len(STAMP_MAGIC) + 8

@@ -16,11 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from speech.schema.artifacts import Fingerprint
-
 from bench.aws import client as aws
 from bench.errors import TargetError, UsageError
 from bench.load.http1 import ArrivalReader, Connection, HttpProtocolError, RawHttpClient
+from speech.schema.artifacts import Fingerprint
 
 if TYPE_CHECKING:
     import ssl

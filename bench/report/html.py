@@ -12,19 +12,19 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass
-from datetime import datetime, UTC
-from pathlib import Path
 from collections.abc import Iterable, Sequence
-
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-from speech.files import atomic_write_text
-from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact, cost_gaps
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
 from bench.report.markup import Markup
 from bench.report.text import plan_rows
 from bench.report.tuned import promise_check, tuned_section, tuned_summary
+from speech.files import atomic_write_text
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact, cost_gaps
+
 
 @dataclass(frozen=True)
 class PolicyViolation:

@@ -93,10 +93,9 @@ def ttotal_figure(a: TtotalArtifact):
     """The figure :func:`plot_ttotal` saves; its legend names only the kinds of bar it drew."""
     from matplotlib.patches import Patch
 
-    from speech.schema.config import ReactionPolicy
-    from speech.plan.formulas import planning_t_total
-
     from bench.report.text import dominant_phase
+    from speech.plan.formulas import planning_t_total
+    from speech.schema.config import ReactionPolicy
 
     plt = _plt()
     phases = [p for p in a.phases if p.applicable and p.offset_s is not None]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
-from collections.abc import Callable
 
 from pydantic import BaseModel
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.report.outputs import RunReport, Table
 
+
 def _share(part: float, whole: float) -> float | None:
     return part / whole if whole else None
 
@@ -49,11 +50,10 @@ LEVEL_HEADER = ("concurrency", "completed", "ok", "rejected", "errors", "ttfab_p
 
 
 def ttotal_report(a) -> RunReport:
-    from speech.plan.formulas import planning_t_total
-    from speech.schema.config import ReactionPolicy
-
     from bench.report.plots import ttotal_figure
     from bench.report.text import dominant_phase
+    from speech.plan.formulas import planning_t_total
+    from speech.schema.config import ReactionPolicy
 
     d = dominant_phase(a)
     t = planning_t_total(a.measured_total_s, ReactionPolicy())
@@ -134,9 +134,8 @@ def simulation_report(art, runs=None, model=None, plan=None) -> RunReport:
     if runs is not None and plan is not None:
         import numpy as np
 
-        from speech.sim.fleet import minute_p95_ms
-
         from bench.report.plots import cost_vs_slo_figure, timeline_figure
+        from speech.sim.fleet import minute_p95_ms
 
         minute_rows = []
         for run in runs:

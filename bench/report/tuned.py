@@ -9,13 +9,12 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from bench.report.markup import Markup, table
 from speech.plan.findings import share_shortfall
 from speech.schema.artifacts import canonical_sha256
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.units import EPS
 from speech.sim.artifact import TUNED_ROW, PolicyResult, SimulationArtifact, TuneArtifact
-
-from bench.report.markup import Markup, table
 
 PROMISE_MATCH = 1e-6
 """Shares are stored rounded to 6 digits: a simulation of the very trace the tuner trained on

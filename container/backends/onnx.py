@@ -18,9 +18,9 @@ from typing import Any, cast
 import numpy as np
 
 from ..errors import ModelLoadError
-from .base import MAX_TOKENS, Backend, Prepared
-from ..voices import parse_voice_spec
 from ..timing import timed_phonemes
+from ..voices import parse_voice_spec
+from .base import MAX_TOKENS, Backend, Prepared
 from .g2p import EspeakPhonemizer
 
 _PARTS = 4

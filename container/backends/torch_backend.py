@@ -8,15 +8,15 @@ import json
 import logging
 import os
 import queue
-from functools import partial
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ModelLoadError
-from .base import MAX_TOKENS, Backend, Prepared
 from ..timing import timed_phonemes
+from .base import MAX_TOKENS, Backend, Prepared
 from .g2p import EspeakPhonemizer
 from .torch_model import LocalModel, import_kmodel, resolve_model_files, sha256_file
 

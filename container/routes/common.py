@@ -15,13 +15,24 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import voices as voices_mod
 from ..audio import SAMPLE_RATE
+from ..backends.g2p import resolve_lang
 from ..encode import MEDIA_TYPES, ResponseFormat, encode_all, make_encoder
 from ..engine import Engine, Job
-from ..errors import (BadRequest, ClientGone, ContainerError, EmptyText, InvalidJSON, MethodNotAllowed, ModelNotFound,
-                      NotAcceptable, NotFound, TextTooLong, UnsupportedMediaType)
+from ..errors import (
+    BadRequest,
+    ClientGone,
+    ContainerError,
+    EmptyText,
+    InvalidJSON,
+    MethodNotAllowed,
+    ModelNotFound,
+    NotAcceptable,
+    NotFound,
+    TextTooLong,
+    UnsupportedMediaType,
+)
 from ..limits import check_content_length, loads_bounded, read_limited
 from ..protocol import OpenAISpeechRequest, SpeechRequest
-from ..backends.g2p import resolve_lang
 from ..state import State
 
 M = TypeVar("M", bound=BaseModel)

@@ -16,10 +16,22 @@ from starlette.routing import Route
 
 from ..encode import MEDIA_TYPES
 from ..errors import NotFound
-from ..protocol import (CaptionedSpeechRequest, CaptionedSpeechResponse, ContainerErrorBody,
-                        GenerateFromPhonemesRequest, ModelCard, ModelList, OpenAIError, OpenAISpeechRequest,
-                        PhonemizeRequest, PhonemizeResponse, PingBody, SpeechRequest, VoiceCombineRequest,
-                        VoiceList)
+from ..protocol import (
+    CaptionedSpeechRequest,
+    CaptionedSpeechResponse,
+    ContainerErrorBody,
+    GenerateFromPhonemesRequest,
+    ModelCard,
+    ModelList,
+    OpenAIError,
+    OpenAISpeechRequest,
+    PhonemizeRequest,
+    PhonemizeResponse,
+    PingBody,
+    SpeechRequest,
+    VoiceCombineRequest,
+    VoiceList,
+)
 
 _MODELS = (SpeechRequest, OpenAISpeechRequest, CaptionedSpeechRequest, CaptionedSpeechResponse,
            VoiceList, ModelCard, ModelList, OpenAIError, ContainerErrorBody, PingBody, PhonemizeRequest,

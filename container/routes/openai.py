@@ -15,10 +15,32 @@ from .. import voices as voices_mod
 from ..backends.g2p import resolve_lang
 from ..encode import MEDIA_TYPES, encode_all, make_encoder
 from ..errors import BadRequest, ContainerError, ModelNotFound, ModelUnavailable, NotFound
-from ..protocol import (CaptionedSpeechRequest, GenerateFromPhonemesRequest, OpenAISpeechRequest, PhonemizeRequest,
-                        SpeechRequest, VoiceCombineRequest)
-from .common import (cancel_on_disconnect, check_speed, check_text, engine_of, first_chunk, log, parse_json, parse_model,
-                     read_json_body, resolve, respond, speak, state, submit, validate_request, warning_header)
+from ..protocol import (
+    CaptionedSpeechRequest,
+    GenerateFromPhonemesRequest,
+    OpenAISpeechRequest,
+    PhonemizeRequest,
+    SpeechRequest,
+    VoiceCombineRequest,
+)
+from .common import (
+    cancel_on_disconnect,
+    check_speed,
+    check_text,
+    engine_of,
+    first_chunk,
+    log,
+    parse_json,
+    parse_model,
+    read_json_body,
+    resolve,
+    respond,
+    speak,
+    state,
+    submit,
+    validate_request,
+    warning_header,
+)
 
 # /v1/models "created": when this process started (the models are not versioned by date here).
 CREATED = int(time.time())

@@ -9,8 +9,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..protocol import SpeechRequest
-from .common import (engine_of, format_for_accept, read_json_body, respond, speak, state, submit,
-                     validate_request)
+from .common import engine_of, format_for_accept, read_json_body, respond, speak, state, submit, validate_request
 
 
 async def ping(request: Request) -> Response:

@@ -9,7 +9,6 @@ a StackReference and grants its own service role the right to call one model's e
 from __future__ import annotations
 
 import pulumi
-
 from consumer import define
 
 cfg = pulumi.Config()

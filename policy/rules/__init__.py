@@ -37,7 +37,6 @@ from policy.rules.copies import (
 from policy.rules.cost import rule_daily_cost
 from policy.rules.hygiene import (
     AWS_MANAGED_SNS_KEY,
-    rule_topic_key_usable,
     PAB_FLAGS,
     PUBLIC_ACLS,
     SSE_ALGORITHMS,
@@ -46,6 +45,7 @@ from policy.rules.hygiene import (
     rule_ecr_hygiene,
     rule_iam_no_wildcards,
     rule_instance_type_allowed,
+    rule_topic_key_usable,
 )
 from policy.rules.provenance import rule_fingerprint, rule_measured_provenance, rule_receipts, rule_target_tags, rule_unmeasured_notice
 from policy.rules.realtime import T_SCHEDULED, rule_matches_plan, rule_one_path, rule_plan_feasible, scheduled_differences

@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
-from speech.schema.artifacts import Fingerprint
-from speech.plan.batch import BatchPlan, build_batch_plan
-from speech.schema.config import Measurements, ModelConfig, StackConfig
-from speech.errors import ConfigError, FingerprintMismatch, PlanInputError
-from speech.plan.realtime import build_plan
 from speech.deploy.provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
 from speech.deploy.receipts import ReceiptProblem
+from speech.errors import ConfigError, FingerprintMismatch, PlanInputError
+from speech.plan.batch import BatchPlan, build_batch_plan
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import Fingerprint
+from speech.schema.config import Measurements, ModelConfig, StackConfig
+from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
 
 if TYPE_CHECKING:
     from speech.schema.copy_plan import CopyPlan

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import math
 import re
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from speech.errors import ConfigError
 from speech.schema.artifacts import TtotalArtifact
 from speech.schema.instances import FAMILIES, INSTANCE_SPECS, backend_for_instance, instance_family
-from speech.errors import ConfigError
 
 ENDPOINT_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 """SageMaker EndpointName: pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``, at most 63 characters."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from container.telemetry import NAMESPACE as EMF_NAMESPACE
-
 from speech.deploy.iam_check import wildcard_findings
 
 INVOKE_ACTIONS = ("sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream")

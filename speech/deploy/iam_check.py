@@ -9,9 +9,9 @@ statements are not limited.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from collections.abc import Mapping
 
 ALLOWED_ON_STAR = frozenset({"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"})
 """Actions AWS only grants on Resource "*" (no resource-level permissions)."""

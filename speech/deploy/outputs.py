@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from speech.schema.plan_artifacts import ModelAllocation, PlanArtifact
-from speech.schema.artifacts import canonical_sha256
-from speech.plan.batch import BatchPlan
-from speech.deploy.iam import INVOKE_ACTIONS
 from speech.deploy.gate import GateDecision
+from speech.deploy.iam import INVOKE_ACTIONS
 from speech.deploy.scaling import COMPONENT_SCALABLE_DIMENSION, SCALABLE_DIMENSION, VARIANT
+from speech.plan.batch import BatchPlan
+from speech.schema.artifacts import canonical_sha256
+from speech.schema.plan_artifacts import ModelAllocation, PlanArtifact
 
 if TYPE_CHECKING:
     from speech.schema.copy_plan import CopyPlan

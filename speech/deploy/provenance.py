@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError, model_serializer
 
-from speech.schema.artifacts import Frozen, canonical_sha256
-from speech.schema.plan_artifacts import ModelAllocation, PlanArtifact
-from speech.schema.config import Budget, ComponentsConfig, Hosting, MeasuredOn, Measurements, PlanInputs
 from speech.errors import ArtifactError, describe_validation_error
+from speech.schema.artifacts import Frozen, canonical_sha256
+from speech.schema.config import Budget, ComponentsConfig, Hosting, MeasuredOn, Measurements, PlanInputs
+from speech.schema.plan_artifacts import ModelAllocation, PlanArtifact
 
 if TYPE_CHECKING:
     from speech.plan.batch import BatchPlan

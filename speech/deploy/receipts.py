@@ -7,9 +7,9 @@ from typing import Literal  # noqa: F401
 
 from pydantic import ValidationError
 
-from speech.schema.receipts import ArtifactKind, NOT_A_RECEIPT, NO_RECEIPT, Receipt, needs_receipt, receipt_key
-from speech.schema.config import MeasuredOn, Measurements, PlanInputs
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.config import MeasuredOn, Measurements, PlanInputs
+from speech.schema.receipts import NO_RECEIPT, NOT_A_RECEIPT, ArtifactKind, Receipt, needs_receipt, receipt_key
 
 # --- the check at preview ---------------------------------------------------------------------------
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from speech.errors import RehearsalError
 
-
 # --- a checkpoint in upstream's layout (torch sources) ------------------------------------------------
 
 UPSTREAM_HYPERPARAMETERS: dict[str, Any] = {

@@ -13,8 +13,8 @@ themselves are :mod:`speech.infra.mocks`.
 from __future__ import annotations
 
 import asyncio
-import functools
 import contextlib
+import functools
 import gc
 import json
 import logging
@@ -169,7 +169,6 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
 
     from speech.infra.program import define_stack, plan_stack
     from speech.infra.stack_config import load_stack_config
-
     from speech.stack.read import stack_name
 
     stack_file = Path(stack_file)

@@ -16,8 +16,8 @@ from speech.deploy.hosting import endpoint_name as checked_endpoint_name
 from speech.deploy.outputs import OUTPUTS_VERSION, observability_output
 from speech.deploy.weights import layout_for_instance
 from speech.errors import SpeechError
-from speech.infra.components.inference import native_provider
 from speech.infra.components import SpeechModel, SpeechModelArgs
+from speech.infra.components.inference import native_provider
 from speech.infra.components.observability import AlarmTopic, AlarmTopicArgs
 from speech.infra.stack_config import load_stack_config
 from speech.schema.config import StackConfig

@@ -47,15 +47,16 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
-from speech.errors import RehearsalError
 from speech.deploy.weights import MODEL_DIR, ROOT, SCRIPT_NAME
-from speech.infra.components.image import DOCKERFILE as GPU_DOCKERFILE, dockerfile_for
+from speech.errors import RehearsalError
 from speech.infra.checkpoint import VOICE_SHAPE, write_upstream_checkpoint
+from speech.infra.components.image import DOCKERFILE as GPU_DOCKERFILE
+from speech.infra.components.image import dockerfile_for
 
 DOCKERFILE = ROOT / GPU_DOCKERFILE
 SENTENCE = "The endpoint is ready to speak, and this sentence proves it."

@@ -19,16 +19,22 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, model_validator
 
-from speech.schema.units import EPS
-from speech.schema.plan_artifacts import Cooldowns, Finding
-from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.schema.config import PlanInputs
 from speech.errors import PlanInputError
 from speech.plan.findings import (
-    finding_bracketed, finding_fingerprint, finding_instances, finding_provenance, require_one_model, verdict, weakest_origin,
+    finding_bracketed,
+    finding_fingerprint,
+    finding_instances,
+    finding_provenance,
+    require_one_model,
+    verdict,
+    weakest_origin,
 )
 from speech.plan.formulas import derated_q_max, instances_for, scale_in_cooldown_s
 from speech.plan.survival import throughput_at
+from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.config import PlanInputs
+from speech.schema.plan_artifacts import Cooldowns, Finding
+from speech.schema.units import EPS
 
 BATCH_SCHEMA_VERSION: Final = 1
 

@@ -30,13 +30,13 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from speech.schema.units import EPS
-from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
-from speech.schema.artifacts import Frozen
-from speech.schema.config import Budget, ModelConfig, Priority
 from speech.errors import ConfigError
 from speech.plan.findings import verdict
+from speech.schema.artifacts import Frozen
+from speech.schema.config import Budget, ModelConfig, Priority
+from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
 from speech.schema.prices import HOURS_PER_DAY
+from speech.schema.units import EPS
 
 PRIORITY_ORDER: tuple[Priority, ...] = ("critical", "standard", "batch")
 """Who is served first."""

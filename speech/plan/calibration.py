@@ -17,15 +17,15 @@ from __future__ import annotations
 import re
 import shlex
 import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from speech.schema.plan_artifacts import Finding, OccupancyCheck, PlanArtifact, Recommendation, RejectionCheck, ScalingCheck, ScalingEvent
 from speech.schema.artifacts import QmaxArtifact
 from speech.schema.aws import SUFFIX_SCALE_IN
+from speech.schema.plan_artifacts import Finding, OccupancyCheck, PlanArtifact, Recommendation, RejectionCheck, ScalingCheck, ScalingEvent
 
 LATENCY_TOLERANCE = 1.25
 """Observed p95 may exceed the ladder's at the same occupancy by this factor before it drifted."""

@@ -16,16 +16,25 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from speech.schema.units import EPS
-from speech.schema.plan_artifacts import Finding
-from speech.schema.artifacts import Frozen, Level
-from speech.schema.copy_plan import CopyPlan
 from speech.errors import PlanInputError
 from speech.plan.fleet import FleetModel, FleetState
 from speech.plan.placement import (
-    RESOURCE_LABELS, RESOURCES, Amounts, Resource, as_amounts, binding_resource, copies_per_new_instance, copies_that_fit, describe, fits,
+    RESOURCE_LABELS,
+    RESOURCES,
+    Amounts,
+    Resource,
+    as_amounts,
+    binding_resource,
+    copies_per_new_instance,
+    copies_that_fit,
+    describe,
+    fits,
     place_best_fit_decreasing,
 )
+from speech.schema.artifacts import Frozen, Level
+from speech.schema.copy_plan import CopyPlan
+from speech.schema.plan_artifacts import Finding
+from speech.schema.units import EPS
 
 
 def _finite_or_none(v: float | None) -> float | None:

@@ -23,31 +23,58 @@ from __future__ import annotations
 
 import math
 
-from speech.schema.units import EPS
-from speech.schema.plan_artifacts import Cooldowns, Thresholds
-from speech.schema.artifacts import CopyArtifact, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.schema.config import PlanInputs
 from speech.errors import PlanInputError
+from speech.plan.copy_findings import (
+    finding_copy_fingerprint,
+    finding_copy_fits,
+    finding_copy_fleet,
+    finding_copy_provenance,
+    finding_copy_scale_in,
+    finding_copy_surge,
+    finding_hot_loading,
+    finding_packing,
+)
 from speech.plan.findings import (
-    finding_bracketed, finding_cloudwatch_ratio, finding_derate, finding_invocation, finding_slo, require_one_model, verdict,
+    finding_bracketed,
+    finding_cloudwatch_ratio,
+    finding_derate,
+    finding_invocation,
+    finding_slo,
+    require_one_model,
+    verdict,
     weakest_origin,
 )
-from speech.plan.copy_findings import (
-    finding_copy_fingerprint, finding_copy_fits, finding_copy_fleet, finding_copy_provenance, finding_copy_scale_in,
-    finding_copy_surge, finding_hot_loading, finding_packing,
-)
 from speech.plan.formulas import (
-    capacity_at, instances_for, planning_t_total, scale_in_cooldown_s, scale_out_cooldown_s, surge_at_target, to_cloudwatch,
-    unit_sizing, w_max_s,
-)
-from speech.schema.copy_plan import (  # noqa: F401
-    COPY_METRIC, COPY_METRIC_TYPE, COPY_PLAN_SCHEMA_VERSION, COPY_SCALABLE_DIMENSION, copy_resource_id,
+    capacity_at,
+    instances_for,
+    planning_t_total,
+    scale_in_cooldown_s,
+    scale_out_cooldown_s,
+    surge_at_target,
+    to_cloudwatch,
+    unit_sizing,
+    w_max_s,
 )
 from speech.plan.survival import saturation_rps
-from speech.schema.copy_plan import ComputeRequirements, CopyCounts, CopyPlan, CopyPlanInputs, CopyScaling, ManagedInstances, Packing
+from speech.schema.artifacts import CopyArtifact, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.config import PlanInputs
+from speech.schema.copy_plan import (  # noqa: F401
+    COPY_METRIC,
+    COPY_METRIC_TYPE,
+    COPY_PLAN_SCHEMA_VERSION,
+    COPY_SCALABLE_DIMENSION,
+    ComputeRequirements,
+    CopyCounts,
+    CopyPlan,
+    CopyPlanInputs,
+    CopyScaling,
+    ManagedInstances,
+    Packing,
+    copy_resource_id,
+)
 from speech.schema.instances import InstanceSpec, instance_spec
-
-
+from speech.schema.plan_artifacts import Cooldowns, Thresholds
+from speech.schema.units import EPS
 
 # --- chosen constants ---------------------------------------------------------------------------
 

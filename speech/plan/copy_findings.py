@@ -5,12 +5,12 @@ message names the fix (docs/design.md §3.8)."""
 
 from __future__ import annotations
 
+from speech.plan.findings import SURVIVAL_OK, UTILIZATION_OK, ScaleInWording, scale_in_safety
+from speech.plan.formulas import hot_load_gain
 from speech.schema.artifacts import CopyArtifact, QmaxArtifact
 from speech.schema.copy_plan import CopyCounts, ManagedInstances, Packing
 from speech.schema.instances import InstanceSpec
 from speech.schema.plan_artifacts import Finding, Surge, TTotalSummary
-from speech.plan.findings import SURVIVAL_OK, UTILIZATION_OK, ScaleInWording, scale_in_safety
-from speech.plan.formulas import hot_load_gain
 
 IDLE_MEMORY_WARN = 0.5
 """packing_utilization warns when the placed copies use less than half the accelerator memory

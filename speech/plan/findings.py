@@ -5,20 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from speech.schema.units import EPS, UNBOUNDED
-from speech.schema.plan_artifacts import (
-    Capacity, Finding, ScaleIn, Surge, TunedValue,
+from speech.errors import FingerprintMismatch, PlanInputError
+from speech.plan.formulas import (
+    SloSizing,
+    max_safe_step_share,
+    scale_in_cooldown_s,
+    scale_in_evaluation_periods,
+    scale_out_cooldown_s,
+    seed_step_share,
+    target_share_bound,
+    w_max_s,
 )
 from speech.schema.artifacts import Level, QmaxArtifact, TtotalArtifact
 from speech.schema.config import FloorSchedule, PlanInputs, ScheduledFloor
-from speech.errors import FingerprintMismatch, PlanInputError
-
-
-from speech.plan.formulas import (
-    SloSizing, max_safe_step_share, scale_in_cooldown_s, scale_in_evaluation_periods, scale_out_cooldown_s, seed_step_share,
-    target_share_bound, w_max_s,
+from speech.schema.plan_artifacts import (
+    Capacity,
+    Finding,
+    ScaleIn,
+    Surge,
+    TunedValue,
 )
-
+from speech.schema.units import EPS, UNBOUNDED
 
 INVOCATION_LIMIT_S = 60.0
 """SageMaker closes a real-time invocation after 60 s."""

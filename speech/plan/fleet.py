@@ -9,8 +9,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, NonNegativeFloat, PositiveFloat, model_validator
 
-from speech.schema.artifacts import Frozen
 from speech.plan.placement import MEMORY_EPS_MIB, Amounts
+from speech.schema.artifacts import Frozen
 
 FLEET_SCHEMA_VERSION: Final = 1
 

@@ -8,19 +8,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from speech.schema.units import EPS, UNBOUNDED
-from speech.schema.plan_artifacts import Capacity, ScaleIn, Surge, TTotalSummary
-from speech.schema.artifacts import QmaxArtifact
-from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
-from speech.errors import PlanInputError
-
 import numpy as np
 
+from speech.errors import PlanInputError
 from speech.plan.survival import (
-    arrival_for_gated_mean, arrival_for_mean_occupancy, gated_mean, over_slo_by_concurrency, reach_probability, service_rates,
-    slo_rate, slo_shares, throughput_at,
+    arrival_for_gated_mean,
+    arrival_for_mean_occupancy,
+    gated_mean,
+    over_slo_by_concurrency,
+    reach_probability,
+    service_rates,
+    slo_rate,
+    slo_shares,
+    throughput_at,
 )
-
+from speech.schema.artifacts import QmaxArtifact
+from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
+from speech.schema.plan_artifacts import Capacity, ScaleIn, Surge, TTotalSummary
+from speech.schema.units import EPS, UNBOUNDED
 
 # --- thresholds --------------------------------------------------------------------------------
 

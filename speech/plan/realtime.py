@@ -7,25 +7,56 @@ docstring states the rule and the units (docs/design.md §3).
 
 from __future__ import annotations
 
-
-from speech.schema.units import EPS
-from speech.schema.plan_artifacts import (
-    Alarms, Cooldowns, Finding, Fleet, PlanArtifact, PlanInputsRecord, Thresholds,
+from speech.plan.findings import (
+    clamp_schedule,
+    finding_bracketed,
+    finding_cloudwatch_ratio,
+    finding_derate,
+    finding_fingerprint,
+    finding_fleet,
+    finding_instances,
+    finding_invocation,
+    finding_promise,
+    finding_provenance,
+    finding_scale_in,
+    finding_scale_in_step,
+    finding_schedule,
+    finding_slo,
+    finding_slo_share,
+    finding_surge,
+    require_one_model,
+    tuned_values,
+    verdict,
+    weakest_origin,
 )
+from speech.plan.formulas import (
+    SCALE_IN_WINDOW_S,
+    capacity_at,
+    instances_for,
+    min_fleet,
+    planning_t_total,
+    scale_in,
+    scale_in_evaluation_periods,
+    surge_at_target,
+    to_cloudwatch,
+    tuned_scale_in_cooldown_s,
+    tuned_scale_out_cooldown_s,
+    unit_sizing,
+    w_max_s,
+)
+from speech.plan.survival import saturation_rps
 from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
-
-
-from speech.plan.survival import saturation_rps
-from speech.plan.formulas import (
-    SCALE_IN_WINDOW_S, capacity_at, instances_for, min_fleet, planning_t_total, scale_in, scale_in_evaluation_periods,
-    surge_at_target, to_cloudwatch, tuned_scale_in_cooldown_s, tuned_scale_out_cooldown_s, unit_sizing, w_max_s,
+from speech.schema.plan_artifacts import (
+    Alarms,
+    Cooldowns,
+    Finding,
+    Fleet,
+    PlanArtifact,
+    PlanInputsRecord,
+    Thresholds,
 )
-from speech.plan.findings import (
-    clamp_schedule, finding_bracketed, finding_cloudwatch_ratio, finding_derate, finding_fingerprint, finding_fleet,
-    finding_instances, finding_invocation, finding_promise, finding_provenance, finding_scale_in, finding_scale_in_step,
-    finding_schedule, finding_slo, finding_slo_share, finding_surge, require_one_model, tuned_values, verdict, weakest_origin,
-)
+from speech.schema.units import EPS
 
 # --- the plan ----------------------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from speech.schema.artifacts import DIGEST_RE, CopyArtifact, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 from speech.schema.aws_enums import check_instance_type, nearest
-from speech.schema.artifacts import CopyArtifact, DIGEST_RE, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 
 MAX_SURGE_RATIO = 1.5
 """At h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""

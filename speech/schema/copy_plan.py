@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from speech.schema.aws import COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, component_resource_id
-from speech.schema.plan_artifacts import Capacity, Cooldowns, Finding, Surge, TTotalSummary, Thresholds
 from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance
+from speech.schema.aws import COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, component_resource_id
 from speech.schema.instances import InstanceSpec
+from speech.schema.plan_artifacts import Capacity, Cooldowns, Finding, Surge, Thresholds, TTotalSummary
 
 COPY_PLAN_SCHEMA_VERSION: Final = 1
 

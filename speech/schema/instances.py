@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from speech.schema.artifacts import Frozen
 from speech.errors import ConfigError, PlanInputError
+from speech.schema.artifacts import Frozen
 
 # --- instance sizes ---------------------------------------------------------------------------
 

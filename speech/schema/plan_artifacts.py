@@ -13,12 +13,8 @@ from pydantic import (
     model_serializer,
 )
 
-
-from speech.schema.artifacts import SCHEMA_VERSION, Frozen, Fingerprint, Provenance, canonical_sha256  # noqa: F401
-from speech.schema.artifacts import Level
+from speech.schema.artifacts import SCHEMA_VERSION, Fingerprint, Frozen, Level, Provenance, canonical_sha256  # noqa: F401
 from speech.schema.config import FloorSchedule, Promise
-
-
 
 
 class Finding(Frozen):

@@ -4,18 +4,16 @@ AWS would have refused, as ``bench simulate`` writes it (docs/design.md §10).""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
-from collections.abc import Sequence
 
 from pydantic import Field
 
 from speech.schema.artifacts import SCHEMA_VERSION, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.sim.instance import InstanceModel
 from speech.sim.fleet import Summary
-
-
+from speech.sim.instance import InstanceModel
 
 # --- artifact ----------------------------------------------------------------------------------
 

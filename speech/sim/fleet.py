@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.sim.policies import AwsReadings, POLICY_NAMES, make_policy
-from speech.sim.scaler import History, Policy, Scaler
-from speech.sim.peers import DEFAULT_SLO_SHARE
-from speech.sim.instance import InstanceModel, build_instance
 from speech.schema.units import EPS
+from speech.sim.instance import InstanceModel, build_instance
+from speech.sim.peers import DEFAULT_SLO_SHARE
+from speech.sim.policies import POLICY_NAMES, AwsReadings, make_policy
+from speech.sim.scaler import History, Policy, Scaler
 
 SLO_SHARE = 0.95
 """A minute violates the SLO when fewer than 95 % of its requests got their first audio byte within

@@ -38,12 +38,12 @@ from typing import Literal
 import numpy as np
 
 from speech.errors import SimulationInputError
-from speech.schema.units import EPS
 from speech.plan.capacity import evaluate_capacity
 from speech.plan.fleet import FleetInstance, FleetModel, FleetState
+from speech.schema.units import EPS
 from speech.sim.fleet import Action, Run, Summary, fluid_step, summarize
-from speech.sim.scaler import History, Policy, Scaler
 from speech.sim.instance import InstanceModel
+from speech.sim.scaler import History, Policy, Scaler
 
 HOT_LOAD_POLICIES = ("instance-only", "hot-load")
 _MODEL = "model"

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from speech.errors import SimulationInputError
-
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.plan.survival import service_rates
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.units import EPS
 
 PRESSURE_WINDOW_S = 60

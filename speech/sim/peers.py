@@ -10,10 +10,8 @@ from typing import Any
 import numpy as np
 
 from speech.schema.units import EPS
-from speech.sim.instance import InstanceModel
+from speech.sim.instance import PRESSURE_WINDOW_S, InstanceModel
 from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers
-from speech.sim.instance import PRESSURE_WINDOW_S
-
 
 # --- the other policies ------------------------------------------------------------------------
 

@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 
 from speech.errors import SimulationInputError
-from speech.sim.names import POLICY_NAMES
-from speech.schema.units import EPS
-from speech.schema.artifacts import QmaxArtifact
-from speech.schema.plan_artifacts import PlanArtifact
 from speech.plan.formulas import instances_for, to_cloudwatch
 from speech.plan.survival import throughput_at
-from speech.sim.instance import InstanceModel
-from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, m_of_n_alarm, floor_at, scaling_numbers
-from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
+from speech.schema.artifacts import QmaxArtifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.units import EPS
 from speech.sim.floor import FloorPolicy, PerfectForecastPolicy, floor_schedule
+from speech.sim.instance import InstanceModel
+from speech.sim.names import POLICY_NAMES
+from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
+from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, floor_at, m_of_n_alarm, scaling_numbers
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
 """Datapoints (of one metric period each, all breaching) of the scale-out alarm Application Auto

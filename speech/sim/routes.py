@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from speech.schema.units import EPS
+from speech.plan.batch import BatchPlan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.plan_artifacts import PlanArtifact
-from speech.plan.batch import BatchPlan
+from speech.schema.units import EPS
 from speech.sim.fleet import Summary, simulate
 from speech.sim.instance import build_instance, startup_s
-
-
 
 # --- several routes under one budget (docs/design.md §10.9) -------------------------------------
 

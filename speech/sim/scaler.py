@@ -8,12 +8,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-
-from speech.errors import SimulationInputError
-from speech.schema.units import EPS
-from speech.schema.plan_artifacts import PlanArtifact
 from speech.deploy.scaling import scaling_spec
-
+from speech.errors import SimulationInputError
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.units import EPS
 
 # --- scaling numbers ---------------------------------------------------------------------------
 

@@ -25,18 +25,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from speech.errors import SpeechError
+from speech.errors import SimulationInputError, SpeechError
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
 from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.units import EPS
 from speech.sim.fleet import Summary, run_policy, summarize
+from speech.sim.floor import floor_schedule
 from speech.sim.instance import InstanceModel
 from speech.sim.policies import AwsPolicy
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
-from speech.sim.floor import floor_schedule
-from speech.schema.units import EPS
-from speech.errors import SimulationInputError
 
 SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",

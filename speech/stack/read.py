@@ -22,14 +22,14 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
-from collections.abc import Callable, Mapping
 
 from pydantic import ValidationError
 
-from speech.schema.config import ARTIFACT_REF_KEYS, ArtifactRef, StackConfig
 from speech.errors import ArtifactError, ConfigError, describe_validation_error
+from speech.schema.config import ARTIFACT_REF_KEYS, ArtifactRef, StackConfig
 
 PROJECT = "speech-endpoints"
 KNOWN_KEYS = ("models", "allow_config_mismatch", "alerts", "budget")

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from speech.schema.plan_artifacts import BudgetAllocation
-from speech.schema.config import StackConfig
-from speech.errors import ConfigError
 from speech.deploy.gate import ModelDeployment, apply_budget, plan_model
 from speech.deploy.hosting import endpoint_name
+from speech.errors import ConfigError
+from speech.schema.config import StackConfig
+from speech.schema.plan_artifacts import BudgetAllocation
 from speech.stack.read import Warn, load_stack_file
 
 

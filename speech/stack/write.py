@@ -20,15 +20,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from pydantic import BaseModel
-
-from speech.schema.artifacts import canonical_sha256
-from speech.schema.config import ArtifactRef, ModelConfig
 from speech.errors import ArtifactError, ConfigError
 from speech.files import atomic_write_text, non_finite_path, parse_artifact, write_artifact, yaml_error_message
+from speech.schema.artifacts import canonical_sha256
+from speech.schema.config import ArtifactRef, ModelConfig
 from speech.stack.read import ARTIFACT_KINDS, PROJECT, file_sha256, is_reference
 
 MODELS_KEY = f"{PROJECT}:models"

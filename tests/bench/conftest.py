@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.config import Measurements, ModelConfig, PlanInputs
+from bench.load.synthetic import SyntheticServer
+from speech.deploy.scaling import scaling_spec
 from speech.files import load_artifact
 from speech.plan.realtime import build_plan
-from speech.deploy.scaling import scaling_spec
-
-from bench.load.synthetic import SyntheticServer
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
+from speech.schema.config import Measurements, ModelConfig, PlanInputs
+from speech.schema.plan_artifacts import PlanArtifact
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "artifacts" / "reference"

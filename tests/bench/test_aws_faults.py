@@ -14,8 +14,8 @@ import json
 import pytest
 
 from bench.aws import client as aws
-from bench.cli.main import main
 from bench.aws.freeze import state_path
+from bench.cli.main import main
 
 from .conftest import ENDPOINT
 
@@ -104,10 +104,9 @@ def test_endpoint_going_failed_mid_scale_out_stops_and_names_the_way_back(deploy
     from moto.backends import get_backend
     from moto.sagemaker.models import SageMakerModelBackend
 
+    from bench.commands import ttotal as ttotal_cmd
     from speech.files import write_artifact
     from speech.schema.artifacts import Fingerprint, QmaxArtifact
-
-    from bench.commands import ttotal as ttotal_cmd
 
     from .conftest import DIGEST, INSTANCE
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from bench.aws import client as aws
 from bench.cli.main import main
-from speech.stack.write import write_model_entry
-from speech.plan.batch import build_batch_plan
 from speech.deploy.scaling import batch_scaling_spec
+from speech.plan.batch import build_batch_plan
+from speech.stack.write import write_model_entry
 
 from .conftest import ENDPOINT, STACK, _step_config, create_endpoint, deploy_scaling
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from bench.cli.main import main
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-from speech.plan.batch import BatchPlan, build_batch_plan
-from speech.schema.config import PlanInputs
 from speech.files import load_artifact
 from speech.infra.preview import run_preview
+from speech.plan.batch import BatchPlan, build_batch_plan
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.config import PlanInputs
 
 ROOT = Path(__file__).resolve().parents[2]
 QMAX = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"

@@ -14,9 +14,9 @@ import pytest
 from botocore.stub import Stubber
 
 import bench.aws.client
+from bench.aws.fleet_read import read_fleet
 from bench.cli.main import main
 from bench.errors import TargetError
-from bench.aws.fleet_read import read_fleet
 from speech.plan.capacity import CapacityEvaluation, evaluate_capacity
 from speech.plan.fleet import FleetState
 

@@ -9,9 +9,9 @@ import pytest
 
 import bench.aws.client
 from bench.cli.main import main
+from speech.files import load_artifact, write_artifact
 from speech.plan.fleet import FleetState
 from speech.schema.copy_plan import CopyPlan
-from speech.files import load_artifact, write_artifact
 from tests.bench.test_capacity_cli import ENDPOINT, StubbedSession, stub_endpoint
 from tests.speech.plan.test_copies import copy_artifact
 

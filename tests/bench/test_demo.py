@@ -17,12 +17,12 @@ import httpx
 import pytest
 from ruamel.yaml import YAML
 
-from speech.schema.plan_artifacts import PlanArtifact
+from speech.files import load_artifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import ModelConfig
-from speech.files import load_artifact
-from speech.sim.policies import POLICY_NAMES
+from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArtifact
+from speech.sim.policies import POLICY_NAMES
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from speech.schema.artifacts import Fingerprint
-
 from bench.aws import client as aws
 from bench.cli.main import main
+from speech.schema.artifacts import Fingerprint
 from speech.stack.write import write_model_entry
 
 from .conftest import DIGEST, ENDPOINT, IMAGE, INSTANCE, STACK

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bench.aws import client as aws
-from bench.cli.main import main
 from bench.aws.freeze import Freeze, state_path
+from bench.cli.main import main
 
 from .conftest import ENDPOINT, STACK, state_dir
 

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.stack_files import copy_stack
-
 from bench.cli.main import COMMANDS, main
+from tests.stack_files import copy_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "artifacts" / "reference"

@@ -3,12 +3,12 @@
 import math
 
 import pytest
-from hypothesis import given, strategies as st
-
-from speech.schema.artifacts import LadderLevel
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.errors import UsageError
 from bench.load.ladder import estimate, geometric_levels, parse_levels, request_mix, search
+from speech.schema.artifacts import LadderLevel
 
 
 def level(c: int, p95: float, slo: float) -> LadderLevel:

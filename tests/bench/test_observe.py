@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import json
 import shlex
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from speech.schema.plan_artifacts import CalibrationArtifact
-from speech.schema.artifacts import Fingerprint
-from speech.files import load_artifact, write_artifact
-from speech.plan.realtime import build_plan
 
 from bench.aws import client as aws
 from bench.cli.main import main
 from bench.commands.observe import EMF_NAMESPACE
 from container import telemetry
+from speech.files import load_artifact, write_artifact
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import Fingerprint
+from speech.schema.plan_artifacts import CalibrationArtifact
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE, MODEL
 

@@ -11,10 +11,10 @@ import pytest
 from ruamel.yaml import YAML
 
 from bench.cli.main import main
-from speech.schema.plan_artifacts import PlanArtifact
+from speech.files import load_artifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import ModelConfig
-from speech.files import load_artifact
+from speech.schema.plan_artifacts import PlanArtifact
 from speech.stack.read import file_sha256
 from tests.stack_files import embedded_config
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from bench.cli.main import main
-from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
-from speech.schema.artifacts import canonical_sha256
 from speech.files import load_artifact
+from speech.schema.artifacts import canonical_sha256
+from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
 from tests.stack_files import copy_stack
 
 ROOT = Path(__file__).resolve().parents[2]

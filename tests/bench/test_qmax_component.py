@@ -17,12 +17,11 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
 
-from speech.schema.artifacts import QmaxArtifact
-from speech.files import load_artifact
-
-from bench.commands import qmax as qmax_cmd
 from bench.cli.main import build_parser
+from bench.commands import qmax as qmax_cmd
 from bench.load.targets import HttpTarget, SageMakerTarget
+from speech.files import load_artifact
+from speech.schema.artifacts import QmaxArtifact
 
 from .conftest import DIGEST, ENDPOINT, IMAGE, INSTANCE
 

@@ -7,11 +7,10 @@ import math
 
 import pytest
 
-from speech.schema.artifacts import QmaxArtifact
-from speech.files import load_artifact
-
 from bench.cli.main import main
 from bench.load.synthetic import SyntheticServer
+from speech.files import load_artifact
+from speech.schema.artifacts import QmaxArtifact
 
 SERVICE_MS = 40.0
 SLO_MS = 340.0  # floor(340 / 40) = 8: at 8, p95 ~ 320 ms; at 9, ~360 ms

@@ -11,19 +11,17 @@ from __future__ import annotations
 import json
 import math
 import time
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 import pytest
 
-from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
-from speech.files import load_artifact, write_artifact
-
 from bench.aws import client as aws
-
-from bench.commands import qmax as qmax_cmd
-from bench.cli.main import build_parser, main
 from bench.aws.freeze import state_path
+from bench.cli.main import build_parser, main
+from bench.commands import qmax as qmax_cmd
 from bench.load.targets import HttpTarget
+from speech.files import load_artifact, write_artifact
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE, REF, create_endpoint
 
@@ -278,8 +276,8 @@ def test_a_sagemaker_run_leaves_a_receipt_that_bench_plan_records(fleet, synthet
     assert receipt.started_at == a.provenance.measured_at and receipt.ended_at == a.provenance.ended_at
 
     # A second receipt for the same artifact is refused, never overwritten.
-    from bench.errors import BenchError
     from bench.aws.receipts import write_receipt
+    from bench.errors import BenchError
 
     with pytest.raises(BenchError, match="already exists"):
         write_receipt(fleet.sess, "stack-provenance", a)
@@ -310,8 +308,8 @@ def test_the_receipt_bench_leaves_is_what_the_program_reads_back(fleet, syntheti
     """The chain of issue 19 on moto: bench qmax --receipt-bucket writes the receipt, bench plan
     --stack records its key, and the program (under Pulumi's mocks) reads that very object back
     from the bucket and tags the endpoint with its sha256."""
-    from speech.schema.artifacts import canonical_sha256
     from speech.infra.preview import load_receipts, run_preview
+    from speech.schema.artifacts import canonical_sha256
     from speech.schema.receipts import RECEIPT_TAGS
 
     from .conftest import IMAGE, MODEL, STACK

@@ -10,11 +10,11 @@ import httpx
 import pytest
 
 from bench.cli.main import main
-from container.markers import STAGES
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.artifacts import TtotalArtifact
-from speech.files import load_artifact
 from bench.load.synthetic import free_port
+from container.markers import STAGES
+from speech.files import load_artifact
+from speech.schema.artifacts import TtotalArtifact
+from speech.schema.plan_artifacts import PlanArtifact
 
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow

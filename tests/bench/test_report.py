@@ -299,9 +299,8 @@ def test_waterfall_legend_names_only_the_bars_it_drew(ref):
 
 
 def test_the_report_shows_the_promises_interval_and_says_when_a_trace_falls_below_it(ref):
-    from speech.schema.config import Promise
-
     from bench.report.tuned import promise_check, verdict_line
+    from speech.schema.config import Promise
 
     q, t, plan = ref
     promise = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=16.0, cost_vs_floor=1.2, trace_sha256="b" * 64,

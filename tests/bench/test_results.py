@@ -164,9 +164,8 @@ def test_qmax(synthetic_40ms, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_ttotal(synthetic_40ms, ref_artifacts, tmp_path, capsys):
-    from speech.files import write_artifact
-
     from bench.load.targets import HttpTarget
+    from speech.files import write_artifact
 
     t = HttpTarget(synthetic_40ms.url)
     t.check()

@@ -9,17 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from speech.schema.artifacts import QmaxArtifact
-from speech.files import load_artifact
-from speech.sim.policies import POLICY_NAMES
-from speech.sim.peers import FixedPolicy
-from speech.sim.artifact import SimulationArtifact
-from speech.sim.instance import build_instance
-from speech.sim.fleet import run_policy, summarize
-
 from bench.cli.main import main
 from bench.load.synthetic import SyntheticServer
-
+from speech.files import load_artifact
+from speech.schema.artifacts import QmaxArtifact
+from speech.sim.artifact import SimulationArtifact
+from speech.sim.fleet import run_policy, summarize
+from speech.sim.instance import build_instance
+from speech.sim.peers import FixedPolicy
+from speech.sim.policies import POLICY_NAMES
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
 QMAX = str(QMAX_REF)

@@ -10,8 +10,8 @@ import boto3
 from ruamel.yaml import YAML
 
 from bench.cli.main import main
-from speech.stack.write import write_model_entry
 from speech.stack.read import file_sha256, load_stack_file
+from speech.stack.write import write_model_entry
 from tests.stack_files import MODELS, embedded_stack
 
 from .conftest import ENDPOINT, STACK, create_endpoint, deploy_scaling

@@ -7,14 +7,12 @@ import sys
 
 import pytest
 
-from speech.schema.artifacts import CopyArtifact
-from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
-from speech.files import load_artifact
-
-from bench.commands import tcopy as tcopy_cmd
 from bench.cli.main import build_parser, main
+from bench.commands import tcopy as tcopy_cmd
 from bench.load.targets import HttpTarget, local_fingerprint
-
+from speech.files import load_artifact
+from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
+from speech.schema.artifacts import CopyArtifact
 from tests.container.conftest import ServerProc
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE, ROOT

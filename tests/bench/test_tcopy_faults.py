@@ -17,12 +17,11 @@ import signal
 
 import pytest
 
-from speech.schema.artifacts import CopyArtifact
-from speech.files import load_artifact
-from speech.plan.copies import COPY_SCALABLE_DIMENSION
-
 from bench.aws import client as aws
 from bench.cli.main import main
+from speech.files import load_artifact
+from speech.plan.copies import COPY_SCALABLE_DIMENSION
+from speech.schema.artifacts import CopyArtifact
 
 from .conftest import create_endpoint, json_response
 from .test_qmax_component import COMPONENT, component_response

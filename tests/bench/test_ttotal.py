@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from container.markers import STAGES as MARKER_STAGES, format_at
-from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
-from speech.files import load_artifact, write_artifact
-
 from bench.aws import client as aws
-from bench.cli.main import main, build_parser
 from bench.aws.freeze import state_path
-from bench.load.targets import HttpTarget
+from bench.cli.main import build_parser, main
 from bench.commands import ttotal as ttotal_cmd
+from bench.load.targets import HttpTarget
+from container.markers import STAGES as MARKER_STAGES
+from container.markers import format_at
+from speech.files import load_artifact, write_artifact
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact
 
 from .conftest import DIGEST, ENDPOINT, INSTANCE
 

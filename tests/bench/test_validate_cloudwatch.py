@@ -7,18 +7,16 @@ from __future__ import annotations
 import json
 import math
 import time
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 import pytest
 
-from speech.files import write_artifact
-
 from bench.aws import client as aws
-
-from bench.commands import validate as validate_cmd
 from bench.cli.main import build_parser
+from bench.commands import validate as validate_cmd
 from bench.load.synthetic import SyntheticServer
 from bench.load.targets import HttpTarget
+from speech.files import write_artifact
 
 from .conftest import ENDPOINT
 

@@ -21,11 +21,10 @@ import time
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from speech.files import write_artifact
-
 from bench.aws import client as aws
-from bench.cli.main import main
 from bench.aws.freeze import state_path
+from bench.cli.main import main
+from speech.files import write_artifact
 
 from .conftest import ENDPOINT, _Raw
 from .test_qmax_component import event_message

@@ -11,13 +11,12 @@ import json
 
 import pytest
 
-from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, TtotalArtifact
-from speech.schema.config import PlanInputs
-from speech.files import load_artifact, write_artifact
-from speech.plan.realtime import build_plan
-
 from bench.cli.main import main
 from bench.load.synthetic import SyntheticServer
+from speech.files import load_artifact, write_artifact
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, TtotalArtifact
+from speech.schema.config import PlanInputs
 
 from .conftest import REF
 

@@ -11,8 +11,7 @@ from container.encode import FORMATS, encode_all, make_encoder
 from container.errors import BadRequest, InvalidJSON, PayloadTooLarge, UnknownVoice
 from container.limits import check_content_length, json_depth_exceeds, loads_bounded, read_limited
 from container.settings import Settings
-from container.voices import (DEFAULT_OPENAI_VOICES, parse_alias_table, parse_voice_spec,
-                              resolve_alias_table, resolve_voice)
+from container.voices import DEFAULT_OPENAI_VOICES, parse_alias_table, parse_voice_spec, resolve_alias_table, resolve_voice
 
 AVAILABLE = ("jf_alpha", "jm_kumo")
 

@@ -1,14 +1,13 @@
 """Word timestamps from the real int8 Kokoro-82M's predicted durations (/dev/captioned_speech)."""
 from __future__ import annotations
 
-import pytest
-
 import base64
 import io
 import json
 
 import httpx
 import numpy as np
+import pytest
 import soundfile as sf
 
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).

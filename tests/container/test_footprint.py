@@ -1,8 +1,6 @@
 """The copy's memory footprint: /ping's body and the footprint marker on the real onnx server."""
 from __future__ import annotations
 
-import pytest
-
 import json
 import subprocess
 import sys
@@ -10,6 +8,7 @@ import time
 
 import httpx
 import numpy as np
+import pytest
 
 from container.footprint import FootprintCache, measure, process_tree
 from container.markers import emit_footprint, parse_footprint_line, parse_stage_line

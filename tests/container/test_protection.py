@@ -1,4 +1,5 @@
 import pytest
+
 """Admission gate, deadline shedding, drain on SIGTERM, missing model: real servers (sine backend
 slowed on purpose so requests overlap predictably)."""
 import asyncio

@@ -1,4 +1,5 @@
 import pytest
+
 """The real int8 Kokoro-82M on onnxruntime, through a real server."""
 import io
 import json

@@ -2,13 +2,13 @@
 gets its expected answers, no 5xx, and the final table with its verdict is printed."""
 from __future__ import annotations
 
-import pytest
-
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow

@@ -2,13 +2,13 @@
 layouts, medians and per-round ratios in the JSON, and bad flags answered with exit code 2."""
 from __future__ import annotations
 
-import pytest
-
 import json
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ FRAMES frames. That makes the output length a known number while the audio itsel
 from __future__ import annotations
 
 import base64
-import io
 import hashlib
+import io
 import json
 import math
 import os

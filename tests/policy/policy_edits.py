@@ -46,8 +46,8 @@ def with_evidence(entry: dict[str, Any], endpoint: str, region: str = "us-east-1
 
 def with_receipt_keys(entry: dict[str, Any]) -> dict[str, Any]:
     """Record each measured SageMaker artifact's receipt key, as ``bench plan --stack`` does."""
-    from speech.schema.config import Measurements
     from speech.deploy.receipts import receipt_claims
+    from speech.schema.config import Measurements
 
     m = entry["measurements"]
     for claim in receipt_claims(Measurements.model_validate({"qmax": m["qmax"], "ttotal": m["ttotal"]})):
@@ -58,8 +58,8 @@ def with_receipt_keys(entry: dict[str, Any]) -> dict[str, Any]:
 def receipts_of(entry: dict[str, Any]) -> dict[str, str]:
     """The receipts bench would have written for the entry's measured SageMaker artifacts, by key
     (what the offline preview's S3 data sources then find)."""
-    from speech.schema.config import Measurements
     from speech.deploy.receipts import receipt_claims
+    from speech.schema.config import Measurements
     from speech.schema.receipts import receipt_for
 
     m = entry["measurements"]

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.policy.policy_edits import messages, named, set_path
 
 from policy.check import preview_resources
+from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]

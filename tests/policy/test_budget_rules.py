@@ -7,10 +7,10 @@ import copy
 from pathlib import Path
 
 import pytest
-from tests.policy.policy_edits import messages, named, set_path
 
 from policy.check import main as check_main
 from policy.check import preview_resources
+from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import copy_stack
 
 ROOT = Path(__file__).resolve().parents[2]

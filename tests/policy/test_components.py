@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.policy.policy_edits import messages, named, set_path
 
-from policy.check import main as check_main
 from policy.check import load_config, preview_resources
+from policy.check import main as check_main
 from policy.harness import Resource
+from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]

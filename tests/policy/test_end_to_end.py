@@ -6,14 +6,13 @@ from __future__ import annotations
 import copy
 import json
 
-from tests.policy.policy_edits import messages, named, set_path
-
 import pytest
 
 from policy.harness import UNKNOWN, Report, Resource
 from speech.deploy import provenance as pv
-from speech.schema.config import PlanInputs
 from speech.plan.realtime import build_plan
+from speech.schema.config import PlanInputs
+from tests.policy.policy_edits import messages, named, set_path
 
 
 @pytest.fixture

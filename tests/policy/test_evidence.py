@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 
-from tests.policy.conftest import ROOT
-from tests.policy.policy_edits import messages, named, receipts_of, set_path, with_evidence, with_receipt_keys
-
 from policy.check import preview_resources
 from speech.deploy import provenance as pv
+from tests.policy.conftest import ROOT
+from tests.policy.policy_edits import messages, named, receipts_of, set_path, with_evidence, with_receipt_keys
 from tests.stack_files import embedded_config
 
 MODELS = "speech-endpoints:models"

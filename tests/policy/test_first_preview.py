@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.policy.conftest import write_built_stack
-
 from policy.check import preview_resources
 from policy.harness import UNKNOWN
+from tests.policy.conftest import write_built_stack
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.policy.policy_edits import messages, named, set_path
 
 from policy.harness import UNKNOWN, PolicyConfigError
+from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import copy_stack, embedded_stack
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,15 +8,15 @@ import copy
 import json
 
 import pytest
-from tests.policy.conftest import ROOT
-from tests.policy.policy_edits import messages, named, with_evidence, with_receipt_keys
 
 from policy.check import main as check_main
 from policy.check import preview_resources
+from speech.infra.preview import load_receipts, run_preview
 from speech.schema.artifacts import canonical_sha256
 from speech.schema.config import Measurements
-from speech.infra.preview import load_receipts, run_preview
 from speech.schema.receipts import RECEIPT_TAGS, receipt_key
+from tests.policy.conftest import ROOT
+from tests.policy.policy_edits import messages, named, with_evidence, with_receipt_keys
 from tests.stack_files import embedded_config
 
 MODELS = "speech-endpoints:models"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.policy.policy_edits import messages, named, set_path
 
 from policy.harness import Resource
+from tests.policy.policy_edits import messages, named, set_path
 
 
 def _no_diag(report, policy):

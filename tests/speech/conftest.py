@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 import pytest
+
 from tests.stack_files import embedded_config
 
 ROOT = Path(__file__).resolve().parents[2]

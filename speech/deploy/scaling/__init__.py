@@ -18,8 +18,8 @@ Modules: :mod:`.spec` (shared parts, :func:`diff`), :mod:`.realtime` (instances)
 (batch routes), :mod:`.copies` (inference-component copies); this package re-exports all of them.
 """
 
-from speech.schema.aws import *  # noqa: F401,F403
-from speech.deploy.scaling.spec import *  # noqa: F401,F403
-from speech.deploy.scaling.realtime import *  # noqa: F401,F403
 from speech.deploy.scaling.batch import *  # noqa: F401,F403
 from speech.deploy.scaling.copies import *  # noqa: F401,F403
+from speech.deploy.scaling.realtime import *  # noqa: F401,F403
+from speech.deploy.scaling.spec import *  # noqa: F401,F403
+from speech.schema.aws import *  # noqa: F401,F403

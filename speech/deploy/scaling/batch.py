@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from speech.deploy.scaling.spec import AlarmSpec, StepPolicySpec, TargetSpec, rule_meta, field_rule, one_step_policy, variant_target
+from speech.deploy.scaling.spec import AlarmSpec, StepPolicySpec, TargetSpec, field_rule, one_step_policy, rule_meta, variant_target
 from speech.schema.aws import (
-    METRIC, METRIC_NAMESPACE, SUFFIX_WAKE, TARGET_TRACKING, VARIANT,
+    METRIC,
+    METRIC_NAMESPACE,
+    SUFFIX_WAKE,
+    TARGET_TRACKING,
+    VARIANT,
 )
 
 if TYPE_CHECKING:

@@ -7,17 +7,35 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from speech.schema.units import EPS
-from speech.schema.aws import (
-    ALARM_STATISTIC, COMPONENT_METRIC, COMPONENT_SCALABLE_DIMENSION, COMPONENT_SCALE_OUT_METRIC_TYPE, INSTANCE_SCALING_ENABLED,
-    METRIC_NAMESPACE, NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC, SERVICE_NAMESPACE, SUFFIX_SCALE_IN,
-    SUFFIX_SCALE_OUT, SUFFIX_WAKE, VARIANT, component_metric_dimensions, component_resource_id,
-)
 from speech.deploy.scaling.spec import (
-    AlarmSpec, QueueSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec, rule_meta, field_rule,
-    one_step_policy, scale_out_tracking,
+    AlarmSpec,
+    QueueSpec,
+    StepPolicySpec,
+    TargetSpec,
+    TargetTrackingSpec,
+    field_rule,
+    one_step_policy,
+    rule_meta,
+    scale_out_tracking,
 )
-
+from speech.schema.aws import (
+    ALARM_STATISTIC,
+    COMPONENT_METRIC,
+    COMPONENT_SCALABLE_DIMENSION,
+    COMPONENT_SCALE_OUT_METRIC_TYPE,
+    INSTANCE_SCALING_ENABLED,
+    METRIC_NAMESPACE,
+    NO_CAPACITY_METRIC,
+    NO_CAPACITY_STATISTIC,
+    SERVICE_NAMESPACE,
+    SUFFIX_SCALE_IN,
+    SUFFIX_SCALE_OUT,
+    SUFFIX_WAKE,
+    VARIANT,
+    component_metric_dimensions,
+    component_resource_id,
+)
+from speech.schema.units import EPS
 
 # --- inference components: the copy scaling spec (hosting: components) ----------------------------
 

@@ -6,16 +6,31 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from speech.schema.units import EPS
-from speech.schema.plan_artifacts import PlanArtifact
+from speech.deploy.scaling.spec import (
+    AlarmSpec,
+    QueueSpec,
+    ScalingSpec,
+    ScheduledActionSpec,
+    one_step_policy,
+    scale_out_tracking,
+    variant_target,
+)
 from speech.schema.aws import (
-    ALARM_STATISTIC, METRIC, METRIC_NAMESPACE, PERCENT_CHANGE, SCALE_IN_INSTANCES, SCALE_OUT_METRIC_TYPE,
-    SUFFIX_FLOOR, SUFFIX_SCALE_IN, SUFFIX_SCALE_OUT, SUFFIX_SURGE, VARIANT,
+    ALARM_STATISTIC,
+    METRIC,
+    METRIC_NAMESPACE,
+    PERCENT_CHANGE,
+    SCALE_IN_INSTANCES,
+    SCALE_OUT_METRIC_TYPE,
+    SUFFIX_FLOOR,
+    SUFFIX_SCALE_IN,
+    SUFFIX_SCALE_OUT,
+    SUFFIX_SURGE,
+    VARIANT,
     metric_dimensions,
 )
-from speech.deploy.scaling.spec import (
-    AlarmSpec, QueueSpec, ScalingSpec, ScheduledActionSpec, one_step_policy, scale_out_tracking, variant_target,
-)
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.units import EPS
 
 
 @dataclass(frozen=True)

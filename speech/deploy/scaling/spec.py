@@ -7,12 +7,17 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from speech.schema.aws import (
-    NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC, SCALABLE_DIMENSION, SERVICE_NAMESPACE, STEP_SCALING, TARGET_TRACKING,
+    NO_CAPACITY_METRIC,
+    NO_CAPACITY_STATISTIC,
+    SCALABLE_DIMENSION,
+    SERVICE_NAMESPACE,
+    STEP_SCALING,
+    TARGET_TRACKING,
     resource_id,
 )
 

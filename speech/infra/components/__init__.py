@@ -7,8 +7,8 @@ from speech.infra.components.cache import ModelCache, ModelCacheArgs
 from speech.infra.components.endpoint import Endpoint, EndpointArgs
 from speech.infra.components.foundation import Foundation, FoundationArgs
 from speech.infra.components.inference import ComponentEndpoint, ComponentEndpointArgs, CopyAutoscaling, CopyAutoscalingArgs
-from speech.infra.components.observability import Observability, ObservabilityArgs
 from speech.infra.components.model import SpeechModel, SpeechModelArgs
+from speech.infra.components.observability import Observability, ObservabilityArgs
 
 __all__ = [
     "Autoscaling", "AutoscalingArgs", "ComponentEndpoint", "ComponentEndpointArgs", "CopyAutoscaling",

@@ -13,13 +13,22 @@ from typing import Any, TypedDict
 import pulumi
 import pulumi_aws as aws
 
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.plan.batch import BatchPlan
 from speech.deploy.scaling import (
-    AlarmSpec, BatchScalingSpec, ScalingSpec, ScheduledActionSpec, StepPolicySpec, TargetSpec, TargetTrackingSpec,
-    batch_scaling_spec, guarded_queries, resource_id, scaling_spec,
+    AlarmSpec,
+    BatchScalingSpec,
+    ScalingSpec,
+    ScheduledActionSpec,
+    StepPolicySpec,
+    TargetSpec,
+    TargetTrackingSpec,
+    batch_scaling_spec,
+    guarded_queries,
+    resource_id,
+    scaling_spec,
 )
 from speech.infra.components.guard import REPLACE_ON, TAG_INSTANCE_TYPE
+from speech.plan.batch import BatchPlan
+from speech.schema.plan_artifacts import PlanArtifact
 
 __all__ = ["AsyncScaling", "AsyncScalingArgs", "Autoscaling", "AutoscalingArgs", "resource_id"]
 

@@ -10,7 +10,6 @@ import pulumi_aws as aws
 
 from speech.deploy.iam import async_execution_policy
 
-
 DELAY_METRIC = "ApproximateAgeOfOldestRequest"
 """Asynchronous endpoint metric (EndpointName, seconds): how long the oldest queued request has waited."""
 

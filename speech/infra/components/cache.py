@@ -20,8 +20,8 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from speech.deploy.weights import SCRIPT_NAME, WeightsLayout, source_archive
 from speech.deploy.iam import assume_role_policy, cache_build_policy, cache_trigger_policy
+from speech.deploy.weights import SCRIPT_NAME, WeightsLayout, source_archive
 from speech.infra.components.lambda_code import RETRY_CODE, retry_budget_s
 
 BUILD_TIMEOUT_MIN = 8

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_aws as aws
 
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.config import ModelConfig
 from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY, inference_ami_version
+from speech.deploy.scaling import VARIANT  # noqa: F401  (re-exported: the variant is defined with the scaling names)
 from speech.deploy.weights import MODEL_DIR
 from speech.infra.components.observability import model_environment
+from speech.schema.config import ModelConfig
+from speech.schema.plan_artifacts import PlanArtifact
 
-from speech.deploy.scaling import VARIANT  # noqa: F401  (re-exported: the variant is defined with the scaling names)
 CANARY_PERCENT = 10
 CANARY_WAIT_S = 600
 """Canary bake time: long enough for the TTFAB and error alarms (minutes) to see real traffic."""

@@ -23,8 +23,8 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from speech.deploy.scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE
 from speech.deploy.iam import assume_role_policy, scaling_guard_policy
+from speech.deploy.scaling import SCALABLE_DIMENSION, SERVICE_NAMESPACE
 from speech.infra.components.lambda_code import RETRY_CODE, retry_budget_s
 
 TAG_INSTANCE_TYPE = "speech:instance-type"

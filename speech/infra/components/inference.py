@@ -24,7 +24,10 @@ import pulumi_aws_native as aws_native
 from speech.deploy.hosting import MODEL_DATA_DOWNLOAD_TIMEOUT_S, ROUTING_STRATEGY, inference_ami_version
 from speech.deploy.scaling import ComponentScalingSpec
 from speech.infra.components.autoscaling import (
-    policy_options, predefined_tracking_policy, scalable_target, step_policy_with_alarm,
+    policy_options,
+    predefined_tracking_policy,
+    scalable_target,
+    step_policy_with_alarm,
 )
 from speech.infra.components.endpoint import sagemaker_model
 from speech.infra.components.guard import TAG_INSTANCE_TYPE

@@ -13,8 +13,8 @@ condition (an instance at Q_max) has its own notifying alarm here, ``<endpoint>-
 
 from __future__ import annotations
 
-import json
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,12 +22,11 @@ import pulumi
 import pulumi_aws as aws
 
 from container import telemetry
-
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.plan.calibration import expected_rejection_fraction
-from speech.schema.config import Alerts
 from speech.deploy.iam import alarm_topic_key_policy
 from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, metric_dimensions
+from speech.plan.calibration import expected_rejection_fraction
+from speech.schema.config import Alerts
+from speech.schema.plan_artifacts import PlanArtifact
 
 SM = METRIC_NAMESPACE
 SM_INSTANCE_NAMESPACE = "/aws/sagemaker/Endpoints"

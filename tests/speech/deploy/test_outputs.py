@@ -16,12 +16,12 @@ from container import telemetry
 from container.app import State
 from container.settings import Settings
 from speech.deploy.alarm_eval import evaluate_alarm
-from speech.deploy.iam import INVOKE_ACTIONS, wildcard_violations
-from speech.infra.components.observability import container_dimensions, ops_alarms, slowdown_threshold_ms
 from speech.deploy.gate import plan_model
+from speech.deploy.iam import INVOKE_ACTIONS, wildcard_violations
 from speech.deploy.outputs import ENDPOINT_KEYS, OBSERVABILITY_KEYS, OUTPUTS_VERSION, SCALING_KEYS
-from speech.infra.preview import run_preview
 from speech.deploy.scaling import POLICY_SUFFIXES
+from speech.infra.components.observability import container_dimensions, ops_alarms, slowdown_threshold_ms
+from speech.infra.preview import run_preview
 from speech.stack.read import parse_stack_config
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,7 +31,7 @@ ALARM = "aws:cloudwatch/metricAlarm:MetricAlarm"
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory):
     """A stack with a measured (gated) model and an unmeasured one, previewed once."""
-    from tests.speech.conftest import dev_config, MODELS
+    from tests.speech.conftest import MODELS, dev_config
 
     entry = dev_config()[MODELS]["kokoro-82m"]
     bare = {k: v for k, v in entry.items() if k != "measurements"}
@@ -140,7 +140,7 @@ def test_container_dimensions_equal_the_alarms_and_dashboard(two_models):
 
 @pytest.fixture(scope="module")
 def plan(request):
-    from tests.speech.conftest import dev_config, MODELS
+    from tests.speech.conftest import MODELS, dev_config
 
     dep = plan_model("kokoro-82m", parse_stack_config({"models": {"kokoro-82m": dev_config()[MODELS]["kokoro-82m"]}})
                      .models["kokoro-82m"], endpoint="dev-kokoro-82m")

@@ -9,8 +9,8 @@ import pytest
 
 from speech.deploy.gate import gate, plan_model
 from speech.deploy.iam import cache_build_policy, cache_trigger_policy, endpoint_log_group_arn, execution_role_policy, wildcard_violations
-from speech.schema.config import ModelConfig
 from speech.errors import ConfigError
+from speech.schema.config import ModelConfig
 from speech.stack.read import parse_stack_config
 from tests.policy.policy_edits import with_evidence
 

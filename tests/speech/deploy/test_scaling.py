@@ -8,8 +8,8 @@ import math
 import pytest
 
 from speech.deploy import scaling
-from speech.schema.config import PlanInputs
 from speech.plan.realtime import build_plan
+from speech.schema.config import PlanInputs
 
 
 @pytest.fixture

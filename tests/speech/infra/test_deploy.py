@@ -12,17 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from speech.schema.artifacts import TtotalArtifact
+from speech.deploy import weights
+from speech.deploy.hosting import endpoint_name, startup_health_check_timeout_s
+from speech.deploy.weights import (
+    HF_PINNED_SHA256,
+    KOKORO_HF,
+    KOKORO_PYPI,
+    REQUIRED_VOICES,
+    cache_inputs,
+    cache_key,
+    default_weights_source,
+    layout_for_instance,
+    weights_layout,
+)
+from speech.errors import ConfigError
 from speech.infra.components import cache
 from speech.infra.components.guard import TAG_INSTANCE_TYPE
-from speech.errors import ConfigError
-from speech.deploy.hosting import endpoint_name, startup_health_check_timeout_s
 from speech.infra.preview import run_preview
-from speech.deploy import weights
-from speech.deploy.weights import (
-    HF_PINNED_SHA256, KOKORO_HF, KOKORO_PYPI, REQUIRED_VOICES, cache_inputs, cache_key, default_weights_source,
-    layout_for_instance, weights_layout,
-)
+from speech.schema.artifacts import TtotalArtifact
 
 ROOT = Path(__file__).resolve().parents[3]
 REPO_URL = "123456789012.dkr.ecr.eu-west-1.amazonaws.com/kokoro-82m-images"

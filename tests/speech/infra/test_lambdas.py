@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from speech.infra.components.cache import TRIGGER_CODE, trigger_wait_s, build_may_take_s
+from speech.infra.components.cache import TRIGGER_CODE, build_may_take_s, trigger_wait_s
 from speech.infra.components.guard import GUARD_CODE, GUARD_TIMEOUT_S
 from speech.infra.components.lambda_code import IAM_RETRY_S, retry_budget_s
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from bench.cli.main import main as bench_main
-from speech.schema.plan_artifacts import PlanArtifact
 from speech.errors import ConfigError
 from speech.files import load_artifact
 from speech.infra.preview import run_preview
+from speech.schema.plan_artifacts import PlanArtifact
 
 ROOT = Path(__file__).resolve().parents[3]
 QMAX_REF = ROOT / "artifacts/reference/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"

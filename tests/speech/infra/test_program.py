@@ -15,13 +15,13 @@ import pulumi
 import pytest
 
 from bench.cli.main import main as bench_main
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.artifacts import canonical_sha256
+from speech.deploy.provenance import TAG_DOC_SHA, TAG_MODEL, TAG_ORIGIN, document_sha256, parse_document
 from speech.files import load_artifact
 from speech.infra.preview import install_mocks, stack_config_values
 from speech.infra.program import define_stack, main
-from speech.deploy.provenance import TAG_DOC_SHA, TAG_MODEL, TAG_ORIGIN, document_sha256, parse_document
 from speech.infra.stack_config import load_stack_config
+from speech.schema.artifacts import canonical_sha256
+from speech.schema.plan_artifacts import PlanArtifact
 
 ROOT = Path(__file__).resolve().parents[3]
 DEV_STACK = ROOT / "Pulumi.dev.yaml"

@@ -7,15 +7,15 @@ import copy
 import json
 
 import pytest
-from tests.policy.policy_edits import receipts_of, with_evidence, with_receipt_keys
 
-from speech.schema.artifacts import Fingerprint, canonical_sha256
-from speech.schema.config import Measurements, MeasuredOn, PlanInputs
-from speech.errors import ConfigError
 from speech.deploy.gate import GateDecision, with_receipts
-from speech.infra.preview import load_receipts, run_preview
-from speech.schema.receipts import NO_RECEIPT, NOT_A_RECEIPT, RECEIPT_TAGS, Receipt
 from speech.deploy.receipts import read_receipt, receipt_claims, receipt_problem
+from speech.errors import ConfigError
+from speech.infra.preview import load_receipts, run_preview
+from speech.schema.artifacts import Fingerprint, canonical_sha256
+from speech.schema.config import MeasuredOn, Measurements, PlanInputs
+from speech.schema.receipts import NO_RECEIPT, NOT_A_RECEIPT, RECEIPT_TAGS, Receipt
+from tests.policy.policy_edits import receipts_of, with_evidence, with_receipt_keys
 
 EP = "t-kokoro-82m"
 """The endpoint of model kokoro-82m in stack ``t`` (the conftest's write_stack default)."""

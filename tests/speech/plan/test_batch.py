@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from speech.schema.artifacts import Fingerprint
-from speech.plan.batch import backlog_target_per_instance, build_batch_plan, cold_start, delay_at_cap, delay_holds, worst_delay_s
-from speech.schema.config import ModelConfig, PlanInputs
 from speech.errors import PlanInputError
+from speech.plan.batch import backlog_target_per_instance, build_batch_plan, cold_start, delay_at_cap, delay_holds, worst_delay_s
+from speech.schema.artifacts import Fingerprint
+from speech.schema.config import ModelConfig, PlanInputs
 
 INPUTS = PlanInputs(peak_rps=50, trough_rps=1, max_delay_s=900)
 

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from artifacts.reference.build import reference_qmax, reference_ttotal
-from speech.plan.budget import ModelNeed, allocate, apply_allocation, check_deployed, daily_usd, realtime_need, share_out
-from speech.schema.config import Budget, ModelConfig, PlanInputs
 from speech.errors import ConfigError
+from speech.plan.budget import ModelNeed, allocate, apply_allocation, check_deployed, daily_usd, realtime_need, share_out
 from speech.plan.realtime import build_plan
+from speech.schema.config import Budget, ModelConfig, PlanInputs
 from tests.stack_files import embedded_config, embedded_stack
 
 G5 = 1.408  # ml.g5.xlarge, the default table

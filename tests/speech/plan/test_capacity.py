@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from speech.errors import PlanInputError
 from speech.plan.capacity import copies_for, evaluate_capacity, fleet_model
+from speech.plan.copies import build_copy_plan
 from speech.plan.fleet import FleetInstance, FleetModel, FleetState
 from speech.plan.placement import Amounts, best_fit, binding_resource, fits, place_best_fit_decreasing
 from speech.schema.config import PlanInputs
-from speech.plan.copies import build_copy_plan
-from speech.errors import PlanInputError
 
 from .test_copies import copy_artifact
 

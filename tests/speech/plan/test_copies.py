@@ -4,20 +4,20 @@ SageMaker's placement units, compute requirements in the real AWS and pulumi-aws
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 
 import botocore.session
 import pytest
 from botocore.validate import ParamValidator
 from pydantic import ValidationError
 
-from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart, Phase, Provenance, TtotalArtifact, copy_filename, nearest_rank
-from speech.schema.config import PlanInputs, ReactionPolicy
-from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan, copies_sharing_devices, cpu_cores_required, min_memory_required_mb
-from speech.schema.instances import INSTANCE_SPECS, InstanceSpec
 from speech.errors import ArtifactError, PlanInputError
 from speech.files import load_artifact, write_artifact
+from speech.plan.copies import FOOTPRINT_MARGIN, build_copy_plan, copies_sharing_devices, cpu_cores_required, min_memory_required_mb
 from speech.plan.realtime import build_plan
+from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart, Phase, Provenance, TtotalArtifact, copy_filename, nearest_rank
+from speech.schema.config import PlanInputs, ReactionPolicy
+from speech.schema.instances import INSTANCE_SPECS, InstanceSpec
 
 T0 = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)
 

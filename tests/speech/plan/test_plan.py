@@ -10,15 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.schema.artifacts import TtotalArtifact
-from speech.schema.config import PlanInputs
-from speech.files import load_artifact, write_artifact
 from speech.errors import FingerprintMismatch, PlanInputError
+from speech.files import load_artifact, write_artifact
+from speech.plan.formulas import c_scale_max, c_scale_min, capacity_at, headroom, min_safe_instances, unit_sizing
 from speech.plan.realtime import build_plan
-from speech.plan.formulas import capacity_at, c_scale_max, c_scale_min, headroom, min_safe_instances, unit_sizing
 from speech.plan.survival import arrival_for_mean_occupancy, reach_probability, stationary
+from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo, TtotalArtifact
+from speech.schema.config import PlanInputs
+from speech.schema.plan_artifacts import PlanArtifact
 
 TTOTAL_REF = Path(__file__).resolve().parents[3] / "artifacts/reference/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"
 REF_INPUTS = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=5000, trough_rps=10)

@@ -8,9 +8,9 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact, make_slug, qmax_filename
 from speech.errors import ArtifactError
 from speech.files import atomic_write_text, load_artifact, write_artifact
+from speech.schema.artifacts import Fingerprint, QmaxArtifact, TtotalArtifact, make_slug, qmax_filename
 
 
 def test_slug_from_instance_and_digest():

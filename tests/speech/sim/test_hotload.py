@@ -7,17 +7,16 @@ import numpy as np
 import pytest
 
 from speech.errors import SimulationInputError, SpeechError
+from speech.files import load_artifact
+from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
-from speech.files import load_artifact
+from speech.sim.fleet import run_policy, summarize
 from speech.sim.hotload import CopyFleet, compare, render_table, run_copies
-from speech.plan.realtime import build_plan
+from speech.sim.instance import build_instance
 from speech.sim.policies import AwsPolicy
 from speech.sim.scaler import scaling_numbers
-from speech.sim.instance import build_instance
-from speech.sim.fleet import run_policy, summarize
 from speech.sim.traces import generate
-
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
 T_COPY_S = 8.0  # the local measurement's median (artifacts/local/copy-*.json), order of magnitude

@@ -3,20 +3,19 @@ mechanics, traces, and the fluid model against a discrete-event simulation of th
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from scipy.stats import gamma
 
+from speech.deploy.scaling import surge_adjustment
+from speech.plan.realtime import build_plan
 from speech.schema.artifacts import Fingerprint, LadderLevel, Provenance, QmaxArtifact, ServiceTime, Slo
 from speech.schema.config import PlanInputs
-from speech.plan.realtime import build_plan
-from speech.deploy.scaling import surge_adjustment
+from speech.sim.fleet import Action, count_flaps, run_policy, simulate, summarize
+from speech.sim.instance import build_instance, startup_s
+from speech.sim.peers import FixedPolicy
 from speech.sim.policies import POLICY_NAMES, AwsPolicy
 from speech.sim.scaler import scaling_numbers
-from speech.sim.peers import FixedPolicy
-from speech.sim.instance import build_instance, startup_s
-from speech.sim.fleet import count_flaps, Action, run_policy, simulate, summarize
 from speech.sim.traces import TraceError, from_csv_text, generate, parse_spec, peak_rps
 from tests.stack_files import embedded_config
 
@@ -25,8 +24,8 @@ ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[3] / "data"
 
 @pytest.fixture(scope="module")
 def ref(request):
-    from speech.schema.artifacts import TtotalArtifact
     from speech.files import load_artifact
+    from speech.schema.artifacts import TtotalArtifact
     from tests.conftest import QMAX_REF, TTOTAL_REF
 
     return load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
@@ -296,8 +295,8 @@ def test_budget_peak_critical_keeps_its_slo_capped_standard_degrades():
 
     from speech.deploy.gate import apply_budget, plan_model
     from speech.sim.routes import BudgetRoute, budget_table, simulate_budget
-    from speech.stack.read import parse_stack_config
     from speech.sim.traces import diurnal_rate, poisson_arrivals
+    from speech.stack.read import parse_stack_config
 
     root = ROOT_TRACES.parents[1]
     raw = embedded_config(root / "examples/Pulumi.multi.yaml")
@@ -335,8 +334,8 @@ def test_budget_peak_batch_backlog_grows_and_drains():
 
     from speech.deploy.gate import apply_budget, plan_model
     from speech.sim.routes import simulate_backlog
-    from speech.stack.read import parse_stack_config
     from speech.sim.traces import diurnal_rate, poisson_arrivals
+    from speech.stack.read import parse_stack_config
 
     root = ROOT_TRACES.parents[1]
     raw = embedded_config(root / "examples/Pulumi.multi.yaml")

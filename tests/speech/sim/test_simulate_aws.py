@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from speech.files import load_artifact
-from speech.plan.realtime import build_plan
 from speech.plan.formulas import to_cloudwatch
+from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.sim.artifact import refused_activities
