@@ -30,7 +30,7 @@ instance of the type), 2 bad input (nothing written).
 
 MARGIN_DEFAULT_TEXT = "0.1"
 """speech.plan.copies.FOOTPRINT_MARGIN as --help states it; the help names it without importing the
-plan (numpy, pydantic), and tests/bench/test_entry_points.py checks the two agree."""
+plan (numpy, pydantic), and tests/bench/cli/test_entry_points.py checks the two agree."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """A minimal HTTP/1.1 client on raw asyncio streams, for the ladder's ``http://`` targets.
 
 Kept apart from the targets (bench/load/targets.py) because it is a protocol implementation with its
-own failure modes (see tests/bench/test_raw_http.py): the targets only ask it for a connection,
+own failure modes (see tests/bench/load/test_raw_http.py): the targets only ask it for a connection,
 send a request and iterate the body.
 """
 

@@ -154,7 +154,7 @@ def state_dir() -> Path:
     return Path(os.environ["SPEECH_ENDPOINTS_STATE_DIR"])
 
 
-# --- AWS faults at botocore's before-send (tests/bench/test_aws_faults*.py) -------------------------
+# --- AWS faults at botocore's before-send (tests/bench/aws/test_aws_faults*.py) -------------------------
 
 
 class _Raw:
