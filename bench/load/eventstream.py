@@ -130,7 +130,7 @@ class SageMakerStream:
         from botocore.eventstream import EventStreamBuffer
 
         EventStreamBuffer().add_data(b"")
-        from bench.load.ghttp import warm_resolver
+        from bench.load.gsocket import warm_resolver
 
         warm_resolver(u.hostname or "", u.port or (443 if u.scheme == "https" else 80))
 
@@ -148,7 +148,7 @@ class SageMakerStream:
     def invoke(self, body: bytes) -> StreamResult:
         from botocore.eventstream import EventStreamBuffer, ParserError
 
-        from bench.load.ghttp import finish, read_some
+        from bench.load.gsocket import finish, read_some
 
         headers = self.signed_headers(body)
         start = time.perf_counter()
