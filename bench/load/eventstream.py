@@ -181,9 +181,7 @@ class SageMakerStream:
                 out.error = "empty_stream"
         except ParserError as err:
             out.error = f"eventstream_{err.__class__.__name__}"
-        except (OSError, TimeoutError) as err:
-            out.error = err.__class__.__name__
-        except Exception as err:  # noqa: BLE001 - geventhttpclient's parse errors; one request must not end the run
+        except Exception as err:  # noqa: BLE001 - socket errors, timeouts, geventhttpclient's parse errors: one request must not end the run
             out.error = err.__class__.__name__
         finally:
             if resp is not None:

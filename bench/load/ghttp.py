@@ -50,9 +50,7 @@ class HttpStream:
             out.ok = out.ttfab_s is not None
             if not out.ok:
                 out.error = "empty_stream"
-        except (OSError, TimeoutError) as err:
-            out.error = err.__class__.__name__
-        except Exception as err:  # noqa: BLE001 - geventhttpclient's parse errors; one request must not end the run
+        except Exception as err:  # noqa: BLE001 - socket errors, timeouts, geventhttpclient's parse errors: one request must not end the run
             out.error = err.__class__.__name__
         finally:
             if resp is not None:
