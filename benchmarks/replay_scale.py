@@ -1,7 +1,7 @@
 """Open-loop replay at scale: the asyncio engine against Locust with 1 and 2 worker processes, one
 table from one run, against a stand-in fleet started here with a known time to the first byte.
 
-    .venv/bin/python benchmarks/replay_scale.py [--delay-ms 100] [--seconds 8] [--warmup-s 1] [--rates 250,500,1000,1500,2000,3000]
+    .venv/bin/python benchmarks/replay_scale.py [--delay-ms 100] [--seconds 8] [--warmup-s 1] [--rates 250,500,1000,1500,2000,3000,4000]
 
 The stand-in is ``bench.load.synthetic --engine raw`` with unbounded concurrency and a fixed first-byte
 delay (--delay-ms): its true TTFAB is known, so a measured TTFAB minus the delay is the client's
@@ -112,7 +112,7 @@ def main() -> int:
     ap.add_argument("--delay-ms", type=float, default=100.0)
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--warmup-s", type=float, default=1.0, help="requests due before this are left out of the statistics")
-    ap.add_argument("--rates", default="250,500,1000,1500,2000,3000")
+    ap.add_argument("--rates", default="250,500,1000,1500,2000,3000,4000")
     ap.add_argument("--sm-rps", type=float, default=300.0)
     a = ap.parse_args()
     rates = sorted({float(r) for r in a.rates.split(",")} | {float(TTFAB_AT_RPS)})
@@ -197,7 +197,7 @@ def main() -> int:
             print(f"| {label} | {best(name)} | {best(name, LATE_WARN_MS)} | - | - | - |")
         else:
             print(f"| {label} | {best(name)} | {best(name, LATE_WARN_MS)} | {at['late_p99']:.1f} ms | {e} | "
-                  f"{r['cpu_per_req_ms']:.3f} ms |")
+                  f"{at['cpu_per_req_ms']:.3f} ms |")
     print("\nsend-late p99 by rate (ms; - not run: the engine had missed at a lower rate):\n")
     print("| rps | " + " | ".join(results) + " |")
     print("|---|" + "---|" * len(results))
