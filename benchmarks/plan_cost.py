@@ -154,7 +154,8 @@ class TunedTrace:
         return self.tuner.numbers_for(self.best.knobs)
 
 
-def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceModel, train_days: int = 5) -> TunedTrace:
+def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceModel, train_days: int = 5,
+               miss_chance: float | None = None) -> TunedTrace:
     """The seed plan from the first training draw's busiest and quietest minute, tuned on the
     training seeds 1..train_days (the week: one week; the share bound for unseen draws,
     speech.sim.tune.unseen_share_bound, must keep the target); the test day is the next seed."""
@@ -172,7 +173,9 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
     c = np.concatenate([[0.0], np.cumsum(first)])
     trough = round(max(float(((c[60:] - c[:-60]) / 60).min()), 1e-3), 3)
     inputs = PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
-    tuner = Tuner(q, t, inputs, model, SLO_SHARE)
+    from speech.sim.names import PROMISE_MISS_CHANCE
+
+    tuner = Tuner(q, t, inputs, model, SLO_SHARE, miss_chance=PROMISE_MISS_CHANCE if miss_chance is None else miss_chance)
     _, best = tuner.search(train, passes=2)
     return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0)
 
@@ -253,6 +256,9 @@ def main() -> int:
     ap.add_argument("--train-draws", "--train-days", dest="train_draws", type=int, default=5)
     ap.add_argument("--unseen", type=int, default=5, help="unseen draws every policy is judged on (default 5)")
     ap.add_argument("--traces", default=",".join(TRACES))
+    ap.add_argument("--miss-chance", type=float, default=None,
+                    help="the tuner's share bound: the chance any of 5 unseen draws falls below it (default "
+                         "speech.sim.names.PROMISE_MISS_CHANCE)")
     args = ap.parse_args()
 
     from speech.sim.tune import Tuner, describe_plan
@@ -261,7 +267,7 @@ def main() -> int:
     verdicts = []
     t_all = time.monotonic()
     for name in [x.strip() for x in args.traces.split(",") if x.strip()]:
-        tt = tune_trace(name, q, t, model, args.train_draws)
+        tt = tune_trace(name, q, t, model, args.train_draws, args.miss_chance)
         first = 1 + len(tt.train)
         draws = [(seed, day(tt.spec, seed)) for seed in range(first, first + args.unseen)]
         t0 = time.monotonic()
@@ -282,6 +288,10 @@ def main() -> int:
               f"{draws[0][1].size / 3600:.1f} h each, {total / len(draws):,.0f} requests a draw; tuned on seeds "
               f"1..{len(tt.train)} in {tt.tune_s:.0f} s; judged in {time.monotonic() - t0:.0f} s)\n")
         print("tuned plan: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tt.tuned_numbers, tt.best.knobs).items()))
+        b = tt.best.share_bound
+        print(f"tuned plan on its training draws: SLO share mean {100 * b.mean:.2f}%, lowest {100 * tt.best.worst_share:.2f}%, "
+              f"bound for an unseen draw {100 * b.bound:.2f}% (miss chance {tt.best.miss_chance:g} over 5 draws"
+              + ("" if b.t is None else f", t {b.t:.2f}, sd {100 * b.sd:.3f} points") + ")")
         print("seed plan: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tt.tuner.seed_numbers, tt.tuner.seed_knobs()).items()))
         print("\n| policy | in SLO mean | in SLO lowest | rejected | inst-h | x floor | x perfect-forecast | out | in | "
               "refused | flaps |")

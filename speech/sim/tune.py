@@ -126,6 +126,8 @@ class Candidate:
     knobs: Knobs
     days: list[Summary]
     floor_hours: list[float]
+    miss_chance: float = PROMISE_MISS_CHANCE
+    """What :attr:`share_bound` allows (:func:`unseen_share_bound`); the tuner's own."""
 
     @property
     def hours(self) -> float:
@@ -142,7 +144,7 @@ class Candidate:
     @property
     def share_bound(self) -> ShareBound:
         """The share predicted for a draw the tuner has not seen (:func:`unseen_share_bound`)."""
-        return unseen_share_bound([d.within_slo_share for d in self.days])
+        return unseen_share_bound([d.within_slo_share for d in self.days], self.miss_chance)
 
     @property
     def best_share(self) -> float:
@@ -170,8 +172,10 @@ class Tuner:
 
     def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
                  slo_share: float, on_eval: Callable[[], None] | None = None,
-                 schedule_rate: np.ndarray | None = None) -> None:
+                 schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE) -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
+        self.miss_chance = miss_chance
+        """The chance the share bound leaves that any of PROMISE_UNSEEN_DRAWS unseen draws falls below it."""
         self.schedule_rate = schedule_rate
         """Per-second mean of the training draws (the trace starts at 00:00): what scheduled floors are
         learned from; None: none are tried."""
@@ -248,7 +252,7 @@ class Tuner:
     def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         if self.plan_for(k) is None:
             return None
-        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days])
+        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
 
     def challenge(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]], incumbent: Candidate) -> Candidate | None:
         """``k`` judged on ``days`` against ``incumbent``, or None as soon as it cannot beat it: while
@@ -267,7 +271,7 @@ class Tuner:
             if feasible and (s.within_slo_share < self.slo_share
                              or sum(x.instance_hours for x in got.values()) / len(days) >= incumbent.hours - EPS):
                 return None
-        return Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days])
+        return Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
 
     def better(self, a: Candidate, b: Candidate) -> bool:
         """a beats b: a's share bound for unseen draws (:func:`unseen_share_bound`) keeps the target
