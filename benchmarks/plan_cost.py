@@ -175,7 +175,12 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
     inputs = PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
     from speech.sim.names import PROMISE_MISS_CHANCE
 
-    tuner = Tuner(q, t, inputs, model, SLO_SHARE, miss_chance=PROMISE_MISS_CHANCE if miss_chance is None else miss_chance)
+    # Scheduled floors are learned from the training draws' mean rate, as bench tune does; not on the week:
+    # the floors are daily, so a week's mean would set weekend floors from weekdays.
+    lengths = {a.size for _, a in train}
+    rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 and first.size <= 86400 else None
+    tuner = Tuner(q, t, inputs, model, SLO_SHARE, schedule_rate=rate,
+                  miss_chance=PROMISE_MISS_CHANCE if miss_chance is None else miss_chance)
     _, best = tuner.search(train, passes=2)
     return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0)
 
