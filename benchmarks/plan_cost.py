@@ -26,8 +26,8 @@ diurnal, azure-conv, azure-code and week.
 
 Reference measurements (artifacts/reference), SLO 3000 ms, SLO share 0.995. The week trains on one
 draw (one week, two passes like every trace: one pass stopped at 1.32x the floor with the surge
-ratio and scale-in window at their seeds, which diurnal's two passes moved; two passes are not yet
-measured on the week) and is judged on ``--unseen`` other weeks: the slowest part.
+ratio at its seed; the second pass takes 1.1 once the target and floor have moved, 1.19x) and is
+judged on ``--unseen`` other weeks: the slowest part.
 """
 
 from __future__ import annotations
