@@ -339,8 +339,8 @@ class Tuner:
 REASONS = {
     "surge_ratio": "a lower surge ratio raises the target (Q_max / surge): fewer instances for the same traffic; the "
                    "held-out and spike checks say whether the smaller headroom still absorbs the surges",
-    "target_share": "the scale-out target as a share of Q_max (within the surge rule): the highest that kept the SLO share "
-                    "on every draw",
+    "target_share": "the scale-out target as a share of Q_max (within the surge rule): the highest whose share bound "
+                    "for an unseen draw kept the target",
     "datapoints_to_alarm": "fewer datapoints: the surge step fires sooner, so start-ups begin earlier",
     "min_instances": "a higher floor: the plan's floor let the SLO share slip at the trough or at the opening",
     "scale_in_step_share": "the share of the fleet one scale-in removes: what followed the decline at least cost",
