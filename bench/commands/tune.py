@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
     from speech.sim.tune import Candidate
 
 from bench.errors import UsageError
-from speech.sim.names import DEFAULT_SLO_SHARE
+from speech.sim.names import DEFAULT_SLO_SHARE, PROMISE_MISS_CHANCE, PROMISE_UNSEEN_DRAWS
 
 DEFAULT_DRAWS = 5
 """Independent draws of the traffic every candidate is judged on: one draw is not the traffic (the
@@ -38,12 +38,15 @@ seed formulas (bench plan) are where the search starts; each tuned value is prin
 seed with the reason. Scheduled floors and the scale-out cooldown stay as given.
 
 Judges every candidate on --draws independent draws of the traffic (generator seeds, or
-superposition seeds of a file trace) and keeps the cheapest whose LOWEST share over them keeps
---slo-share; checks the winner on --holdout-days other draws, on the first draw with its spikes
-raised by the surge ratio, and shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json:
-the tuned plan inputs, their reasons and the promise in inputs.promise: simulated SLO share and
-instance-hours as the mean over the draws with their lowest and highest (slo_share_low/high,
-instance_hours_low/high), rejected share, cost vs the floor, the trace's sha256, seed, simulator
+superposition seeds of a file trace) and keeps the cheapest whose share BOUND for draws it has not
+seen keeps --slo-share: min(lowest share, mean - t * sd * sqrt(1 + 1/n)) over the n draws, t the
+Student-t quantile that leaves at most a {PROMISE_MISS_CHANCE:.0%} chance that any of
+{PROMISE_UNSEEN_DRAWS} further draws falls below it (one draw: its share). Checks the winner on
+--holdout-days other draws, on the first draw with its spikes raised by the surge ratio, and
+shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json: the tuned plan inputs, their
+reasons and the promise in inputs.promise: simulated SLO share and instance-hours as the mean over
+the draws with their lowest and highest (slo_share_low/high, instance_hours_low/high), the share
+bound (slo_share_bound), rejected share, cost vs the floor, the trace's sha256, seed, simulator
 version) and
 tune-<model>-<trace>.json (every knob seed vs tuned, the checks). Exit 0 when the tuned plan keeps the
 share on every check, 1 when a check missed it, 2 bad input (nothing written).
@@ -68,8 +71,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="the seed's surge ratio (default 1.25)")
     p.add_argument("--draws", "--train-days", dest="draws", type=int, default=DEFAULT_DRAWS, metavar="N",
                    help=f"independent draws of the traffic (generator seeds, or superposition seeds of a file trace) every "
-                        f"candidate is judged on; the cheapest whose LOWEST share over them keeps --slo-share wins, and the "
-                        f"promise records the mean, lowest and highest (default {DEFAULT_DRAWS}; --train-days is the old name)"),
+                        f"candidate is judged on; the cheapest whose share bound for unseen draws (from the draws' mean and "
+                        f"spread, at most their lowest) keeps --slo-share wins, and the promise records the mean, lowest, "
+                        f"highest and the bound (default {DEFAULT_DRAWS}; --train-days is the old name)"),
     p.add_argument("--holdout-days", type=int, default=2, metavar="N", help="days the winner is checked on (default 2)")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="first training day's seed (default 1)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
@@ -105,12 +109,15 @@ def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Pro
         within_slo_share_worst_day=round(c.worst_share, 6), rejected_share=round(c.rejected, 6),
         instance_hours=round(c.hours, 3), cost_vs_floor=round(c.x_floor, 4), trace=spec, trace_sha256=sha, seed=seed,
         simulator_version=SIMULATOR_VERSION, **_interval(c), draws=len(c.days),
+        slo_share_bound_sd=round(c.share_bound.sd, 6), slo_share_bound_t=None if c.share_bound.t is None else round(c.share_bound.t, 4),
     )
 
 
 def _interval(c: Candidate) -> dict[str, float]:
-    """The promise's interval over the draws (rounded as the promise's other numbers)."""
+    """The promise's interval over the draws and the bound it was chosen by (rounded as the
+    promise's other numbers)."""
     return {"slo_share_low": round(c.worst_share, 6), "slo_share_high": round(c.best_share, 6),
+            "slo_share_bound": round(c.share_bound.bound, 6),
             "instance_hours_low": round(c.hours_low, 3), "instance_hours_high": round(c.hours_high, 3)}
 
 
@@ -241,15 +248,21 @@ def render(a: TuneArtifact) -> str:
              f"{'knob':<20} {'seed':<28} {'tuned':<28} reason"]
     for v in a.values:
         lines.append(f"{v.knob:<20} {v.seed:<28} {v.tuned:<28} {v.reason}")
-    lines += ["", f"{'draws (' + str(p.draws or '?') + ')':<22} in SLO: mean  low      high     rejected  inst-h: mean  "
+    lines += ["", f"{'draws (' + str(p.draws or '?') + ')':<22} in SLO: mean  low      high     bound    rejected  inst-h: mean  "
                   "low       high      x floor"]
     for name, x in (("seed", s), ("tuned", p)):
         low = x.slo_share_low if x.slo_share_low is not None else x.within_slo_share_worst_day
         high = x.slo_share_high if x.slo_share_high is not None else x.within_slo_share
         h_lo = x.instance_hours_low if x.instance_hours_low is not None else x.instance_hours
         h_hi = x.instance_hours_high if x.instance_hours_high is not None else x.instance_hours
-        lines.append(f"{name:<22} {x.within_slo_share:12.3%}  {low:7.3%}  {high:7.3%}  {x.rejected_share:8.3%}  "
+        bound = "-" if x.slo_share_bound is None else f"{x.slo_share_bound:.3%}"
+        lines.append(f"{name:<22} {x.within_slo_share:12.3%}  {low:7.3%}  {high:7.3%}  {bound:>7}  {x.rejected_share:8.3%}  "
                      f"{x.instance_hours:12.1f}  {h_lo:8.1f}  {h_hi:8.1f}  {x.cost_vs_floor:7.2f}")
+    if p.slo_share_bound is not None:
+        sd_points = 100 * (p.slo_share_bound_sd or 0.0)
+        t = "" if p.slo_share_bound_t is None else f" - t {p.slo_share_bound_t:.2f} x sd {sd_points:.3f} points x sqrt(1 + 1/n)"
+        lines.append(f"  bound: the share a draw the tuner did not see is predicted to keep, min(low, mean{t}); the tuned "
+                     f"plan is the cheapest whose bound keeps {p.slo_share_target:.2%}")
     lines += ["", "checks                 seed in SLO  seed inst-h  tuned in SLO  tuned inst-h  keeps"]
     for c in a.checks:
         lines.append(f"{c.day:<22} {c.seed_within_slo_share:10.3%}  {c.seed_instance_hours:11.1f}  {c.tuned_within_slo_share:11.3%}  "

@@ -127,6 +127,10 @@ class Promise(Frozen):
     """Lowest simulated share within the SLO over the draws ``bench tune --draws`` judged the plan on
     (``slo_share`` is their mean); None: a promise without draws."""
     slo_share_high: Annotated[float, Field(ge=0.0, le=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    slo_share_bound: Annotated[float, Field(le=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    """The share predicted for a draw ``bench tune`` did not see, the rule it chose the plan by
+    (speech.sim.tune.unseen_share_bound: min(lowest, mean - t * sd * sqrt(1 + 1/n)) over the draws;
+    may fall below 0 when the draws spread wide); None: a promise made before the rule."""
     instance_hours_low: Annotated[float, Field(ge=0.0)] | None = Field(None, exclude_if=lambda v: v is None)
     instance_hours_high: Annotated[float, Field(ge=0.0)] | None = Field(None, exclude_if=lambda v: v is None)
 

@@ -229,6 +229,13 @@ class Promise(Frozen):
     slo_share_low: float | None = None
     """Lowest share within the SLO over the draws (``within_slo_share`` is their mean)."""
     slo_share_high: float | None = None
+    slo_share_bound: float | None = None
+    """The share predicted for a draw the tuner did not see (speech.sim.tune.unseen_share_bound), the
+    rule the candidates were judged by; None: an artifact made before the rule."""
+    slo_share_bound_sd: float | None = None
+    """Sample standard deviation of the draws' shares the bound used (0 with one draw)."""
+    slo_share_bound_t: float | None = None
+    """The Student-t quantile the bound used (None with one draw)."""
     instance_hours_low: float | None = None
     instance_hours_high: float | None = None
     draws: int | None = None

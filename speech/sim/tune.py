@@ -9,10 +9,11 @@ Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no
   step share, window and cooldown. The plan checks each against its safety bound and refuses what
   lies outside; the search skips those.
 * Choosing: coordinate descent from the seed over each knob's candidates, twice, on independent
-  draws of the traffic (``bench tune --draws``): a candidate wins when its LOWEST share over the
-  draws keeps the target and it costs fewer mean instance-hours (while nothing keeps the share, the
-  highest lowest share wins). A challenger stops being simulated at the first draw that shows it
-  cannot win (:meth:`Tuner.challenge`).
+  draws of the traffic (``bench tune --draws``): a candidate wins when the share it predicts for
+  draws it has NOT seen (:func:`unseen_share_bound`: a one-sided prediction bound from the mean and
+  spread of its draws, never above their lowest) keeps the target and it costs fewer mean
+  instance-hours (while nothing keeps the share, the highest bound wins). A challenger stops being
+  simulated at the first draw that shows it cannot win (:meth:`Tuner.challenge`).
 * Checking: the winner and the seed on held-out days and on perturbed days (spikes raised by the
   surge ratio, the day shifted by an hour); the verdict says whether the promise held.
 """
@@ -26,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from speech.errors import SimulationInputError, SpeechError
+from speech.plan.formulas import instances_for
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
@@ -34,8 +36,10 @@ from speech.schema.units import EPS
 from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.floor import floor_schedule
 from speech.sim.instance import InstanceModel
+from speech.sim.names import PROMISE_MISS_CHANCE, PROMISE_UNSEEN_DRAWS
 from speech.sim.policies import AwsPolicy
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
+from speech.sim.traces import peak_rps
 
 SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
@@ -70,11 +74,60 @@ class Knobs:
         })
 
 
+@dataclass(frozen=True)
+class ShareBound:
+    """A lower bound on the SLO share of a draw of the traffic the tuner has not seen (a fraction,
+    0..1), with its evidence: ``mean`` and ``sd`` (sample, n - 1) of the ``n`` judged draws' shares
+    and the Student-t quantile ``t`` it used (None with one draw: nothing to estimate a spread from)."""
+
+    bound: float
+    mean: float
+    sd: float
+    n: int
+    t: float | None
+
+
+def unseen_share_bound(shares: Sequence[float], miss_chance: float = PROMISE_MISS_CHANCE,
+                       unseen_draws: int = PROMISE_UNSEEN_DRAWS) -> ShareBound:
+    """The share a further draw is predicted to keep: ``min(lowest, mean - t_{q, n-1} * sd *
+    sqrt(1 + 1/n))`` over the ``n`` draws' SLO shares (fractions), with q = 1 - miss_chance /
+    unseen_draws.
+
+    Why: the lowest of n draws is a poor promise for the next ones. Of n + m exchangeable draws the
+    lowest is equally likely to be any of them, so with n = m = 5 "lowest training draw >= target"
+    leaves even odds that an unseen draw lands below it. If the draws' shares are independent and
+    normal, mean - t_{q, n-1} * sd * sqrt(1 + 1/n) is a one-sided 100q % prediction bound for ONE
+    new draw (the sqrt(1 + 1/n) adds the mean's own uncertainty to the new draw's spread); with q =
+    1 - miss_chance / unseen_draws, Bonferroni bounds the chance that ANY of ``unseen_draws`` new
+    draws falls below it by ``miss_chance``. Shares near 1 are bounded and skewed toward misses
+    (bursts), so the normal model is approximate; taking the min with the lowest draw keeps the rule
+    never laxer than the old one. A larger ``miss_chance`` is cheaper and promises less: the
+    default (:data:`PROMISE_MISS_CHANCE` over :data:`PROMISE_UNSEEN_DRAWS` draws: 10 % over five, q =
+    0.98, t = 3.00 with five draws) is the trade-off docs/design.md §10.10 states. One
+    draw: no spread to estimate, the bound is that draw's share."""
+    if not shares:
+        raise SimulationInputError("no draws to bound the share from")
+    if not 0.0 < miss_chance < 1.0 or unseen_draws < 1:
+        raise SimulationInputError(f"miss chance {miss_chance:g} must be in (0, 1) and unseen draws {unseen_draws} at least 1")
+    x = np.asarray(shares, dtype=float)
+    n, mean, low = int(x.size), float(x.mean()), float(x.min())
+    if n == 1:
+        return ShareBound(bound=low, mean=mean, sd=0.0, n=1, t=None)
+    # scipy.stats costs about a second to import: here, so `bench tune --help` does not pay it.
+    from scipy.stats import t as student_t
+
+    sd = float(x.std(ddof=1))
+    t = float(student_t.ppf(1.0 - miss_chance / unseen_draws, n - 1))
+    return ShareBound(bound=min(low, mean - t * sd * math.sqrt(1.0 + 1.0 / n)), mean=mean, sd=sd, n=n, t=t)
+
+
 @dataclass
 class Candidate:
     knobs: Knobs
     days: list[Summary]
     floor_hours: list[float]
+    miss_chance: float = PROMISE_MISS_CHANCE
+    """What :attr:`share_bound` allows (:func:`unseen_share_bound`); the tuner's own."""
 
     @property
     def hours(self) -> float:
@@ -87,6 +140,11 @@ class Candidate:
     @property
     def share(self) -> float:
         return float(np.mean([d.within_slo_share for d in self.days]))
+
+    @property
+    def share_bound(self) -> ShareBound:
+        """The share predicted for a draw the tuner has not seen (:func:`unseen_share_bound`)."""
+        return unseen_share_bound([d.within_slo_share for d in self.days], self.miss_chance)
 
     @property
     def best_share(self) -> float:
@@ -114,8 +172,10 @@ class Tuner:
 
     def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
                  slo_share: float, on_eval: Callable[[], None] | None = None,
-                 schedule_rate: np.ndarray | None = None) -> None:
+                 schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE) -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
+        self.miss_chance = miss_chance
+        """The chance the share bound leaves that any of PROMISE_UNSEEN_DRAWS unseen draws falls below it."""
         self.schedule_rate = schedule_rate
         """Per-second mean of the training draws (the trace starts at 00:00): what scheduled floors are
         learned from; None: none are tried."""
@@ -127,6 +187,9 @@ class Tuner:
         self.on_eval = on_eval or (lambda: None)
         self.evaluations = 0
         self.skipped: list[str] = []
+        self.train_peak_rps: float | None = None
+        """Busiest minute over the training draws (set by :meth:`search`): what the fixed-peak floor
+        among the ``min_instances`` candidates is sized for."""
 
     def seed_knobs(self) -> Knobs:
         i = self.inputs
@@ -189,16 +252,17 @@ class Tuner:
     def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         if self.plan_for(k) is None:
             return None
-        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days])
+        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
 
     def challenge(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]], incumbent: Candidate) -> Candidate | None:
         """``k`` judged on ``days`` against ``incumbent``, or None as soon as it cannot beat it: while
-        the incumbent keeps the share on every draw, a challenger that misses it on one draw, or whose
-        instance-hours so far already reach the incumbent's mean, loses whatever the other draws say.
-        Draws run in the order of the incumbent's lowest share first, where a miss is likeliest."""
+        the incumbent's share bound keeps the target, a challenger that misses it on one draw (its
+        bound is at most its lowest draw), or whose instance-hours so far already reach the
+        incumbent's mean, loses whatever the other draws say. Draws run in the order of the
+        incumbent's lowest share first, where a miss is likeliest."""
         if self.plan_for(k) is None:
             return None
-        feasible = incumbent.worst_share >= self.slo_share
+        feasible = incumbent.share_bound.bound >= self.slo_share
         order = sorted(range(len(days)), key=lambda j: incumbent.days[j].within_slo_share)
         got: dict[int, Summary] = {}
         for j in order:
@@ -207,21 +271,34 @@ class Tuner:
             if feasible and (s.within_slo_share < self.slo_share
                              or sum(x.instance_hours for x in got.values()) / len(days) >= incumbent.hours - EPS):
                 return None
-        return Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days])
+        return Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
 
     def better(self, a: Candidate, b: Candidate) -> bool:
-        """a beats b: keeps the share where b does not, or both keep it and a is cheaper, or
-        neither does and a's worst day is better."""
-        ok_a, ok_b = a.worst_share >= self.slo_share, b.worst_share >= self.slo_share
+        """a beats b: a's share bound for unseen draws (:func:`unseen_share_bound`) keeps the target
+        where b's does not, or both keep it and a is cheaper, or neither does and a's bound is higher."""
+        bound_a, bound_b = a.share_bound.bound, b.share_bound.bound
+        ok_a, ok_b = bound_a >= self.slo_share, bound_b >= self.slo_share
         if ok_a != ok_b:
             return ok_a
         if ok_a:
             return a.hours < b.hours - EPS
-        return a.worst_share > b.worst_share + EPS
+        return bound_a > bound_b + EPS
+
+    def fixed_peak_instances(self) -> int | None:
+        """The fleet bench simulate's fixed-peak policy (speech.sim.policies) keeps for the training
+        draws: instances_for(their busiest minute, the seed plan's X at the target), at least the seed
+        plan's floor, at most its max; None before :meth:`search` has seen the draws. As a floor it
+        makes "the plan pinned where fixed-peak sits" a candidate, so the search's winner never
+        costs more than a fixed fleet that keeps the share."""
+        if self.train_peak_rps is None:
+            return None
+        s = self.seed_numbers
+        return min(s.max_instances, max(s.min_instances, instances_for(self.train_peak_rps, s.x_target_rps)))
 
     def choices(self, at: Knobs) -> dict[str, list]:
         """Each knob's candidates around ``at`` (the seed formula, None, always among them); the plan
-        refuses the ones outside their bounds."""
+        refuses the ones outside their bounds. ``min_instances``: the seed's, a quarter above the
+        seed plan's, and the fixed-peak fleet (:meth:`fixed_peak_instances`)."""
         h = at.surge_ratio - 1.0
         bound = 1.0 - h
         planning = int(math.ceil(self.seed_numbers.planning_total_s))
@@ -229,7 +306,8 @@ class Tuner:
             "surge_ratio": [r for r in dict.fromkeys((self.inputs.surge_ratio, 1.1, 1.05)) if 1.0 <= r < MAX_SURGE_RATIO],
             "target_share": [None, round(bound, 4), round(0.9 * bound, 4), round(0.8 * bound, 4)],
             "datapoints_to_alarm": list(dict.fromkeys((self.inputs.reaction.datapoints_to_alarm, 1, 2))),
-            "min_instances": list(dict.fromkeys((self.inputs.min_instances, self.seed_numbers.min_instances * 5 // 4 + 1))),
+            "min_instances": [m for m in dict.fromkeys((self.inputs.min_instances, self.seed_numbers.min_instances * 5 // 4 + 1,
+                                                        self.fixed_peak_instances())) if m is not None],
             "scale_in_step_share": [None, 0.05, 0.1, 0.2, 0.3],
             "scale_in_window_s": [None, 60, 120],
             "scale_in_cooldown_s": [None, 600, planning],
@@ -239,6 +317,7 @@ class Tuner:
     def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[Candidate, Candidate]:
         """(seed, winner) on the training ``days`` ((id, arrivals) pairs): coordinate descent from
         the seed, each knob's candidates in turn."""
+        self.train_peak_rps = max(peak_rps(a) for _, a in days) if days else None
         first = self.candidate(self.seed_knobs(), days)
         if first is None:
             raise SimulationInputError("the seed plan inputs are outside their bounds")
@@ -260,8 +339,8 @@ class Tuner:
 REASONS = {
     "surge_ratio": "a lower surge ratio raises the target (Q_max / surge): fewer instances for the same traffic; the "
                    "held-out and spike checks say whether the smaller headroom still absorbs the surges",
-    "target_share": "the scale-out target as a share of Q_max (within the surge rule): the highest that kept the SLO share "
-                    "on every draw",
+    "target_share": "the scale-out target as a share of Q_max (within the surge rule): the highest whose share bound "
+                    "for an unseen draw kept the target",
     "datapoints_to_alarm": "fewer datapoints: the surge step fires sooner, so start-ups begin earlier",
     "min_instances": "a higher floor: the plan's floor let the SLO share slip at the trough or at the opening",
     "scale_in_step_share": "the share of the fleet one scale-in removes: what followed the decline at least cost",

@@ -123,11 +123,24 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
     assert pr.instance_hours_low == pytest.approx(min(hours), abs=1e-3)
     assert pr.instance_hours_high == pytest.approx(max(hours), abs=1e-3)
     assert pr.slo_share == pytest.approx(float(np.mean(shares)), abs=1e-6)
-    if art.seed.slo_share_low is not None and art.seed.slo_share_low >= 0.995:
-        assert min(shares) >= 0.995  # the cheapest whose lowest draw keeps the target, not its mean
-    # the promise in the plan's JSON carries the four keys beside the existing ones
+    # the promise records the bound for unseen draws the plan was chosen by, from these very runs
+    from speech.sim.tune import unseen_share_bound
+
+    bound = unseen_share_bound(shares)
+    assert pr.slo_share_bound == pytest.approx(bound.bound, abs=1e-6) == p.slo_share_bound
+    assert p.slo_share_bound_t == pytest.approx(bound.t, abs=1e-4) and p.slo_share_bound_sd == pytest.approx(bound.sd, abs=1e-6)
+    assert pr.slo_share_bound <= pr.slo_share_low
+    from bench.commands.tune import render
+
+    text = render(art)  # the table prints the bound and how it was made
+    assert f"{p.slo_share_bound:.3%}" in text and f"t {p.slo_share_bound_t:.2f} x sd" in text
+    if art.seed.slo_share_bound is not None and art.seed.slo_share_bound >= 0.995:
+        # the cheapest whose bound keeps the target, not its mean nor merely its lowest draw
+        assert bound.bound >= 0.995 and min(shares) >= 0.995
+    # the promise in the plan's JSON carries the five keys beside the existing ones
     on = json.loads(plan.model_dump_json())["promise"]
-    assert {"slo_share_low", "slo_share_high", "instance_hours_low", "instance_hours_high", "slo_share"} <= set(on)
+    assert {"slo_share_low", "slo_share_high", "slo_share_bound", "instance_hours_low", "instance_hours_high",
+            "slo_share"} <= set(on)
 
 
 def test_five_draws_by_default(capsys):

@@ -391,6 +391,23 @@ def test_promise_is_recorded_and_judged_against_the_slo_share(qmax_ref, ttotal_r
     assert "promise" not in [f.name for f in build_plan(qmax_ref, ttotal_ref, REF_INPUTS).findings]
 
 
+def test_the_promise_carries_its_share_bound_and_old_promises_still_load():
+    """slo_share_bound (bench tune's rule, speech.sim.tune.unseen_share_bound) round-trips through
+    the plan's JSON; a promise written before it has none and loads as it was."""
+    import json
+
+    from speech.schema.config import Promise
+
+    old = {"slo_share": 0.998, "rejected_share": 0.001, "instance_hours": 4800, "cost_vs_floor": 1.6,
+           "trace_sha256": "a" * 64, "seed": 1, "simulator_version": "sim-3", "slo_share_low": 0.997, "slo_share_high": 0.999}
+    before = Promise.model_validate(old)
+    assert before.slo_share_bound is None and "slo_share_bound" not in json.loads(before.model_dump_json())
+    now = Promise.model_validate({**old, "slo_share_bound": 0.9955})
+    assert Promise.model_validate_json(now.model_dump_json()).slo_share_bound == 0.9955
+    with pytest.raises(ValueError):
+        Promise.model_validate({**old, "slo_share_bound": 1.2})
+
+
 def test_unit_sizing_returns_the_rule_and_evidence_with_the_target(qmax_ref, ttotal_ref):
     """One unit's sizing says which rule set the target and what it was computed from; the plan's
     capacity block is capacity_at over the fleet the plan chose."""

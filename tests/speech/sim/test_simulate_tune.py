@@ -7,12 +7,14 @@ from dataclasses import replace
 
 import pytest
 
+from speech.errors import SimulationInputError
 from speech.files import load_artifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
+from speech.sim.fleet import Summary
 from speech.sim.instance import build_instance
 from speech.sim.traces import generate
-from speech.sim.tune import KNOBS, Tuner
+from speech.sim.tune import KNOBS, Candidate, Tuner
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
 
@@ -74,3 +76,73 @@ def test_scheduled_floors_are_learned_from_the_training_draws_only():
     plain = Tuner(q, t, inputs, build_instance(q, t, slo_ms=3000), 0.995)
     assert plain.choices(seed)["scheduled_floors"] == [False]
     assert plain.plan_for(replace(seed, scheduled_floors=True)) is None
+
+
+def test_the_unseen_share_bound_is_a_student_t_prediction_bound():
+    """min(lowest, mean - t_{q, n-1} sd sqrt(1 + 1/n)) with q = 1 - miss / unseen, t from scipy; one
+    draw: that draw's share."""
+    import math
+
+    import numpy as np
+    from scipy.stats import t as student_t
+
+    from speech.sim.tune import unseen_share_bound
+
+    shares = [0.9981, 0.9969, 0.9990, 0.9962, 0.9984]
+    b = unseen_share_bound(shares, miss_chance=0.1, unseen_draws=5)
+    assert b.n == 5 and b.t == pytest.approx(student_t.ppf(0.98, 4)) and b.t == pytest.approx(2.9985, abs=1e-4)
+    assert b.sd == pytest.approx(float(np.std(shares, ddof=1)))
+    assert b.bound == pytest.approx(float(np.mean(shares)) - b.t * b.sd * math.sqrt(1.2))
+    assert b.bound < min(shares)  # the spread, not the lowest draw, sets it here
+    # a wider miss chance is a laxer bound; with no spread the bound is the lowest draw itself
+    assert unseen_share_bound(shares, miss_chance=0.5).bound > b.bound
+    assert unseen_share_bound([0.997, 0.997]).bound == pytest.approx(0.997)
+    one = unseen_share_bound([0.9971])
+    assert one.bound == 0.9971 and one.n == 1 and one.t is None and one.sd == 0.0
+    with pytest.raises(SimulationInputError):
+        unseen_share_bound([])
+
+
+def _summary(share: float, hours: float) -> Summary:
+    return Summary(policy="plan", requests=1e6, within_slo_share=share, rejected_share=0.0, ttfab_p95_ms=1000.0,
+                   ttfab_p99_ms=2000.0, violation_minutes=0, instance_hours=hours, scale_out_actions=0, scale_in_actions=0,
+                   flaps=0, peak_instances=10)
+
+
+def test_a_cheap_candidate_whose_spread_puts_unseen_draws_at_risk_loses_to_a_safer_one(tuner):
+    """Every draw of ``risky`` keeps 99.5 %, but they spread so wide that an unseen draw is predicted
+    below it: the costlier ``safe`` wins; under the old rule (lowest draw >= target) risky did."""
+    seed = tuner.seed_knobs()
+    risky = Candidate(seed, [_summary(s, 10.0) for s in (0.9951, 0.9990, 0.9985, 0.9952, 0.9995)], [8.0] * 5)
+    safe = Candidate(replace(seed, min_instances=seed.min_instances + 1),
+                     [_summary(s, 11.0) for s in (0.9975, 0.9978, 0.9980, 0.9976, 0.9979)], [8.0] * 5)
+    assert risky.worst_share >= 0.995 and risky.hours < safe.hours
+    assert risky.share_bound.bound < 0.995 <= safe.share_bound.bound
+    assert tuner.better(safe, risky) and not tuner.better(risky, safe)
+    # neither keeping it: the higher bound wins, even when its lowest draw is lower
+    wide = Candidate(seed, [_summary(s, 9.0) for s in (0.9900, 0.9990, 0.9995)], [8.0] * 3)
+    tight = Candidate(seed, [_summary(s, 9.5) for s in (0.9930, 0.9932, 0.9934)], [8.0] * 3)
+    assert wide.share_bound.bound < tight.share_bound.bound < 0.995
+    assert tuner.better(tight, wide)
+
+
+def test_the_fixed_peak_fleet_is_a_floor_the_search_tries(tuner):
+    """After the search has seen its draws, min_instances offers exactly the fleet bench simulate's
+    fixed-peak runs for their busiest minute (capped by the plan's max), and the plan pinned there builds."""
+    from speech.sim.peers import FixedPolicy
+    from speech.sim.policies import make_policy
+    from speech.sim.traces import peak_rps
+
+    days = [(1, generate("diurnal:peak=800,hours=1,spikes=1,spike_s=120,seed=1").arrivals),
+            (2, generate("diurnal:peak=800,hours=1,spikes=1,spike_s=120,seed=2").arrivals)]
+    tuner.search(days, passes=1)
+    peak = max(peak_rps(a) for _, a in days)
+    assert tuner.train_peak_rps == pytest.approx(peak)
+    fixed = make_policy("fixed-peak", plan=tuner.seed_plan, qmax=tuner.qmax, model=tuner.model, arrivals=days[0][1],
+                        peak_rps=peak)
+    assert isinstance(fixed, FixedPolicy)
+    n = tuner.fixed_peak_instances()
+    assert n == min(fixed.n, tuner.seed_numbers.max_instances) and n > tuner.seed_numbers.min_instances
+    assert n in tuner.choices(tuner.seed_knobs())["min_instances"]
+    pinned = tuner.plan_for(replace(tuner.seed_knobs(), min_instances=n))
+    assert pinned is not None and pinned.fleet.min_instances == n
