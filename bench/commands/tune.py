@@ -175,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     lengths = {a.size for _, a in train}
     rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 else None
     tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate)
+    tuner.see_training(train)  # the fixed-peak floor is one of the choices: count it in the progress total
     options = tuner.choices(tuner.seed_knobs())
     expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
     progress.set_total(expected)

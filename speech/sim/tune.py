@@ -314,10 +314,15 @@ class Tuner:
             "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
         }
 
+    def see_training(self, days: Sequence[tuple[int, np.ndarray]]) -> None:
+        """Record what the choices read from the training draws (their busiest minute, for the
+        fixed-peak floor); :meth:`search` calls it, a caller sizing a progress bar may call it first."""
+        self.train_peak_rps = max(peak_rps(a) for _, a in days) if days else None
+
     def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[Candidate, Candidate]:
         """(seed, winner) on the training ``days`` ((id, arrivals) pairs): coordinate descent from
         the seed, each knob's candidates in turn."""
-        self.train_peak_rps = max(peak_rps(a) for _, a in days) if days else None
+        self.see_training(days)
         first = self.candidate(self.seed_knobs(), days)
         if first is None:
             raise SimulationInputError("the seed plan inputs are outside their bounds")
