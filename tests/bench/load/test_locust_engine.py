@@ -92,12 +92,50 @@ def test_engine_flags_bad_input_exit_2(tmp_path, capsys, extra, needle):
 
 
 @pytest.mark.slow
+class _Niceness:
+    """Watches this process's Locust children while a run lasts: the last nice value seen of the
+    master and of the workers (psutil: Locust's own dependency)."""
+
+    def __enter__(self):
+        import threading
+
+        import psutil
+
+        self.seen: dict[str, int] = {}
+        self._stop = threading.Event()
+
+        def watch() -> None:
+            me = psutil.Process()
+            while not self._stop.is_set():
+                for child in me.children(recursive=True):
+                    try:
+                        cmd, nice = child.cmdline(), child.nice()
+                    except psutil.Error:
+                        continue
+                    role = "master" if "--master" in cmd else "worker" if "--worker" in cmd else None
+                    if role:
+                        self.seen[role] = nice
+                time.sleep(0.05)
+
+        self._thread = threading.Thread(target=watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def test_replay_on_two_locust_workers_writes_one_artifact_and_locusts_files(tmp_path, capsys):
-    with _stand_in() as s:
+    from bench.load.locust_engine import MASTER_NICE
+
+    with _stand_in() as s, _Niceness() as nice:
         rc = main(["replay", "--trace", "steady:rps=60,duration=6", "--url", s.url, "--engine", "locust", "--workers", "2",
                    "--slo-ms", "500", "--out", str(tmp_path), "--csv", str(tmp_path / "csv"),
                    "--html", str(tmp_path / "replay.html"), "--json"])
     assert rc == 0
+    # The master yields the cores to its workers: its bursts at every report must not delay a send.
+    assert nice.seen["master"] - nice.seen["worker"] == MASTER_NICE > 0
     summary = json.loads(capsys.readouterr().out)
     art = json.loads((tmp_path / "replay-steady.json").read_text())
     assert art["engine"] == "locust" and art["workers"] == 2 and art["dead_workers"] == [] and not art["interrupted"]
