@@ -190,9 +190,14 @@ def _qps_ewma(i: PolicyInputs) -> Policy:
     return QpsEwmaPolicy(i.numbers, throughput_at(levels, i.model.q_max))
 
 
+def fixed_peak_size(numbers: ScalingNumbers, peak_rps: float) -> int:
+    """The fixed-peak fleet: instances for the busiest minute at the plan's X at the target, never
+    below the plan's floor (bench simulate's fixed-peak row; bench tune's fixed-peak floor)."""
+    return max(numbers.min_instances, instances_for(peak_rps, numbers.x_target_rps))
+
+
 def _fixed_peak(i: PolicyInputs) -> Policy:
-    s = i.numbers
-    return FixedPolicy("fixed-peak", max(s.min_instances, instances_for(i.peak_rps, s.x_target_rps)))
+    return FixedPolicy("fixed-peak", fixed_peak_size(i.numbers, i.peak_rps))
 
 
 def _floor(i: PolicyInputs) -> Policy:

@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from speech.errors import SimulationInputError, SpeechError
-from speech.plan.formulas import instances_for
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import MAX_SURGE_RATIO, PlanInputs, ReactionPolicy
@@ -37,7 +36,7 @@ from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.floor import floor_schedule
 from speech.sim.instance import InstanceModel
 from speech.sim.names import PROMISE_MISS_CHANCE, PROMISE_UNSEEN_DRAWS
-from speech.sim.policies import AwsPolicy
+from speech.sim.policies import AwsPolicy, fixed_peak_size
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
 from speech.sim.traces import peak_rps
 
@@ -292,8 +291,7 @@ class Tuner:
         costs more than a fixed fleet that keeps the share."""
         if self.train_peak_rps is None:
             return None
-        s = self.seed_numbers
-        return min(s.max_instances, max(s.min_instances, instances_for(self.train_peak_rps, s.x_target_rps)))
+        return min(self.seed_numbers.max_instances, fixed_peak_size(self.seed_numbers, self.train_peak_rps))
 
     def choices(self, at: Knobs) -> dict[str, list]:
         """Each knob's candidates around ``at`` (the seed formula, None, always among them); the plan
