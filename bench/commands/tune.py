@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from speech.sim.artifact import TuneArtifact, TuneCheck, TunedValue
     from speech.sim.instance import build_instance
     from speech.sim.traces import TraceError, parse_spec, peak_rps
-    from speech.sim.tune import KNOBS, REASONS, SIMULATOR_VERSION, Tuner, describe_plan, perturbations
+    from speech.sim.tune import KNOBS, MAX_PAIR_MOVES, REASONS, SIMULATOR_VERSION, Tuner, describe_plan, perturbations
 
     if not 0 < args.slo_share < 1:
         raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
@@ -177,7 +177,9 @@ def run(args: argparse.Namespace) -> int:
     tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate)
     tuner.see_training(train)  # the fixed-peak floor is one of the choices: count it in the progress total
     options = tuner.choices(tuner.seed_knobs())
-    expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values())) + 2 * (len(hold) + 2)
+    # two passes over the one-knob moves, one pair step (speech.sim.tune.MAX_PAIR_MOVES), the checks: an
+    # estimate, since a challenger stops at the first draw that shows it cannot win
+    expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values()) + MAX_PAIR_MOVES) + 2 * (len(hold) + 2)
     progress.set_total(expected)
     try:
         seed, best = tuner.search(train)

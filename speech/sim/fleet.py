@@ -41,6 +41,10 @@ from speech.sim.scaler import History, Policy, Scaler
 SLO_SHARE = 0.95
 """A minute violates the SLO when fewer than 95 % of its requests got their first audio byte within
 the SLO (its p95 TTFAB, counting a rejected request as never answered, is above the SLO)."""
+SHARE_BLOCKS = 24
+"""Equal runs of whole minutes a run's requests are also counted in (a day's hours): a draw's share
+is the request-weighted mean of its blocks', so the spread of the blocks across draws estimates the
+spread of the share from every block's own draws (speech.sim.tune.unseen_share_bound)."""
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -241,6 +245,11 @@ class Summary:
     """Most instances in service at once."""
     refused_changes: int = 0
     """Capacity changes asked for while the endpoint was Updating (refused by SageMaker)."""
+    block_requests: tuple[float, ...] = ()
+    """Requests in each of :data:`SHARE_BLOCKS` equal runs of whole minutes (a day's hours)."""
+    block_within: tuple[float, ...] = ()
+    """Of those, answered within the SLO: what speech.sim.tune.unseen_share_bound reads a draw's
+    spread from block by block."""
 
 
 def count_flaps(actions: Sequence[Action], window_s: float) -> int:
@@ -255,8 +264,8 @@ def count_flaps(actions: Sequence[Action], window_s: float) -> int:
     return flaps
 
 
-def minute_within_share(run: Run, model: InstanceModel, slo_ms: float) -> np.ndarray:
-    """Per minute: share of requests answered within the SLO (a rejected request never is)."""
+def minute_within(run: Run, model: InstanceModel, slo_ms: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per minute: (requests answered within the SLO, requests); a rejected request never is."""
     at_slo = model.ttfab_cdf_at(slo_ms)
     k = np.floor(run.grid_pos).astype(int)
     frac = run.grid_pos - k
@@ -264,9 +273,19 @@ def minute_within_share(run: Run, model: InstanceModel, slo_ms: float) -> np.nda
     ok = run.admitted * (at_slo[k] * (1 - frac) + at_slo[nxt] * frac)
     minutes = math.ceil(run.arrivals.size / 60)
     idx = np.arange(run.arrivals.size) // 60
-    ok_m = np.bincount(idx, ok, minlength=minutes)
-    all_m = np.bincount(idx, run.arrivals, minlength=minutes)
+    return np.bincount(idx, ok, minlength=minutes), np.bincount(idx, run.arrivals, minlength=minutes)
+
+
+def minute_within_share(run: Run, model: InstanceModel, slo_ms: float) -> np.ndarray:
+    """Per minute: share of requests answered within the SLO (a rejected request never is)."""
+    ok_m, all_m = minute_within(run, model, slo_ms)
     return np.where(all_m > 0, ok_m / np.where(all_m > 0, all_m, 1), 1.0)
+
+
+def block_sums(per_minute: np.ndarray, blocks: int = SHARE_BLOCKS) -> tuple[float, ...]:
+    """``per_minute`` summed over ``blocks`` equal runs of whole minutes (the first ones a minute
+    longer when they do not divide); fewer blocks when there are fewer minutes."""
+    return tuple(float(b.sum()) for b in np.array_split(per_minute, min(blocks, per_minute.size)) if b.size)
 
 
 def minute_p95_ms(run: Run, model: InstanceModel) -> np.ndarray:
@@ -288,7 +307,8 @@ def summarize(run: Run, model: InstanceModel, slo_ms: float, planning_total_s: f
     weights = _grid_weights(run.grid_pos, run.admitted, model.occupancy.size)
     cdf = weights @ model.cdf
     within = float(weights @ model.ttfab_cdf_at(slo_ms))
-    share = minute_within_share(run, model, slo_ms)
+    ok_m, all_m = minute_within(run, model, slo_ms)
+    share = np.where(all_m > 0, ok_m / np.where(all_m > 0, all_m, 1), 1.0)
     return Summary(
         policy=run.policy,
         requests=total,
@@ -303,6 +323,8 @@ def summarize(run: Run, model: InstanceModel, slo_ms: float, planning_total_s: f
         flaps=count_flaps(run.actions, planning_total_s),
         peak_instances=int(run.serving.max()) if run.serving.size else 0,
         refused_changes=len(run.refused),
+        block_requests=block_sums(all_m),
+        block_within=block_sums(ok_m),
     )
 
 

@@ -12,8 +12,10 @@ Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no
   draws of the traffic (``bench tune --draws``): a candidate wins when the share it predicts for
   draws it has NOT seen (:func:`unseen_share_bound`: a one-sided prediction bound from the mean and
   spread of its draws, never above their lowest) keeps the target and it costs fewer mean
-  instance-hours (while nothing keeps the share, the highest bound wins). A challenger stops being
-  simulated at the first draw that shows it cannot win (:meth:`Tuner.challenge`).
+  instance-hours. From an incumbent that misses the target every one-knob move is judged and the
+  cheapest that keeps it taken (none: the highest bound). A challenger stops being simulated at the
+  first draw that shows it cannot win (:meth:`Tuner.challenge`). Where one knob at a time moves
+  nothing, pairs of the moves that were cheaper but missed are tried (:meth:`Tuner.pair_moves`).
 * Checking: the winner and the seed on held-out days and on perturbed days (spikes raised by the
   surge ratio, the day shifted by an hour); the verdict says whether the promise held.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +43,10 @@ from speech.sim.policies import AwsPolicy, fixed_peak_size
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
 from speech.sim.traces import peak_rps
 
+MAX_PAIR_MOVES = 16
+"""Two-knob moves :meth:`Tuner.search` tries at a one-knob local optimum (:meth:`Tuner.pair_moves`),
+cheapest first. Most miss on their first draw, so each costs about one simulated draw; 16 keeps
+``bench tune`` on a 5000 rps day under its 2-minute budget (benchmarks/tune_day.py)."""
 SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
          "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors")
@@ -84,13 +91,44 @@ class ShareBound:
     sd: float
     n: int
     t: float | None
+    sd_draws: float = 0.0
+    """The spread of the draws' shares themselves (sample sd, n - 1)."""
+    sd_blocks: float = 0.0
+    """The spread a draw's share has if its blocks (speech.sim.fleet.SHARE_BLOCKS) vary as they did
+    across the draws (:func:`block_share_sd`); ``sd`` is the larger of the two."""
+
+
+def block_share_sd(requests: Sequence[Sequence[float]], within: Sequence[Sequence[float]]) -> float:
+    """The sd of a draw's share estimated block by block: ``sqrt(sum_b w_b^2 s_b^2)``, where ``s_b``
+    is the sample sd (n - 1) of block b's share across the n draws and ``w_b`` its mean share of
+    the requests. 0 with fewer than two draws or blocks that do not line up.
+
+    Why: with five draws the sd of their shares rests on 4 degrees of freedom; on a day whose flash
+    crowds fall at random hours, five draws can all miss the hours that cost most and show a
+    quarter of the true spread (two-peak: 0.04 points from seeds 1..5, 0.15 over 30 draws). Each of
+    a day's 24 blocks has its own n draws, so the blocks carry 24 x (n - 1) degrees of freedom:
+    a crowd that hurt one block of one training draw counts. Treating the blocks as independent
+    ignores queues carried across a block's edge, which is why the bound takes the larger of this
+    and the draws' own sd."""
+    r, w = np.asarray(requests, dtype=float), np.asarray(within, dtype=float)
+    if r.ndim != 2 or r.shape != w.shape or r.shape[0] < 2 or r.shape[1] == 0:
+        return 0.0
+    share = np.where(r > 0, w / np.where(r > 0, r, 1.0), 1.0)
+    weight = r.mean(axis=0)
+    if weight.sum() <= 0:
+        return 0.0
+    weight = weight / weight.sum()
+    return float(math.sqrt(float(np.sum(weight ** 2 * share.var(axis=0, ddof=1)))))
 
 
 def unseen_share_bound(shares: Sequence[float], miss_chance: float = PROMISE_MISS_CHANCE,
-                       unseen_draws: int = PROMISE_UNSEEN_DRAWS) -> ShareBound:
+                       unseen_draws: int = PROMISE_UNSEEN_DRAWS,
+                       blocks: tuple[Sequence[Sequence[float]], Sequence[Sequence[float]]] | None = None) -> ShareBound:
     """The share a further draw is predicted to keep: ``min(lowest, mean - t_{q, n-1} * sd *
     sqrt(1 + 1/n))`` over the ``n`` draws' SLO shares (fractions), with q = 1 - miss_chance /
-    unseen_draws.
+    unseen_draws. ``sd``: the larger of the shares' own sample sd and, given ``blocks`` (each
+    draw's requests and in-SLO requests per block, speech.sim.fleet.Summary), the sd estimated
+    block by block (:func:`block_share_sd`).
 
     Why: the lowest of n draws is a poor promise for the next ones. Of n + m exchangeable draws the
     lowest is equally likely to be any of them, so with n = m = 5 "lowest training draw >= target"
@@ -115,9 +153,12 @@ def unseen_share_bound(shares: Sequence[float], miss_chance: float = PROMISE_MIS
     # scipy.stats costs about a second to import: here, so `bench tune --help` does not pay it.
     from scipy.stats import t as student_t
 
-    sd = float(x.std(ddof=1))
+    sd_draws = float(x.std(ddof=1))
+    sd_blocks = block_share_sd(*blocks) if blocks is not None else 0.0
+    sd = max(sd_draws, sd_blocks)
     t = float(student_t.ppf(1.0 - miss_chance / unseen_draws, n - 1))
-    return ShareBound(bound=min(low, mean - t * sd * math.sqrt(1.0 + 1.0 / n)), mean=mean, sd=sd, n=n, t=t)
+    return ShareBound(bound=min(low, mean - t * sd * math.sqrt(1.0 + 1.0 / n)), mean=mean, sd=sd, n=n, t=t,
+                      sd_draws=sd_draws, sd_blocks=sd_blocks)
 
 
 @dataclass
@@ -143,7 +184,8 @@ class Candidate:
     @property
     def share_bound(self) -> ShareBound:
         """The share predicted for a draw the tuner has not seen (:func:`unseen_share_bound`)."""
-        return unseen_share_bound([d.within_slo_share for d in self.days], self.miss_chance)
+        return unseen_share_bound([d.within_slo_share for d in self.days], self.miss_chance,
+                                  blocks=([d.block_requests for d in self.days], [d.block_within for d in self.days]))
 
     @property
     def best_share(self) -> float:
@@ -259,18 +301,79 @@ class Tuner:
         bound is at most its lowest draw), or whose instance-hours so far already reach the
         incumbent's mean, loses whatever the other draws say. Draws run in the order of the
         incumbent's lowest share first, where a miss is likeliest."""
+        return self._challenge(k, days, incumbent)[0]
+
+    def _challenge(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]],
+                   incumbent: Candidate) -> tuple[Candidate | None, float | None]:
+        """:meth:`challenge`, and when ``k`` lost only because a draw missed the target while
+        costing less so far: the mean instance-hours of the draws it ran (a near miss, what
+        :meth:`pair_moves` combines); else None."""
         if self.plan_for(k) is None:
-            return None
+            return None, None
         feasible = incumbent.share_bound.bound >= self.slo_share
         order = sorted(range(len(days)), key=lambda j: incumbent.days[j].within_slo_share)
         got: dict[int, Summary] = {}
         for j in order:
             i, a = days[j]
             got[j] = s = self.run(k, i, a)
-            if feasible and (s.within_slo_share < self.slo_share
-                             or sum(x.instance_hours for x in got.values()) / len(days) >= incumbent.hours - EPS):
-                return None
-        return Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
+            mean_so_far = sum(x.instance_hours for x in got.values()) / len(got)
+            if feasible and sum(x.instance_hours for x in got.values()) / len(days) >= incumbent.hours - EPS:
+                return None, None
+            if feasible and s.within_slo_share < self.slo_share:
+                return None, (mean_so_far if mean_so_far < incumbent.hours - EPS else None)
+        got_all = [got[j] for j in range(len(days))]
+        return Candidate(k, got_all, [self.floor_hours(i, a) for i, a in days], self.miss_chance), None
+
+    def cheapest_keeping(self, at: Candidate, days: Sequence[tuple[int, np.ndarray]]) -> Candidate:
+        """From an incumbent whose share bound misses the target: the cheapest one-knob move whose
+        bound keeps it, or ``at`` when none does (the pass then climbs by the highest bound, as
+        before). A move stops being simulated at its first draw below the target, or once it costs
+        more than a move that keeps it.
+
+        Why not the first move that helps: on two-peak days the seed misses, and the first knob in
+        :data:`KNOBS` that keeps the target (a lower surge ratio) costs a third more than a later
+        one (a higher floor). First-improvement descent would settle near the expensive one."""
+        order = sorted(range(len(days)), key=lambda j: at.days[j].within_slo_share)
+        moves = [k for name in KNOBS for v in self.choices(at.knobs)[name]
+                 if v != getattr(at.knobs, name) and self.plan_for(k := replace(at.knobs, **{name: v})) is not None]
+        # screen on the draw where a miss is likeliest, then judge the cheapest there first, so the
+        # first move that keeps the target caps what the rest may cost
+        first = {k: self.run(k, *days[order[0]]) for k in moves}
+        live = sorted((k for k in moves if first[k].within_slo_share >= self.slo_share),
+                      key=lambda k: first[k].instance_hours)
+        best: Candidate | None = None
+        for k in live:
+            cap = math.inf if best is None else best.hours
+            got: dict[int, Summary] = {}
+            for j in order:  # stop at a draw below the target, or once dearer than a move that keeps it
+                got[j] = self.run(k, *days[j])
+                if (got[j].within_slo_share < self.slo_share
+                        or sum(x.instance_hours for x in got.values()) / len(days) >= cap - EPS):
+                    break
+            else:
+                c = Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days],
+                              self.miss_chance)
+                if c.share_bound.bound >= self.slo_share:
+                    best = c
+        return best if best is not None else at
+
+    def pair_moves(self, at: Candidate, near: Sequence[tuple[str, Any, float]],
+                   limit: int = MAX_PAIR_MOVES) -> list[Knobs]:
+        """Two-knob moves from ``at``: every pair of near misses (knob, value, mean instance-hours
+        of the draws it ran) on different knobs, cheapest pair first, at most ``limit``.
+
+        Why: one knob's saving can need another's safety. On a bursty hour a higher floor alone
+        misses the share (the fleet opens larger, so target tracking's first step is larger and the
+        scale-in cooldown holds it there) and so does a shorter scale-in window alone; together they
+        keep it for less than either. Coordinate descent, one knob at a time, never sees that."""
+        pairs = []
+        for x in range(len(near)):
+            for y in range(x + 1, len(near)):
+                (n1, v1, h1), (n2, v2, h2) = near[x], near[y]
+                if n1 != n2:
+                    pairs.append((h1 + h2, replace(at.knobs, **{n1: v1, n2: v2})))
+        pairs.sort(key=lambda p: p[0])
+        return [k for _, k in pairs[:limit]]
 
     def better(self, a: Candidate, b: Candidate) -> bool:
         """a beats b: a's share bound for unseen draws (:func:`unseen_share_bound`) keeps the target
@@ -317,9 +420,12 @@ class Tuner:
         fixed-peak floor); :meth:`search` calls it, a caller sizing a progress bar may call it first."""
         self.train_peak_rps = max(peak_rps(a) for _, a in days) if days else None
 
-    def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[Candidate, Candidate]:
+    def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2,
+               pairs: int = MAX_PAIR_MOVES) -> tuple[Candidate, Candidate]:
         """(seed, winner) on the training ``days`` ((id, arrivals) pairs): coordinate descent from
-        the seed, each knob's candidates in turn."""
+        the seed, each knob's candidates in turn. A pass that starts from an incumbent missing the
+        target first takes :meth:`cheapest_keeping`; a pass that moves nothing then tries up to
+        ``pairs`` two-knob moves of its near misses (:meth:`pair_moves`)."""
         self.see_training(days)
         first = self.candidate(self.seed_knobs(), days)
         if first is None:
@@ -327,11 +433,25 @@ class Tuner:
         seed = best = first
         for _ in range(passes):
             moved = False
+            if best.share_bound.bound < self.slo_share:
+                step = self.cheapest_keeping(best, days)
+                if step is not best:
+                    best, moved = step, True
+            near: list[tuple[str, Any, float]] = []
             for name in KNOBS:
                 for v in self.choices(best.knobs)[name]:
                     if getattr(best.knobs, name) == v:
                         continue
-                    c = self.challenge(replace(best.knobs, **{name: v}), days, best)
+                    c, cheaper_miss = self._challenge(replace(best.knobs, **{name: v}), days, best)
+                    if c is not None and self.better(c, best):
+                        best, moved = c, True
+                    elif cheaper_miss is not None:
+                        near.append((name, v, cheaper_miss))
+            if not moved:
+                # a local optimum one knob at a time: the near misses were all judged against this
+                # incumbent, so their pairs are too
+                for k in self.pair_moves(best, near, pairs):
+                    c = self.challenge(k, days, best)
                     if c is not None and self.better(c, best):
                         best, moved = c, True
             if not moved:

@@ -126,7 +126,7 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
     # the promise records the bound for unseen draws the plan was chosen by, from these very runs
     from speech.sim.tune import unseen_share_bound
 
-    bound = unseen_share_bound(shares)
+    bound = unseen_share_bound(shares, blocks=([r.block_requests for r in runs], [r.block_within for r in runs]))
     assert pr.slo_share_bound == pytest.approx(bound.bound, abs=1e-6) == p.slo_share_bound
     assert p.slo_share_bound_t == pytest.approx(bound.t, abs=1e-4) and p.slo_share_bound_sd == pytest.approx(bound.sd, abs=1e-6)
     assert pr.slo_share_bound <= pr.slo_share_low

@@ -153,6 +153,23 @@ def test_fixed_fleet_conserves_requests(ref):
     assert run.admitted[late].mean() == pytest.approx(3 * model.saturation_rps, rel=0.03)
 
 
+
+def test_the_blocks_add_up_to_the_run(ref):
+    """A summary's 24 blocks hold every request and every in-SLO request of the run, in order: the
+    overloaded second half of a step has the worse blocks."""
+    from speech.sim.fleet import SHARE_BLOCKS, summarize
+
+    q, t = ref
+    model = build_instance(q, t, slo_ms=3000)
+    arrivals = generate("step:base=30,factor=4,at=1500,duration=3000").arrivals
+    s = summarize(run_policy(model, arrivals, FixedPolicy("fixed", 3)), model, 3000, 300)
+    assert len(s.block_requests) == len(s.block_within) == SHARE_BLOCKS
+    assert sum(s.block_requests) == pytest.approx(s.requests)
+    assert sum(s.block_within) == pytest.approx(s.within_slo_share * s.requests, rel=1e-9)
+    share = [w / r for w, r in zip(s.block_within, s.block_requests, strict=True)]
+    assert min(share[:11]) > 0.99 > max(share[13:])
+
+
 # --- traces ------------------------------------------------------------------------------------
 
 
