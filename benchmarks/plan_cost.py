@@ -293,7 +293,11 @@ def main() -> int:
             known = {}
             for seed, a in draws:
                 tu = Tuner(q, t, tt.tuner.inputs, model, SLO_SHARE, schedule_rate=a)
-                known[seed] = tu.numbers_for(replace(tt.best.knobs, scheduled_floors=True))
+                with_floors = replace(tt.best.knobs, scheduled_floors=True)
+                if tu.plan_for(with_floors) is None:
+                    # the tuned floor already covers the whole day (the fixed-peak fleet): schedule above the seed's
+                    with_floors = replace(with_floors, min_instances=tt.tuner.seed_knobs().min_instances)
+                known[seed] = tu.numbers_for(with_floors)
             extra = {KNOWN: known}
         rows = judge(tt, q, model, draws, extra)
         by = {r.label: r for r in rows}

@@ -43,6 +43,10 @@ from speech.sim.policies import AwsPolicy, fixed_peak_size
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
 from speech.sim.traces import peak_rps
 
+SPREAD_TEST_LEVEL = 0.05
+"""When the draws' own sd is below this quantile of what n - 1 degrees of freedom give around the
+block estimate (:func:`block_share_sd`), the share bound takes the block estimate instead: a one-in-
+twenty low spread says the draws missed the rare costly events the blocks saw."""
 MAX_PAIR_MOVES = 16
 """Two-knob moves :meth:`Tuner.search` tries at a one-knob local optimum (:meth:`Tuner.pair_moves`),
 cheapest first. Most miss on their first draw, so each costs about one simulated draw; 16 keeps
@@ -95,7 +99,8 @@ class ShareBound:
     """The spread of the draws' shares themselves (sample sd, n - 1)."""
     sd_blocks: float = 0.0
     """The spread a draw's share has if its blocks (speech.sim.fleet.SHARE_BLOCKS) vary as they did
-    across the draws (:func:`block_share_sd`); ``sd`` is the larger of the two."""
+    across the draws (:func:`block_share_sd`); ``sd`` is this one when ``sd_draws`` is implausibly
+    small beside it (:data:`SPREAD_TEST_LEVEL`), else ``sd_draws``."""
 
 
 def block_share_sd(requests: Sequence[Sequence[float]], within: Sequence[Sequence[float]]) -> float:
@@ -107,9 +112,11 @@ def block_share_sd(requests: Sequence[Sequence[float]], within: Sequence[Sequenc
     crowds fall at random hours, five draws can all miss the hours that cost most and show a
     quarter of the true spread (two-peak: 0.04 points from seeds 1..5, 0.15 over 30 draws). Each of
     a day's 24 blocks has its own n draws, so the blocks carry 24 x (n - 1) degrees of freedom:
-    a crowd that hurt one block of one training draw counts. Treating the blocks as independent
-    ignores queues carried across a block's edge, which is why the bound takes the larger of this
-    and the draws' own sd."""
+    a crowd that hurt one block of one training draw counts. It assumes the blocks independent: on
+    a superposed trace a burst that one draw has in one block another has in the next (the same
+    copies, shifted), so the blocks co-vary negatively and this overstates the spread (azure-code:
+    0.110 points against 0.069 over 40 draws; the draws' own 0.083). Hence
+    :func:`unseen_share_bound` takes it only when the draws' own sd is implausibly small beside it."""
     r, w = np.asarray(requests, dtype=float), np.asarray(within, dtype=float)
     if r.ndim != 2 or r.shape != w.shape or r.shape[0] < 2 or r.shape[1] == 0:
         return 0.0
@@ -126,9 +133,10 @@ def unseen_share_bound(shares: Sequence[float], miss_chance: float = PROMISE_MIS
                        blocks: tuple[Sequence[Sequence[float]], Sequence[Sequence[float]]] | None = None) -> ShareBound:
     """The share a further draw is predicted to keep: ``min(lowest, mean - t_{q, n-1} * sd *
     sqrt(1 + 1/n))`` over the ``n`` draws' SLO shares (fractions), with q = 1 - miss_chance /
-    unseen_draws. ``sd``: the larger of the shares' own sample sd and, given ``blocks`` (each
-    draw's requests and in-SLO requests per block, speech.sim.fleet.Summary), the sd estimated
-    block by block (:func:`block_share_sd`).
+    unseen_draws. ``sd``: the shares' own sample sd; given ``blocks`` (each draw's requests and
+    in-SLO requests per block, speech.sim.fleet.Summary), the sd estimated block by block
+    (:func:`block_share_sd`) instead when the shares' is below the :data:`SPREAD_TEST_LEVEL`
+    quantile of s / sigma around it (n = 5: under 0.42 of it).
 
     Why: the lowest of n draws is a poor promise for the next ones. Of n + m exchangeable draws the
     lowest is equally likely to be any of them, so with n = m = 5 "lowest training draw >= target"
@@ -151,11 +159,16 @@ def unseen_share_bound(shares: Sequence[float], miss_chance: float = PROMISE_MIS
     if n == 1:
         return ShareBound(bound=low, mean=mean, sd=0.0, n=1, t=None)
     # scipy.stats costs about a second to import: here, so `bench tune --help` does not pay it.
+    from scipy.stats import chi2
     from scipy.stats import t as student_t
 
     sd_draws = float(x.std(ddof=1))
     sd_blocks = block_share_sd(*blocks) if blocks is not None else 0.0
-    sd = max(sd_draws, sd_blocks)
+    # the draws' own spread, unless it is implausibly small beside the blocks' (below the
+    # SPREAD_TEST_LEVEL quantile of s / sigma with n - 1 degrees of freedom): the draws then missed
+    # what the blocks saw
+    implausible = sd_draws < math.sqrt(float(chi2.ppf(SPREAD_TEST_LEVEL, n - 1)) / (n - 1)) * sd_blocks
+    sd = sd_blocks if implausible else sd_draws
     t = float(student_t.ppf(1.0 - miss_chance / unseen_draws, n - 1))
     return ShareBound(bound=min(low, mean - t * sd * math.sqrt(1.0 + 1.0 / n)), mean=mean, sd=sd, n=n, t=t,
                       sd_draws=sd_draws, sd_blocks=sd_blocks)

@@ -135,6 +135,11 @@ def test_the_block_sd_sees_the_spread_five_lucky_draws_hide():
     g = int(np.argmin(by_days / by_blocks))  # the luckiest five: their shares barely spread
     b = unseen_share_bound(day[g].tolist(), blocks=(requests[g].tolist(), (share[g] * requests[g]).tolist()))
     assert b.sd == b.sd_blocks > b.sd_draws and b.bound < unseen_share_bound(day[g].tolist()).bound
+    # a spread the blocks make plausible stands, even below theirs: blocks that co-vary (a superposed
+    # trace's bursts move between neighbours) overstate it
+    ok = int(np.argmin(np.abs(by_days / by_blocks - 0.7)))
+    b = unseen_share_bound(day[ok].tolist(), blocks=(requests[ok].tolist(), (share[ok] * requests[ok]).tolist()))
+    assert b.sd_draws < b.sd_blocks and b.sd == b.sd_draws
     # no spread in any block: nothing added
     flat = np.broadcast_to(req, (n, blocks))
     assert block_share_sd(flat, 0.999 * flat) == pytest.approx(0.0, abs=1e-12)
