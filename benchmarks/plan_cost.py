@@ -6,7 +6,8 @@
 For each trace: the seed plan (bench plan's formulas, planned from the first training draw's
 busiest and quietest minute), the plan tuned by ``speech.sim.tune`` on the training draws (the
 share bound for an unseen draw, speech.sim.tune.unseen_share_bound, must keep the target: ``bench
-tune --draws``), the other policies of ``bench simulate`` (reference, pressure, qps-ewma, kpa, fixed-peak) and the two clairvoyant rows:
+tune --draws``), the other policies of ``bench simulate`` (reference, pressure, qps-ewma, kpa, fixed-peak: a fleet
+sized for the training draws' busiest minute, what can be deployed from traffic seen) and the two clairvoyant rows:
 perfect-forecast (the plan's mechanics with the future known) and the floor (no start-up, one change
 a minute, the share over the whole trace). Every policy runs on ``--unseen`` draws the tuner did not
 see (the next seeds); per policy: SLO share mean and lowest over the draws, rejected share,
@@ -237,7 +238,11 @@ def judge(tt: TunedTrace, q, model, draws: list[tuple[int, np.ndarray]], extra: 
                 ("tuned plan", AwsPolicy(tt.tuned_numbers, model.cloudwatch_ratio, model.q_max, name="tuned plan"))]
         for label, by_seed in (extra or {}).items():
             pols.append((label, AwsPolicy(by_seed[seed], model.cloudwatch_ratio, model.q_max, name=label)))
-        pols += [(p, make_policy(p, plan=plan, qmax=q, model=model, arrivals=a, peak_rps=peak_rps(a), slo_share=SLO_SHARE))
+        # fixed-peak is sized for the busiest minute of the training draws: what a team can deploy from the
+        # traffic it has seen (sized for an unseen draw's own busiest minute it would know that draw's crowds)
+        seen_peak = tt.tuner.train_peak_rps if tt.tuner.train_peak_rps is not None else peak_rps(a)
+        pols += [(p, make_policy(p, plan=plan, qmax=q, model=model, arrivals=a, slo_share=SLO_SHARE,
+                                 peak_rps=seen_peak if p == "fixed-peak" else peak_rps(a)))
                  for p in OTHERS]
         pols += [("perfect-forecast", PerfectForecastPolicy(f.per_second, startup_s=model.startup_s, removal_updating_s=60.0,
                                                             tick_s=s.metric_period_s, min_instances=s.min_instances,

@@ -41,7 +41,9 @@ Judges every candidate on --draws independent draws of the traffic (generator se
 superposition seeds of a file trace) and keeps the cheapest whose share BOUND for draws it has not
 seen keeps --slo-share: min(lowest share, mean - t * sd * sqrt(1 + 1/n)) over the n draws, t the
 Student-t quantile that leaves at most a {PROMISE_MISS_CHANCE:.0%} chance that any of
-{PROMISE_UNSEEN_DRAWS} further draws falls below it (one draw: its share). Checks the winner on
+{PROMISE_UNSEEN_DRAWS} further draws falls below it (one draw: its share; sd: the draws' own, or,
+when that is implausibly small, the spread their 24 blocks show). From a seed that misses, the
+cheapest one-knob move that keeps it; where no single knob helps, pairs of two. Checks the winner on
 --holdout-days other draws, on the first draw with its spikes raised by the surge ratio, and
 shifted by an hour. Writes the tuned plan (plan-<model>-tuned.json: the tuned plan inputs, their
 reasons and the promise in inputs.promise: simulated SLO share and instance-hours as the mean over
