@@ -389,7 +389,10 @@ def hot_load(args: argparse.Namespace, plan: PlanArtifact, model, trace: Trace, 
         runs = [run_copies(model, trace.arrivals, AwsPolicy(s, model.cloudwatch_ratio, model.q_max), fleet, mode)
                 for mode in ("instance-only", "hot-load")]  # the plot: one copy per instance vs hot loading
         written.append(plot_hot_load(runs, args.out / f"hotload-{plan.model}-{safe}.png", trace.spec))
+    def totals(summary) -> dict:  # the per-block counts are the tuner's evidence, not a result
+        return {k: v for k, v in asdict(summary).items() if not k.startswith("block_")}
+
     return {"copies_fit": fit, "t_copy_s": copy.t_copy_s, "startup_s": model.startup_s,
-            "results": [{**asdict(r.summary), "peak_copies": r.peak_copies, "first_added_serving_s": r.first_added_serving_s,
+            "results": [{**totals(r.summary), "peak_copies": r.peak_copies, "first_added_serving_s": r.first_added_serving_s,
                          "hot_loaded": r.hot_loaded, "new_instances": r.new_instances} for r in rows],
             "table": "\n".join([head, "", render_table(rows), "", foot])}
