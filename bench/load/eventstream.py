@@ -26,9 +26,10 @@ import binascii
 import json
 import struct
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
+
+from bench.load.outcome import REJECT_CODES, Outcome
 
 EVENTSTREAM_TYPE = "application/vnd.amazon.eventstream"
 PATH = "/endpoints/{name}/invocations-response-stream"
@@ -59,21 +60,6 @@ def payload_part(data: bytes) -> bytes:
 def model_stream_error(code: str, message: str) -> bytes:
     return encode_event({":exception-type": "ModelStreamError", ":content-type": "application/json",
                          ":message-type": "exception"}, json.dumps({"Message": message, "ErrorCode": code}).encode())
-
-
-@dataclass
-class StreamResult:
-    start: float
-    """perf_counter() just before the request was sent."""
-    end: float
-    ttfab_s: float | None = None
-    ok: bool = False
-    rejected: bool = False
-    error: str | None = None
-    nbytes: int = 0
-
-
-REJECT_CODES = frozenset({"queue_saturated", "shed_deadline", "draining"})
 
 
 def error_code_of(status: int, body: bytes) -> tuple[str, bool]:
@@ -145,14 +131,14 @@ class SageMakerStream:
         SigV4Auth(self._credentials.get_frozen_credentials(), SIGNING_NAME, self.region).add_auth(req)
         return dict(req.headers.items())
 
-    def invoke(self, body: bytes) -> StreamResult:
+    def invoke(self, body: bytes) -> Outcome:
         from botocore.eventstream import EventStreamBuffer, ParserError
 
         from bench.load.gsocket import finish, read_some
 
         headers = self.signed_headers(body)
         start = time.perf_counter()
-        out = StreamResult(start=start, end=start)
+        out = Outcome(start=start, end=start)
         resp = None
         try:
             resp = self.http.request("POST", self.path, body=body, headers=headers)

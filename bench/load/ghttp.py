@@ -11,8 +11,8 @@ import json
 import time
 from urllib.parse import urlsplit
 
-from bench.load.eventstream import REJECT_CODES, StreamResult
 from bench.load.gsocket import finish, read_some, warm_resolver
+from bench.load.outcome import REJECT_CODES, Outcome
 
 
 class HttpStream:
@@ -29,9 +29,9 @@ class HttpStream:
                                connection_timeout=10.0, network_timeout=timeout_s)
         warm_resolver(u.hostname, u.port or (443 if u.scheme == "https" else 80))
 
-    def invoke(self, body: bytes) -> StreamResult:
+    def invoke(self, body: bytes) -> Outcome:
         start = time.perf_counter()
-        out = StreamResult(start=start, end=start)
+        out = Outcome(start=start, end=start)
         resp = None
         try:
             resp = self.http.request("POST", self.path, body=body, headers={"Content-Type": "application/json"})

@@ -13,34 +13,16 @@ import hashlib
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bench.aws import client as aws
 from bench.errors import TargetError, UsageError
 from bench.load.http1 import ArrivalReader, Connection, HttpProtocolError, RawHttpClient
+from bench.load.outcome import REJECT_CODES, Outcome
 from speech.schema.artifacts import Fingerprint
 
 if TYPE_CHECKING:
     import ssl
-
-REJECT_CODES = {"queue_saturated", "shed_deadline", "draining"}
-
-
-@dataclass
-class Outcome:
-    start: float
-    """perf_counter() just before the request was sent."""
-    end: float
-    ttfab_s: float | None = None
-    ok: bool = False
-    rejected: bool = False
-    error: str | None = None
-    nbytes: int = 0
-    first_chunk: bytes = b""
-    """First bytes of the body (a synthetic server's send stamp lives there)."""
-    first_at_mono: float | None = None
-    """time.monotonic() when the first byte arrived, to compare with a server's stamp."""
 
 
 class Target(Protocol):
