@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+    from speech.schema.config import PlanInputs
     from speech.sim.instance import InstanceModel
     from speech.sim.scaler import ScalingNumbers
     from speech.sim.tune import Candidate, Tuner
@@ -155,6 +156,18 @@ class TunedTrace:
         return self.tuner.numbers_for(self.best.knobs)
 
 
+def seed_inputs(first: np.ndarray) -> PlanInputs:
+    """The seed plan's inputs from a draw: its busiest minute as the peak, its quietest as the trough."""
+    import numpy as np
+
+    from speech.schema.config import PlanInputs
+    from speech.sim.traces import peak_rps
+
+    c = np.concatenate([[0.0], np.cumsum(first)])
+    trough = round(max(float(((c[60:] - c[:-60]) / 60).min()), 1e-3), 3)
+    return PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
+
+
 def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceModel, train_days: int = 5,
                miss_chance: float | None = None) -> TunedTrace:
     """The seed plan from the first training draw's busiest and quietest minute, tuned on the
@@ -162,8 +175,6 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
     speech.sim.tune.unseen_share_bound, must keep the target); the test day is the next seed."""
     import numpy as np
 
-    from speech.schema.config import PlanInputs
-    from speech.sim.traces import peak_rps
     from speech.sim.tune import Tuner
 
     spec = TRACES[name]
@@ -171,9 +182,7 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
     train = [(i, day(spec, 1 + i)) for i in range(1 if name == "week" else train_days)]
     test = day(spec, 1 + len(train))
     first = train[0][1]
-    c = np.concatenate([[0.0], np.cumsum(first)])
-    trough = round(max(float(((c[60:] - c[:-60]) / 60).min()), 1e-3), 3)
-    inputs = PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
+    inputs = seed_inputs(first)
     from speech.sim.names import PROMISE_MISS_CHANCE
 
     # Scheduled floors are learned from the training draws' mean rate, as bench tune does; not on the week:

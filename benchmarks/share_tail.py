@@ -56,8 +56,6 @@ def main() -> int:
     import numpy as np
     import plan_cost as pc
 
-    from speech.schema.config import PlanInputs
-    from speech.sim.traces import peak_rps
     from speech.sim.tune import Tuner, block_share_sd
 
     if args.trace not in pc.TRACES:
@@ -67,11 +65,7 @@ def main() -> int:
     seeds = list(range(int(lo), int(hi) + 1))
     q, t, model = pc.reference_model()
     spec = pc.TRACES[args.trace]
-    first = pc.day(spec, 1)
-    c = np.concatenate([[0.0], np.cumsum(first)])
-    trough = round(max(float(((c[60:] - c[:-60]) / 60).min()), 1e-3), 3)
-    tuner = Tuner(q, t, PlanInputs(slo_ms=pc.SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough), model,
-                  pc.SLO_SHARE)
+    tuner = Tuner(q, t, pc.seed_inputs(pc.day(spec, 1)), model, pc.SLO_SHARE)
     t0 = time.monotonic()
     days = [(s, pc.day(spec, s)) for s in seeds]
     print(f"{spec}: draws {seeds[0]}..{seeds[-1]}, target {100 * pc.SLO_SHARE:.1f} %\n")

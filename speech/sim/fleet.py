@@ -278,14 +278,18 @@ def minute_within(run: Run, model: InstanceModel, slo_ms: float) -> tuple[np.nda
 
 def minute_within_share(run: Run, model: InstanceModel, slo_ms: float) -> np.ndarray:
     """Per minute: share of requests answered within the SLO (a rejected request never is)."""
-    ok_m, all_m = minute_within(run, model, slo_ms)
-    return np.where(all_m > 0, ok_m / np.where(all_m > 0, all_m, 1), 1.0)
+    return _shares(*minute_within(run, model, slo_ms))
+
+
+def _shares(ok: np.ndarray, all_: np.ndarray) -> np.ndarray:
+    """ok / all where there were requests, 1 where there were none."""
+    return np.where(all_ > 0, ok / np.where(all_ > 0, all_, 1), 1.0)
 
 
 def block_sums(per_minute: np.ndarray, blocks: int = SHARE_BLOCKS) -> tuple[float, ...]:
     """``per_minute`` summed over ``blocks`` equal runs of whole minutes (the first ones a minute
     longer when they do not divide); fewer blocks when there are fewer minutes."""
-    return tuple(float(b.sum()) for b in np.array_split(per_minute, min(blocks, per_minute.size)) if b.size)
+    return tuple(float(b.sum()) for b in np.array_split(per_minute, max(1, min(blocks, per_minute.size))) if b.size)
 
 
 def minute_p95_ms(run: Run, model: InstanceModel) -> np.ndarray:
@@ -308,7 +312,7 @@ def summarize(run: Run, model: InstanceModel, slo_ms: float, planning_total_s: f
     cdf = weights @ model.cdf
     within = float(weights @ model.ttfab_cdf_at(slo_ms))
     ok_m, all_m = minute_within(run, model, slo_ms)
-    share = np.where(all_m > 0, ok_m / np.where(all_m > 0, all_m, 1), 1.0)
+    share = _shares(ok_m, all_m)
     return Summary(
         policy=run.policy,
         requests=total,

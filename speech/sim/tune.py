@@ -22,6 +22,7 @@ Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -325,15 +326,22 @@ class Tuner:
             return None, None
         feasible = incumbent.share_bound.bound >= self.slo_share
         order = sorted(range(len(days)), key=lambda j: incumbent.days[j].within_slo_share)
+        return self._judge(k, days, order, incumbent.hours if feasible else math.inf, stop_on_miss=feasible)
+
+    def _judge(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]], order: Sequence[int], cap_hours: float,
+               *, stop_on_miss: bool) -> tuple[Candidate | None, float | None]:
+        """``k`` on ``days`` in ``order``: the candidate, or (None, None) once its instance-hours so
+        far reach ``cap_hours`` (it can no longer be cheaper), or with ``stop_on_miss`` (None, the mean
+        hours of the draws it ran) at its first draw below the target while it still cost less (a
+        near miss; None instead of the mean when it did not)."""
         got: dict[int, Summary] = {}
         for j in order:
-            i, a = days[j]
-            got[j] = s = self.run(k, i, a)
-            mean_so_far = sum(x.instance_hours for x in got.values()) / len(got)
-            if feasible and sum(x.instance_hours for x in got.values()) / len(days) >= incumbent.hours - EPS:
+            got[j] = s = self.run(k, *days[j])
+            if sum(x.instance_hours for x in got.values()) / len(days) >= cap_hours - EPS:
                 return None, None
-            if feasible and s.within_slo_share < self.slo_share:
-                return None, (mean_so_far if mean_so_far < incumbent.hours - EPS else None)
+            if stop_on_miss and s.within_slo_share < self.slo_share:
+                mean_so_far = sum(x.instance_hours for x in got.values()) / len(got)
+                return None, (mean_so_far if mean_so_far < cap_hours - EPS else None)
         got_all = [got[j] for j in range(len(days))]
         return Candidate(k, got_all, [self.floor_hours(i, a) for i, a in days], self.miss_chance), None
 
@@ -355,19 +363,10 @@ class Tuner:
         live = sorted((k for k in moves if first[k].within_slo_share >= self.slo_share),
                       key=lambda k: first[k].instance_hours)
         best: Candidate | None = None
-        for k in live:
-            cap = math.inf if best is None else best.hours
-            got: dict[int, Summary] = {}
-            for j in order:  # stop at a draw below the target, or once dearer than a move that keeps it
-                got[j] = self.run(k, *days[j])
-                if (got[j].within_slo_share < self.slo_share
-                        or sum(x.instance_hours for x in got.values()) / len(days) >= cap - EPS):
-                    break
-            else:
-                c = Candidate(k, [got[j] for j in range(len(days))], [self.floor_hours(i, a) for i, a in days],
-                              self.miss_chance)
-                if c.share_bound.bound >= self.slo_share:
-                    best = c
+        for k in live:  # stop at a draw below the target, or once dearer than a move that keeps it
+            c, _ = self._judge(k, days, order, math.inf if best is None else best.hours, stop_on_miss=True)
+            if c is not None and c.share_bound.bound >= self.slo_share:
+                best = c
         return best if best is not None else at
 
     def pair_moves(self, at: Candidate, near: Sequence[tuple[str, Any, float]],
@@ -379,13 +378,9 @@ class Tuner:
         additive. On azure-conv:peak=500 a floor of 21 alone and a 60 s scale-in window alone each
         cost less than the seed and miss the target; together they keep it at 1.22x the floor, where
         the seed costs 1.31x. Coordinate descent, one knob at a time, never sees that."""
-        pairs = []
-        for x in range(len(near)):
-            for y in range(x + 1, len(near)):
-                (n1, v1, h1), (n2, v2, h2) = near[x], near[y]
-                if n1 != n2:
-                    pairs.append((h1 + h2, replace(at.knobs, **{n1: v1, n2: v2})))
-        pairs.sort(key=lambda p: p[0])
+        pairs = sorted(((h1 + h2, replace(at.knobs, **{n1: v1, n2: v2}))
+                        for (n1, v1, h1), (n2, v2, h2) in itertools.combinations(near, 2) if n1 != n2),
+                       key=lambda p: p[0])
         return [k for _, k in pairs[:limit]]
 
     def better(self, a: Candidate, b: Candidate) -> bool:
