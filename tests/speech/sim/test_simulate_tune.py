@@ -15,9 +15,9 @@ from speech.sim.fleet import Summary
 from speech.sim.instance import build_instance
 from speech.sim.traces import generate
 from speech.sim.tune import KNOBS, Candidate, Tuner
-from tests.conftest import QMAX_REF, TTOTAL_REF
+from tests.conftest import QMAX_REF, ROOT, TTOTAL_REF
 
-ROOT_TRACES = __import__("pathlib").Path(__file__).resolve().parents[3] / "data" / "traces"
+ROOT_TRACES = ROOT / "data" / "traces"
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,8 @@ def _summary(share: float, hours: float) -> Summary:
 def test_the_block_sd_sees_the_spread_five_lucky_draws_hide():
     """Days of 24 blocks, each block a little worse with a small chance (a crowd at a bad hour).
     Over many groups of five draws the block estimate's mean is near the true sd of a day's share
-    and it is far less often far below it than the five shares' own sd; the bound takes the larger."""
+    and it is less often far below it than the five shares' own sd; the bound takes it when the
+    draws' own is implausibly small beside it."""
     import numpy as np
 
     from speech.sim.tune import block_share_sd, unseen_share_bound
