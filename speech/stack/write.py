@@ -140,10 +140,32 @@ def stack_lock(path: Path, *, wait_s: float | None = None, poll_s: float = 0.1):
         os.close(fd)  # releases the lock
 
 
+def _mapping_at(path: Path, parent: dict[str, Any], key: str, where: str, *, create: bool) -> dict[str, Any] | None:
+    """``parent[key]`` when it is a mapping; an empty or missing value is None (or a new empty
+    mapping, set in ``parent``, when ``create``); any other value is refused by its key path, so a
+    hand-edited stack file is an error to fix, never a traceback or a silent overwrite."""
+    value = parent.get(key)
+    if value is None or value == "":
+        if not create:
+            return None
+        value = parent[key] = {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: {where}: expected a mapping, found {type(value).__name__} {str(value)[:40]!r}; "
+                          "fix the file (or remove the key) and re-run (nothing was written)")
+    return value
+
+
+def stack_models(path: Path, data: dict[str, Any], *, create: bool = False) -> dict[str, Any] | None:
+    """``config.speech-endpoints:models`` of parsed stack ``data`` (see :func:`_mapping_at`)."""
+    config = _mapping_at(path, data, "config", "config", create=create)
+    if config is None:
+        return None
+    return _mapping_at(path, config, MODELS_KEY, f"config.{MODELS_KEY}", create=create)
+
+
 def existing_model_entry(path: Path, model: str) -> dict[str, Any] | None:
-    data = read_stack_file(path)
-    models = (data.get("config") or {}).get(MODELS_KEY) or {}
-    entry = models.get(model)
+    models = stack_models(path, read_stack_file(path)) or {}
+    entry = _mapping_at(path, models, model, f"config.{MODELS_KEY}.{model}", create=False)
     return dict(entry) if entry is not None else None
 
 
@@ -252,17 +274,11 @@ def write_model_entry(path: Path, model: str, entry: ModelConfig, *, refs: dict[
     with stack_lock(path):
         before = _read_text(path)
         data = parse_stack_text(path, before) if before is not None else {}
-        if not data:
-            data = {"config": {}}
-        config = data.setdefault("config", {})
-        if config is None:
-            config = data["config"] = {}
-        models = config.get(MODELS_KEY)
-        if models is None:
-            models = config[MODELS_KEY] = {}
+        models = stack_models(path, data, create=True)
+        assert models is not None  # create=True
         models[model] = entry_config(entry, refs)
         if allow_config_mismatch is not None:
-            config[f"{PROJECT}:allow_config_mismatch"] = allow_config_mismatch
+            data["config"][f"{PROJECT}:allow_config_mismatch"] = allow_config_mismatch
         _write(path, data, before)
     return written
 
@@ -279,11 +295,13 @@ def migrate_stack_file(path: Path) -> list[tuple[str, ArtifactRef, Path | None]]
     with stack_lock(path):
         before = _read_text(path)
         data = parse_stack_text(path, before) if before is not None else {}
-        models = (data.get("config") or {}).get(MODELS_KEY) or {}
+        models = stack_models(path, data) or {}
         changes: list[tuple[str, ArtifactRef, Path | None]] = []
-        for name, entry in models.items():
-            measurements = (entry or {}).get("measurements")
-            if not measurements:
+        for name in list(models):
+            entry = _mapping_at(path, models, name, f"config.{MODELS_KEY}.{name}", create=False)
+            measurements = _mapping_at(path, entry, "measurements", f"config.{MODELS_KEY}.{name}.measurements",
+                                       create=False) if entry is not None else None
+            if not measurements or entry is None:
                 continue
             for kind in ARTIFACT_KINDS:
                 value = measurements.get(kind)
