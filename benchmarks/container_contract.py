@@ -15,9 +15,7 @@ import argparse
 import asyncio
 import io
 import json
-import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,14 +24,13 @@ import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import container_server  # noqa: E402
+
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 J = {"content-type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int | None) -> float | None:
@@ -204,24 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         url, pid = args.url.rstrip("/"), None
         port = httpx.URL(url).port or 80
     else:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "QUEUE_MAX_DEPTH": "2"}
-        proc = subprocess.Popen([sys.executable, "-m", "container", "serve", "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        pid = proc.pid
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                print("server did not become ready", file=sys.stderr)
-                proc.kill()
-                return 1
-            time.sleep(0.2)
+        try:
+            server = container_server.start({"QUEUE_MAX_DEPTH": "2"}, args=())
+        except (RuntimeError, TimeoutError) as err:
+            print(err, file=sys.stderr)
+            return 1
+        proc, url, port, pid = server.proc, server.url, server.port, server.proc.pid
     t = Table()
     try:
         openai_rows(url, t)
@@ -237,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(30)
+            container_server.stop(proc)
     if args.json:
         print(json.dumps(t.rows, indent=2))
     else:

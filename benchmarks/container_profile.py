@@ -23,14 +23,14 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import uvicorn
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.container_throughput import PARAGRAPH, _free_port, run_level  # noqa: E402
+from benchmarks.container_server import free_port, wait_ready  # noqa: E402
+from benchmarks.container_throughput import PARAGRAPH, run_level  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
             calls.append((t, time.monotonic(), threads))
 
     OnnxBackend.infer = timed_infer
-    port = _free_port()
+    port = free_port()
     settings = Settings(backend="onnx", port=port, slo_ms=600000, queue_max_depth=256,
                         metrics_interval_s=3600)
     server = uvicorn.Server(uvicorn.Config(build_app(settings), host="127.0.0.1", port=port,
@@ -114,17 +114,11 @@ def main(argv=None) -> int:
     th = threading.Thread(target=serve, name="server", daemon=True)
     th.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline or not th.is_alive():
-            print("server did not become ready", file=sys.stderr)
-            return 1
-        time.sleep(0.2)
+    try:
+        wait_ready(url, th.is_alive, 180)
+    except (RuntimeError, TimeoutError) as err:
+        print(err, file=sys.stderr)
+        return 1
 
     def client(c: int, n: int, box: list) -> None:
         cpu0 = time.thread_time()

@@ -33,10 +33,7 @@ import json
 import math
 import os
 import platform
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +43,11 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import container_server  # noqa: E402
+
 GOOD_TEXT = ("The soak test keeps the server busy for a long time. "
              "Memory, file descriptors and threads must stay flat while it runs.")
 DESIGNED_503 = {"queue_saturated", "shed_deadline"}
@@ -54,49 +56,15 @@ DESIGNED_503 = {"queue_saturated", "shed_deadline"}
 HOSTILE_ROOM = 2
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(env_extra: dict[str, str], log_dir: Path) -> tuple[subprocess.Popen, str, Path]:
-    port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", METRICS_INTERVAL_S="3600",
-               HOST="127.0.0.1", **env_extra)
-    err = log_dir / f"server-{port}.stderr"
-    with open(log_dir / f"server-{port}.stdout", "w") as out, open(err, "w") as errf:
-        proc = subprocess.Popen([sys.executable, "-m", "container", "serve", "--port", str(port)],
-                                cwd=ROOT, env=env, stdout=out, stderr=errf)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited during startup: {err.read_text()[-2000:]}")
-        try:
-            if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                return proc, url, err
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise TimeoutError("server did not become ready")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def start_server(env_extra: dict[str, str], log_dir: Path) -> container_server.Server:
+    """The server with its stdout and stderr kept in ``log_dir`` (the verdict counts tracebacks in it)."""
+    env = {"HF_HUB_OFFLINE": "1", "METRICS_INTERVAL_S": "3600", "HOST": "127.0.0.1", **env_extra}
+    return container_server.start(env, args=(), log_dir=log_dir, wait_s=240)
 
 
 # ---- process tree ---------------------------------------------------------------------------
 
 def _tree(root: int) -> list[int]:
-    sys.path.insert(0, str(ROOT))
     from container.footprint import process_tree
     return process_tree(root)
 
@@ -516,12 +484,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         q = args.concurrency
         if q is None:
-            proc, url, _ = start_server({**env, "QUEUE_MAX_DEPTH": "64"}, Path(tmp))
+            probe = start_server({**env, "QUEUE_MAX_DEPTH": "64"}, Path(tmp))
             try:
-                q = measure_qmax(url, args.slo_ms, [1, 2, 4, 8])
+                q = measure_qmax(probe.url, args.slo_ms, [1, 2, 4, 8])
             finally:
-                stop_server(proc)
-        proc, url, err = start_server({**env, "QUEUE_MAX_DEPTH": str(q + HOSTILE_ROOM)}, Path(tmp))
+                container_server.stop(probe.proc)
+        server = start_server({**env, "QUEUE_MAX_DEPTH": str(q + HOSTILE_ROOM)}, Path(tmp))
+        proc, url = server.proc, server.url
         try:
             ping = httpx.get(url + "/ping", timeout=10).json()
             print(f"# soak: backend {args.backend}, Q = {q} good clients, gate QUEUE_MAX_DEPTH = {q + HOSTILE_ROOM}, "
@@ -536,8 +505,9 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(soak.run())
             alive = proc.poll() is None
         finally:
-            stop_server(proc)
-        log = err.read_text(errors="replace")
+            container_server.stop(proc)
+        assert server.stderr is not None  # started with a log_dir
+        log = server.stderr.read_text(errors="replace")
         tracebacks = log.count("Traceback")
         table, ok = summary(soak.intervals, args, tracebacks)
         ok = ok and alive

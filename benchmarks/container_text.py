@@ -22,10 +22,7 @@ import json
 import os
 import platform
 import re
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,36 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # First on the path: the text stage is timed on this tree's container package, not an installed one.
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import container_server  # noqa: E402
+
 TEXT = ("Dr. Smith paid $5.50 on 12/01/2025 at 3:30 pm. Visit https://example.com for the "
         "details, or call (555) 123-4567. The U.S. economy grew 3.5% in Jan. 2024, i.e. faster "
         "than the 1,234 analysts expected.")
 
 # The splitter before issue 35 (container/text.py at the time): a regex on sentence punctuation.
 _OLD_SENTENCE = re.compile(r"(?<=[.!?。！？;:])\s+|\n+")
-
-
-def start_server(env_extra: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", SLO_MS="600000",
-               QUEUE_MAX_DEPTH="256", METRICS_INTERVAL_S="3600", **env_extra)
-    proc = subprocess.Popen([sys.executable, "-m", "container", "serve", "--port", str(port),
-                             "--log-level", "warning"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited during startup")
-        try:
-            if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise TimeoutError("server did not become ready")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -198,13 +173,13 @@ def main(argv=None) -> int:
     if args.rounds < 1 or args.requests < 1:
         print("error: --rounds and --requests must be >= 1", file=sys.stderr)
         return 2
-    proc, url = start_server({"BACKEND": args.backend})
+    server = container_server.start({**container_server.QUIET_ENV, "BACKEND": args.backend})
+    url = server.url
     try:
         asyncio.run(_level(url, 1, 1, TEXT, True))  # the connection path and first-request work
         res = bench(url, args.levels, args.rounds, args.requests, TEXT)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        container_server.stop(server.proc)
     long_text = (TEXT + " ") * (4000 // (len(TEXT) + 1) + 1)
     res["text_stage"] = {f"the paragraph ({len(TEXT)} chars)": text_stage_ms(TEXT, 50),
                          f"{len(long_text)} chars": text_stage_ms(long_text, 5)}

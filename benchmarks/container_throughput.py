@@ -22,10 +22,7 @@ import asyncio
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,37 +32,12 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the ceiling loads the backend in this process
     sys.path.insert(0, str(ROOT))
+
+from benchmarks import container_server  # noqa: E402
+
 PARAGRAPH = ("Streaming speech starts playing before the whole text is spoken. "
              "Each sentence is synthesized on its own and sent as soon as it is ready. "
              "The listener hears the first words while the rest is still being computed.")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(env_extra: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", SLO_MS="600000",
-               QUEUE_MAX_DEPTH="256", METRICS_INTERVAL_S="3600", **env_extra)
-    proc = subprocess.Popen([sys.executable, "-m", "container", "serve", "--port", str(port),
-                             "--log-level", "warning"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited during startup")
-        try:
-            if httpx.get(url + "/ping", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise TimeoutError("server did not become ready")
 
 
 async def one_request(client: httpx.AsyncClient, url: str, text: str) -> tuple[float, float, int]:
@@ -116,27 +88,17 @@ def process_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_servers(envs: dict[str, dict[str, str]]) -> dict[str, tuple[subprocess.Popen, str]]:
-    servers = {}
+def start_servers(envs: dict[str, dict[str, str]]) -> dict[str, container_server.Server]:
+    servers: dict[str, container_server.Server] = {}
     try:
         for name, env in envs.items():
-            servers[name] = start_server(env)
-        for _proc, url in servers.values():
-            asyncio.run(run_level(url, 1, 1, PARAGRAPH))  # warm the connection path
+            servers[name] = container_server.start({**container_server.QUIET_ENV, **env})
+        for server in servers.values():
+            asyncio.run(run_level(server.url, 1, 1, PARAGRAPH))  # warm the connection path
     except BaseException:
-        stop_servers(servers)
+        container_server.stop(*(s.proc for s in servers.values()))
         raise
     return servers
-
-
-def stop_servers(servers: dict[str, tuple[subprocess.Popen, str]]) -> None:
-    for proc, _ in servers.values():
-        proc.send_signal(signal.SIGTERM)
-    for proc, _ in servers.values():
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 class RawModel:
@@ -211,10 +173,10 @@ def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str, rounds:
                 out["adjacent_cpu"][-1][c] = raw.audio_s_per_cpu_s
                 best = max(adjacent.values())
                 for name in order:
-                    proc, url = servers[name]
-                    cpu0 = process_cpu_s(proc.pid)
-                    row = asyncio.run(run_level(url, c, n, text))
-                    cpu1 = process_cpu_s(proc.pid)
+                    server = servers[name]
+                    cpu0 = process_cpu_s(server.proc.pid)
+                    row = asyncio.run(run_level(server.url, c, n, text))
+                    cpu1 = process_cpu_s(server.proc.pid)
                     row["server"] = name
                     # Audio per CPU second the server used: unlike audio per wall second, hardly
                     # moved by other processes taking cores, so it shows the server's own overhead.
@@ -226,7 +188,7 @@ def bench(envs: dict[str, dict[str, str]], levels: list[int], text: str, rounds:
                           f"before, {best:.2f}), TTFAB p50 {row['ttfab_p50_ms']:.0f} ms", file=sys.stderr)
         return out
     finally:
-        stop_servers(servers)
+        container_server.stop(*(s.proc for s in servers.values()))
 
 
 def summarize(res: dict, levels: list[int]) -> dict:
