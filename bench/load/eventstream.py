@@ -132,45 +132,36 @@ class SageMakerStream:
         return dict(req.headers.items())
 
     def invoke(self, body: bytes) -> Outcome:
-        from botocore.eventstream import EventStreamBuffer, ParserError
+        from bench.load.gsocket import exchange
 
-        from bench.load.gsocket import finish, read_some
+        return exchange(self.http, self.path, body, self.signed_headers(body), error_code_of, read_events)
 
-        headers = self.signed_headers(body)
-        start = time.perf_counter()
-        out = Outcome(start=start, end=start)
-        resp = None
-        try:
-            resp = self.http.request("POST", self.path, body=body, headers=headers)
-            if resp.status_code != 200:
-                out.error, out.rejected = error_code_of(resp.status_code, resp.read())
-                return out
-            buf = EventStreamBuffer()
-            while data := read_some(resp):
-                arrived = time.perf_counter()
-                buf.add_data(data)
-                for msg in buf:
-                    kind = msg.headers.get(":message-type")
-                    if kind == "event" and msg.headers.get(":event-type") == "PayloadPart" and msg.payload:
-                        if out.ttfab_s is None:
-                            out.ttfab_s = arrived - start
-                        out.nbytes += len(msg.payload)
-                    elif kind in ("exception", "error"):
-                        name = msg.headers.get(":exception-type") or msg.headers.get(":error-code") or "stream_error"
-                        try:
-                            code = str(json.loads(msg.payload).get("ErrorCode") or name)
-                        except (ValueError, AttributeError):
-                            code = str(name)
-                        out.error = code
-            out.ok = out.ttfab_s is not None and out.error is None
-            if out.ttfab_s is None and out.error is None:
-                out.error = "empty_stream"
-        except ParserError as err:
-            out.error = f"eventstream_{err.__class__.__name__}"
-        except Exception as err:  # noqa: BLE001 - socket errors, timeouts, geventhttpclient's parse errors: one request must not end the run
-            out.error = err.__class__.__name__
-        finally:
-            if resp is not None:
-                finish(resp, broken=out.error is not None and not out.rejected)
-            out.end = time.perf_counter()
-        return out
+
+def read_events(resp: Any, out: Outcome) -> None:
+    """The body is an event stream: the first audio byte arrives in the first PayloadPart with a
+    payload; an exception or error event names the error (its ErrorCode when the payload has one).
+    A frame that does not parse is ``eventstream_<ParserError class>``."""
+    from botocore.eventstream import EventStreamBuffer, ParserError
+
+    from bench.load.gsocket import read_some
+
+    buf = EventStreamBuffer()
+    try:
+        while data := read_some(resp):
+            arrived = time.perf_counter()
+            buf.add_data(data)
+            for msg in buf:
+                kind = msg.headers.get(":message-type")
+                if kind == "event" and msg.headers.get(":event-type") == "PayloadPart" and msg.payload:
+                    if out.ttfab_s is None:
+                        out.ttfab_s = arrived - out.start
+                    out.nbytes += len(msg.payload)
+                elif kind in ("exception", "error"):
+                    name = msg.headers.get(":exception-type") or msg.headers.get(":error-code") or "stream_error"
+                    try:
+                        code = str(json.loads(msg.payload).get("ErrorCode") or name)
+                    except (ValueError, AttributeError):
+                        code = str(name)
+                    out.error = code
+    except ParserError as err:
+        out.error = f"eventstream_{err.__class__.__name__}"

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
-from bench.load.gsocket import finish, read_some, warm_resolver
+from bench.load.gsocket import exchange, read_some, warm_resolver
 from bench.load.outcome import REJECT_CODES, Outcome
 
 
@@ -30,30 +31,21 @@ class HttpStream:
         warm_resolver(u.hostname, u.port or (443 if u.scheme == "https" else 80))
 
     def invoke(self, body: bytes) -> Outcome:
-        start = time.perf_counter()
-        out = Outcome(start=start, end=start)
-        resp = None
-        try:
-            resp = self.http.request("POST", self.path, body=body, headers={"Content-Type": "application/json"})
-            if resp.status_code != 200:
-                raw = resp.read()
-                try:
-                    code = str(json.loads(raw).get("error", "")) or f"http_{resp.status_code}"
-                except (ValueError, AttributeError):
-                    code = f"http_{resp.status_code}"
-                out.error, out.rejected = code, resp.status_code == 503 and code in REJECT_CODES
-                return out
-            while data := read_some(resp):
-                if out.ttfab_s is None:
-                    out.ttfab_s = time.perf_counter() - start
-                out.nbytes += len(data)
-            out.ok = out.ttfab_s is not None
-            if not out.ok:
-                out.error = "empty_stream"
-        except Exception as err:  # noqa: BLE001 - socket errors, timeouts, geventhttpclient's parse errors: one request must not end the run
-            out.error = err.__class__.__name__
-        finally:
-            if resp is not None:
-                finish(resp, broken=out.error is not None and not out.rejected)
-            out.end = time.perf_counter()
-        return out
+        return exchange(self.http, self.path, body, {"Content-Type": "application/json"}, container_error, read_audio)
+
+
+def container_error(status: int, raw: bytes) -> tuple[str, bool]:
+    """(the container's error code, or ``http_<status>``; rejected: a 503 with a gate code)."""
+    try:
+        code = str(json.loads(raw).get("error", "")) or f"http_{status}"
+    except (ValueError, AttributeError):
+        code = f"http_{status}"
+    return code, status == 503 and code in REJECT_CODES
+
+
+def read_audio(resp: Any, out: Outcome) -> None:
+    """The body is the audio itself: its first byte is the first audio byte."""
+    while data := read_some(resp):
+        if out.ttfab_s is None:
+            out.ttfab_s = time.perf_counter() - out.start
+        out.nbytes += len(data)
