@@ -20,3 +20,10 @@ class TargetError(BenchError):
 
 class AwsSetupError(BenchError):
     """No AWS region or no credentials: one line, exit 2, before any AWS call."""
+
+
+class WorkerError(BenchError):
+    """A worker process of a parallel run (``--jobs``) died, e.g. killed for memory (exit 1; nothing
+    written)."""
+
+    exit_code = 1

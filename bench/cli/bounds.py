@@ -72,6 +72,7 @@ RANGES: dict[str, Range] = {
     "--train-days": Range(1, 50, "draws", hint="e.g. --train-days 5 (the old name of --draws)"),
     "--draws": Range(1, 50, "draws", hint="e.g. --draws 5"),
     "--holdout-days": Range(1, 30, "days", hint="e.g. --holdout-days 3"),
+    "--jobs": Range(1, 256, "worker processes", hint="e.g. --jobs 4 (default: the cores)"),
     "--peak-rps": Range(0, 100_000, "requests/s", lo_open=True, hint="the busiest-hour rate, e.g. --peak-rps 500"),
     "--trough-rps": POSITIVE_RPS,
     "--slo-ms": SLO,

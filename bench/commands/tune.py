@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
     from speech.sim.artifact import Promise, TuneArtifact
     from speech.sim.tune import Candidate
 
+from bench.cli.parallel import add_jobs_argument, process_map
 from bench.errors import UsageError
 from speech.sim.names import DEFAULT_SLO_SHARE, PROMISE_MISS_CHANCE, PROMISE_UNSEEN_DRAWS
 
@@ -81,6 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
     p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress display (it goes to stderr; -q and --json also turn it off)")
+    add_jobs_argument(p, "the simulated days")
 
 
 def with_options(spec: str, **opts) -> str:
@@ -176,35 +178,39 @@ def run(args: argparse.Namespace) -> int:
 
     lengths = {a.size for _, a in train}
     rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 else None
-    tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate)
-    tuner.see_training(train)  # the fixed-peak floor is one of the choices: count it in the progress total
-    options = tuner.choices(tuner.seed_knobs())
-    # two passes over the one-knob moves, one pair step (speech.sim.tune.MAX_PAIR_MOVES), the checks: an
-    # estimate, since a challenger stops at the first draw that shows it cannot win
-    expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values()) + MAX_PAIR_MOVES) + 2 * (len(hold) + 2)
-    progress.set_total(expected)
-    try:
-        seed, best = tuner.search(train)
-        spike_factor = float(parse_spec(args.trace)[2].get("spike_factor", 1.2))
-        spiked = (_day(with_options(args.trace, spike_factor=spike_factor * args.surge_ratio), args.seed)
-                  if parse_spec(args.trace)[0] == "diurnal" else None)
-        shift = 3600 if first.size >= 4 * 3600 else max(1, first.size // 24)
-        perturbed = perturbations(first, args.surge_ratio, spike_arrivals=spiked, shift_s=shift)
-        checks = []
-        days = [(f"held-out seed {args.seed + args.draws + i}", i_a) for i, i_a in enumerate(hold)]
-        days += [(name, (2000 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
-        bare = replace(best.knobs, scheduled_floors=False) if best.knobs.scheduled_floors else None
-        for name, day in days:
-            s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
-            assert s_c is not None and b_c is not None  # search returns knobs that have a plan
-            n_c = tuner.candidate(bare, [day]) if bare is not None else None
-            checks.append(TuneCheck(day=name, seed_within_slo_share=round(s_c.worst_share, 6),
-                                    seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
-                                    tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share,
-                                    without_floors_within_slo_share=None if n_c is None else round(n_c.worst_share, 6),
-                                    without_floors_instance_hours=None if n_c is None else round(n_c.hours, 3)))
-    finally:
-        progress.close()
+    with process_map(args.jobs) as (pmap, width):
+        tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate, map_fn=pmap, width=width)
+        tuner.see_training(train)  # the fixed-peak floor is one of the choices: count it in the progress total
+        options = tuner.choices(tuner.seed_knobs())
+        # two passes over the one-knob moves, one pair step (speech.sim.tune.MAX_PAIR_MOVES), the checks: an
+        # estimate, since a challenger stops at the first draw that shows it cannot win
+        expected = len(train) * (1 + 2 * sum(len(v) - 1 for v in options.values()) + MAX_PAIR_MOVES) + 2 * (len(hold) + 2)
+        progress.set_total(expected)
+        try:
+            seed, best = tuner.search(train)
+            spike_factor = float(parse_spec(args.trace)[2].get("spike_factor", 1.2))
+            spiked = (_day(with_options(args.trace, spike_factor=spike_factor * args.surge_ratio), args.seed)
+                      if parse_spec(args.trace)[0] == "diurnal" else None)
+            shift = 3600 if first.size >= 4 * 3600 else max(1, first.size // 24)
+            perturbed = perturbations(first, args.surge_ratio, spike_arrivals=spiked, shift_s=shift)
+            checks = []
+            days = [(f"held-out seed {args.seed + args.draws + i}", i_a) for i, i_a in enumerate(hold)]
+            days += [(name, (2000 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
+            bare = replace(best.knobs, scheduled_floors=False) if best.knobs.scheduled_floors else None
+            # every check at once: seed, winner (and without its floors) on every day, and the days' floors
+            tuner.prefetch((k, day) for _, day in days for k in (seed.knobs, best.knobs, bare) if k is not None)
+            tuner.prefetch_floors([day for _, day in days])
+            for name, day in days:
+                s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
+                assert s_c is not None and b_c is not None  # search returns knobs that have a plan
+                n_c = tuner.candidate(bare, [day]) if bare is not None else None
+                checks.append(TuneCheck(day=name, seed_within_slo_share=round(s_c.worst_share, 6),
+                                        seed_instance_hours=round(s_c.hours, 3), tuned_within_slo_share=round(b_c.worst_share, 6),
+                                        tuned_instance_hours=round(b_c.hours, 3), tuned_keeps_share=b_c.worst_share >= args.slo_share,
+                                        without_floors_within_slo_share=None if n_c is None else round(n_c.worst_share, 6),
+                                        without_floors_instance_hours=None if n_c is None else round(n_c.hours, 3)))
+        finally:
+            progress.close()
 
     digest = hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
     sha = "sha256:" + digest

@@ -18,13 +18,19 @@ Pure: traces come in as arrays (a ``day(seed)`` callable makes them), no I/O, no
   nothing, pairs of the moves that were cheaper but missed are tried (:meth:`Tuner.pair_moves`).
 * Checking: the winner and the seed on held-out days and on perturbed days (spikes raised by the
   surge ratio, the day shifted by an hour); the verdict says whether the promise held.
+* Running: every simulated day is a pure function of (instance model, scaling numbers, arrivals)
+  (:func:`simulate_day`). Where the search knows it will need several, it asks for them at once
+  (:meth:`Tuner.prefetch`) through the ``map_fn`` it was given: the builtin ``map`` here, a process
+  pool's map at the CLI (``bench tune --jobs``). With a ``width`` above 1 it also runs a
+  challenger's next draws side by side before knowing it will need them. What the search reads, and
+  so every result and the evaluation count, is the same whatever the map and width.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -58,6 +64,26 @@ KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", 
 """The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
 ``scheduled_floors``: daily floors derived (speech.plan.schedule.derive_schedule) from the
 training draws' mean traffic only, tried on and off. The scale-out cooldown stays as the team set it."""
+
+
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
+"""The builtin ``map``'s shape (and ``Executor.map``'s): a function applied to each item, results in
+the items' order."""
+
+
+def simulate_day(task: tuple[InstanceModel, ScalingNumbers, float, np.ndarray]) -> Summary:
+    """One day of ``arrivals`` under the plan policy of ``numbers`` (model, numbers, SLO ms,
+    arrivals): the unit of work the tuner counts and caches. Module-level, so a process pool can run it."""
+    model, numbers, slo_ms, arrivals = task
+    pol = AwsPolicy(numbers, model.cloudwatch_ratio, model.q_max)
+    run = run_policy(model, arrivals, pol, warm_x_rps=numbers.x_target_rps)
+    return summarize(run, model, slo_ms, numbers.planning_total_s)
+
+
+def floor_day_hours(task: tuple[InstanceModel, np.ndarray, float, float]) -> float:
+    """The floor's instance-hours on one day (model, arrivals, SLO ms, SLO share)."""
+    model, arrivals, slo_ms, slo_share = task
+    return floor_schedule(model, arrivals, slo_ms, slo_share).instance_hours
 
 
 @dataclass(frozen=True)
@@ -227,7 +253,8 @@ class Tuner:
 
     def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
                  slo_share: float, on_eval: Callable[[], None] | None = None,
-                 schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE) -> None:
+                 schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE,
+                 map_fn: Mapper = map, width: int = 1) -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
         self.miss_chance = miss_chance
         """The chance the share bound leaves that any of PROMISE_UNSEEN_DRAWS unseen draws falls below it."""
@@ -240,6 +267,15 @@ class Tuner:
         self._cache: dict[tuple, Summary] = {}
         self._floor: dict[int, float] = {}
         self.on_eval = on_eval or (lambda: None)
+        self.map_fn = map_fn
+        """How batches of days are run (:meth:`prefetch`): ``map``, or a process pool's."""
+        self.width = width
+        """Runs ``map_fn`` makes side by side (its workers). Above 1, a challenger's next ``width``
+        draws are run together (:meth:`_judge`): no later in wall time than one by one, though the
+        challenger may stop before it reads them all."""
+        self.simulated = 0
+        """Days simulated, those run ahead and never read included (``evaluations`` counts the read)."""
+        self._read: set[tuple] = set()
         self.evaluations = 0
         self.skipped: list[str] = []
         self.train_peak_rps: float | None = None
@@ -290,23 +326,45 @@ class Tuner:
     def run(self, k: Knobs, day_id: int, arrivals: np.ndarray) -> Summary:
         key = (k, day_id)
         if key not in self._cache:
-            s = self.numbers_for(k)
-            pol = AwsPolicy(s, self.model.cloudwatch_ratio, self.model.q_max)
-            run = run_policy(self.model, arrivals, pol, warm_x_rps=s.x_target_rps)
-            self._cache[key] = summarize(run, self.model, self.inputs.slo_ms, s.planning_total_s)
+            self._cache[key] = simulate_day((self.model, self.numbers_for(k), self.inputs.slo_ms, arrivals))
+            self.simulated += 1
+        if key not in self._read:
+            self._read.add(key)
             self.evaluations += 1
             self.on_eval()
         return self._cache[key]
 
+    def prefetch(self, wanted: Iterable[tuple[Knobs, tuple[int, np.ndarray]]]) -> None:
+        """Simulate at once, through :attr:`map_fn`, the (knobs, day) runs not yet cached, skipping
+        knobs the plan refuses; :meth:`run` then finds them. Callers ask only for runs the search
+        reads next, so with ``map`` this costs what running them in turn would."""
+        todo: dict[tuple, tuple[InstanceModel, ScalingNumbers, float, np.ndarray]] = {}
+        for k, (day_id, arrivals) in wanted:
+            key = (k, day_id)
+            if key not in self._cache and key not in todo and self.plan_for(k) is not None:
+                todo[key] = (self.model, self.numbers_for(k), self.inputs.slo_ms, arrivals)
+        if len(todo) > 1:  # one run is no faster elsewhere
+            self._cache.update(zip(todo, self.map_fn(simulate_day, list(todo.values())), strict=True))
+            self.simulated += len(todo)
+
     def floor_hours(self, day_id: int, arrivals: np.ndarray) -> float:
         """The floor's instance-hours on this day (its schedule's billed hours: no simulation needed)."""
         if day_id not in self._floor:
-            self._floor[day_id] = floor_schedule(self.model, arrivals, self.inputs.slo_ms, self.slo_share).instance_hours
+            self._floor[day_id] = floor_day_hours((self.model, arrivals, self.inputs.slo_ms, self.slo_share))
         return self._floor[day_id]
+
+    def prefetch_floors(self, days: Sequence[tuple[int, np.ndarray]]) -> None:
+        """:meth:`floor_hours` of every day not yet known, at once through :attr:`map_fn`."""
+        todo = {i: a for i, a in days if i not in self._floor}
+        if len(todo) > 1:
+            hours = self.map_fn(floor_day_hours, [(self.model, a, self.inputs.slo_ms, self.slo_share) for a in todo.values()])
+            self._floor.update(zip(todo, hours, strict=True))
 
     def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         if self.plan_for(k) is None:
             return None
+        self.prefetch((k, d) for d in days)
+        self.prefetch_floors(days)
         return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
 
     def challenge(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]], incumbent: Candidate) -> Candidate | None:
@@ -335,7 +393,9 @@ class Tuner:
         hours of the draws it ran) at its first draw below the target while it still cost less (a
         near miss; None instead of the mean when it did not)."""
         got: dict[int, Summary] = {}
-        for j in order:
+        for i, j in enumerate(order):
+            if self.width > 1:  # the next draws side by side: the stops below may leave some unread
+                self.prefetch((k, days[jj]) for jj in order[i:i + self.width])
             got[j] = s = self.run(k, *days[j])
             if sum(x.instance_hours for x in got.values()) / len(days) >= cap_hours - EPS:
                 return None, None
@@ -344,6 +404,11 @@ class Tuner:
                 return None, (mean_so_far if mean_so_far < cap_hours - EPS else None)
         got_all = [got[j] for j in range(len(days))]
         return Candidate(k, got_all, [self.floor_hours(i, a) for i, a in days], self.miss_chance), None
+
+    def _prefetch_first(self, moves: Sequence[Knobs], days: Sequence[tuple[int, np.ndarray]], at: Candidate) -> None:
+        """Each move on the draw where ``at`` has its lowest share: the first each challenge runs."""
+        lowest = min(range(len(days)), key=lambda j: at.days[j].within_slo_share)
+        self.prefetch((k, days[lowest]) for k in moves)
 
     def cheapest_keeping(self, at: Candidate, days: Sequence[tuple[int, np.ndarray]]) -> Candidate:
         """From an incumbent whose share bound misses the target: the cheapest one-knob move whose
@@ -359,6 +424,7 @@ class Tuner:
                  if v != getattr(at.knobs, name) and self.plan_for(k := replace(at.knobs, **{name: v})) is not None]
         # screen on the draw where a miss is likeliest, then judge the cheapest there first, so the
         # first move that keeps the target caps what the rest may cost
+        self.prefetch((k, days[order[0]]) for k in moves)
         first = {k: self.run(k, *days[order[0]]) for k in moves}
         live = sorted((k for k in moves if first[k].within_slo_share >= self.slo_share),
                       key=lambda k: first[k].instance_hours)
@@ -447,18 +513,23 @@ class Tuner:
                     best, moved = step, True
             near: list[tuple[str, Any, float]] = []
             for name in KNOBS:
-                for v in self.choices(best.knobs)[name]:
-                    if getattr(best.knobs, name) == v:
-                        continue
-                    c, cheaper_miss = self._challenge(replace(best.knobs, **{name: v}), days, best)
+                moves = [replace(best.knobs, **{name: v}) for v in self.choices(best.knobs)[name]
+                         if getattr(best.knobs, name) != v]
+                # every move of this knob is judged on the incumbent's lowest draw first (a new
+                # incumbent within the loop differs only in this knob, so the moves stay the same)
+                self._prefetch_first(moves, days, best)
+                for k in moves:
+                    c, cheaper_miss = self._challenge(k, days, best)
                     if c is not None and self.better(c, best):
                         best, moved = c, True
                     elif cheaper_miss is not None:
-                        near.append((name, v, cheaper_miss))
+                        near.append((name, getattr(k, name), cheaper_miss))
             if not moved:
                 # a local optimum one knob at a time: the near misses were all judged against this
                 # incumbent, so their pairs are too
-                for k in self.pair_moves(best, near, pairs):
+                paired = self.pair_moves(best, near, pairs)
+                self._prefetch_first(paired, days, best)
+                for k in paired:
                     c = self.challenge(k, days, best)
                     if c is not None and self.better(c, best):
                         best, moved = c, True

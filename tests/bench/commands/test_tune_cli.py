@@ -19,7 +19,7 @@ TRACE = "diurnal:peak=600,hours=3,spikes=2,spike_s=120"
 def tuned(tmp_path_factory):
     out = tmp_path_factory.mktemp("tune")
     rc = main(["tune", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--slo-ms", "3000", "--trace", TRACE,
-               "--train-days", "1", "--holdout-days", "1", "--out", str(out), "--no-progress", "--json"])
+               "--train-days", "1", "--holdout-days", "1", "--out", str(out), "--no-progress", "--json", "--jobs", "1"])
     return rc, out
 
 
@@ -69,6 +69,7 @@ def test_tuned_values_stay_inside_their_bounds(tuned):
     (["--draws", "0"], "--draws"),
     (["--trace", "diurnal"], "needs peak"),
     (["--surge-ratio", "2"], "--surge-ratio"),
+    (["--jobs", "0"], "--jobs"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, flags, needle):
     args = ["tune", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--trace", TRACE, "--out", str(tmp_path / "o"),
@@ -141,6 +142,21 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
     on = json.loads(plan.model_dump_json())["promise"]
     assert {"slo_share_low", "slo_share_high", "slo_share_bound", "instance_hours_low", "instance_hours_high",
             "slo_share"} <= set(on)
+
+
+def test_the_artifacts_do_not_depend_on_jobs(tuned, tmp_path):
+    """--jobs 2 (two worker processes, draws run ahead) writes what the fixture's default run wrote,
+    byte for byte but for the creation time."""
+    rc, out = tuned
+    again = main(["tune", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--slo-ms", "3000", "--trace", TRACE,
+                  "--train-days", "1", "--holdout-days", "1", "--out", str(tmp_path), "--no-progress", "--json",
+                  "--jobs", "2"])
+    assert again == rc
+    for name in ("tune-kokoro-82m-diurnal.json", "plan-kokoro-82m-tuned.json"):
+        a, b = (json.loads((d / name).read_text()) for d in (out, tmp_path))
+        for d in (a, b):
+            d.pop("created_at", None)
+        assert a == b, name
 
 
 def test_five_draws_by_default(capsys):

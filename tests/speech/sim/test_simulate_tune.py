@@ -241,3 +241,26 @@ def test_pair_moves_find_a_cheaper_plan_one_knob_at_a_time_cannot_on_a_bursty_ho
     assert paired.hours < 0.95 * alone.hours
     moved = {k for k in KNOBS if getattr(paired.knobs, k) != getattr(alone.knobs, k)}
     assert {"min_instances", "scale_in_window_s"} <= moved
+
+
+def test_a_search_through_a_process_pool_reads_the_same_days_and_finds_the_same_plan():
+    """Days run side by side in real worker processes, two at a time, with challengers' next draws
+    run ahead: what the search reads is what it reads one by one, so the seed, the winner, its
+    runs and the evaluation count are equal; the pool only simulated more (draws read ahead that a
+    challenger stopped before)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    q, t = load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
+    days = _conv_days(3)
+    inputs = PlanInputs(slo_ms=3000, peak_rps=500, trough_rps=270)
+    model = build_instance(q, t, slo_ms=3000)
+    serial = Tuner(q, t, inputs, model, 0.995)
+    seed_1, best_1 = serial.search(days, passes=1)
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        pooled = Tuner(q, t, inputs, model, 0.995, map_fn=pool.map, width=2)
+        seed_2, best_2 = pooled.search(days, passes=1)
+    assert (seed_2.knobs, best_2.knobs) == (seed_1.knobs, best_1.knobs) and best_1.knobs != seed_1.knobs
+    assert best_2.days == best_1.days and best_2.floor_hours == best_1.floor_hours  # the same numbers, not close ones
+    assert pooled.evaluations == serial.evaluations == serial.simulated
+    assert pooled.simulated > pooled.evaluations
