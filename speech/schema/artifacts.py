@@ -58,7 +58,7 @@ def make_slug(instance_type: str, image_digest: str) -> str:
 class Fingerprint(Frozen):
     """What was measured: the instance type and the exact container image."""
 
-    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$|^local(\.[a-z0-9-]+)?$")]
+    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$|^local(\.[a-z0-9-]+)?$")]
     """SageMaker instance type (``ml.g5.xlarge``) or ``local`` / ``local.<host>`` for this machine."""
     image_digest: Annotated[str, Field(pattern=DIGEST_RE.pattern)]
     """``sha256:<64 hex>`` of the image (locally: of the model weights + server code)."""

@@ -64,3 +64,43 @@ def test_every_type_the_project_prices_or_sizes_is_one_sagemaker_hosts():
     hosted = set(aws_enums.PRODUCTION_VARIANT_INSTANCE_TYPES)
     assert set(INSTANCE_SPECS) <= hosted
     assert set(DEFAULT_PRICES_USD_PER_HOUR) <= hosted
+
+
+# Names the service lists whose family has a hyphen (p6-b200, p6e-gb200): a name pattern once refused
+# them before the snapshot was consulted.
+HYPHENATED = [t for t in aws_enums.PRODUCTION_VARIANT_INSTANCE_TYPES if "-" in t]
+
+
+def test_the_snapshot_has_hyphenated_names():
+    assert {"ml.p6-b200.48xlarge", "ml.p6e-gb200.36xlarge"} <= set(HYPHENATED)
+
+
+@pytest.mark.parametrize("itype", aws_enums.PRODUCTION_VARIANT_INSTANCE_TYPES)
+def test_every_listed_instance_type_is_accepted_by_the_model_config(kokoro_entry, itype):
+    from speech.schema.config import ModelConfig
+
+    assert ModelConfig.model_validate({**kokoro_entry, "instance_type": itype}).instance_type == itype
+
+
+@pytest.mark.parametrize("itype", HYPHENATED)
+def test_a_hyphenated_type_is_accepted_in_prices_and_fingerprints(itype):
+    from speech.schema.artifacts import Fingerprint, make_slug
+    from speech.schema.config import Budget
+
+    assert itype in Budget(daily_usd=100.0, prices_usd_per_hour={itype: 1.0}).prices()
+    digest = "sha256:" + "ab" * 32
+    assert Fingerprint(instance_type=itype, image_digest=digest, slug=make_slug(itype, digest)).instance_type == itype
+
+
+@pytest.mark.parametrize("value, near", [("ml.p6-b200.48xlarg", "ml.p6-b200.48xlarge"),
+                                          ("ml.p6e-gb200.36xlarg", "ml.p6e-gb200.36xlarge"),
+                                          ("ml.g5_xlarge", "ml.g5.xlarge")])
+def test_a_name_off_the_list_gets_the_nearest_names_from_the_snapshot(kokoro_entry, value, near):
+    # The snapshot alone decides, and the message names the nearest listed type (not a pattern).
+    import pydantic
+
+    from speech.schema.config import ModelConfig
+
+    with pytest.raises(pydantic.ValidationError) as err:
+        ModelConfig.model_validate({**kokoro_entry, "instance_type": value})
+    assert f"nearest: {near}" in str(err.value) and "pattern" not in str(err.value)
