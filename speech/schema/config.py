@@ -70,7 +70,9 @@ class FloorSchedule(Frozen):
     rendered as Application Auto Scaling scheduled actions, cron in ``timezone``."""
 
     timezone: Annotated[str, Field(min_length=1)] = "UTC"
-    """IANA time zone the ``at`` times are in (Application Auto Scaling's Timezone), e.g. Europe/Berlin."""
+    """IANA time zone the ``at`` times are in (Application Auto Scaling's Timezone), e.g. Europe/Berlin:
+    a canonical name (UTC, or a zone of the tz database, not a link such as US/Eastern; the preview
+    names the canonical zone of a link)."""
     floors: Annotated[list[ScheduledFloor], Field(min_length=2, max_length=48)]
     """At least one raise and one release; at most 48 a day (one each half hour)."""
     trace_sha256: str | None = Field(None, exclude_if=lambda v: v is None)
@@ -81,14 +83,20 @@ class FloorSchedule(Frozen):
     def _iana(cls, v: str) -> str:
         from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+        from speech.schema.timezones import canonical_zone
+
         try:
             ZoneInfo(v)
         except (ZoneInfoNotFoundError, ValueError):
             from zoneinfo import available_timezones
 
-            close = nearest(v, sorted(available_timezones()))
+            close = nearest(v, sorted(z for z in available_timezones() if canonical_zone(z) is None))
             hint = f"nearest: {', '.join(close)}" if close else "use e.g. UTC, Europe/Berlin, America/New_York"
             raise ValueError(f"timezone {v!r} is not an IANA time zone; {hint}") from None
+        canonical = canonical_zone(v)
+        if canonical is not None:
+            raise ValueError(f"timezone {v!r} is an alias (a tz database link) of {canonical!r}; Application Auto "
+                             f"Scaling's scheduled actions take canonical zone names only: use {canonical!r}")
         return v
 
     @field_validator("floors")

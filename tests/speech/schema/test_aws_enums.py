@@ -104,3 +104,25 @@ def test_a_name_off_the_list_gets_the_nearest_names_from_the_snapshot(kokoro_ent
     with pytest.raises(pydantic.ValidationError) as err:
         ModelConfig.model_validate({**kokoro_entry, "instance_type": value})
     assert f"nearest: {near}" in str(err.value) and "pattern" not in str(err.value)
+
+
+@pytest.mark.parametrize("alias, canonical", [("US/Eastern", "America/New_York"), ("Asia/Calcutta", "Asia/Kolkata"),
+                                              ("Europe/Kiev", "Europe/Kyiv")])
+def test_a_time_zone_alias_stops_the_preview_naming_the_canonical_zone(kokoro_entry, write_stack, tmp_path, capsys,
+                                                                        alias, canonical):
+    # zoneinfo opens links as well as zones; PutScheduledAction takes canonical IANA names only, so
+    # an alias would preview cleanly and be refused minutes into `pulumi up`.
+    kokoro_entry["plan"]["schedule"] = {**SCHEDULE, "timezone": alias}
+    write_stack({"kokoro-82m": kokoro_entry}, stack="alias")
+    assert main(["preview", "--stack", "alias", "--stack-dir", str(tmp_path)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ConfigError: speech-endpoints:models.kokoro-82m.plan.schedule.timezone: ")
+    assert f"'{canonical}'" in lines[0] and alias in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Europe/Kyiv", "Etc/GMT+9",
+                                  "Pacific/Tahiti"])
+def test_canonical_time_zones_and_the_documented_default_are_accepted(zone):
+    from speech.schema.config import FloorSchedule
+
+    assert FloorSchedule.model_validate({**SCHEDULE, "timezone": zone}).timezone == zone
