@@ -355,7 +355,7 @@ def provenance_document(name: str, model: ModelConfig, measurements: Measurement
     return ProvenanceDocument(
         model=name,
         instance_type=model.instance_type,
-        image=model.image or BUILT_IMAGE,
+        image=model.image or (model.kubernetes.image if model.kubernetes is not None else BUILT_IMAGE),
         inputs=model.plan,
         measurements=measurements,
         allow_config_mismatch=allow_config_mismatch,

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from speech.schema.artifacts import DIGEST_RE, CopyArtifact, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 from speech.schema.aws_enums import check_instance_type, nearest
+from speech.schema.kubernetes import KubernetesConfig
 
 MAX_SURGE_RATIO = 1.5
 """At h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""
@@ -211,7 +212,7 @@ class PlanInputs(Frozen):
 
 
 Priority = Literal["critical", "standard", "batch"]
-Hosting = Literal["realtime", "async", "components"]
+Hosting = Literal["realtime", "async", "components", "kubernetes"]
 IMAGE_RE = re.compile(r"^(?P<repo>[^@\s]+)@(?P<digest>sha256:[0-9a-f]{64})$")
 ECR_REPO_RE = re.compile(
     r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<name>[a-z0-9][a-z0-9._/-]*)$"
@@ -336,7 +337,10 @@ class ModelConfig(Frozen):
     instance_type: str
     """SageMaker instance type of the production variant, e.g. ``ml.g5.xlarge``: one of botocore's
     ProductionVariantInstanceType values (speech.schema.aws_enums; that list alone decides, so
-    ``ml.p6-b200.48xlarge`` is accepted), else the preview stops naming the nearest ones."""
+    ``ml.p6-b200.48xlarge`` is accepted), else the preview stops naming the nearest ones. With
+    ``hosting: kubernetes``: the hardware one pod gets, named by the instance type with that hardware
+    (a pod with one A10G and 4 cores on an EKS g5.xlarge node is ``ml.g5.xlarge``); it fingerprints
+    the measurements and chooses the backend, as for an endpoint."""
     image: str | None = None
     """An existing image pinned by digest, ``<account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:...``
     (teams with their own image pipeline). Absent: the program builds ``container/Dockerfile`` and
@@ -360,6 +364,9 @@ class ModelConfig(Frozen):
     zero, planned by speech.plan.batch; only for ``priority: batch`` and it needs ``plan.max_delay_s``."""
     components: ComponentsConfig | None = None
     """Inputs of ``hosting: components`` (defaults when absent); not allowed with other hosting."""
+    kubernetes: KubernetesConfig | None = None
+    """``hosting: kubernetes`` only (and required there): namespace, image, a pod's resources, where pods
+    may run, the autoscaler (hpa or keda) and its metric (speech.schema.kubernetes)."""
     weights_source: str | None = None
     """Where the one-time cache job takes the weights from (never a hub at run time):
     ``hf:hexgrad/Kokoro-82M@<40-hex commit>`` (upstream checkpoint, BACKEND=torch), ``s3://<bucket>/<prefix>/``
@@ -377,6 +384,17 @@ class ModelConfig(Frozen):
     @classmethod
     def _sagemaker_instance_type(cls, v: str) -> str:
         return check_instance_type(v, name_value=False)
+
+    @model_validator(mode="after")
+    def _kubernetes_inputs(self) -> ModelConfig:
+        from speech.schema.kubernetes import kubernetes_problem
+
+        problem = kubernetes_problem(self.hosting, self.kubernetes, image=self.image, weights_source=self.weights_source,
+                                     scheduled_floors=len(self.plan.schedule.floors) if self.plan.schedule else 0,
+                                     instance_type=self.instance_type)
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @model_validator(mode="after")
     def _image_pinned(self) -> ModelConfig:
@@ -460,11 +478,14 @@ class ModelConfig(Frozen):
     @property
     def builds_image(self) -> bool:
         """True when the program builds and pushes the image itself (no ``image`` in config)."""
-        return self.image is None
+        return self.image is None and self.kubernetes is None
 
     @property
     def image_digest(self) -> str | None:
-        """The configured image's digest; None when the program builds it (known after the push)."""
+        """The configured image's digest (``kubernetes.image``'s for a Kubernetes model); None when the
+        program builds it (known after the push)."""
+        if self.kubernetes is not None:
+            return self.kubernetes.image_digest
         m = IMAGE_RE.match(self.image) if self.image else None
         return m.group("digest") if m else None
 
@@ -577,6 +598,7 @@ __all__ = [
     "ARTIFACT_REF_KEYS",
     "DEFAULT_SLO_SHARE",
     "FloorSchedule",
+    "KubernetesConfig",
     "Promise",
     "ScheduledFloor",
     "Alerts",
