@@ -24,11 +24,22 @@ from .errors import BadRequest, ContainerError, Draining, ModelUnavailable, Queu
 from .metrics import MetricsRecorder
 from .normalize import Options as NormalizationOptions
 from .normalize import normalize
+from .readings import PAUSE_TAG
 from .settings import Settings
 from .text import iter_segments, pack_segments, split_phonemes, split_segments
 
 log = logging.getLogger("container.engine")
 _END = object()
+PAUSE_MAX_S = 10.0
+"""The longest [pause:Ns] honoured; a longer one is cut to this (a request cannot hold a slot
+of the gate for minutes with silence)."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """A [pause:Ns] tag: seconds of silence between segments, made without the model."""
+
+    seconds: float
 
 
 def segment_deadline(arrival: float, slo_s: float, audio_before_s: float) -> float:
@@ -114,6 +125,7 @@ class Engine:
         self._idle = asyncio.Event()
         self._idle.set()
         self._used = 0  # slots taken by runs in flight (see _capacity)
+        self._inflight: list[list[_Ready]] = []  # batches in the backend now (cancel aborts them)
         self._running = 0
         # Seconds of inference per token, learned online; seeds the shedding estimate.
         self._s_per_token = 0.01
@@ -190,7 +202,14 @@ class Engine:
         """Client went away: stop spending compute on it."""
         if not job.finished:
             job.cancelled = True
+            self.metrics.record("cancelled")
             self._finish(job, None)
+            # Its segment in the model now: stopped where the backend can (onnx), so the cores
+            # go to the next request instead of finishing audio nobody will hear.
+            for batch in self._inflight:
+                if any(r.job is job for r in batch) and all(r.job.cancelled for r in batch):
+                    for r in batch:
+                        self.backend.abort(r.prepared)
 
     # ---- G2P stage -------------------------------------------------------------------
     def speaks_english(self, lang: str | None) -> bool:
@@ -210,17 +229,31 @@ class Engine:
             raw = iter(pack_segments(list(raw), s.max_segment_chars))
         english = self.speaks_english(job.lang)
         for seg in raw:
+            if "[" in seg and PAUSE_TAG.search(seg):
+                yield from self._with_pauses(seg, job, english)
+                continue
             said = normalize(seg, job.normalization) if english else seg
             if len(said) > s.max_segment_chars and not whole:
                 yield from split_segments(said, s.max_segment_chars)
             elif said.strip():
                 yield said
 
-    def _prepare_next(self, job: Job, segments) -> tuple[str, Prepared] | None:
-        """One G2P-thread step: the next segment and its G2P, or None at the end."""
+    def _with_pauses(self, seg: str, job: Job, english: bool):
+        """A segment holding [pause:Ns] tags: the text between them, then a Pause per tag."""
+        parts = PAUSE_TAG.split(seg)  # text, seconds, text, seconds, ..., text
+        for k, part in enumerate(parts):
+            if k % 2:
+                yield Pause(min(float(part), PAUSE_MAX_S))
+                continue
+            said = normalize(part, job.normalization) if english else part
+            if said.strip():
+                yield from split_segments(said, self.s.max_segment_chars)
+
+    def _prepare_next(self, job: Job, segments) -> tuple[str, Prepared] | Pause | None:
+        """One G2P-thread step: the next segment and its G2P, a Pause, or None at the end."""
         seg = next(segments, None)
-        if seg is None:
-            return None
+        if seg is None or isinstance(seg, Pause):
+            return seg
         if job.phonemes:
             return seg, self.backend.prepare_phonemes(seg, job.voice, job.speed)
         if job.timestamps:
@@ -240,8 +273,14 @@ class Engine:
                     job.listed = True
                     self._maybe_complete(job)
                     return
-                seg, p = step
                 i = len(job.segments)
+                if isinstance(step, Pause):
+                    job.segments.append("")
+                    audio_before += step.seconds
+                    # Silence needs no model run: delivered in order like any segment's audio.
+                    self._deliver(job, i, np.zeros(round(step.seconds * self.backend.sample_rate), np.float32), [])
+                    continue
+                seg, p = step
                 job.segments.append(seg)
                 key = ((job.seq, i) if self.s.serialize else
                        (segment_deadline(job.arrival, self.s.slo_ms / 1000, audio_before), job.seq, i))
@@ -271,7 +310,7 @@ class Engine:
                   stream=False, text=text, lang=lang, normalization=normalization)
 
         def work():
-            said = list(self.segments_of(job))
+            said = [seg for seg in self.segments_of(job) if isinstance(seg, str)]
             ps = [self.backend.phonemize(seg, lang) for seg in said]
             return said, ps
 
@@ -289,7 +328,9 @@ class Engine:
 
     def _shed_stale(self, now: float) -> None:
         """Shed queued requests that can no longer produce a first byte within the SLO."""
-        if self.s.serialize:
+        if self.s.serialize or len(self.active) <= 1:
+            # A request alone (cancelled ones are no longer active) is never shed: shedding it
+            # frees nothing for anyone, and the time it waited on an abandoned run is not its own.
             return
         slo = self.s.slo_ms / 1000
         keep = []
@@ -374,6 +415,7 @@ class Engine:
         loop = asyncio.get_running_loop()
         t0 = time.monotonic()
         alone_at_start = self._running == 1
+        self._inflight.append(batch)
         try:
             audios = await loop.run_in_executor(self._infer_pool, self.backend.infer,
                                                 [r.prepared for r in batch], width)
@@ -395,10 +437,17 @@ class Engine:
             for r in batch:
                 self._finish(r.job, e)
         except Exception as e:
+            if all(r.job.cancelled for r in batch):
+                # Stopped by abort(): nobody waits for this audio.
+                self.metrics.record("run_aborted")
+                log.info("run of cancelled request(s) %s stopped: %s", ",".join(r.job.id for r in batch),
+                         type(e).__name__)
+                return
             log.exception("inference failed")
             for r in batch:
                 self._finish(r.job, ContainerError(f"inference failed: {type(e).__name__}"))
         finally:
+            self._inflight.remove(batch)
             self._used -= width
             self._running -= 1
             self._wake.set()

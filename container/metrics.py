@@ -141,8 +141,11 @@ class MetricsRecorder:
                            ("variant", self.dimensions.get("VariantName", "")), ("model", self.model)))
         lines = ["# HELP speech_requests_total Requests by outcome since the container started.",
                  "# TYPE speech_requests_total counter"]
-        for outcome in ("admitted", "rejected", "shed"):
+        for outcome in ("admitted", "rejected", "shed", "cancelled"):
             lines.append(f'speech_requests_total{{{labels},outcome="{outcome}"}} {totals.get(outcome, 0)}')
+        lines += ["# HELP speech_runs_aborted_total Model runs stopped because their request was cancelled.",
+                  "# TYPE speech_runs_aborted_total counter",
+                  f"speech_runs_aborted_total{{{labels}}} {totals.get('run_aborted', 0)}"]
         gauges = ((telemetry.CONCURRENT, "speech_concurrent_requests", "Requests in flight (admitted, not yet answered)."),
                   (telemetry.QUEUE_DEPTH, "speech_queue_depth", "Requests waiting for an inference slot."),
                   (telemetry.PRESSURE, "speech_pressure_index", "0-100 pressure index over the last window."),

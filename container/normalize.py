@@ -19,7 +19,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
-from num2words import num2words
+from . import readings as rd
+from .normalize_words import cardinal, digits, ordinal, year
 
 
 class Options(Protocol):
@@ -47,40 +48,6 @@ class _Defaults:
 
 
 DEFAULTS: Options = _Defaults()
-
-# ---- number words ------------------------------------------------------------------------------
-
-
-def cardinal(n: int | str) -> str:
-    """US reading: no "and", no commas ("one thousand two hundred five"); decimals digit by digit
-    after "point" ("three point one four")."""
-    if isinstance(n, int):
-        return _us(num2words(n))
-    s = n.replace(",", "")
-    return _us(num2words(Decimal(s) if "." in s else int(s)))
-
-
-def _us(words: str) -> str:
-    return re.sub(r"\s+", " ", words.replace(",", "").replace(" and ", " ")).strip()
-
-
-def ordinal(n: int) -> str:
-    return _us(num2words(n, to="ordinal"))
-
-
-def year(n: int) -> str:
-    """1999 -> nineteen ninety-nine, 2025 -> twenty twenty-five, 2005 -> two thousand five,
-    1905 -> nineteen oh five."""
-    return _us(num2words(n, to="year"))
-
-
-_DIGITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-
-
-def digits(s: str) -> str:
-    """Each digit on its own ("five five five"), as phone numbers are read."""
-    return " ".join(_DIGITS[int(c)] for c in s if c.isdigit())
-
 
 # ---- rules -------------------------------------------------------------------------------------
 
@@ -204,7 +171,8 @@ def _ampm(letter: str | None, matched: str, text: str, end: int) -> str:
         return ""
     # "at 3 p.m." ending the text keeps its full stop (the abbreviation's dot doubles as it).
     stop = "." if matched.endswith(".") and text[end:].strip() == "" else ""
-    return f" {letter.lower()} m{stop}"
+    # "AM": espeak reads the pair as letters ("A M"); "a m" would be the article "uh" and "em".
+    return f" {letter.upper()}M{stop}"
 
 
 def _time_hm(m: re.Match) -> str:
@@ -308,7 +276,6 @@ def _fraction(m: re.Match) -> str:
 
 
 _ORDINAL = re.compile(r"(?<![\w.])(\d+)(st|nd|rd|th)\b")
-_YEAR = re.compile(r"(?<![\w.,$€£/:-])(1[1-9]\d\d|20\d\d)(?![\w,%]|\.\d)")
 _NUMBER = re.compile(rf"(?<![\w.])(?:(?<=\s)-|^-)?(?:{_NUM})(?:\.\d+)?(?![\w%]|\.\d|,\d)")
 _DECADE = re.compile(r"(?<![\w])(1[1-9]|20)(\d)0s\b")
 
@@ -395,6 +362,9 @@ def normalize(text: str, options: Options | None = None) -> str:
         kept.append(m.group(0))
         return f"\ue000{chr(0xE100 + len(kept) - 1)}"
 
+    # Inline IPA ("[Kokoro](/kˈOkəɹO/)") is spoken as given by G2P: no rule may touch it.
+    t = _sub(rd.IPA_TAG, keep, t)
+    t = rd.drop_foreign(rd.drop_emoji(rd.strip_markup(t)))
     if o.optional_pluralization_normalization:
         t = _sub(_OPTIONAL_PLURAL, "s", t)
     t = _sub(_EMAIL, _email if o.email_normalization else keep, t)
@@ -402,22 +372,33 @@ def normalize(text: str, options: Options | None = None) -> str:
     if o.phone_normalization:
         t = _sub(_PHONE_INTL, _phone_intl, t)
         t = _sub(_PHONE_US, _phone_us, t)
+        t = _sub(rd.LOCAL_PHONE, rd.local_phone, t)
+    t = _sub(rd.SERVICE, rd.service, t)
     for pattern, repl in _ABBREVIATIONS:
         t = _sub(pattern, _keep_final_stop(repl) if isinstance(repl, str) else repl, t)
     t = _sub(_DATE_ISO, _date_iso, t)
     t = _sub(_DATE_SLASH, _date_slash, t)
+    t = _sub(rd.VERSION, rd.version_words, t)
+    # Slashes, most specific first: "per" before a word, 50/50, a fraction, a month/day, "over".
+    t = _sub(rd.PER, " per ", t)
+    t = _sub(rd.SAME_BOTH_SIDES, rd.same_both_sides, t)
+    t = _sub(_FRACTION, _fraction, t)
+    t = _sub(rd.MONTH_DAY, lambda m: _date_words(int(m.group(1)), int(m.group(2)), None) or m.group(0), t)
+    t = _sub(rd.OVER, rd.over, t)
     t = _sub(_DATE_NAMED, _date_named, t)
     t = _sub(_MONTH_ABBR_DOT, lambda m: _MONTH_ABBR[m.group(1)[:3].lower()], t)
     t = _sub(_TIME_HM, _time_hm, t)
     t = _sub(_TIME_H, _time_h, t)
     t = _sub(_MONEY, _money, t)
     t = _sub(_PERCENT, lambda m: f"{_num_words(m.group(1))} percent", t)
+    t = _sub(rd.RANGE, rd.range_words, t)
     if o.unit_normalization:
         t = _sub(_UNIT, _unit, t)
-    t = _sub(_FRACTION, _fraction, t)
     t = _sub(_ORDINAL, lambda m: ordinal(int(m.group(1))), t)
     t = _sub(_DECADE, _decade, t)
-    t = _sub(_YEAR, lambda m: year(int(m.group(1))), t)
+    t = _sub(rd.ROMAN_CARDINAL, rd.roman_cardinal, t)
+    t = _sub(rd.ROMAN_REGNAL, rd.roman_regnal, t)
+    t = _sub(rd.YEAR_OR_COUNT, rd.year_or_count, t)
     t = _sub(_NUMBER, lambda m: _num_words(m.group(0)), t)
     if o.replace_remaining_symbols:
         t = _sub(_SYMBOL, _symbol, t)

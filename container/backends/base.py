@@ -28,6 +28,9 @@ class Prepared:
     # and the frames per model input token that infer() fills in from the model's own output.
     words: list[tuple[str, int, int]] | None = None
     durations: Any = None
+    # abort(): set once the request is gone; a backend that can stop a run keeps its handle here.
+    aborted: bool = False
+    abort_handle: Any = None
 
     @property
     def est_audio_s(self) -> float:
@@ -111,6 +114,11 @@ class Backend(ABC):
         if p.durations is None or not p.words:
             return []
         return word_times(p.words, p.durations, int(audio.size), self.sample_rate)
+
+    def abort(self, p: Prepared) -> None:
+        """Stop the run of `p` if the backend can (its request was cancelled); the run then ends
+        early with an error or finishes as usual. Default: it finishes as usual."""
+        p.aborted = True
 
     def close(self) -> None:  # noqa: B027 - optional hook: a backend with nothing to release keeps the no-op
         """Release what load_weights started (processes, devices); called once at shutdown."""

@@ -7,6 +7,7 @@ need misaki's own dictionaries (misaki[ja], misaki[zh]), which this image does n
 from __future__ import annotations
 
 from ..errors import BadRequest, ModelLoadError
+from ..readings import IPA_TAG
 
 # Kokoro's language letters (its voice names start with them; Kokoro-FastAPI's lang_code) -> the
 # espeak-ng voice misaki maps from. Only the languages this image can phonemize.
@@ -56,6 +57,22 @@ class EspeakPhonemizer:
         self._by_lang = {language: EspeakG2P(language=language)}
 
     def __call__(self, text: str, lang: str | None = None) -> str:
+        """Phonemes of `text`; an inline [word](/ipa/) contributes its IPA as written."""
+        if "](/" not in text:
+            return self._espeak(text, lang)
+        out: list[str] = []
+        pos = 0
+        for m in IPA_TAG.finditer(text):
+            before = text[pos:m.start()]
+            if before.strip():
+                out.append(self._espeak(before, lang))
+            out.append(m.group(2).strip())
+            pos = m.end()
+        if text[pos:].strip():
+            out.append(self._espeak(text[pos:], lang))
+        return " ".join(p for p in out if p)
+
+    def _espeak(self, text: str, lang: str | None) -> str:
         lang = lang or self.language
         g2p = self._by_lang.get(lang)
         if g2p is None:

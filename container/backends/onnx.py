@@ -242,15 +242,26 @@ class OnnxBackend(Backend):
                 continue
             table = self._style_table(p.voice)
             ref = table[min(len(p.payload), len(table)) - 1].reshape(1, 256)
+            # One RunOptions per run: abort() sets its terminate flag when the request is gone.
+            p.abort_handle = opts = self._ort.RunOptions()
+            if p.aborted:  # cancelled between dispatch and here
+                opts.terminate = True
             outputs = sess.run(None, {
                 "tokens": np.array([[0, *p.payload, 0]], dtype=np.int64),
                 "style": ref.astype(np.float32),
                 "speed": np.array([p.speed], dtype=np.float32),
-            })
+            }, opts)
             if len(outputs) > 1:
                 p.durations = np.asarray(outputs[1]).ravel()
             out.append(np.asarray(outputs[0], dtype=np.float32).ravel())
         return out
+
+    def abort(self, p: Prepared) -> None:
+        """Stop a run whose request is gone: onnxruntime ends a run whose RunOptions.terminate is
+        set at its next operator, with an error status (engine._run expects that error)."""
+        p.aborted = True
+        if p.abort_handle is not None:
+            p.abort_handle.terminate = True
 
     def prepare_timed(self, text: str, voice: str, speed: float, lang: str | None = None) -> Prepared:
         ps, words = timed_phonemes(text, partial(self.g2p, lang=lang), self.vocab, MAX_TOKENS)

@@ -227,3 +227,22 @@ def test_docs_is_swagger_ui_from_the_wheel(onnx_server):
     for field in ("lang_code", "normalization_options", "volume_multiplier", "return_download_link",
                   "download_format", "return_timing"):
         assert field in props
+
+
+# Issue 47's table, checked on the phonemes the model is given (not only the text): each input,
+# a phoneme sequence its right reading has, and one its old wrong reading had.
+ISSUE_47_PHONEMES = [
+    ("Open at 10:30 a.m.", "ˌAˈɛm", "ɐ ˈɛm"),               # "A M", not "uh em"
+    ("Wake at 9am.", "ˌAˈɛm", "ɐ ˈɛm"),
+    ("Henry VIII ruled.", "ðɪ ˈAtθ", "ɹˈOmən"),             # "the eighth", not "roman ..."
+    ("We have 2048 files.", "θˈWzənd", "twˈɛnti"),          # a count, not "twenty forty-eight"
+    ("Call 911 now.", "nˈIn wˈʌn wˈʌn", "hˈʌndɹɪd"),        # digits, not "nine hundred eleven"
+    ("Pizza 🍕 and coffee ☕ now.", "kˈɔfi", "bˈɛvəɹɪʤ"),   # no "hot beverage"
+    ("Hello 你好，世界。", "həlˈO", "ʧˈIniːz"),               # no "Chinese letter"
+]
+
+
+@pytest.mark.parametrize(("text", "has", "lacks"), ISSUE_47_PHONEMES, ids=[c[0] for c in ISSUE_47_PHONEMES])
+def test_issue_47_readings_in_the_phonemes(onnx_server, text, has, lacks):
+    got = httpx.post(onnx_server.url + "/dev/phonemize", json={"text": text}, timeout=30).json()
+    assert has in got["phonemes"] and lacks not in got["phonemes"], got
