@@ -32,7 +32,11 @@ perfect-forecast: clairvoyant under the plan's mechanics (capacity asked for a s
 endpoint update at a time, the plan's floor and cap). Under the table: plan -> perfect-forecast
 (what a forecast could still win) and perfect-forecast -> floor (what the platform's mechanics
 cost). target-floor is ceil(arrivals / X(C_scale_max)) every second (the cost at the plan's
-utilization, not SLO-meeting).
+utilization, not SLO-meeting). hpa-v2 and keda: the plan as a Kubernetes HorizontalPodAutoscaler on
+the pods' in-flight requests (target C_scale_max, the plan's floor, cap and scale-in as scaleDown) and
+as a KEDA ScaledObject (an External metric), as the controller acts: a 15 s sync, 10 % tolerance,
+pods still starting counted as 0 on scale-up, stabilization windows, behavior policies, no one change
+at a time (speech.sim.hpa).
 
 The instance is the measurement: throughput and TTFAB vs occupancy from the qmax ladder, the gate
 at Q_max, new instances in service after the ttotal artifact's measured phases. Scaling numbers
@@ -82,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X", help="plan input: floor(Q_max x X), 0 < X <= 1 (default 1)")
     p.add_argument("--trace", required=True, metavar="SPEC", help="traffic: a generator, a CSV or a shipped trace (see above)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="seed for generated traces (default: the spec's, else 1)")
-    p.add_argument("--policies", default=",".join(POLICY_NAMES), metavar="A,B,...", help="policies to run (default all)")
+    p.add_argument("--policies", "--policy", dest="policies", default=",".join(POLICY_NAMES), metavar="A,B,...",
+                   help="policies to run (default all; --policy is the same flag)")
     p.add_argument("--slo-share", type=float, default=DEFAULT_SLO_SHARE, metavar="X",
                    help=f"share of the trace's requests the floor keeps within the SLO (default {DEFAULT_SLO_SHARE})")
     p.add_argument("--price-per-hour", type=float, default=None, metavar="USD", help="instance price, for costs in USD")

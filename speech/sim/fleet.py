@@ -139,7 +139,7 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readi
     draining: list = []
     startup = model.startup_s
     instant = scaler.instant
-    one_at_a_time = readings.one_change_at_a_time and not instant
+    one_at_a_time = readings.one_change_at_a_time and not instant and policy.one_change_at_a_time
     updating_until = -1.0
     refused: list[Action] = []
     m = 0.0

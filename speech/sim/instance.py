@@ -46,6 +46,12 @@ def startup_s(ttotal: TtotalArtifact) -> float:
     return float(ttotal.measured_total_s)
 
 
+def running_s(ttotal: TtotalArtifact) -> float | None:
+    """Seconds to the ``container_started`` phase when it was measured (None otherwise)."""
+    return next((float(p.offset_s) for p in ttotal.phases
+                 if p.name == "container_started" and p.applicable and p.offset_s is not None), None)
+
+
 def gated_chain(arrival_rps: np.ndarray, rates: np.ndarray) -> np.ndarray:
     """Stationary distributions (rows) on 0..Q of the chain with departures X(n) and Poisson
     arrivals refused at Q = len(rates): pi(n) proportional to prod_{k<=n} lambda / X(k)."""
@@ -159,6 +165,10 @@ class InstanceModel:
     service_cv: float | None = None
     """Coefficient of variation of the service time the ladder's level 1 shows."""
     service_fit: str = ""
+    running_s: float | None = None
+    """Seconds from "more capacity asked for" to the new instance's container running (the ttotal
+    artifact's ``container_started``; None when it was not measured): before it a Kubernetes pod is
+    Pending, after it Running but not yet ready (speech.sim.kube)."""
 
     @property
     def arrival_rps(self) -> np.ndarray:
@@ -209,7 +219,7 @@ def build_instance(qmax: QmaxArtifact, ttotal: TtotalArtifact | None, *, grid: i
     return InstanceModel(
         q_max=q, startup_s=startup_s(ttotal) if ttotal is not None else 0.0, cloudwatch_ratio=qmax.cloudwatch_ratio, saturation_rps=sat,
         occupancy=occ, block=block, depart_rps=depart, bins_ms=bins_ms, cdf=seen @ per_n,
-        service_phases=k, service_cv=cv, service_fit=fit,
+        service_phases=k, service_cv=cv, service_fit=fit, running_s=running_s(ttotal) if ttotal is not None else None,
     )
 
 

@@ -27,6 +27,7 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.units import EPS
 from speech.sim.floor import FloorPolicy, PerfectForecastPolicy, floor_schedule
 from speech.sim.instance import InstanceModel
+from speech.sim.kube import KubePolicy, plan_hpa_spec
 from speech.sim.names import POLICY_NAMES
 from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
 from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, floor_at, m_of_n_alarm, scaling_numbers
@@ -215,6 +216,14 @@ def _target_floor(i: PolicyInputs) -> Policy:
     return FloorAtTargetPolicy(i.arrivals, i.numbers.x_target_rps)
 
 
+def _hpa_v2(i: PolicyInputs) -> Policy:
+    return KubePolicy(plan_hpa_spec(i.plan, i.numbers, "hpa"), i.model)
+
+
+def _keda(i: PolicyInputs) -> Policy:
+    return KubePolicy(plan_hpa_spec(i.plan, i.numbers, "keda"), i.model)
+
+
 POLICIES: dict[str, Callable[[PolicyInputs], Policy]] = {
     "plan": _plan,
     "reference": _reference,
@@ -225,6 +234,8 @@ POLICIES: dict[str, Callable[[PolicyInputs], Policy]] = {
     "perfect-forecast": _perfect_forecast,
     "floor": _floor,
     "target-floor": _target_floor,
+    "hpa-v2": _hpa_v2,
+    "keda": _keda,
 }
 """Every policy ``bench simulate`` knows, by name, with the factory that builds it."""
 if tuple(POLICIES) != POLICY_NAMES:  # the light list the help texts read must name exactly these, in this order

@@ -159,6 +159,9 @@ class Policy:
     """True for the floor and fixed fleets: changes take effect at once, no start-up, no drain."""
     min_instances = 1
     max_instances = 10**9
+    one_change_at_a_time = True
+    """False where the platform takes a new count at any time (a Kubernetes Deployment): the
+    fleet then never refuses a change as SageMaker's Updating endpoint does."""
 
     def initial(self) -> int:
         raise NotImplementedError
