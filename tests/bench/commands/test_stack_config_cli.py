@@ -94,6 +94,19 @@ def test_replan_keeps_stored_inputs_unless_a_flag_overrides_them_and_says_what_c
     assert "inputs unchanged (kept the entry's stored inputs; flags override them)" in capsys.readouterr().out
 
 
+def test_replan_with_schedule_from_keeps_the_stored_cap(tmp_path, capsys):
+    # The cap the entry stores (no --max-instances on the re-plan) bounds the plan that carries the
+    # derived floors, as it bounds the one without them: the floors, the fleet and the stack agree.
+    assert _plan(tmp_path, "--peak-rps", "5000", "--trough-rps", "10", "--max-instances", "40") in (0, 1)
+    capsys.readouterr()
+    assert _plan(tmp_path, "--peak-rps", "5000", "--schedule-from", "diurnal:peak=5000,seed=1",
+                 "--schedule-slot-min", "60") in (0, 1)
+    plan = json.loads((tmp_path / "out" / "plan-kokoro-82m.json").read_text())
+    assert plan["fleet"]["max_instances"] == 40  # the peak needs far more: the stored cap holds it
+    assert plan["schedule"]["floors"] and max(f["min_instances"] for f in plan["schedule"]["floors"]) == 40
+    assert _config(tmp_path / "Pulumi.s.yaml")[MODELS]["kokoro-82m"]["max_instances"] == 40
+
+
 def test_replan_with_a_stored_trough_above_the_new_peak_names_the_stored_value(tmp_path, capsys):
     assert _plan(tmp_path, "--peak-rps", "5000", "--trough-rps", "10") == 0
     capsys.readouterr()
