@@ -369,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
         assert isinstance(plan, PlanArtifact)  # not a batch route (above)
         inputs, note = with_schedule(args, q, t, inputs, plan)
         plan = build_plan(q, t, inputs, allow_config_mismatch=args.allow_config_mismatch,
-                          max_instances_cap=args.max_instances)
+                          max_instances_cap=max_instances)
     # Build everything that can fail before writing anything.
     entry = stack_entry(args, plan, inputs, q, t, tcopy, old=old, max_instances=max_instances) if path else None
     name = batch_plan_filename(plan) if isinstance(plan, BatchPlan) else plan_filename(plan)
