@@ -155,8 +155,8 @@ def run_with_results(args: argparse.Namespace, run: Callable[[argparse.Namespace
 
             written.append(write_html(args.html, report, verdicts, argv))
     elif wants and rc == 0:
-        print("nothing to judge or write: this run has no single summary (a --dry-run, a batch plan, or bench plan "
-              "--stack over every model of a stack); --threshold, --csv and --html were not applied", file=sys.stderr)
+        print("nothing to judge or write: this run measured nothing (a --dry-run); --threshold, --csv and --html "
+              "were not applied", file=sys.stderr)
     bad = broken(verdicts)
     final = rc if rc != 0 else (EXIT_THRESHOLD if bad else 0)
     quiet = getattr(args, "quiet", False)

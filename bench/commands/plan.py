@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
+    from bench.report.outputs import RunReport
     from speech.plan.batch import BatchPlan
     from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
     from speech.schema.config import ArtifactRef, ModelConfig, PlanInputs
@@ -316,7 +317,7 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from bench.cli.options import plan_inputs
-    from bench.report.text import render_plan
+    from bench.report.text import render_batch_plan, render_plan
     from speech.files import load_artifact, write_artifact
     from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
     from speech.plan.realtime import build_plan
@@ -331,7 +332,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--migrate-config rewrites a stack file: pass --stack NAME alone (no --qmax/--ttotal/--peak-rps)")
         return run_migrate(args)
     if not given and args.stack:
-        return run_stack(args.stack, args.stack_dir, args.out, args.json)
+        rc, args._report = run_stack(args.stack, args.stack_dir, args.out, args.json)
+        return rc
     if len(given) < 3:
         missing = [f for f in ("--qmax", "--ttotal", "--peak-rps") if f not in given]
         raise UsageError(f"{', '.join(missing)} missing: plan one model with --qmax FILE --ttotal FILE --peak-rps N, "
@@ -402,10 +404,9 @@ def run(args: argparse.Namespace) -> int:
                   f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
                   "(what the program deploys)")
     sys.stdout.flush()
-    if not isinstance(plan, BatchPlan):
-        from bench.report.runs import plan_report
+    from bench.report.runs import batch_plan_report, plan_report
 
-        args._report = plan_report(plan)
+    args._report = batch_plan_report(plan) if isinstance(plan, BatchPlan) else plan_report(plan)
     return 1 if plan.verdict == "stop" else 0
 
 
@@ -414,44 +415,13 @@ def _plain(value: object) -> dict | None:
     return json.loads(json.dumps(value, default=str)) if value is not None else None
 
 
-def render_batch_plan(p: BatchPlan) -> str:
-    """The batch plan as the plan report shows a real-time one: each number with its rule."""
-    from bench.report.text import MARK
-
-    i, c = p.inputs, p.cold_start
-    x = p.throughput_per_instance_rps
-    rows = [
-        ("Q_max", f"{p.q_max}", "highest ladder level with p95 TTFAB <= SLO (measured)"),
-        ("MaxConcurrentInvocations", f"{p.max_concurrent_invocations_per_instance}", "per instance = Q_max"),
-        ("X(Q_max)", f"{x:.2f} rps", "ladder throughput at Q_max in flight: one instance with a backlog"),
-        ("cold start", f"{c.total_s:.1f} s", f"wake alarm {c.wake_reaction_s:g} s + measured T_total {c.measured_total_s:.1f} s"),
-        ("drain budget", f"{p.drain_budget_s:.1f} s", f"max_delay_s {i.max_delay_s:g} - cold start"),
-        ("backlog target", f"{p.backlog_target_per_instance}", "ApproximateBacklogSizePerInstance = floor(X x drain budget)"),
-        ("peak instances", f"{p.peak_instances}", f"ceil(peak {i.peak_rps:g} rps / X)"),
-        ("min / max instances", f"{p.min_instances} / {p.max_instances}",
-         "scales to zero when idle; max = peak instances" + (f", capped at {i.max_instances_cap}" if i.max_instances_cap else "")),
-        ("scale-out cooldown", f"{p.cooldowns.scale_out_s} s", "max(60, ceil(T_total)): one step per start-up"),
-        ("scale-in cooldown", f"{p.cooldowns.scale_in_s} s", "max(300, 3 x cold start)"),
-        ("wake", f"+{p.wake.instances_added}", f"HasBacklogWithoutCapacity >= 1 for {p.wake.datapoints_to_alarm} x "
-         f"{p.wake.period_s} s"),
-    ]
-    w_name = max(len(r[0]) for r in rows)
-    w_val = max(len(r[1]) for r in rows)
-    lines = [f"batch plan for {p.model} on {p.fingerprint.instance_type} ({p.fingerprint.slug}), origin "
-             f"{p.provenance.origin}",
-             f"inputs: max delay {i.max_delay_s:g} s, peak {i.peak_rps:g} rps, trough {i.trough_rps:g} rps", ""]
-    lines += [f"  {n:<{w_name}}  {v:>{w_val}}   {fm}" for n, v, fm in rows]
-    lines += ["", "findings:"]
-    lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
-    lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]
-    return "\n".join(lines)
-
-
-def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
-    """Re-plan every model of ``Pulumi.<stack>.yaml``; exit 1 when a plan or the budget has a stop.
+def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> tuple[int, RunReport]:
+    """Re-plan every model of ``Pulumi.<stack>.yaml``; exit 1 when a plan or the budget has a stop,
+    with the run's report (``--csv``/``--html``/``--threshold``).
     Writes ``plan-<model>.json`` per measured real-time model (with its ``budget`` section when the
     stack has a budget), ``batch-plan-<model>.json`` per batch model and ``budget-<stack>.json``;
     nothing is written unless every model plans."""
+    from bench.report.runs import stack_plan_report
     from bench.report.text import render_stack_plan
     from speech.files import write_artifact
     from speech.plan.batch import batch_plan_filename
@@ -485,4 +455,4 @@ def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> int:
     planned: list[PlanArtifact | BatchPlan] = [*plans.values(), *batches.values()]
     stop = (any(p.verdict == "stop" for p in planned)
             or (allocation is not None and allocation.verdict == "stop"))
-    return 1 if stop else 0
+    return (1 if stop else 0), stack_plan_report(stack, deployments, allocation)

@@ -113,6 +113,67 @@ def plan_report(p) -> RunReport:
     )
 
 
+def batch_plan_report(p) -> RunReport:
+    """A batch plan under the plan's metrics: what a backlog-scaled route has no value for (its
+    scale-out target, the SLO-share figures, the surge chance) is empty."""
+    from bench.report.text import batch_plan_rows
+
+    levels = [f.level for f in p.findings]
+    summary = {"stop_findings": levels.count("stop"), "warn_findings": levels.count("warn"), "q_max": p.q_max,
+               "c_scale_max": None, "min_instances": p.min_instances, "max_instances": p.max_instances,
+               "per_instance_rps": p.throughput_per_instance_rps, "slo_share_at_peak": None,
+               "refused_share_at_peak": None, "planning_t_total_s": p.cold_start.total_s, "reach_qmax_probability": None}
+    return RunReport(
+        command="plan", title=f"bench plan: batch route {p.model} on {p.fingerprint.instance_type} ({p.fingerprint.slug})",
+        summary=summary, status=p.verdict,
+        headline=[("Verdict", p.verdict.upper()),
+                  ("Fleet", f"{p.min_instances}-{p.max_instances} instances, backlog target "
+                            f"{p.backlog_target_per_instance} per instance (Q_max {p.q_max})")],
+        tables=[Table("numbers", "Every number with its formula", ("name", "value", "formula"), batch_plan_rows(p)),
+                Table("findings", "Findings", ("level", "finding", "message"),
+                      [(f.level, f.name, f.message) for f in p.findings])],
+    )
+
+
+def stack_plan_report(stack: str, deployments: dict, allocation) -> RunReport:
+    """``bench plan --stack NAME`` over every model: findings counted over the plans and the budget,
+    the fleet's floor and cap summed over the models; the per-model figures (Q_max, target, rate,
+    shares, T_total) have no single value here and are empty (they are in the ``models`` table)."""
+    plans = {n: d.plan for n, d in deployments.items() if d.plan is not None}
+    batches = {n: d.batch for n, d in deployments.items() if d.batch is not None}
+    findings = [(n, f) for n, p in [*plans.items(), *batches.items()] for f in p.findings]
+    findings += [("budget", f) for f in (allocation.findings if allocation is not None else [])]
+    levels = [f.level for _, f in findings]
+    fleets = {n: (p.fleet.min_instances, p.fleet.max_instances) for n, p in plans.items()}
+    fleets |= {n: (b.min_instances, b.max_instances) for n, b in batches.items()}
+    rows = []
+    for name, dep in deployments.items():
+        plan, batch = dep.plan, dep.batch
+        lo, hi = fleets.get(name, (dep.min_instances, dep.min_instances))
+        rows.append((name, dep.config.priority, plan.verdict if plan else batch.verdict if batch else "unmeasured", lo, hi,
+                     plan.q_max if plan else batch.q_max if batch else None,
+                     plan.thresholds.c_scale_max if plan else None,
+                     plan.capacity.per_instance_rps if plan else batch.throughput_per_instance_rps if batch else None,
+                     dep.budget.daily_usd_at_max if dep.budget else None))
+    verdicts = [r[2] for r in rows] + ([allocation.verdict] if allocation is not None else [])
+    status = "stop" if "stop" in verdicts else "warn" if "warn" in verdicts else "ok"
+    summary = {"stop_findings": levels.count("stop"), "warn_findings": levels.count("warn"), "q_max": None,
+               "c_scale_max": None, "min_instances": sum(lo for lo, _ in fleets.values()) if fleets else None,
+               "max_instances": sum(hi for _, hi in fleets.values()) if fleets else None, "per_instance_rps": None,
+               "slo_share_at_peak": None, "refused_share_at_peak": None, "planning_t_total_s": None,
+               "reach_qmax_probability": None}
+    return RunReport(
+        command="plan", title=f"bench plan: stack {stack}, {len(deployments)} model(s)", summary=summary, status=status,
+        headline=[("Verdict", status.upper()), ("Models", ", ".join(deployments))]
+        + ([("Budget", f"${allocation.daily_budget_usd:,.2f}/day, {allocation.verdict}")] if allocation is not None else []),
+        tables=[Table("models", "Every model of the stack", ("model", "priority", "verdict", "min_instances", "max_instances",
+                                                              "q_max", "c_scale_max", "per_instance_rps", "daily_usd_at_max"),
+                      rows),
+                Table("findings", "Findings", ("model", "level", "finding", "message"),
+                      [(n, f.level, f.name, f.message) for n, f in findings])],
+    )
+
+
 RESULT_HEADER = ("policy", "within_slo_share", "rejected_share", "ttfab_p95_ms", "ttfab_p99_ms", "violation_minutes",
                  "instance_hours", "cost_usd", "cost_vs_floor", "scale_out_actions", "scale_in_actions", "refused_changes",
                  "flaps", "peak_instances")

@@ -10,6 +10,7 @@ from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
 
 if TYPE_CHECKING:
     from speech.deploy.gate import ModelDeployment
+    from speech.plan.batch import BatchPlan
 
 MARK = {"ok": "ok  ", "warn": "WARN", "stop": "STOP"}
 
@@ -131,6 +132,43 @@ def render_plan(p: PlanArtifact) -> str:
     ]
     lines += [f"  {n:<{w_name}}  {v:>{w_val}}   {fm}" for n, v, fm in rows]
     lines += tuning_lines(p)
+    lines += ["", "findings:"]
+    lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
+    lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]
+    return "\n".join(lines)
+
+
+def batch_plan_rows(p: BatchPlan) -> list[tuple[str, str, str]]:
+    """(name, value, formula) rows of a batch plan, as :func:`plan_rows` for a real-time one."""
+    i, c = p.inputs, p.cold_start
+    x = p.throughput_per_instance_rps
+    return [
+        ("Q_max", f"{p.q_max}", "highest ladder level with p95 TTFAB <= SLO (measured)"),
+        ("MaxConcurrentInvocations", f"{p.max_concurrent_invocations_per_instance}", "per instance = Q_max"),
+        ("X(Q_max)", f"{x:.2f} rps", "ladder throughput at Q_max in flight: one instance with a backlog"),
+        ("cold start", f"{c.total_s:.1f} s", f"wake alarm {c.wake_reaction_s:g} s + measured T_total {c.measured_total_s:.1f} s"),
+        ("drain budget", f"{p.drain_budget_s:.1f} s", f"max_delay_s {i.max_delay_s:g} - cold start"),
+        ("backlog target", f"{p.backlog_target_per_instance}", "ApproximateBacklogSizePerInstance = floor(X x drain budget)"),
+        ("peak instances", f"{p.peak_instances}", f"ceil(peak {i.peak_rps:g} rps / X)"),
+        ("min / max instances", f"{p.min_instances} / {p.max_instances}",
+         "scales to zero when idle; max = peak instances" + (f", capped at {i.max_instances_cap}" if i.max_instances_cap else "")),
+        ("scale-out cooldown", f"{p.cooldowns.scale_out_s} s", "max(60, ceil(T_total)): one step per start-up"),
+        ("scale-in cooldown", f"{p.cooldowns.scale_in_s} s", "max(300, 3 x cold start)"),
+        ("wake", f"+{p.wake.instances_added}", f"HasBacklogWithoutCapacity >= 1 for {p.wake.datapoints_to_alarm} x "
+         f"{p.wake.period_s} s"),
+    ]
+
+
+def render_batch_plan(p: BatchPlan) -> str:
+    """The batch plan as the plan report shows a real-time one: each number with its rule."""
+    i = p.inputs
+    rows = batch_plan_rows(p)
+    w_name = max(len(r[0]) for r in rows)
+    w_val = max(len(r[1]) for r in rows)
+    lines = [f"batch plan for {p.model} on {p.fingerprint.instance_type} ({p.fingerprint.slug}), origin "
+             f"{p.provenance.origin}",
+             f"inputs: max delay {i.max_delay_s:g} s, peak {i.peak_rps:g} rps, trough {i.trough_rps:g} rps", ""]
+    lines += [f"  {n:<{w_name}}  {v:>{w_val}}   {fm}" for n, v, fm in rows]
     lines += ["", "findings:"]
     lines += [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
     lines += ["", f"verdict: {p.verdict.upper()}" + ("  (no scaling will be deployed)" if p.verdict == "stop" else "")]

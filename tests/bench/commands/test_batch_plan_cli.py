@@ -62,6 +62,15 @@ def test_report_and_stop_exit_code(tmp_path, capsys):
     assert plan.verdict == "stop"
 
 
+def test_batch_plan_writes_its_csv(tmp_path, capsys):
+    # A batch plan's rows under the plan's metrics; what a backlog-scaled route has no value for is empty.
+    assert main(args(tmp_path, "--max-delay-s", "900", "--csv", str(tmp_path / "csv"))) == 0
+    summary = dict(line.split(",", 1) for line in (tmp_path / "csv/plan-summary.csv").read_text().splitlines()[1:])
+    assert (summary["min_instances"], summary["max_instances"], summary["c_scale_max"]) == ("0", "3", "")
+    numbers = (tmp_path / "csv/plan-numbers.csv").read_text()
+    assert numbers.startswith("name,value,formula\n") and "backlog target,9287," in numbers
+
+
 def test_bad_delay_is_exit_2_and_writes_nothing(tmp_path, capsys):
     assert main(args(tmp_path / "out", "--max-delay-s", "0", "--stack", "b", "--stack-dir", str(tmp_path))) == 2
     err = capsys.readouterr().err

@@ -76,3 +76,33 @@ def test_bad_input_writes_nothing(tmp_path, capsys):
     assert main(["plan", "--stack", "multi", "--stack-dir", str(tmp_path), "--out", str(out)]) == 2
     assert "speech-endpoints:models.narration.priority" in capsys.readouterr().err
     assert not out.exists()
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_csv_and_thresholds_over_every_model_of_a_stack(tmp_path, capsys):
+    # `--csv DIR` writes for a stack re-plan as for one model: the models and findings as rows, the
+    # summary counting findings over the plans and the budget (the budget's warning included).
+    stack_copy(tmp_path)
+    csv_dir = tmp_path / "csv"
+    assert main(["plan", "--stack", "multi", "--stack-dir", str(tmp_path), "--out", str(tmp_path / "out"),
+                 "--csv", str(csv_dir), "--threshold", "stop_findings==0"]) == 0
+    assert "wrote " + str(csv_dir / "plan-summary.csv") in capsys.readouterr().out
+    models = {r["model"]: r for r in _csv(csv_dir / "plan-models.csv")}
+    assert set(models) == {"assistant", "narration", "audiobooks"}
+    assert (models["assistant"]["min_instances"], models["assistant"]["max_instances"]) == ("3", "12")
+    assert models["narration"]["max_instances"] == "10" and models["audiobooks"]["max_instances"] == "1"
+    summary = {r["metric"]: r["value"] for r in _csv(csv_dir / "plan-summary.csv")}
+    assert summary["stop_findings"] == "0" and int(summary["warn_findings"]) >= 3
+    assert summary["max_instances"] == "23" and summary["q_max"] == ""  # 12 + 10 + 1; no single Q_max
+    findings = _csv(csv_dir / "plan-findings.csv")
+    assert any(r["model"] == "budget" and r["level"] == "warn" for r in findings)
+    assert any(r["model"] == "narration" and r["finding"] == "budget" and r["level"] == "warn" for r in findings)
+    # A threshold on a per-model figure has no value over a stack: broken, exit 3, as for any empty metric.
+    assert main(["plan", "--stack", "multi", "--stack-dir", str(tmp_path), "--out", str(tmp_path / "out"),
+                 "--threshold", "q_max>=1"]) == 3
