@@ -3,7 +3,9 @@ is feasible, and each variant has exactly one scaling path."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from policy.recompute import NoProvenance, ProvenanceCache
@@ -88,6 +90,24 @@ class _OneScheduled:
 
 
 
+FLOOR_CLOCK_SLACK = timedelta(minutes=10)
+"""The program registers a scheduled target with the floor in force when it ran; the pack judges a
+little later, so a floor in force up to this long before the pack's clock is also the program's."""
+
+
+def _with_floor_in_force(spec: Any, target: Res) -> Any:
+    """``spec`` with the target's MinCapacity the program registers under daily floors: the floor
+    in force now (:func:`speech.deploy.scaling.floor_in_force`), or a little earlier when that is
+    the target's (a scheduled action ran between the program and the pack)."""
+    if not spec.scheduled:
+        return spec
+    now = datetime.now(UTC)
+    floors = [scaling.floor_in_force(spec.scheduled, spec.target.min_capacity, when)[0]
+              for when in (now, now - FLOOR_CLOCK_SLACK)]
+    floor = floors[1] if target.get("minCapacity") == floors[1] else floors[0]
+    return dataclasses.replace(spec, target=dataclasses.replace(spec.target, min_capacity=floor))
+
+
 def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCache) -> StackViolations:
     for s in scaled_variants(stack):
         t = s.target
@@ -106,7 +126,7 @@ def rule_matches_plan(stack: Stack, cfg: Mapping[str, Any], cache: ProvenanceCac
             endpoint_name = name if isinstance(name, str) else s.endpoint.name
         else:
             endpoint_name = s.endpoint_name
-        spec = scaling.scaling_spec(plan, endpoint_name, s.variant or scaling.VARIANT)
+        spec = _with_floor_in_force(scaling.scaling_spec(plan, endpoint_name, s.variant or scaling.VARIANT), t)
         found: list[tuple[str, Res]] = [("target", t)]
         found += [("scale_out", p) for p in scale_out_policies(stack, s)]
         found += [("scale_in", p) for p in step_policies(stack, s, "in")]

@@ -139,7 +139,9 @@ def deploy_scaling(sess, plan: PlanArtifact, endpoint: str = ENDPOINT) -> dict[s
         )
     for a in spec.scheduled:
         aas.put_scheduled_action(ScheduledActionName=a.name, Schedule=a.schedule, Timezone=a.timezone, **common,
-                                 ScalableTargetAction={"MinCapacity": a.min_capacity, "MaxCapacity": a.max_capacity})
+                                 ScalableTargetAction={"MinCapacity": a.min_capacity,
+                                                                       **({} if a.max_capacity is None else
+                                                                          {"MaxCapacity": a.max_capacity})})
     return arns
 
 

@@ -87,8 +87,9 @@ def _removes(plan: PlanArtifact) -> str:
 
 def floor_actions(plan: PlanArtifact, endpoint_name: str) -> tuple[ScheduledActionSpec, ...]:
     """The plan's daily floors as scheduled actions ``<endpoint>-floor-HHMM``: every day at the
-    floor's local time (cron in the schedule's time zone) the target's capacity becomes
-    [floor, max_instances]. The plan already clamped each floor into [fleet floor, max]."""
+    floor's local time (cron in the schedule's time zone) the target's MinCapacity becomes the floor;
+    its MaxCapacity stays the plan's (not set by the actions). The plan already clamped each floor
+    into [fleet floor, max]."""
     if plan.schedule is None:
         return ()
     return tuple(
@@ -97,7 +98,6 @@ def floor_actions(plan: PlanArtifact, endpoint_name: str) -> tuple[ScheduledActi
             schedule=f"cron({f.minute_of_day % 60} {f.minute_of_day // 60} * * ? *)",
             timezone=plan.schedule.timezone,
             min_capacity=f.min_instances,
-            max_capacity=plan.fleet.max_instances,
         )
         for f in plan.schedule.floors
     )

@@ -204,14 +204,17 @@ class QueueSpec:
 
 @dataclass(frozen=True)
 class ScheduledActionSpec:
-    """A daily scheduled action on the scalable target: from ``schedule`` on, capacity within
-    [min_capacity, max_capacity] (Application Auto Scaling PutScheduledAction)."""
+    """A daily scheduled action on the scalable target: from ``schedule`` on, MinCapacity is
+    ``min_capacity`` (Application Auto Scaling PutScheduledAction, whose ScalableTargetAction may set
+    "both values or just one"). The floors set no MaxCapacity: the cap is the target's, from the plan,
+    so a re-plan that moves it reaches AWS at the next ``pulumi up``, not at the next scheduled action."""
 
     name: str = field(compare=False)
     schedule: str = field(metadata=rule_meta("cron(M H * * ? *): every day at the floor's local time"))
     timezone: str = field(metadata=rule_meta("the schedule's IANA time zone"))
     min_capacity: int = field(metadata=rule_meta("the scheduled floor, never below the plan's floor"))
-    max_capacity: int = field(metadata=rule_meta("plan fleet size for peak traffic (unchanged by the schedule)"))
+    max_capacity: int | None = field(default=None, metadata=rule_meta(
+        "not set: the target's MaxCapacity (the plan's peak fleet) stays in force"))
 
 
 CRON_DAILY_RE = re.compile(r"^cron\((?P<minute>\d+) (?P<hour>\d+) \* \* \? \*\)$")
@@ -220,12 +223,13 @@ CRON_DAILY_RE = re.compile(r"^cron\((?P<minute>\d+) (?P<hour>\d+) \* \* \? \*\)$
 
 def floor_in_force(scheduled: Sequence[ScheduledActionSpec], floor: int, when: datetime) -> tuple[int, ScheduledActionSpec | None]:
     """The scalable target's MinCapacity at ``when`` (an aware datetime) under daily scheduled floors:
-    each action sets the target's MinCapacity and MaxCapacity when it runs (Application Auto Scaling,
+    each action sets the target's MinCapacity when it runs (Application Auto Scaling,
     "How scheduled scaling works"), so the one in force is the latest at or before ``when``'s time of
     day in the schedule's own time zone, and before the day's first, the previous day's last; never
     below ``floor`` (the plan's). No schedule: ``floor``. Returns (MinCapacity, the action in force).
 
-    The one rule the program's schedule, ``bench drift`` and ``bench validate`` share."""
+    The one rule the program (the MinCapacity it registers the target with), the pack, ``bench drift``
+    and ``bench validate`` share."""
     if when.tzinfo is None:
         raise ValueError("floor_in_force needs an aware datetime (a naive one has no time zone to convert from)")
     if not scheduled:

@@ -8,6 +8,7 @@ cooldown. Surge: a step policy that grows the fleet by a fraction at once when i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 import pulumi
@@ -22,6 +23,7 @@ from speech.deploy.scaling import (
     TargetSpec,
     TargetTrackingSpec,
     batch_scaling_spec,
+    floor_in_force,
     guarded_queries,
     resource_id,
     scaling_spec,
@@ -42,9 +44,13 @@ class AutoscalingArgs:
         instance_type: str,
         tags: dict[str, str] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
+        now: datetime | None = None,
     ) -> None:
         self.endpoint_name = endpoint_name
         """Endpoint whose AllTraffic variant scales."""
+        self.now = now
+        """When the deploy runs (aware; default the clock): with daily floors the target is registered
+        with the floor in force then (:func:`speech.deploy.scaling.floor_in_force`)."""
         self.plan = plan
         """The measured plan (gate already passed): thresholds, fleet, cooldowns, alarms."""
         self.instance_type = instance_type
@@ -121,26 +127,26 @@ class TargetKeys(TypedDict):
 
 def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent: pulumi.Resource,
                     depends_on: Sequence[pulumi.Resource], replace_on_changes: Sequence[str] = (),
-                    scheduled: bool = False) -> tuple[aws.appautoscaling.Target, TargetKeys]:
+                    min_capacity: int | None = None) -> tuple[aws.appautoscaling.Target, TargetKeys]:
     """The scalable target of a spec and the three keys its policies name it by. Deleted before it
     is replaced: the replacement registers the same resource id.
 
-    ``scheduled``: daily scheduled actions own the target's MinCapacity and MaxCapacity (each sets
-    both when it runs), so after creation the program leaves them alone (``ignore_changes``):
-    otherwise ``pulumi up --refresh`` or a re-plan inside a raised window would put the plan's floor
-    back until the next action. A changed floor or ceiling reaches the target through the actions,
-    which carry the plan's values, at the next one that runs."""
+    ``min_capacity``: the MinCapacity to register instead of the spec's floor: under daily floors,
+    the floor in force at deploy (what the latest scheduled action set). Nothing is ignored: every
+    update (RegisterScalableTarget sends both bounds) carries the plan's cap and the floor in force,
+    so a re-plan that moves the cap reaches AWS at once, and one inside a raised window does not put
+    the plan's floor back. A preview after a window opened or closed shows the floor move to the
+    value the schedule already set."""
     target = aws.appautoscaling.Target(
         resource_name,
         service_namespace=spec.service_namespace,
         scalable_dimension=spec.scalable_dimension,
         resource_id=spec.resource_id,
-        min_capacity=spec.min_capacity,
+        min_capacity=spec.min_capacity if min_capacity is None else min_capacity,
         max_capacity=spec.max_capacity,
         tags=tags,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on), delete_before_replace=True,
-                                    replace_on_changes=list(replace_on_changes) or None,
-                                    ignore_changes=["min_capacity", "max_capacity"] if scheduled else None),
+                                    replace_on_changes=list(replace_on_changes) or None),
     )
     keys = TargetKeys(resource_id=target.resource_id, scalable_dimension=target.scalable_dimension,
                       service_namespace=target.service_namespace)
@@ -148,12 +154,12 @@ def scalable_target(resource_name: str, spec: TargetSpec, *, tags: dict, parent:
 
 
 def variant_target(resource_name: str, spec: TargetSpec, *, tags: dict, instance_type: str, parent: pulumi.Resource,
-                   depends_on: Sequence[pulumi.Resource], scheduled: bool = False
+                   depends_on: Sequence[pulumi.Resource], min_capacity: int | None = None
                    ) -> tuple[aws.appautoscaling.Target, TargetKeys]:
     """The scalable target of a variant's instance count (real-time and batch routes): tagged with the
     instance type, and replaced when that tag changes (after the endpoint update, the guard)."""
     return scalable_target(resource_name, spec, tags={**tags, TAG_INSTANCE_TYPE: instance_type}, parent=parent,
-                           depends_on=depends_on, replace_on_changes=REPLACE_ON, scheduled=scheduled)
+                           depends_on=depends_on, replace_on_changes=REPLACE_ON, min_capacity=min_capacity)
 
 
 def policy_options(parent: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -228,9 +234,14 @@ class Autoscaling(pulumi.ComponentResource):
         super().__init__("speech:index:Autoscaling", name, None, opts)
         policy_opts = policy_options(self)
         spec = self.spec = scaling_spec(args.plan, args.endpoint_name)
+        floor, action = floor_in_force(spec.scheduled, spec.target.min_capacity, args.now or datetime.now(UTC))
+        if action is not None:
+            pulumi.log.info(f"{args.endpoint_name}: the floor in force now is {floor} instances ({action.name}, "
+                            f"{action.schedule} {action.timezone}); the target is registered with it, cap "
+                            f"{spec.target.max_capacity} from the plan", self)
         self.target, target = variant_target(f"{name}-target", spec.target, tags=args.tags,
                                              instance_type=args.instance_type, parent=self, depends_on=args.depends_on,
-                                             scheduled=bool(spec.scheduled))
+                                             min_capacity=floor)
         self.scale_out = predefined_tracking_policy(f"{name}-scale-out", spec.scale_out, target=target, opts=policy_opts)
         self.scale_in, self.scale_in_alarm = step_policy_with_alarm(f"{name}-scale-in", spec.scale_in, spec.scale_in_alarm,
                                                                     target=target, tags=args.tags, parent=self)

@@ -142,7 +142,7 @@ def _one_floor(monkeypatch) -> None:
 
     def floors(plan, endpoint_name):
         return (scaling.ScheduledActionSpec(name=f"{endpoint_name}-floor-0740", schedule="cron(40 7 * * ? *)",
-                                            timezone="UTC", min_capacity=12, max_capacity=plan.fleet.max_instances),)
+                                            timezone="UTC", min_capacity=12),)
 
     monkeypatch.setattr(scaling, "floor_actions", floors)
 
@@ -165,9 +165,11 @@ def test_a_scheduled_floor_in_the_spec_and_every_reader_follows(before, monkeypa
     # The pack accepts it; without it (the committed program) the planned floor is missing; a
     # scheduled action the plan did not derive is refused.
     assert _pack(after) == []
-    [missing] = _pack(before)
+    # (The committed target is registered with the plan's floor, not the one floor in force all day.)
+    floor_low, missing = _pack(before)
+    assert "minCapacity is 1, expected 12" in floor_low
     assert "scheduled floor 'dev-kokoro-82m-floor-0740'" in missing and "is not deployed" in missing
-    edited = [dataclasses.replace(r, props={**r.props, "scalableTargetAction": {"minCapacity": 2, "maxCapacity": 293}})
+    edited = [dataclasses.replace(r, props={**r.props, "scalableTargetAction": {"minCapacity": 2}})
               if r.type == rules.T_SCHEDULED else r for r in after]
     [low] = _pack(edited)
     assert "scalableTargetAction.minCapacity is 2, expected 12" in low
@@ -210,7 +212,7 @@ def test_drift_and_validate_judge_a_raised_window_by_the_entry_in_force(monkeypa
 
     def floors(plan, endpoint_name):
         return tuple(scaling.ScheduledActionSpec(name=f"{endpoint_name}-floor-{at}", schedule=cron, timezone="Europe/Berlin",
-                                                 min_capacity=n, max_capacity=plan.fleet.max_instances)
+                                                 min_capacity=n)
                      for at, cron, n in (("0740", "cron(40 7 * * ? *)", 12), ("1000", "cron(0 10 * * ? *)", 1)))
 
     monkeypatch.setattr(scaling, "floor_actions", floors)
@@ -224,3 +226,45 @@ def test_drift_and_validate_judge_a_raised_window_by_the_entry_in_force(monkeypa
         [issue] = compare(ref_plan, deployed, now=outside)
         assert issue.kind == "mismatch" and "MinCapacity is 12, plan says 1" in issue.message, issue
         assert "Europe/Berlin" in issue.message and f"{ENDPOINT}-floor-1000" in issue.message
+
+
+def _window_around_now(monkeypatch, raised: int, released: int) -> None:
+    """Daily floors in UTC whose raised window holds the present hour with hours to spare: a raise
+    to ``raised`` two hours ago and a release to ``released`` three hours from now (times of day,
+    so the verdict is the same at any hour)."""
+    now = datetime.now(UTC)
+    up, down = (now.hour - 2) % 24, (now.hour + 3) % 24
+
+    def floors(plan, endpoint_name):
+        return tuple(scaling.ScheduledActionSpec(name=f"{endpoint_name}-floor-{h:02d}00", schedule=f"cron(0 {h} * * ? *)",
+                                                 timezone="UTC", min_capacity=n) for h, n in ((up, raised), (down, released)))
+
+    monkeypatch.setattr(scaling, "floor_actions", floors)
+
+
+def test_a_scheduled_target_keeps_the_plans_cap_and_the_floor_in_force_now(before, monkeypatch, aws_env, ref_plan):
+    """Issue 46 item 2: with a schedule the target ignored changes to MaxCapacity too, so a re-plan
+    that raised the cap reached AWS only when the next scheduled action ran (each action set both);
+    and a target updated inside a raised window was registered with the plan's floor. Now the
+    actions set only MinCapacity, the cap is the target's, from the plan, and the target is
+    registered with the floor in force at deploy (the rule drift uses)."""
+    _window_around_now(monkeypatch, raised=12, released=1)
+    resources, result = preview_resources(ROOT / "Pulumi.dev.yaml", "dev")
+    [target] = [r for r in resources if r.type == "aws:appautoscaling/target:Target"]
+    registered = result.named(target.name)
+    assert "maxCapacity" not in registered.ignore_changes and "minCapacity" not in registered.ignore_changes
+    [unscheduled] = [r for r in before if r.type == "aws:appautoscaling/target:Target"]
+    assert target.props["maxCapacity"] == unscheduled.props["maxCapacity"]  # the plan's cap, as without floors
+    assert target.props["minCapacity"] == 12  # inside the raised window now
+    actions = [r for r in resources if r.type == rules.T_SCHEDULED]
+    assert len(actions) == 2 and all("maxCapacity" not in a.props["scalableTargetAction"] for a in actions)
+    # The pack accepts the floor in force, and still names a hand-set one.
+    assert _pack(resources) == []
+    low = [dataclasses.replace(r, props={**r.props, "minCapacity": 3}) if r is target else r for r in resources]
+    [msg] = _pack(low)
+    assert "minCapacity is 3, expected 12" in msg
+    # AWS: the scheduled actions carry no MaxCapacity and drift accepts that.
+    create_endpoint(aws_env)
+    deploy_scaling(aws_env, ref_plan)
+    _raised(aws_env, ENDPOINT, 12)
+    assert compare(ref_plan, aws.read_deployed(aws_env, ENDPOINT)) == []

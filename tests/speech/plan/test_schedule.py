@@ -3,6 +3,8 @@ T_total ahead, the slot after a ramp releases it; the plan clamps and records th
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 import pytest
 
@@ -61,7 +63,8 @@ def test_plan_clamps_the_schedule_and_the_spec_renders_it(qmax_ref, ttotal_ref):
     assert p.finding("schedule").level == "warn" and "capped" in p.finding("schedule").message
     [raise_, release] = scaling_spec(p, "dev-kokoro-82m").scheduled
     assert raise_.name == "dev-kokoro-82m-floor-0740" and raise_.schedule == "cron(40 7 * * ? *)"
-    assert (raise_.timezone, raise_.min_capacity, raise_.max_capacity) == ("Europe/Berlin", 293, 293)
+    # The action sets the floor only: the cap stays the target's, from the plan (issue 46 item 2).
+    assert (raise_.timezone, raise_.min_capacity, raise_.max_capacity) == ("Europe/Berlin", 293, None)
     assert release.schedule == "cron(0 10 * * ? *)" and release.min_capacity == 1
 
 
@@ -80,7 +83,7 @@ def _berlin_actions():
     def action(at: str, n: int) -> ScheduledActionSpec:
         hh, mm = at.split(":")
         return ScheduledActionSpec(name=f"ep-floor-{hh}{mm}", schedule=f"cron({int(mm)} {int(hh)} * * ? *)",
-                                   timezone="Europe/Berlin", min_capacity=n, max_capacity=20)
+                                   timezone="Europe/Berlin", min_capacity=n)
 
     return (action("07:40", 6), action("10:00", 2), action("18:30", 4))
 
@@ -109,10 +112,11 @@ def test_the_floor_in_force_is_the_schedules_entry_in_its_own_time_zone(utc, wan
         floor_in_force(_berlin_actions(), 3, when.replace(tzinfo=None))
 
 
-def test_a_scheduled_target_leaves_its_capacity_to_the_schedule(kokoro_entry, write_stack):
-    """Scheduled actions set MinCapacity and MaxCapacity when they run; the program's target must not
-    put the plan's floor back on the next `pulumi up --refresh` or re-plan (ignore_changes), and a
-    stack without a schedule keeps both under the program's control."""
+def test_a_scheduled_target_is_registered_with_the_floor_in_force_and_the_plans_cap(kokoro_entry, write_stack):
+    """Scheduled actions set MinCapacity when they run. The program ignores neither bound (issue 46
+    item 2: ignoring MaxCapacity kept a re-planned cap from AWS until the next action): it registers
+    the target with the floor in force at deploy, so an update inside a raised window does not put
+    the plan's floor back, and with the plan's cap."""
     from speech.infra.preview import run_preview
 
     plain = run_preview(write_stack({"kokoro-82m": kokoro_entry}, stack="plain"))
@@ -120,7 +124,18 @@ def test_a_scheduled_target_leaves_its_capacity_to_the_schedule(kokoro_entry, wr
     assert target.ignore_changes == []
     kokoro_entry["plan"]["schedule"] = {"timezone": "Europe/Berlin", "floors": [{"at": "07:40", "min_instances": 6},
                                                                                 {"at": "10:00", "min_instances": 1}]}
+    started = datetime.now(UTC)
     scheduled = run_preview(write_stack({"kokoro-82m": kokoro_entry}, stack="sched"))
-    (target,) = scheduled.of_type("aws:appautoscaling/target:Target")
-    assert sorted(target.ignore_changes) == ["maxCapacity", "minCapacity"]
-    assert len(scheduled.of_type("aws:appautoscaling/scheduledAction:ScheduledAction")) == 2
+    ended = datetime.now(UTC)
+    (sched_target,) = scheduled.of_type("aws:appautoscaling/target:Target")
+    assert sched_target.ignore_changes == []
+    assert sched_target.inputs["maxCapacity"] == target.inputs["maxCapacity"]
+    actions = scheduled.of_type("aws:appautoscaling/scheduledAction:ScheduledAction")
+    assert len(actions) == 2 and all("maxCapacity" not in a.inputs["scalableTargetAction"] for a in actions)
+    from speech.deploy.scaling import ScheduledActionSpec, floor_in_force
+
+    specs = [ScheduledActionSpec(name=a.name, schedule=a.inputs["schedule"], timezone=a.inputs["timezone"],
+                                 min_capacity=a.inputs["scalableTargetAction"]["minCapacity"]) for a in actions]
+    # The floor in force while the preview ran (either end, should a scheduled edge fall inside it).
+    in_force = {floor_in_force(specs, target.inputs["minCapacity"], when)[0] for when in (started, ended)}
+    assert sched_target.inputs["minCapacity"] in in_force
