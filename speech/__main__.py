@@ -2,6 +2,7 @@
 
   speech-deploy preview --stack NAME    the program under Pulumi's mocks: resources, gates, outputs
   speech-deploy rehearse --stack NAME   what SageMaker will do with them, done locally first
+  speech-deploy render --stack NAME --out DIR   Kubernetes models as plain YAML manifests
 
 Each subcommand's --help explains it. Exit 0 ok, 1 a failed step (rehearse), 2 bad input,
 130 interrupted; --json prints the result, and any failure as {"error": {...}}, on stdout.
@@ -28,6 +29,7 @@ from speech.cli import (
 COMMANDS = {
     "preview": ("speech.infra.preview", "run the Pulumi program under mocks against Pulumi.NAME.yaml (no AWS calls)"),
     "rehearse": ("speech.infra.rehearse", "build the weight cache and start the container as SageMaker would, locally"),
+    "render": ("speech.stack.render", "write a stack's Kubernetes models as plain YAML manifests (kubectl, Argo CD, Flux)"),
 }
 
 

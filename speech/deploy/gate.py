@@ -383,3 +383,15 @@ def _plan_batch_model(name: str, model: ModelConfig, *, endpoint: str, allow_con
         document_key=document_key(name, batch.fingerprint.slug),
         batch=batch,
     )
+
+
+def plan_models(config: StackConfig, endpoints: Mapping[str, str]) -> dict[str, ModelDeployment]:
+    """Plan and gate every model of a stack (``endpoints``: model -> its endpoint or workload name),
+    then cap each fleet at its share of the stack's daily budget (:func:`apply_budget`): what the
+    Pulumi program and ``python -m speech render`` both deploy from."""
+    deployments = {
+        name: plan_model(name, model, endpoint=endpoints[name], allow_config_mismatch=config.allow_config_mismatch)
+        for name, model in config.models.items()
+    }
+    deployments, _ = apply_budget(deployments, config, endpoints=endpoints)
+    return deployments

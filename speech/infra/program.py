@@ -11,7 +11,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from speech.deploy.gate import ModelDeployment, apply_budget, plan_model
+from speech.deploy.gate import ModelDeployment, plan_models
 from speech.deploy.hosting import endpoint_name as checked_endpoint_name
 from speech.deploy.outputs import OUTPUTS_VERSION, observability_output
 from speech.deploy.weights import layout_for_instance
@@ -31,14 +31,11 @@ def endpoint_name(model: str) -> str:
 def plan_stack(config: StackConfig) -> dict[str, ModelDeployment]:
     """Plan and gate every model before creating anything: a bad model stops the whole preview.
     With a daily budget, each model's fleet is capped at its allocation (speech.deploy.gate.apply_budget)."""
-    deployments = {
-        name: plan_model(name, model, endpoint=endpoint_name(name), allow_config_mismatch=config.allow_config_mismatch)
-        for name, model in config.models.items()
-    }
-    deployments, _ = apply_budget(deployments, config, endpoints={name: endpoint_name(name) for name in deployments})
+    deployments = plan_models(config, {name: endpoint_name(name) for name in config.models})
     prices = config.budget.prices() if config.budget is not None else DEFAULT_PRICES_USD_PER_HOUR
     for name, dep in deployments.items():
-        endpoint_name(name)
+        if dep.config.hosting == "kubernetes":
+            continue  # the image carries its weights; the backend follows instance_type (speech.deploy.kubernetes)
         # The weights decide the backend, the instance decides which backend it can run: both, now.
         layout_for_instance(dep.config.instance_type, dep.config.weights_source, f"speech-endpoints:models.{name}",
                             prices)
@@ -50,6 +47,27 @@ def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pu
 
     ``gates``: filled with each model's final gate decision (an Output while receipts are read)."""
     deployments = plan_stack(config)
+    on_k8s = {n: d for n, d in deployments.items() if d.config.hosting == "kubernetes"}
+    on_aws = {n: d for n, d in deployments.items() if n not in on_k8s}
+    outputs: dict[str, pulumi.Output] = {"outputs_version": pulumi.Output.from_input(OUTPUTS_VERSION)}
+    if on_aws:
+        outputs.update(_define_sagemaker(config, on_aws, gates))
+    if on_k8s:
+        # A stack of Kubernetes models alone makes no AWS call (no alarm topic, no account lookup).
+        from speech.infra.components.kubernetes import KubernetesModel, KubernetesModelArgs
+
+        k8s = {name: KubernetesModel(name, KubernetesModelArgs(deployment=dep, name=endpoint_name(name)))
+               for name, dep in on_k8s.items()}
+        if gates is not None:
+            gates.update({m: dep.gate for m, dep in on_k8s.items()})
+        outputs["kubernetes"] = pulumi.Output.from_input({m: part.summary for m, part in k8s.items()})
+    for key, value in outputs.items():
+        pulumi.export(key, value)
+    return outputs
+
+
+def _define_sagemaker(config: StackConfig, deployments: dict[str, ModelDeployment], gates: dict | None) -> dict[str, pulumi.Output]:
+    """The SageMaker models' resources and their parts of the outputs (endpoints, scaling, observability)."""
     account_id = aws.get_caller_identity_output().account_id
     region = aws.get_region_output().region
     topic = AlarmTopic("alarms", AlarmTopicArgs(alerts=config.alerts, account_id=account_id,
@@ -65,8 +83,7 @@ def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pu
     }
     if gates is not None:
         gates.update({m: p.gate for m, p in parts.items()})
-    outputs: dict[str, pulumi.Output] = {
-        "outputs_version": pulumi.Output.from_input(OUTPUTS_VERSION),
+    return {
         "endpoints": pulumi.Output.all(**{m: p.endpoint for m, p in parts.items()}),
         "scaling": pulumi.Output.from_input({m: p.scaling for m, p in parts.items()}),
         "observability": pulumi.Output.all(
@@ -75,9 +92,6 @@ def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pu
             pulumi.Output.all(**{m: p.alarms for m, p in parts.items()}),
         ).apply(lambda v: observability_output(topic_arn=v[0], dashboards=v[1], alarms=v[2])),
     }
-    for key, value in outputs.items():
-        pulumi.export(key, value)
-    return outputs
 
 
 def main() -> None:

@@ -124,7 +124,8 @@ def _rate(key: str, name: str, description: str, numerator: list[MetricQuery], d
                     queries=(*{q.id: q for q in (*numerator, *denominator)}.values(), expr))
 
 
-Hosting = Literal["realtime", "async", "components"]
+Hosting = Literal["realtime", "async", "components", "kubernetes"]
+"""speech.schema.config.Hosting; a Kubernetes model has no SageMaker observability (never passed here)."""
 
 ASYNC_UNPUBLISHED = ("Invocations", "InvocationsPerInstance", "OverheadLatency")
 """SageMaker metrics an asynchronous endpoint does not publish (SageMaker developer guide, "Alarms
