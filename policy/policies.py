@@ -211,6 +211,18 @@ POLICIES = [
                  "Copy scaling belongs to an endpoint whose provenance document holds artifacts of allowed origins, "
                  "measured on this endpoint, with the same provenance tags on the target and the component.",
                  rules.rule_component_provenance, MANDATORY, COMPONENT_PROVENANCE_SCHEMA),
+    stack_policy("kubernetes-autoscaler-requires-measured-plan",
+                 "A HorizontalPodAutoscaler or KEDA ScaledObject belongs to a model whose provenance ConfigMap holds a "
+                 "measured, feasible plan of an allowed origin (recomputed with speech.plan.realtime.build_plan), "
+                 "targets at most the plan's in-flight requests per pod and keeps the plan's floor and cap.",
+                 rules.rule_k8s_autoscaler_plan, MANDATORY, PROVENANCE_SCHEMA),
+    stack_policy("kubernetes-grace-covers-drain",
+                 "A measured model's Deployment gives each pod at least its preStop wait plus the measured drain "
+                 "(queue depth / measured throughput) as terminationGracePeriodSeconds.",
+                 rules.rule_k8s_drain, MANDATORY),
+    resource_policy("kubernetes-readiness-probe",
+                    "Every container of a Deployment has a readiness probe (the project's: GET /ping).",
+                    rules.rule_k8s_readiness, MANDATORY),
     resource_policy("iam-no-wildcard-actions",
                     "IAM policies allow explicit actions only (no '*' or 'service:*', no Allow + NotAction).",
                     rules.rule_iam_no_wildcards, MANDATORY),

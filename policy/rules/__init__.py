@@ -13,7 +13,7 @@ UnknownValueError instead, which the engine shows as an advisory "can't run poli
 preview"; ``pulumi up`` then checks them with real values before the resource is created.
 
 One module per family: :mod:`.provenance`, :mod:`.realtime`, :mod:`.batch`, :mod:`.copies`,
-:mod:`.cost`, :mod:`.hygiene`, :mod:`.backend`; :mod:`.common` and :mod:`.compare` hold what they share. Every
+:mod:`.cost`, :mod:`.hygiene`, :mod:`.backend`, :mod:`.kubernetes`; :mod:`.common` and :mod:`.compare` hold what they share. Every
 name stays importable from ``policy.rules``.
 """
 
@@ -47,10 +47,12 @@ from policy.rules.hygiene import (
     rule_instance_type_allowed,
     rule_topic_key_usable,
 )
+from policy.rules.kubernetes import rule_k8s_autoscaler_plan, rule_k8s_drain, rule_k8s_readiness
 from policy.rules.provenance import rule_fingerprint, rule_measured_provenance, rule_receipts, rule_target_tags, rule_unmeasured_notice
 from policy.rules.realtime import T_SCHEDULED, rule_matches_plan, rule_one_path, rule_plan_feasible, scheduled_differences
 
 __all__ = [
+    'rule_k8s_autoscaler_plan', 'rule_k8s_drain', 'rule_k8s_readiness',
     'AWS_MANAGED_SNS_KEY', 'CPU_ONLY_BACKENDS', 'T_SCHEDULED', 'rule_backend_matches_instance', 'rule_topic_key_usable',
     'scheduled_differences',
     'Component', 'Deferred', 'FIX_COMPONENT', 'FIX_HAND_EDIT', 'KIND', 'PAB_FLAGS', 'PREVIEW',
