@@ -160,6 +160,10 @@ POLICIES = [
                  "statistic, period, evaluation periods), the surge step size and container queue depth equal the "
                  "plan recomputed from the provenance document (speech.plan.realtime.build_plan, speech.deploy.scaling).",
                  rules.rule_matches_plan, MANDATORY),
+    stack_policy("forecast-floors-fresh",
+                 "Scheduled floors from a forecast (bench forecast) deploy only until the forecast's horizon ends "
+                 "(valid_until in the plan's schedule); past it the preview is refused with the command that refreshes it.",
+                 rules.rule_forecast_fresh, MANDATORY),
     stack_policy("scaling-plan-feasible",
                  "No scaling for a plan with a stop finding; the scale-in cooldown covers the planning T_total.",
                  rules.rule_plan_feasible, MANDATORY),

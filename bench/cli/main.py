@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "observe": ("bench.commands.observe", "read-only calibration: CloudWatch history vs the deployed plan -> holds | drifted"),
     "thaw": ("bench.commands.thaw", "restore scaling after an interrupted qmax/ttotal"),
     "simulate": ("bench.commands.simulate", "a traffic trace against a simulated fleet: every scaling policy side by side"),
+    "forecast": ("bench.commands.forecast", "request-rate history -> the next day's scheduled floors from a seasonal forecast"),
     "tune": ("bench.commands.tune", "search the scaling parameters for the fewest instance-hours that keep the SLO share (simulated)"),
     "replay": ("bench.commands.replay", "open-loop replay of a traffic trace against a real target (timestamps honoured)"),
     "demo": ("bench.commands.demo",

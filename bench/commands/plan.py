@@ -113,6 +113,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="IANA time zone of the trace's clock and of the schedule (default UTC)")
     sch.add_argument("--schedule-start", default="00:00", metavar="HH:MM",
                      help="time of day of the trace's first second (default 00:00)")
+    sch.add_argument("--floors-from", type=Path, default=None, metavar="FILE",
+                     help="the scheduled floors of a forecast artifact (bench forecast), with its provenance: the policy pack "
+                          "refuses them at preview once the forecast is past its horizon")
     sch.add_argument("--schedule-slot-min", type=int, default=30, metavar="MIN",
                      help="slot length in minutes, dividing a day (default 30: at most 48 floors)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where plan-<model>.json goes (default artifacts/)")
@@ -226,6 +229,24 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
         return inputs, f"schedule: the trace has no ramp above the floor {plan.fleet.min_instances}; no floors derived"
     return (inputs.model_copy(update={"schedule": schedule}),
             f"schedule: {len(schedule.floors)} daily floors derived from {args.schedule_from}")
+
+
+def with_forecast_floors(path: Path, inputs: PlanInputs, plan: PlanArtifact) -> tuple[PlanInputs, str]:
+    """Inputs with the scheduled floors of the forecast artifact at ``path`` (``--floors-from``),
+    and a line saying what was taken."""
+    from speech.files import load_artifact
+    from speech.schema.artifacts import canonical_sha256
+    from speech.schema.forecast_artifact import ForecastArtifact
+
+    art = load_artifact(path, ForecastArtifact)
+    if art.schedule is None:
+        return inputs, f"schedule: the forecast in {path} needs no floor above the plan's; no floors taken"
+    other = "" if art.plan_sha256 == canonical_sha256(plan) else (
+        "; it was sized for another plan: re-run its refresh command with this plan for floors at this plan's rate")
+    prov = art.schedule.forecast
+    until = f", valid until {prov.valid_until}" if prov is not None else ""
+    return (inputs.model_copy(update={"schedule": art.schedule}),
+            f"schedule: {len(art.schedule.floors)} forecast floors from {path}{until}{other}")
 
 
 def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
@@ -363,6 +384,17 @@ def run(args: argparse.Namespace) -> int:
         q, t, inputs, allow_config_mismatch=args.allow_config_mismatch, max_instances_cap=max_instances
     )
     note = None
+    if args.schedule_from and getattr(args, "floors_from", None) is not None:
+        raise UsageError("--schedule-from and --floors-from both set floors: pass one")
+    if getattr(args, "floors_from", None) is not None:
+        if batch:
+            raise UsageError("--floors-from: a batch route scales to zero on its backlog; floors are for real-time routes")
+        from speech.schema.plan_artifacts import PlanArtifact
+
+        assert isinstance(plan, PlanArtifact)  # not a batch route (above)
+        inputs, note = with_forecast_floors(args.floors_from, inputs, plan)
+        plan = build_plan(q, t, inputs, allow_config_mismatch=args.allow_config_mismatch,
+                          max_instances_cap=args.max_instances)
     if args.schedule_from:
         if batch:
             raise UsageError("--schedule-from: a batch route scales to zero on its backlog; floors are for real-time routes")

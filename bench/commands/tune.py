@@ -79,6 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"highest and the bound (default {DEFAULT_DRAWS}; --train-days is the old name)"),
     p.add_argument("--holdout-days", type=int, default=2, metavar="N", help="days the winner is checked on (default 2)")
     p.add_argument("--seed", type=int, default=1, metavar="N", help="first training day's seed (default 1)")
+    p.add_argument("--forecast-history", default=None, metavar="SPEC",
+                   help="request-rate history before the days tuned on (a trace spec, or cloudwatch:PATH as for bench "
+                        "forecast), at least three whole days ending at 00:00: forecast floors from it become one more knob "
+                        "(off, or sized for the forecast's 0.5, 0.75 or 0.9 quantile)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
     p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress display (it goes to stderr; -q and --json also turn it off)")
@@ -178,8 +182,20 @@ def run(args: argparse.Namespace) -> int:
 
     lengths = {a.size for _, a in train}
     rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 else None
+    history = None
+    if getattr(args, "forecast_history", None):
+        from bench.load.traces import load_history
+        from speech.errors import PlanInputError
+        from speech.plan.forecast import forecast_rate
+
+        _, history = load_history(args.forecast_history, None)
+        try:  # the history must hold a forecast before the search relies on it
+            forecast_rate(history, quantile=0.9)
+        except PlanInputError as err:
+            raise UsageError(f"--forecast-history {args.forecast_history!r}: {err}") from None
     with process_map(args.jobs) as (pmap, width):
-        tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate, map_fn=pmap, width=width)
+        tuner = Tuner(q, t, inputs, model, args.slo_share, on_eval=tick, schedule_rate=rate, map_fn=pmap, width=width,
+                      forecast_history=history)
         tuner.see_training(train)  # the fixed-peak floor is one of the choices: count it in the progress total
         options = tuner.choices(tuner.seed_knobs())
         # two passes over the one-knob moves, one pair step (speech.sim.tune.MAX_PAIR_MOVES), the checks: an

@@ -35,6 +35,7 @@ from policy.rules.copies import (
     rule_no_competing_variant_scaling,
 )
 from policy.rules.cost import rule_daily_cost
+from policy.rules.forecast import rule_forecast_fresh
 from policy.rules.hygiene import (
     AWS_MANAGED_SNS_KEY,
     PAB_FLAGS,
@@ -61,6 +62,6 @@ __all__ = [
     'plan_differences', 'rule_batch_scaling', 'rule_bucket_encrypted', 'rule_bucket_not_public',
     'rule_component_compute', 'rule_component_provenance', 'rule_copy_scaling_matches_plan', 'rule_daily_cost',
     'rule_ecr_hygiene', 'rule_fingerprint', 'rule_iam_no_wildcards', 'rule_instance_type_allowed',
-    'rule_matches_plan', 'rule_measured_provenance', 'rule_no_competing_variant_scaling', 'rule_one_path',
+    'rule_forecast_fresh', 'rule_matches_plan', 'rule_measured_provenance', 'rule_no_competing_variant_scaling', 'rule_one_path',
     'rule_plan_feasible', 'rule_receipts', 'rule_target_tags', 'rule_unmeasured_notice', 'scaled_variants',
 ]

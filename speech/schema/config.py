@@ -66,18 +66,48 @@ class ScheduledFloor(Frozen):
         return int(hh) * 60 + int(mm)
 
 
+MAX_SCHEDULED_FLOORS = 200
+"""Scheduled actions per scalable target: Application Auto Scaling's quota, not adjustable
+(docs/design.md §10.11)."""
+
+
+class ForecastProvenance(Frozen):
+    """Where forecast floors came from (``bench forecast``): the model, the history it read, and
+    until when the forecast holds. The policy pack refuses a stack whose forecast is past
+    ``valid_until`` at preview, with ``refresh`` as the fix."""
+
+    model: str
+    """The model the backtest chose: mstl, ets or seasonal-naive."""
+    quantile: Annotated[float, Field(ge=0.5, lt=1.0)]
+    """The upper quantile of the forecast the floors are sized for."""
+    history_sha256: str
+    """sha256 of the history's per-second arrivals (float64 bytes)."""
+    history_end: str
+    """ISO 8601 time the history ends (UTC); the forecast starts there."""
+    horizon_s: Annotated[int, Field(ge=3600)]
+    valid_until: str
+    """ISO 8601 time (UTC): ``history_end`` plus the horizon."""
+    backtest_loss: dict[str, float] = Field(default_factory=dict)
+    """Pinball loss (requests/s) of each model on the history's last seasons; seasonal-naive's among them."""
+    refresh: str = ""
+    """The command that refreshes the forecast (the pack prints it when the forecast is stale)."""
+
+
 class FloorSchedule(Frozen):
-    """A daily schedule of minimum capacity (``bench plan --schedule-from TRACE`` derives it):
-    rendered as Application Auto Scaling scheduled actions, cron in ``timezone``."""
+    """A daily schedule of minimum capacity (``bench plan --schedule-from TRACE`` derives it, or
+    ``bench forecast`` from a forecast): rendered as Application Auto Scaling scheduled actions,
+    cron in ``timezone``."""
 
     timezone: Annotated[str, Field(min_length=1)] = "UTC"
     """IANA time zone the ``at`` times are in (Application Auto Scaling's Timezone), e.g. Europe/Berlin:
     a canonical name (UTC, or a zone of the tz database, not a link such as US/Eastern; the preview
     names the canonical zone of a link)."""
-    floors: Annotated[list[ScheduledFloor], Field(min_length=2, max_length=48)]
-    """At least one raise and one release; at most 48 a day (one each half hour)."""
+    floors: Annotated[list[ScheduledFloor], Field(min_length=2, max_length=MAX_SCHEDULED_FLOORS)]
+    """At least one raise and one release; at most :data:`MAX_SCHEDULED_FLOORS` (the quota)."""
     trace_sha256: str | None = Field(None, exclude_if=lambda v: v is None)
     """sha256 of the trace the schedule was derived from (None: written by hand)."""
+    forecast: ForecastProvenance | None = Field(None, exclude_if=lambda v: v is None)
+    """Forecast floors (``bench forecast``): the provenance the pack checks; None: learned or hand-written."""
 
     @field_validator("timezone")
     @classmethod
@@ -599,6 +629,8 @@ __all__ = [
     "DEFAULT_SLO_SHARE",
     "FloorSchedule",
     "KubernetesConfig",
+    "ForecastProvenance",
+    "MAX_SCHEDULED_FLOORS",
     "Promise",
     "ScheduledFloor",
     "Alerts",

@@ -4,7 +4,7 @@ share, the shipped traces), in a module that imports nothing: ``bench simulate -
 (:mod:`speech.sim.policies`, :mod:`speech.sim.peers`, :mod:`speech.sim.traces`) re-export them."""
 
 POLICY_NAMES: tuple[str, ...] = ("plan", "reference", "pressure", "qps-ewma", "kpa", "fixed-peak", "perfect-forecast", "floor",
-                                   "target-floor", "hpa-v2", "keda")
+                                   "target-floor", "hpa-v2", "keda", "predictive")
 """Every policy ``bench simulate`` knows, in table order (speech.sim.policies.POLICIES has one factory each)."""
 
 DEFAULT_SLO_SHARE = 0.995

@@ -30,6 +30,7 @@ from speech.sim.instance import InstanceModel
 from speech.sim.kube import KubePolicy, plan_hpa_spec
 from speech.sim.names import POLICY_NAMES
 from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
+from speech.sim.predictive import PredictivePolicy
 from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, floor_at, m_of_n_alarm, scaling_numbers
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
@@ -170,6 +171,9 @@ class PolicyInputs:
     peak_rps: float
     readings: AwsReadings = field(default_factory=AwsReadings)
     slo_share: float = DEFAULT_SLO_SHARE
+    history: np.ndarray | None = None
+    """Arrivals per second before the trace, ending where it starts (what ``predictive`` forecasts
+    from besides the trace so far); None: none."""
 
     @property
     def numbers(self) -> ScalingNumbers:
@@ -212,6 +216,12 @@ def _perfect_forecast(i: PolicyInputs) -> Policy:
                                  tick_s=s.metric_period_s, min_instances=s.min_instances, max_instances=s.max_instances)
 
 
+def _predictive(i: PolicyInputs) -> Policy:
+    s = i.numbers
+    inner = AwsPolicy(s, i.model.cloudwatch_ratio, i.model.q_max, readings=i.readings)
+    return PredictivePolicy(inner, i.history, per_instance_rps=s.x_target_rps, buffer_s=s.planning_total_s)
+
+
 def _target_floor(i: PolicyInputs) -> Policy:
     return FloorAtTargetPolicy(i.arrivals, i.numbers.x_target_rps)
 
@@ -236,6 +246,7 @@ POLICIES: dict[str, Callable[[PolicyInputs], Policy]] = {
     "target-floor": _target_floor,
     "hpa-v2": _hpa_v2,
     "keda": _keda,
+    "predictive": _predictive,
 }
 """Every policy ``bench simulate`` knows, by name, with the factory that builds it."""
 if tuple(POLICIES) != POLICY_NAMES:  # the light list the help texts read must name exactly these, in this order
@@ -243,9 +254,11 @@ if tuple(POLICIES) != POLICY_NAMES:  # the light list the help texts read must n
 
 
 def make_policy(name: str, *, plan: PlanArtifact, qmax: QmaxArtifact, model: InstanceModel, arrivals: np.ndarray,
-                peak_rps: float, readings: AwsReadings | None = None, slo_share: float = DEFAULT_SLO_SHARE) -> Policy:
-    """One of :data:`POLICY_NAMES`, parameterized from the plan and the measurement."""
+                peak_rps: float, readings: AwsReadings | None = None, slo_share: float = DEFAULT_SLO_SHARE,
+                history: np.ndarray | None = None) -> Policy:
+    """One of :data:`POLICY_NAMES`, parameterized from the plan and the measurement (``history``:
+    the traffic before the trace, for ``predictive``)."""
     if name not in POLICIES:
         raise SimulationInputError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
     return POLICIES[name](PolicyInputs(plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak_rps,
-                                       readings=readings or AwsReadings(), slo_share=slo_share))
+                                       readings=readings or AwsReadings(), slo_share=slo_share, history=history))

@@ -60,10 +60,15 @@ cheapest first. A pair that misses stops at its first draw below the target, so 
 between 16 and 16 x the draws simulated draws; it runs only where a pass moved nothing."""
 SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
-         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors")
+         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors", "forecast_quantile")
 """The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
 ``scheduled_floors``: daily floors derived (speech.plan.schedule.derive_schedule) from the
-training draws' mean traffic only, tried on and off. The scale-out cooldown stays as the team set it."""
+training draws' mean traffic only, tried on and off. ``forecast_quantile``: floors from a seasonal
+forecast of the history before the judged days (speech.plan.forecast), sized for that upper quantile;
+off (None) or one of :data:`FORECAST_QUANTILES`. The scale-out cooldown stays as the team set it."""
+FORECAST_QUANTILES = (0.5, 0.75, 0.9)
+"""The forecast's upper quantiles the tuner tries as floors: a floor is a minimum the reactive
+policy builds on, so a lower quantile can be cheaper and still keep the share."""
 
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
@@ -101,6 +106,8 @@ class Knobs:
     scale_in_cooldown_s: int | None
     scheduled_floors: bool = False
     """Daily scheduled floors learned from the training draws (:meth:`Tuner.inputs_for` derives them)."""
+    forecast_quantile: float | None = None
+    """Forecast floors at this upper quantile (:meth:`Tuner.inputs_for`); None: none."""
 
     def inputs(self, base: PlanInputs) -> PlanInputs:
         return base.model_copy(update={
@@ -254,8 +261,14 @@ class Tuner:
     def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
                  slo_share: float, on_eval: Callable[[], None] | None = None,
                  schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE,
-                 map_fn: Mapper = map, width: int = 1) -> None:
+                 map_fn: Mapper = map, width: int = 1, forecast_history: np.ndarray | None = None,
+                 forecast_model: str = "auto") -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
+        self.forecast_history = forecast_history
+        """Per-second arrivals of the days before the judged ones, ending at 00:00 (forecast floors are
+        learned from it); None: the forecast knob is not tried."""
+        self.forecast_model = forecast_model
+        self._forecasts: dict[float, Any] = {}
         self.miss_chance = miss_chance
         """The chance the share bound leaves that any of PROMISE_UNSEEN_DRAWS unseen draws falls below it."""
         self.schedule_rate = schedule_rate
@@ -292,6 +305,8 @@ class Tuner:
         """The plan inputs of these knobs; with ``scheduled_floors``, the daily floors derived from the
         training draws for the plan of the other knobs (None when there is no ramp to schedule)."""
         base = k.inputs(self.inputs)
+        if k.forecast_quantile is not None:
+            return None if k.scheduled_floors else self._with_forecast(base, k.forecast_quantile)
         if not k.scheduled_floors:
             return base
         if self.schedule_rate is None:
@@ -302,6 +317,28 @@ class Tuner:
         schedule = derive_schedule(self.schedule_rate.tolist(), per_instance_rps=plan.capacity.per_instance_rps
                                    or plan.capacity.throughput_at_target_rps, lead_s=plan.t_total.planning_s,
                                    floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances)
+        return None if schedule is None else base.model_copy(update={"schedule": schedule})
+
+    def forecast(self, quantile: float) -> Any:
+        """The forecast of the day after :attr:`forecast_history` at ``quantile`` (speech.plan.forecast.Forecast), cached."""
+        if quantile not in self._forecasts:
+            from speech.plan.forecast import forecast_rate
+
+            assert self.forecast_history is not None
+            self._forecasts[quantile] = forecast_rate(self.forecast_history, model=self.forecast_model, quantile=quantile)
+        return self._forecasts[quantile]
+
+    def _with_forecast(self, base: PlanInputs, quantile: float) -> PlanInputs | None:
+        """``base`` with floors from the forecast at ``quantile``, sized for the plan of ``base``
+        (None: no history, or no minute needs more than the plan's floor)."""
+        if self.forecast_history is None:
+            return None
+        from speech.plan.forecast import forecast_schedule
+
+        plan = build_plan(self.qmax, self.ttotal, base, allow_config_mismatch=True)
+        per = plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps
+        schedule = forecast_schedule(self.forecast(quantile), per_instance_rps=per, lead_s=plan.t_total.planning_s,
+                                     floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances)
         return None if schedule is None else base.model_copy(update={"schedule": schedule})
 
     def plan_for(self, k: Knobs) -> PlanArtifact | None:
@@ -487,6 +524,7 @@ class Tuner:
             "scale_in_window_s": [None, 60, 120],
             "scale_in_cooldown_s": [None, 600, planning],
             "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
+            "forecast_quantile": [None, *FORECAST_QUANTILES] if self.forecast_history is not None else [None],
         }
 
     def see_training(self, days: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -551,6 +589,8 @@ REASONS = {
                            "per hour",
     "scheduled_floors": "daily floors learned from the training draws' traffic (speech.plan.schedule): instances in service "
                         "a planning T_total before each ramp; the checks say what they saved on days the tuner did not see",
+    "forecast_quantile": "floors from a seasonal forecast of the days before (speech.plan.forecast) at this upper quantile, "
+                         "raised a planning T_total ahead: the reactive policy adds only what the forecast missed",
 }
 
 
@@ -566,7 +606,9 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "scale_in_step_share": pct,
         "scale_in_window_s": f"{numbers.scale_in_periods * numbers.metric_period_s} s",
         "scale_in_cooldown_s": f"{numbers.scale_in_cooldown_s} s",
-        "scheduled_floors": f"{len(numbers.floors)} daily floors" if numbers.floors else "none",
+        "scheduled_floors": f"{len(numbers.floors)} daily floors" if numbers.floors and k.scheduled_floors else "none",
+        "forecast_quantile": "none" if k.forecast_quantile is None else
+                             f"{k.forecast_quantile:g} ({len(numbers.floors)} forecast floors)",
     }
 
 

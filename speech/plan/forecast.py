@@ -1,0 +1,246 @@
+"""Forecast floors: the next day's (or week's) scheduled floors from the user's own request-rate
+history, by a seasonal model checked against seasonal-naive (docs/design.md §10.11).
+
+Pure: a rate series in (requests/s every ``step_s`` seconds, its first sample at ``start_minute``
+of the day), a :class:`Forecast` and a :class:`speech.schema.config.FloorSchedule` out; no files, no
+clock (the caller passes the times the provenance records).
+
+* The series is averaged into bins of ``bin_s`` (5 minutes) and the model forecasts the bins of the
+  horizon: ``mstl`` (statsmodels' STL, the one-season case of its MSTL: robust LOESS, the trend held at its last season's level),
+  ``ets`` (statsmodels' additive Holt-Winters, ``ExponentialSmoothing``), or ``seasonal-naive`` (the
+  value one season earlier: the baseline a model must beat).
+* Backtest: each model is fitted on the history less its last season and forecasts that season;
+  its error is the pinball loss of its upper quantile on the season's minutes. ``auto`` takes the
+  model with the lowest loss and falls back to seasonal-naive when no model beats it.
+* The upper quantile: the forecast bin times the ``quantile`` of (each backtest minute's rate over
+  its bin's forecast): it carries both the model's error and how far a minute rises above its bin.
+* Floors: each minute needs ``ceil(upper / per_instance_rps)`` instances (the plan's per-instance
+  rate at the SLO); capacity is asked one planning T_total ahead (the floor at a minute is the
+  largest need of the lead that follows); slots of ``slot_minutes`` keep their largest floor, and
+  an entry is written where a slot's floor differs from the previous one, at most
+  :data:`MAX_SCHEDULED_ACTIONS` (Application Auto Scaling's scheduled actions per scalable target;
+  the slot widens until they fit).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from speech.errors import PlanInputError
+from speech.plan.schedule import _hhmm, minute_means
+from speech.schema.config import MAX_SCHEDULED_FLOORS, FloorSchedule, ForecastProvenance, ScheduledFloor
+from speech.schema.units import EPS
+
+DAY_MIN = 1440
+BIN_S = 300
+"""Forecast bin: the models see 5-minute means (288 a day)."""
+MODELS = ("auto", "mstl", "ets", "seasonal-naive")
+MAX_SCHEDULED_ACTIONS = MAX_SCHEDULED_FLOORS
+"""Scheduled actions per scalable target, Application Auto Scaling's quota (not adjustable)."""
+SLOTS_MIN = (5, 10, 15, 20, 30, 60)
+"""Slot lengths tried, shortest first, until the entries fit the quota."""
+DEFAULT_QUANTILE = 0.9
+
+
+@dataclass(frozen=True)
+class Backtest:
+    """Pinball loss (requests/s) of each model's upper quantile on the history's last season."""
+
+    losses: dict[str, float]
+    chosen: str
+
+    @property
+    def beats_naive(self) -> bool:
+        return self.chosen != "seasonal-naive" and self.losses[self.chosen] < self.losses["seasonal-naive"] - EPS
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Per-minute rates over the horizon (requests/s), starting at ``start_minute`` of the day."""
+
+    model: str
+    quantile: float
+    point_rps: np.ndarray
+    upper_rps: np.ndarray
+    start_minute: int
+    season_min: int
+    backtest: Backtest
+    ratio: float
+    """The quantile of actual / forecast the upper curve is scaled by."""
+
+
+def _bins(minutes: np.ndarray, bin_min: int) -> np.ndarray:
+    whole = minutes.size // bin_min
+    return minutes[: whole * bin_min].reshape(whole, bin_min).mean(axis=1)
+
+
+def _fit(model: str, y: np.ndarray, season: int, horizon: int) -> np.ndarray:
+    """``horizon`` bins after ``y`` (bin means, requests/s) by ``model``, clipped at 0. Both models
+    work on the log of the rate (log1p): a tide's swing scales with its level, so its seasons are
+    multiplicative."""
+    if model == "seasonal-naive":
+        out = np.tile(y[-season:], math.ceil(horizon / season))[:horizon]
+    elif model == "mstl":
+        from statsmodels.tsa.seasonal import STL
+
+        # one season: MSTL's single-period case is STL (MSTL drops a period that is half the series or more)
+        fit = STL(np.log1p(y), period=season, robust=True).fit()
+        seasonal = np.asarray(fit.seasonal)[-season:]
+        level = float(np.asarray(fit.trend)[-season:].mean())  # the trend held at its last season's level
+        out = np.expm1(level + np.tile(seasonal, math.ceil(horizon / season))[:horizon])
+    elif model == "ets":
+        from statsmodels.tsa.holtwinters import ExponentialSmoothing
+
+        with warnings.catch_warnings():  # convergence chatter on short histories: the backtest judges the result
+            warnings.simplefilter("ignore")
+            fit = ExponentialSmoothing(np.log1p(y), seasonal="add", seasonal_periods=season,
+                                       initialization_method="heuristic").fit()
+            out = np.expm1(np.asarray(fit.forecast(horizon)))
+    else:
+        raise PlanInputError(f"unknown forecast model {model!r}; choose from {', '.join(MODELS)}")
+    return np.maximum(np.asarray(out, dtype=float), 0.0)
+
+
+def pinball(actual: np.ndarray, predicted: np.ndarray, q: float) -> float:
+    """Mean pinball (quantile) loss of ``predicted`` as the ``q`` quantile of ``actual``."""
+    d = actual - predicted
+    return float(np.mean(np.maximum(q * d, (q - 1.0) * d)))
+
+
+def _upper_ratio(actual_min: np.ndarray, bins_fc: np.ndarray, bin_min: int, q: float) -> float:
+    """The ``q`` quantile of each minute's rate over its bin's forecast (1 where the forecast is
+    nowhere positive)."""
+    per_min = np.repeat(bins_fc, bin_min)[: actual_min.size]
+    ok = per_min > EPS
+    if not ok.any():
+        return 1.0
+    return float(np.quantile(actual_min[ok] / per_min[ok], q))
+
+
+MAX_FOLDS = 3
+"""Seasons at the history's end each model forecasts in the backtest, each from the seasons before it."""
+
+
+def forecast_rate(rate_rps: Sequence[float] | np.ndarray, *, step_s: int = 1, start_minute: int = 0, season_days: int = 1,
+                  horizon_min: int = DAY_MIN, model: str = "auto", quantile: float = DEFAULT_QUANTILE,
+                  bin_s: int = BIN_S) -> Forecast:
+    """The next ``horizon_min`` minutes after the history ``rate_rps`` (see the module docstring).
+
+    The history must cover at least three seasons (``season_days`` days each): a model fits on two
+    and is checked on the next. Up to :data:`MAX_FOLDS` of the last seasons are each forecast from
+    the seasons before them (rolling origin); seasonal-naive is judged on the same seasons."""
+    if model not in MODELS:
+        raise PlanInputError(f"unknown forecast model {model!r}; choose from {', '.join(MODELS)}")
+    if not 0.5 <= quantile < 1.0:
+        raise PlanInputError(f"forecast quantile {quantile:g} must be in [0.5, 1) (e.g. 0.9)")
+    if bin_s % 60 or DAY_MIN % (bin_s // 60):
+        raise PlanInputError(f"forecast bin {bin_s} s must be whole minutes dividing a day")
+    minutes = minute_means(np.asarray(rate_rps, dtype=float).tolist(), step_s)
+    season_min = season_days * DAY_MIN
+    seasons = minutes.size // season_min
+    if seasons < 3:
+        raise PlanInputError(
+            f"the history covers {minutes.size / 60:.1f} h; a {season_days}-day season needs at least "
+            f"{3 * season_min / 60:.0f} h (three seasons: two to fit a model on, one to check its forecast against)")
+    total = minutes.size
+    # whole seasons counted back from the history's end, so the last one lines up with the forecast
+    minutes = minutes[-seasons * season_min:]
+    bin_min = bin_s // 60
+    season = season_min // bin_min
+    y = _bins(minutes, bin_min)
+    folds = range(max(2, seasons - MAX_FOLDS), seasons)
+    candidates = ("mstl", "ets", "seasonal-naive") if model == "auto" else tuple(dict.fromkeys((model, "seasonal-naive")))
+    losses: dict[str, float] = {}
+    ratios: dict[str, float] = {}
+    for m in candidates:
+        actual, fitted = [], []
+        for k in folds:  # season k forecast from seasons 0..k-1
+            fc = _fit(m, y[: k * season], season, season)
+            actual.append(minutes[k * season_min : (k + 1) * season_min])
+            fitted.append(np.repeat(fc, bin_min)[:season_min])
+        a, f = np.concatenate(actual), np.concatenate(fitted)
+        ratios[m] = _upper_ratio(a, f, 1, quantile)
+        losses[m] = pinball(a, f * ratios[m], quantile)
+    if model == "auto":
+        chosen = min(losses, key=lambda m: (losses[m], m == "seasonal-naive"))
+    else:
+        chosen = model
+    point = np.repeat(_fit(chosen, y, season, math.ceil(horizon_min / bin_min)), bin_min)[:horizon_min]
+    start = (start_minute + total) % DAY_MIN  # the forecast starts where the history ends
+    return Forecast(model=chosen, quantile=quantile, point_rps=point, upper_rps=point * ratios[chosen], start_minute=start,
+                    season_min=season_min, backtest=Backtest(losses=losses, chosen=chosen), ratio=ratios[chosen])
+
+
+def minute_needs(upper_rps: np.ndarray, per_instance_rps: float, lead_s: float, floor: int, max_instances: int) -> np.ndarray:
+    """Instances each minute's floor asks for: ``ceil(upper / per_instance_rps)`` within [floor,
+    max], raised one lead (the planning T_total, whole minutes up) ahead: the largest need of the
+    minute and the lead that follows it."""
+    if per_instance_rps <= 0:
+        raise PlanInputError("the plan has no per-instance rate to size floors with (its fleet_capacity finding says why)")
+    need = np.clip(np.ceil(np.asarray(upper_rps, dtype=float) / per_instance_rps - EPS), floor, max_instances).astype(int)
+    lead = math.ceil(lead_s / 60 - EPS)
+    padded = np.concatenate([need, np.full(lead, need[-1] if need.size else floor)])
+    return np.array([padded[m : m + lead + 1].max() for m in range(need.size)], dtype=int)
+
+
+def slot_entries(needs: np.ndarray, start_minute: int, slot_minutes: int) -> list[tuple[int, int]]:
+    """(minute of the day, floor) where a slot's floor (its largest minute) differs from the
+    previous slot's; slots aligned to the day, the first entry always written."""
+    out: list[tuple[int, int]] = []
+    day = np.full(DAY_MIN, -1, dtype=int)
+    for i, n in enumerate(needs[:DAY_MIN]):
+        day[(start_minute + i) % DAY_MIN] = max(day[(start_minute + i) % DAY_MIN], int(n))
+    prev = None
+    for s in range(0, DAY_MIN, slot_minutes):
+        v = int(day[s : s + slot_minutes].max())
+        if v < 0:
+            continue
+        if v != prev:
+            out.append((s, v))
+            prev = v
+    return out
+
+
+def forecast_entries(needs: np.ndarray, start_minute: int, limit: int = MAX_SCHEDULED_ACTIONS,
+                     slots: Sequence[int] = SLOTS_MIN) -> tuple[int, list[tuple[int, int]]]:
+    """(slot minutes, entries) for the shortest slot whose entries fit ``limit``."""
+    for slot in slots:
+        entries = slot_entries(needs, start_minute, slot)
+        if len(entries) <= limit:
+            return slot, entries
+    raise PlanInputError(f"the forecast floors need more than {limit} scheduled actions even in {slots[-1]}-minute slots")
+
+
+def forecast_schedule(fc: Forecast, *, per_instance_rps: float, lead_s: float, floor: int, max_instances: int,
+                      timezone: str = "UTC", provenance: ForecastProvenance | None = None,
+                      trace_sha256: str | None = None) -> FloorSchedule | None:
+    """The forecast's first day as daily scheduled floors (:func:`minute_needs`,
+    :func:`forecast_entries`), or None when no minute needs more than ``floor``."""
+    needs = minute_needs(fc.upper_rps[:DAY_MIN], per_instance_rps, lead_s, floor, max_instances)
+    if not (needs > floor).any():
+        return None
+    _, entries = forecast_entries(needs, fc.start_minute)
+    if len(entries) < 2:  # one level all day: a raised constant floor, said as a raise and a release at midnight
+        entries = [(0, entries[0][1]), (1, entries[0][1])]
+    return FloorSchedule(timezone=timezone, floors=[ScheduledFloor(at=_hhmm(m), min_instances=v) for m, v in entries],
+                         trace_sha256=trace_sha256, forecast=provenance)
+
+
+def stale_forecast(prov: ForecastProvenance, now: datetime) -> str | None:
+    """Why forecast floors may not deploy at ``now`` (an aware datetime): the forecast is past its
+    horizon (``valid_until``), with the command that refreshes it; None while it holds."""
+    until = datetime.fromisoformat(prov.valid_until.replace("Z", "+00:00"))
+    if until.tzinfo is None:
+        until = until.replace(tzinfo=UTC)
+    if now < until:
+        return None
+    late = now - until
+    return (f"the scheduled floors are a {prov.model} forecast from history ending {prov.history_end}, valid until "
+            f"{prov.valid_until} ({late.total_seconds() / 3600:.1f} h ago): yesterday's forecast would size today's floors; "
+            f"fix: {prov.refresh or 'python -m bench forecast'}, then bench plan --stack NAME --floors-from the new artifact")

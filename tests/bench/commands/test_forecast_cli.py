@@ -1,0 +1,66 @@
+"""``bench forecast`` end to end: a CloudWatch per-minute export in, a forecast artifact whose
+schedule ``bench plan --floors-from`` puts into the plan; bad input exits 2 and writes nothing."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.cli.main import main
+from tests.conftest import QMAX_REF, TTOTAL_REF
+
+
+@pytest.fixture(scope="module")
+def plan_file(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("plan")
+    assert main(["plan", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--peak-rps", "800", "--trough-rps", "20",
+                 "--out", str(out)]) == 0
+    return next(out.glob("plan-*.json"))
+
+
+def _export(path: Path, days: int = 3) -> Path:
+    """A per-minute Invocations export: a tide from 20 to 800 rps, days ending 2026-12-03 00:00 UTC."""
+    t0 = datetime(2026, 12, 3, tzinfo=UTC) - timedelta(days=days)
+    rng = np.random.default_rng(5)
+    rows = ["Timestamp,Value"]
+    for m in range(days * 1440):
+        rps = 20 + 780 * (1 - np.cos(2 * np.pi * (m % 1440) / 1440)) / 2
+        rows.append(f"{(t0 + timedelta(minutes=m)).isoformat().replace('+00:00', 'Z')},{rps * 60 * (1 + 0.05 * rng.standard_normal()):.0f}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_an_export_becomes_forecast_floors_the_plan_takes(tmp_path, plan_file, capsys):
+    history = _export(tmp_path / "inv.csv")
+    assert main(["forecast", "--plan", str(plan_file), "--history", f"cloudwatch:{history}", "--out", str(tmp_path),
+                 "--json"]) == 0
+    art = json.loads(capsys.readouterr().out)
+    prov = art["schedule"]["forecast"]
+    # the export's own clock: it ends at 2026-12-03 00:00, so the next day's forecast holds until the 4th
+    assert prov["history_end"] == "2026-12-03T00:00:00Z" and prov["valid_until"] == "2026-12-04T00:00:00Z"
+    assert set(prov["backtest_loss"]) >= {"seasonal-naive", prov["model"]}
+    assert "--history 'cloudwatch:" in prov["refresh"]
+    floors = art["schedule"]["floors"]
+    assert 2 <= len(floors) <= 200 and max(f["min_instances"] for f in floors) >= 800 / art["per_instance_rps"]
+    written = tmp_path / "forecast-kokoro-82m.json"
+    assert written.exists()
+    out = tmp_path / "planned"
+    assert main(["plan", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--peak-rps", "800", "--trough-rps", "20",
+                 "--out", str(out), "--floors-from", str(written), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["schedule"]["forecast"]["valid_until"] == "2026-12-04T00:00:00Z"
+    assert [f["at"] for f in plan["schedule"]["floors"]] == [f["at"] for f in floors]
+
+
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, plan_file, capsys):
+    short = _export(tmp_path / "short.csv", days=2)
+    assert main(["forecast", "--plan", str(plan_file), "--history", f"cloudwatch:{short}", "--out", str(tmp_path)]) == 2
+    assert "three seasons" in capsys.readouterr().err
+    assert main(["forecast", "--plan", str(plan_file), "--history", "diurnal:peak=100", "--quantile", "1.2",
+                 "--out", str(tmp_path)]) == 2
+    assert "--quantile 1.2" in capsys.readouterr().err
+    assert not list(tmp_path.glob("forecast-*.json"))

@@ -1,0 +1,55 @@
+"""The tuner's forecast knob (speech.sim.tune ``forecast_quantile``): floors from a forecast of the
+history before the tuned days, sized for the plan of the other knobs; never together with the
+floors learned from the training draws; not offered without a history."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from speech.files import load_artifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.config import PlanInputs
+from speech.sim.instance import build_instance
+from speech.sim.scaler import floor_at
+from speech.sim.tune import FORECAST_QUANTILES, Tuner
+from tests.conftest import QMAX_REF, TTOTAL_REF
+
+
+def _history(days: int) -> np.ndarray:
+    """Per-second arrivals: 20 rps, 400 rps from 09:00 to 12:00, every day."""
+    day = np.full(86400, 20.0)
+    day[9 * 3600 : 12 * 3600] = 400.0
+    return np.tile(day, days)
+
+
+@pytest.fixture(scope="module")
+def tuners():
+    q, t = load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
+    inputs = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=400, trough_rps=20)
+    model = build_instance(q, t)
+    return Tuner(q, t, inputs, model, 0.995, forecast_history=_history(3)), Tuner(q, t, inputs, model, 0.995)
+
+
+def test_forecast_floors_raise_the_floor_a_lead_before_the_forecast_ramp(tuners):
+    with_history, _ = tuners
+    k = replace(with_history.seed_knobs(), forecast_quantile=0.9)
+    plan = with_history.plan_for(k)
+    assert plan is not None and plan.schedule is not None
+    n = with_history.numbers_for(k)
+    per = plan.capacity.per_instance_rps
+    # 400 rps needs ceil(400 / per) instances from 09:00, asked the planning T_total (whole minutes) ahead
+    lead_min = int(np.ceil(plan.t_total.planning_s / 60))
+    assert floor_at(n, (9 * 60 - lead_min) * 60) >= int(np.ceil(400 / per)) - 1
+    assert floor_at(n, (9 * 60 - lead_min - 15) * 60) == n.min_instances
+    assert floor_at(n, 13 * 3600) == n.min_instances
+
+
+def test_the_knob_is_offered_only_with_a_history_and_never_with_learned_floors(tuners):
+    with_history, without = tuners
+    assert with_history.choices(with_history.seed_knobs())["forecast_quantile"] == [None, *FORECAST_QUANTILES]
+    assert without.choices(without.seed_knobs())["forecast_quantile"] == [None]
+    both = replace(with_history.seed_knobs(), forecast_quantile=0.9, scheduled_floors=True)
+    assert with_history.inputs_for(both) is None
