@@ -27,7 +27,8 @@ from speech.schema.config import StackConfig
 from speech.schema.kubernetes import TOLERANCE_SINCE_MINOR
 
 DESCRIPTION = __doc__.split("\n\n")[1].replace("\n", " ")
-EPILOG = ("example: python -m speech render --stack-dir examples --stack k8s-gpu --out out/k8s-gpu && "
+EPILOG = ("exit 0 written, 2 bad input (nothing written), 130 interrupted. "
+          "example: python -m speech render --stack-dir examples --stack k8s-gpu --out out/k8s-gpu && "
           "kubectl apply -f out/k8s-gpu (docs/kubernetes.md)")
 
 

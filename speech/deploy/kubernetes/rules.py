@@ -13,7 +13,7 @@ Sources (docs/design.md cites them):
   scaleTargetRef and triggers; scaleTargetRef requires name; each trigger requires type and metadata,
   whose values are strings), KEDA's admission webhook (minReplicaCount <= maxReplicaCount), and the
   scalers' documented required metadata: prometheus serverAddress, query, threshold; cron timezone,
-  start, end, desiredReplicas (keda.sh/docs/2.x/scalers/prometheus, .../cron).
+  start, end, desiredReplicas, start differing from end (keda.sh/docs/2.17/scalers/prometheus, .../cron).
 """
 
 from __future__ import annotations
@@ -130,6 +130,8 @@ def scaled_object_problems(obj: Mapping[str, Any]) -> list[str]:
         out += [f"{at}.metadata.{k} must be a string" for k, v in meta.items() if not isinstance(v, str)]
         out += [f"{at}.metadata.{k} is required by the {t['type']} scaler"
                 for k in KEDA_REQUIRED_METADATA.get(t["type"], ()) if not meta.get(k)]
+        if t["type"] == "cron" and meta.get("start") and meta.get("start") == meta.get("end"):
+            out.append(f"{at}.metadata start and end are both {meta['start']!r}; the cron scaler needs them to differ")
         if t["type"] == "prometheus" and meta.get("threshold") and not positive_quantity(meta["threshold"]):
             out.append(f"{at}.metadata.threshold {meta['threshold']!r} must be a positive number")
     low, high = spec.get("minReplicaCount"), spec.get("maxReplicaCount")

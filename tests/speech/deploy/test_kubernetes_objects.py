@@ -105,6 +105,7 @@ def test_each_restated_hpa_rule_refuses(path, value, says):
     (lambda s: s["triggers"][1]["metadata"].pop("timezone"), "timezone is required by the cron scaler"),
     (lambda s: s["triggers"][1]["metadata"].update(desiredReplicas=12), "must be a string"),
     (lambda s: s.update(minReplicaCount=40), "must be >= minReplicaCount"),
+    (lambda s: s["triggers"][1]["metadata"].update(end="30 7 * * *"), "needs them to differ"),
     (lambda s: s["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"].update(
         stabilizationWindowSeconds=7200), "within 0..3600"),
 ])
@@ -194,3 +195,14 @@ def test_quantity_never_exceeds_the_value():
         q = sizing.quantity(value)
         assert float(q) <= value < float(q) + 0.001
         assert rules.positive_quantity(q) or value < 0.001
+
+
+def test_the_shipped_adapter_rule_serves_the_metric_the_hpa_reads():
+    from ruamel.yaml import YAML
+
+    values = YAML(typ="safe").load((ROOT / "examples/kubernetes/prometheus-adapter-values.yaml").read_text())
+    [rule] = values["rules"]["custom"]
+    hpa = _objects(_model("k8s-gpu"))["HorizontalPodAutoscaler"]
+    metric = hpa["spec"]["metrics"][0]["pods"]["metric"]["name"]
+    assert rule["name"]["as"] == metric and rule["seriesQuery"].startswith(metric + "{")
+    assert set(rule["resources"]["overrides"]) == {"namespace", "pod"}
