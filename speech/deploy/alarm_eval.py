@@ -25,7 +25,8 @@ breaching points leave the evaluation range: an Auto Scaling action keeps being 
 time. The range's length for other windows is not documented; it is a parameter here
 (``evaluation_range``, default the example's evaluation_periods + 2) and the tests that depend on it
 try several. :func:`guarded_periods` evaluates the copy scale-in alarm's metric-math expression
-(:func:`speech.deploy.scaling.guarded_queries`) period by period.
+(:func:`speech.deploy.scaling.guarded_queries`) period by period, with FILL of an all-empty series
+either filled or not (:func:`fill`).
 """
 
 from __future__ import annotations
@@ -118,14 +119,59 @@ def _next_state(present: list[tuple[int, bool]], state: State, n: int, m: int, t
     return "ALARM" if max(age for age, _ in present) >= m else "INSUFFICIENT_DATA"
 
 
-def guarded_periods(concurrency: Sequence[float | None], failures: Sequence[float | None],
-                    guard_value: float) -> list[float | None]:
-    """Per period, what ``IF(FILL(nocap, 0) > 0, guard_value, low)`` gives (CloudWatch user guide,
-    "Using metric math", IF and FILL): ``guard_value`` where NoCapacityInvocationFailures is above
-    0, else the concurrency point, and no point where that is missing (IF drops it)."""
-    if len(concurrency) != len(failures):
-        raise ValueError("both series need the same periods")
-    return [guard_value if (f or 0.0) > 0 else c for c, f in zip(concurrency, failures, strict=True)]
+def fill(series: Sequence[float | None], value: float, *, fill_empty: bool) -> list[float | None]:
+    """``FILL(series, value)`` over the queried periods: every missing period gets ``value``
+    (CloudWatch user guide, "Metric math syntax and functions", FILL). Whether a series with no
+    point at all in the range comes back filled is not documented: ``fill_empty`` chooses, and the
+    tests that depend on it try both."""
+    if not fill_empty and all(v is None for v in series):
+        return [None] * len(series)
+    return [value if v is None else v for v in series]
+
+
+COPIES_SPLIT = 1.5
+"""``inv / ipc`` (Invocations over InvocationsPerCopy: the copies that served) above this is two or
+more copies."""
+
+
+def guarded_periods(concurrency: Sequence[float | None], invocations: Sequence[float | None],
+                    per_copy: Sequence[float | None], failures: Sequence[float | None], guard_value: float,
+                    *, fill_empty: bool = True) -> list[float | None]:
+    """Per period, what the copy scale-in expression :data:`speech.deploy.scaling.GUARD_EXPRESSION`
+    gives (CloudWatch metric math: IF per timestamp, no point where its condition or the chosen
+    branch has none; FILL as :func:`fill`):
+
+    * invocations in the period and two or more copies served them (``inv / ipc``): the concurrency
+      point (``low``), compared with C_scale_min as before;
+    * invocations and one copy, or none that served (a refused request counted as an invocation):
+      ``guard_value`` (not breaching): the last copy is not removed while anything is invoked;
+    * no invocations but a request found no copy (NoCapacityInvocationFailures): ``guard_value``;
+    * neither: 0 (breaching): nothing was invoked.
+
+    Series: ConcurrentRequestsPerCopy Maximum, Invocations Sum, InvocationsPerCopy Sum,
+    NoCapacityInvocationFailures Sum, one value (or None) per period."""
+    n = len(concurrency)
+    if not len(invocations) == len(per_copy) == len(failures) == n:
+        raise ValueError("every series needs the same periods")
+    inv_f = fill(invocations, 0.0, fill_empty=fill_empty)
+    ipc_f = fill(per_copy, 0.0, fill_empty=fill_empty)
+    nocap_f = fill(failures, 0.0, fill_empty=fill_empty)
+    out: list[float | None] = []
+    for low, inv, ipc, c_inv, c_ipc, c_nocap in zip(concurrency, invocations, per_copy, inv_f, ipc_f, nocap_f,
+                                                    strict=True):
+        if c_inv is None:
+            out.append(None)
+        elif c_inv > 0:
+            if c_ipc is None:
+                out.append(None)
+            elif c_ipc > 0:
+                copies = None if inv is None or ipc is None else inv / ipc
+                out.append(None if copies is None else (low if copies > COPIES_SPLIT else guard_value))
+            else:
+                out.append(guard_value)
+        else:
+            out.append(None if c_nocap is None else (guard_value if c_nocap > 0 else 0.0))
+    return out
 
 
 class SingleMetricAlarm(Protocol):

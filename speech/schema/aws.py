@@ -76,6 +76,12 @@ the only signal that can wake a component scaled to zero copies (target tracking
 zero copies)."""
 NO_CAPACITY_STATISTIC = "Sum"
 """Failed requests in the period (the documented scale-from-zero alarm uses Sum)."""
+INVOCATIONS_METRIC = "Invocations"
+"""Requests sent to the inference component (AWS/SageMaker, InferenceComponentName), Sum per period."""
+INVOCATIONS_PER_COPY_METRIC = "InvocationsPerCopy"
+"""Invocations normalized by the copies serving them (the metric of target tracking's
+SageMakerInferenceComponentInvocationsPerCopy), Sum per period: Invocations / InvocationsPerCopy is
+the number of copies that served the period's requests."""
 INSTANCE_SCALING_ENABLED = "ENABLED"
 """ProductionVariantManagedInstanceScaling.Status: SageMaker adds and removes instances to fit the copies."""
 SUFFIX_WAKE = "-wake"

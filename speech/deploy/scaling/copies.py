@@ -122,16 +122,19 @@ def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
     Copy floor 1 or more: missing data breaches (an idle component publishes nothing and shrinks
     to its floor; there is no wake to undo).
 
-    Copy floor 0: treating missing data as missing is not enough. CloudWatch keeps an alarm whose
-    newest points are missing in ALARM while an old enough breaching point is in its evaluation range,
-    "even when missing data is being treated as missing" (speech.deploy.alarm_eval), and re-invokes
-    the -1 step all that time; a wake's +1 ends the scale-in cooldown, so the copy being woken
-    would be removed again. So the alarm is metric math (:func:`speech.deploy.scaling.guarded_queries`):
-    a minute in which a request found no copy reads as Q_max per copy, far above the threshold,
-    and a scale-in then needs the whole window again after the last refused request. Both metrics
-    per minute: NoCapacityInvocationFailures is per minute (the documented wake alarm), metric math
-    needs one period, and a minute's Maximum is at or below C_scale_min exactly when every shorter
-    period in it is, so the window (the plan's, rounded up to whole minutes) means the same."""
+    Copy floor 0: the -1 step reaches zero copies, so the last copy must go only when nothing was
+    invoked for the whole window, not when one copy is lightly loaded (issue 46: one copy at a fifth
+    of Q_max was removed every few minutes, and every request failed until a new one started). The
+    alarm is metric math (:data:`speech.deploy.scaling.GUARD_EXPRESSION`): with two or more copies
+    serving (Invocations / InvocationsPerCopy) the per-copy concurrency against C_scale_min as above;
+    with one copy serving anything, or a request refused for want of a copy (a wake pending), Q_max
+    per copy, far above the threshold; with nothing invoked, 0. Missing data breaches, so a range in
+    which no metric has a point (idle, whether or not FILL fills an all-empty series) removes the
+    copy, never INSUFFICIENT_DATA. The window is the plan's plus the woken copy's start
+    (:func:`zero_floor_periods`), so a wake is not undone before the woken copy could serve. Per minute:
+    NoCapacityInvocationFailures and the invocation metrics are per minute, metric math needs one
+    period, and a minute's Maximum is at or below C_scale_min exactly when every shorter period in it
+    is."""
     from speech.plan.formulas import scale_in_evaluation_periods
 
     period = copy_plan.inputs.metric_period_s
@@ -139,13 +142,14 @@ def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
     threshold = copy_plan.scaling.scale_in_threshold
     zero = copy_plan.copies.min_copies == 0
     if zero:
-        periods = math.ceil(periods * period / WAKE_PERIOD_S)
+        periods = zero_floor_periods(copy_plan)
         period = WAKE_PERIOD_S
     guard = float(copy_plan.q_max_per_copy) if zero else None
     description = f"every copy at or below C_scale_min ({threshold:g}) for {periods} x {period} s: remove one copy"
     if zero:
-        description += ("; a minute with NoCapacityInvocationFailures reads as Q_max per copy "
-                        f"({guard:g}), so no copy is removed while a wake is pending")
+        description = (f"two or more copies at or below C_scale_min ({threshold:g}), or nothing invoked, for {periods} x "
+                       f"{period} s: remove one copy; a minute one copy served, or a request found no copy, reads as "
+                       f"Q_max per copy ({guard:g}): the last copy goes only when idle, never while a wake is pending")
     return AlarmSpec(
         name=f"{component_name}{SUFFIX_SCALE_IN}",
         description=description,
@@ -158,9 +162,20 @@ def copy_scale_in_alarm(copy_plan: Any, component_name: str) -> AlarmSpec:
         datapoints_to_alarm=periods,
         threshold=threshold,
         comparison="LessThanOrEqualToThreshold",
-        treat_missing_data="missing" if zero else "breaching",
+        treat_missing_data="breaching",
         wake_guard=guard,
     )
+
+
+def zero_floor_periods(copy_plan: Any) -> int:
+    """Minutes of the zero-floor scale-in window: the plan's scale-in window in whole minutes plus
+    the woken copy's start (:func:`wake_cooldown_s`), so a copy woken by a refused request gets a
+    whole window of serving before an idle spell can remove it."""
+    from speech.plan.formulas import scale_in_evaluation_periods
+
+    period = copy_plan.inputs.metric_period_s
+    window_min = math.ceil(scale_in_evaluation_periods(period) * period / WAKE_PERIOD_S)
+    return window_min + math.ceil(wake_cooldown_s(copy_plan) / WAKE_PERIOD_S)
 
 
 def wake_alarm(component_name: str) -> AlarmSpec:
@@ -217,14 +232,18 @@ def component_scaling_spec(copy_plan: Any, endpoint_name: str, component_name: s
         ("scale_in", "steps"): "one step of -1 copy below the per-copy C_scale_min",
         ("scale_in", "cooldown_s"): "copy plan scale-in cooldown max(300, 3 x planning T_copy) s",
         ("scale_in_alarm", "threshold"): f"deployed per-copy C_scale_min = (1-2h) x Q_max per copy {copy_plan.q_max_per_copy}",
-        ("scale_in_alarm", "evaluation_periods"): f"scale-in window max(3, ceil(300 s / period)) periods = {periods_in} "
-                                                  f"periods of {copy_scale_in_alarm(copy_plan, name).period_s} s",
+        ("scale_in_alarm", "evaluation_periods"): (f"scale-in window in minutes + the woken copy's start = {periods_in} "
+                                                   "minutes" if zero else
+                                                   f"scale-in window max(3, ceil(300 s / period)) periods = {periods_in} "
+                                                   f"periods of {copy_scale_in_alarm(copy_plan, name).period_s} s"),
         ("scale_in_alarm", "datapoints_to_alarm"): f"every one of the {periods_in} periods must breach",
-        ("scale_in_alarm", "treat_missing_data"): ("no data at zero copies or while a woken copy starts: missing (all "
-                                                   "missing is INSUFFICIENT_DATA, no action)" if zero else
+        ("scale_in_alarm", "treat_missing_data"): ("a range without any point is idle: breaching (never "
+                                                   "INSUFFICIENT_DATA, whether or not FILL fills an empty series)"
+                                                   if zero else
                                                    "an idle component publishes nothing; it shrinks to its floor"),
-        ("scale_in_alarm", "wake_guard"): (f"a minute with a request that found no copy reads as Q_max per copy "
-                                           f"{copy_plan.q_max_per_copy}: no copy is removed while a wake is pending"
+        ("scale_in_alarm", "wake_guard"): (f"a minute one copy served, or with a request that found no copy, reads as "
+                                           f"Q_max per copy {copy_plan.q_max_per_copy}: the last copy goes only when "
+                                           "nothing was invoked, and not while a wake is pending"
                                            if zero else "copy floor 1 or more: no wake to guard"),
         ("scale_in_alarm", "period_s"): ("per minute, the period of NoCapacityInvocationFailures" if zero
                                          else "plan metric period (high-resolution)"),

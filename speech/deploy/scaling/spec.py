@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from speech.schema.aws import (
+    INVOCATIONS_METRIC,
+    INVOCATIONS_PER_COPY_METRIC,
     NO_CAPACITY_METRIC,
     NO_CAPACITY_STATISTIC,
     SCALABLE_DIMENSION,
@@ -100,8 +102,9 @@ class AlarmSpec:
     treat_missing_data: str = field(metadata=rule_meta("what a period without datapoints means"))
     wake_guard: float | None = field(default=None, metadata=rule_meta(
         "None: the alarm watches its metric alone. A number: metric math (:func:`guarded_queries`): a period in "
-        "which a request found no copy (NoCapacityInvocationFailures > 0) reads as this non-breaching value, so "
-        "the alarm cannot remove a copy while a wake is pending"))
+        "which one copy served the invocations, or a request found no copy (NoCapacityInvocationFailures > 0), "
+        "reads as this non-breaching value, so the last copy goes only when nothing was invoked and no copy is "
+        "removed while a wake is pending"))
 
 
 @dataclass(frozen=True)
@@ -117,26 +120,39 @@ class AlarmQuery:
     return_data: bool = False
 
 
-GUARD_EXPRESSION = "IF(FILL(nocap, 0) > 0, {value}, low)"
-"""The guarded scale-in value per period (CloudWatch metric math, "Using IF expressions"):
-``IF(TS > S, S, TS)`` gives the scalar where NoCapacityInvocationFailures is above 0 and the
-concurrency point elsewhere, and drops the period where that point is missing (zero copies stay
-missing data); FILL(nocap, 0) because the failure metric has no point in a period without failures."""
+GUARD_EXPRESSION = ("IF(FILL(inv, 0) > 0, IF(FILL(ipc, 0) > 0, IF(inv / ipc > 1.5, low, {value}), {value}), "
+                    "IF(FILL(nocap, 0) > 0, {value}, 0))")
+"""The zero-floor copy scale-in value per period (CloudWatch metric math, IF and FILL;
+:func:`speech.deploy.alarm_eval.guarded_periods` evaluates it):
+
+* requests were invoked and two or more copies served them (Invocations / InvocationsPerCopy, the
+  copies' count, above 1.5): the per-copy concurrency ``low``, compared with C_scale_min (N -> N-1);
+* requests were invoked and one copy served them (or none did: a refused request counted as an
+  invocation): the non-breaching guard value: the last copy stays while anything is invoked;
+* nothing invoked but a request found no copy (NoCapacityInvocationFailures): the guard value, so a
+  wake is not undone;
+* nothing invoked, nothing refused: 0, breaching: the last copy goes after a whole window of it.
+
+The alarm treats missing data as breaching, so a period the expression leaves empty (no metric has
+a point in the whole range, whether or not FILL fills an all-empty series) also counts as idle."""
+
+GUARDED_METRICS = {"low": None, "inv": (INVOCATIONS_METRIC, "Sum"), "ipc": (INVOCATIONS_PER_COPY_METRIC, "Sum"),
+                   "nocap": (NO_CAPACITY_METRIC, NO_CAPACITY_STATISTIC)}
+"""The metric queries of :data:`GUARD_EXPRESSION` by id: (metric, statistic); ``low`` is the alarm's own."""
 
 
 def guarded_queries(alarm: AlarmSpec) -> tuple[AlarmQuery, ...]:
     """The metric queries of an alarm with a :attr:`AlarmSpec.wake_guard`: ``low`` (its metric),
-    ``nocap`` (NoCapacityInvocationFailures, Sum, same dimensions and period) and ``guarded`` (the
-    expression the alarm compares, :data:`GUARD_EXPRESSION`)."""
+    ``inv``, ``ipc`` and ``nocap`` (:data:`GUARDED_METRICS`, same namespace, dimensions and period) and
+    ``guarded`` (the expression the alarm compares, :data:`GUARD_EXPRESSION`)."""
     if alarm.wake_guard is None:
         raise ValueError(f"{alarm.name} watches one metric; it has no guarded queries")
-    return (
-        AlarmQuery(id="low", namespace=alarm.namespace, metric_name=alarm.metric_name, dimensions=alarm.dimensions,
-                   stat=alarm.statistic),
-        AlarmQuery(id="nocap", namespace=alarm.namespace, metric_name=NO_CAPACITY_METRIC, dimensions=alarm.dimensions,
-                   stat=NO_CAPACITY_STATISTIC),
-        AlarmQuery(id="guarded", expression=GUARD_EXPRESSION.format(value=f"{alarm.wake_guard:g}"), return_data=True),
-    )
+    metrics = [AlarmQuery(id="low", namespace=alarm.namespace, metric_name=alarm.metric_name,
+                          dimensions=alarm.dimensions, stat=alarm.statistic)]
+    metrics += [AlarmQuery(id=qid, namespace=alarm.namespace, metric_name=m[0], dimensions=alarm.dimensions, stat=m[1])
+                for qid, m in GUARDED_METRICS.items() if m is not None]
+    return (*metrics,
+            AlarmQuery(id="guarded", expression=GUARD_EXPRESSION.format(value=f"{alarm.wake_guard:g}"), return_data=True))
 
 
 def _lower_keys(value: Any) -> Any:
@@ -177,21 +193,27 @@ def read_guarded(queries: Any) -> dict[str, Any]:
         metrics[str(q.get("id"))] = {
             "namespace": metric.get("namespace"), "metric_name": metric.get("metricName"), "dimensions": dims,
             "statistic": metric.get("stat", stat.get("stat")), "period_s": metric.get("period", stat.get("period"))}
-    low, nocap = metrics.get("low", {}), metrics.get("nocap", {})
+    low = metrics.get("low", {})
     flat = {k: low.get(k) for k in ("namespace", "metric_name", "dimensions", "statistic", "period_s")}
     guard: Any = " ; ".join(f"{k}={v}" for k, v in sorted(expressions.items())) or None
-    expression = expressions.get("guarded", "")
-    prefix, _, rest = GUARD_EXPRESSION.partition("{value}")
-    if (set(expressions) == {"guarded"} and set(metrics) == {"low", "nocap"} and expression.startswith(prefix)
-            and expression.endswith(rest) and nocap.get("metric_name") == NO_CAPACITY_METRIC
-            and nocap.get("statistic") == NO_CAPACITY_STATISTIC and nocap.get("namespace") == low.get("namespace")
-            and nocap.get("dimensions") == low.get("dimensions") and nocap.get("period_s") == low.get("period_s")):
-        try:
-            guard = float(expression[len(prefix):len(expression) - len(rest)])
-        except ValueError:
-            pass
+    same = all(
+        m is not None and q.get("metric_name") == m[0] and q.get("statistic") == m[1]
+        and all(q.get(k) == low.get(k) for k in ("namespace", "dimensions", "period_s"))
+        for q, m in ((metrics.get(qid, {}), m) for qid, m in GUARDED_METRICS.items() if qid != "low"))
+    if set(expressions) == {"guarded"} and set(metrics) == set(GUARDED_METRICS) and same:
+        match = _GUARD_RE.fullmatch(expressions["guarded"])
+        values = set(match.groups()) if match else set()
+        if len(values) == 1:
+            try:
+                guard = float(values.pop())
+            except ValueError:
+                pass
     flat["wake_guard"] = guard
     return flat
+
+
+_GUARD_RE = re.compile(re.escape(GUARD_EXPRESSION).replace(re.escape("{value}"), r"([-+0-9.eE]+)"))
+"""GUARD_EXPRESSION with each ``{value}`` a captured number."""
 
 
 @dataclass(frozen=True)

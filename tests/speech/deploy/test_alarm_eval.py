@@ -50,6 +50,17 @@ def test_an_alarm_as_missing_stays_in_alarm_until_its_breaching_points_leave_the
 
 
 def test_the_guard_expression_per_period():
-    # IF(FILL(nocap, 0) > 0, 9, low): the guard where a request was refused, the metric elsewhere,
-    # nothing where the metric has no point and nothing was refused.
-    assert guarded_periods([0.0, None, None, 2.0], [None, 3.0, None, 0.0], 9.0) == [0.0, 9.0, None, 2.0]
+    # Per minute: two copies served (inv / ipc = 2): the concurrency; one copy served: the guard;
+    # nothing invoked but a request refused: the guard; nothing at all: 0 (idle).
+    low, inv, ipc = [1.0, 1.0, None, None], [10.0, 10.0, None, None], [5.0, 10.0, None, None]
+    nocap = [None, None, 2.0, None]
+    assert guarded_periods(low, inv, ipc, nocap, 9.0) == [1.0, 9.0, 9.0, 0.0]
+    # A refused request counted as an invocation with no copy serving (no InvocationsPerCopy): the guard.
+    assert guarded_periods([None], [1.0], [None], [1.0], 9.0) == [9.0]
+
+
+@pytest.mark.parametrize("fill_empty, idle", [(True, [0.0, 0.0]), (False, [None, None])])
+def test_fill_of_an_all_empty_series_either_way(fill_empty, idle):
+    # Nothing in the range: filled, the idle value 0; not filled, no point (which the alarm treats
+    # as breaching, the same verdict).
+    assert guarded_periods([None, None], [None, None], [None, None], [None, None], 9.0, fill_empty=fill_empty) == idle

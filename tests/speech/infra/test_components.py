@@ -116,11 +116,14 @@ def test_example_copy_scaling_equals_the_copy_plan(example):
     assert low["metricQueries"] == [
         {"id": "low", "returnData": False, "metric": {"namespace": "AWS/SageMaker", "metricName": "ConcurrentRequestsPerCopy",
                                                       "dimensions": dims, "stat": "Maximum", "period": 60}},
-        {"id": "nocap", "returnData": False, "metric": {"namespace": "AWS/SageMaker",
-                                                        "metricName": "NoCapacityInvocationFailures",
-                                                        "dimensions": dims, "stat": "Sum", "period": 60}},
-        {"id": "guarded", "returnData": True, "expression": f"IF(FILL(nocap, 0) > 0, {plan.q_max_per_copy:g}, low)"}]
-    assert (low["treatMissingData"], low["evaluationPeriods"], low["datapointsToAlarm"]) == ("missing", 5, 5)
+        *[{"id": qid, "returnData": False, "metric": {"namespace": "AWS/SageMaker", "metricName": metric,
+                                                       "dimensions": dims, "stat": "Sum", "period": 60}}
+          for qid, metric in (("inv", "Invocations"), ("ipc", "InvocationsPerCopy"),
+                              ("nocap", "NoCapacityInvocationFailures"))],
+        {"id": "guarded", "returnData": True, "expression": scaling.GUARD_EXPRESSION.format(value=f"{plan.q_max_per_copy:g}")}]
+    # Missing data breaches (an idle range removes the copy, never INSUFFICIENT_DATA); the window is
+    # the plan's 5 minutes plus the woken copy's start (261 s: 5 minutes).
+    assert (low["treatMissingData"], low["evaluationPeriods"], low["datapointsToAlarm"]) == ("breaching", 10, 10)
     # Scale to zero: the documented step policy on NoCapacityInvocationFailures, cooldown = the
     # measured instance start (from zero instances a copy waits for one), not the guide's 60 s.
     wake = policies["kokoro-82m-copies-wake"]["stepScalingPolicyConfiguration"]

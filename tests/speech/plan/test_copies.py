@@ -307,58 +307,140 @@ def test_hot_loading_on_a_one_gpu_instance_says_every_copy_waits_for_an_instance
     assert f.level == "warn" and "only one copy fits an instance" in f.message
 
 
+def _zero_floor_alarm(qmax_ref, ttotal=None):
+    from speech.deploy.scaling.copies import copy_scale_in_alarm
+
+    zero = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=0,
+                           ttotal=ttotal)
+    return zero, copy_scale_in_alarm(zero, "dev-kokoro-82m")
+
+
+def _alarm_states(alarm, periods, extra_range):
+    """The alarm's state after each minute (from its n-th), by CloudWatch's documented rule."""
+    from speech.deploy.alarm_eval import evaluate
+
+    n = alarm.evaluation_periods
+    return evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison, evaluation_periods=n,
+                    datapoints_to_alarm=alarm.datapoints_to_alarm, treat_missing_data=alarm.treat_missing_data,
+                    evaluation_range=n + extra_range)
+
+
+# Whether FILL fills a series with no point in the whole range is not documented; each verdict
+# below must hold either way, over several evaluation ranges.
+FILL_AND_RANGE = [(fill_empty, extra) for fill_empty in (True, False) for extra in (0, 2, 5)]
+
+
+@pytest.mark.parametrize("fill_empty, extra_range", FILL_AND_RANGE)
+def test_one_copy_under_steady_light_load_is_kept(qmax_ref, fill_empty, extra_range):
+    """Issue 46 item 1: one copy serving steady light load (below the per-copy C_scale_min) for an
+    hour. The old N -> N-1 rule removed it after one window, and every request then failed until a
+    new copy started; now a minute one copy served reads as the guard value, and it stays."""
+    from speech.deploy.alarm_eval import guarded_periods
+
+    zero, alarm = _zero_floor_alarm(qmax_ref)
+    light = alarm.threshold / 2
+    minutes = 60
+    conc, inv = [light] * minutes, [300.0] * minutes
+    one_copy = list(inv)  # InvocationsPerCopy = Invocations / 1 copy
+    old_rule = _alarm_states(alarm, conc, extra_range)
+    assert "ALARM" in old_rule  # the defect: the per-copy rule alone removes the last, busy copy
+    guarded = guarded_periods(conc, inv, one_copy, [None] * minutes, alarm.wake_guard, fill_empty=fill_empty)
+    assert set(_alarm_states(alarm, guarded, extra_range)) == {"OK"}
+
+
+@pytest.mark.parametrize("fill_empty, extra_range", FILL_AND_RANGE)
+@pytest.mark.parametrize("idle_concurrency", [0.0, None])
+def test_an_idle_hour_removes_the_last_copy(qmax_ref, fill_empty, extra_range, idle_concurrency):
+    """Issue 46 items 1 and 5: nothing invoked for an hour. The alarm reaches ALARM one window in and
+    stays there (its -1 step is invoked again after each cooldown, down to zero copies), whether the
+    idle copy publishes zeros or nothing and whether FILL fills an all-empty series or not: before,
+    an all-empty series left the alarm in INSUFFICIENT_DATA and the copy and its instance stayed."""
+    from speech.deploy.alarm_eval import guarded_periods
+
+    zero, alarm = _zero_floor_alarm(qmax_ref)
+    minutes, n = 60, alarm.evaluation_periods
+    none = [None] * minutes
+    guarded = guarded_periods([idle_concurrency] * minutes, none, none, none, alarm.wake_guard, fill_empty=fill_empty)
+    states = _alarm_states(alarm, guarded, extra_range)
+    assert states == ["ALARM"] * len(states) and len(states) == minutes - n + 1
+    assert alarm.treat_missing_data == "breaching"
+
+
+@pytest.mark.parametrize("fill_empty, extra_range", FILL_AND_RANGE)
+def test_two_lightly_loaded_copies_lose_one_and_the_last_stays(qmax_ref, fill_empty, extra_range):
+    """N >= 2 keeps the per-copy C_scale_min rule: two copies under light load go to one; the one
+    left, serving the same light load, is kept."""
+    from speech.deploy.alarm_eval import guarded_periods
+
+    zero, alarm = _zero_floor_alarm(qmax_ref)
+    n, light = alarm.evaluation_periods, alarm.threshold / 2
+    two, one = 2 * n, 3 * n
+    conc = [light] * (two + one)
+    inv = [300.0] * (two + one)
+    ipc = [150.0] * two + [300.0] * one  # two copies share the requests, then one serves them all
+    states = _alarm_states(alarm, guarded_periods(conc, inv, ipc, [None] * len(conc), alarm.wake_guard,
+                                                  fill_empty=fill_empty), extra_range)
+    by_minute = {n - 1 + i: s for i, s in enumerate(states)}
+    assert by_minute[n - 1] == "ALARM"  # two copies at light load: remove one
+    assert {by_minute[m] for m in range(two, two + one)} == {"OK"}  # from the first one-copy minute on
+
+
 def _wake_timeline(n: int, busy: float, down_min: int = 2, start_min: int = 8, busy_min: int = 2):
-    """Per minute, (ConcurrentRequestsPerCopy Maximum, NoCapacityInvocationFailures Sum): an idle copy
-    (n low minutes: removed), ``down_min`` minutes at zero copies, one minute in which a request found
-    no copy (the wake), ``start_min`` minutes while the woken copy starts (no copy, no data), then the
-    copy serves (``busy_min`` busy minutes) and goes idle again (low values). Returns the two series and
-    the index of the wake minute and of the copy's first minute."""
+    """Per minute (ConcurrentRequestsPerCopy Maximum, Invocations, InvocationsPerCopy,
+    NoCapacityInvocationFailures): an idle copy (n low minutes, nothing invoked: removed),
+    ``down_min`` minutes at zero copies, one minute in which a request found no copy (the wake),
+    ``start_min`` minutes while the woken copy starts (no copy, no data), then the copy serves
+    (``busy_min`` busy minutes) and goes idle again. Returns the four series and the index of the
+    wake minute and of the copy's first minute."""
     conc: list[float | None] = [0.0] * n + [None] * down_min
+    inv: list[float | None] = [None] * (n + down_min)
     fail: list[float | None] = [None] * (n + down_min)
     wake = len(conc)
     conc += [None] * (1 + start_min)
+    inv += [None] * (1 + start_min)
     fail += [1.0] + [None] * start_min
     first = len(conc)
-    conc += [busy] * busy_min + [0.0] * (2 * n)
-    fail += [None] * (busy_min + 2 * n)
-    return conc, fail, wake, first
+    conc += [busy] * busy_min + [0.0] * (3 * n)
+    inv += [100.0] * busy_min + [None] * (3 * n)
+    fail += [None] * (busy_min + 3 * n)
+    return conc, inv, list(inv), fail, wake, first
 
 
 @pytest.mark.parametrize("extra_range", [0, 2, 5])
-def test_a_wake_is_not_undone_by_the_zero_floor_scale_in_alarm(qmax_ref, extra_range):
-    """The documented rule (speech.deploy.alarm_eval): an alarm treating missing data as missing stays
-    in ALARM while an old breaching point is in its evaluation range, so the plain alarm is in ALARM at
-    the very minute the wake adds a copy, and CloudWatch re-invokes its -1 step; the guarded alarm
-    (metric math on NoCapacityInvocationFailures) leaves ALARM at the wake and does not return to it
-    until the woken copy has been idle for the whole window, whatever the range's length."""
-    from speech.deploy.alarm_eval import evaluate, guarded_periods
-    from speech.deploy.scaling.copies import copy_scale_in_alarm
+@pytest.mark.parametrize("with_ttotal", [False, True])
+def test_a_wake_is_not_undone_by_the_zero_floor_scale_in_alarm(qmax_ref, ttotal_ref, extra_range, with_ttotal):
+    """The documented rule (speech.deploy.alarm_eval): the idle copy is removed, the alarm stays in
+    ALARM at zero copies, and the minute a request finds no copy it must leave ALARM (else the -1
+    step undoes the wake's +1) and not return to it until the woken copy has served and then been
+    idle for the whole window. The window covers the woken copy's start (T_copy, or T_total from zero
+    instances), however long. FILL of a series with points fills it (documented)."""
+    from speech.deploy.alarm_eval import guarded_periods
+    from speech.deploy.scaling.copies import wake_cooldown_s
 
-    zero = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=0)
-    alarm = copy_scale_in_alarm(zero, "dev-kokoro-82m")
+    zero, alarm = _zero_floor_alarm(qmax_ref, ttotal_ref if with_ttotal else None)
     n = alarm.evaluation_periods
+    start_min = -(-wake_cooldown_s(zero) // 60)
     assert alarm.wake_guard is not None and alarm.wake_guard > alarm.threshold and alarm.period_s == 60
-    assert alarm.treat_missing_data == "missing" and alarm.datapoints_to_alarm == n
-    conc, fail, wake, first = _wake_timeline(n, busy=float(zero.q_max_per_copy))
-
-    def states(periods):
-        # states[i] is the state after minute n - 1 + i
-        got = evaluate(periods, threshold=alarm.threshold, comparison=alarm.comparison, evaluation_periods=n,
-                       datapoints_to_alarm=alarm.datapoints_to_alarm, treat_missing_data=alarm.treat_missing_data,
-                       evaluation_range=n + extra_range)
-        return {minute: got[minute - (n - 1)] for minute in range(n - 1, len(periods))}
-
-    plain = states(conc)
-    assert plain[n - 1] == "ALARM"  # the idle copy is removed: scale to zero works
-    assert plain[wake] == "ALARM"  # the bug: in ALARM as the wake adds a copy, so the -1 step undoes it
-
-    guarded = states(guarded_periods(conc, fail, alarm.wake_guard))
-    assert guarded[n - 1] == "ALARM"  # the guard changes nothing before a request is refused
+    assert alarm.datapoints_to_alarm == n
+    conc, inv, ipc, fail, wake, first = _wake_timeline(n, busy=float(zero.q_max_per_copy), start_min=start_min)
+    got = _alarm_states(alarm, guarded_periods(conc, inv, ipc, fail, alarm.wake_guard), extra_range)
+    guarded = {minute: got[minute - (n - 1)] for minute in range(n - 1, len(conc))}
+    assert guarded[n - 1] == "ALARM"  # the idle copy is removed: scale to zero works
+    assert guarded[wake - 1] == "ALARM"  # ...and at zero copies the alarm stays in ALARM
     idle_again = first + 2 + n - 1  # the woken copy's n-th idle minute after its busy ones
     pending = [m for m in range(wake, idle_again) if guarded[m] == "ALARM"]
     assert pending == [], f"the copy woken at minute {wake} is removed at minutes {pending}"
-    assert guarded[wake] == "OK"
     assert guarded[idle_again] == "ALARM"  # an idle woken copy still goes, a whole window later
+
+
+def test_the_zero_floor_window_covers_the_woken_copys_start(qmax_ref):
+    from speech.deploy.scaling.copies import wake_cooldown_s
+    from speech.plan.formulas import scale_in_evaluation_periods
+
+    zero, alarm = _zero_floor_alarm(qmax_ref)
+    period = INPUTS.reaction.metric_period_s
+    window_min = -(-scale_in_evaluation_periods(period) * period // 60)
+    assert alarm.evaluation_periods == window_min + -(-wake_cooldown_s(zero) // 60)
 
 
 def test_the_scale_in_alarm_of_a_floor_of_one_breaches_on_missing_data(qmax_ref):
@@ -377,7 +459,7 @@ def copy_scale_in_alarm_of(plan):
 def test_the_guarded_alarm_is_a_valid_put_metric_alarm_and_reads_back(qmax_ref):
     """The guarded queries as PutMetricAlarm takes them (botocore's cloudwatch model), and read back
     from DescribeAlarms' shape into the same spec (what bench drift does)."""
-    from speech.deploy.scaling import diff, guarded_queries, read_guarded
+    from speech.deploy.scaling import GUARD_EXPRESSION, diff, guarded_queries, read_guarded
     from speech.deploy.scaling.copies import copy_scale_in_alarm
 
     zero = build_copy_plan(qmax_ref, copy_artifact(qmax_ref), INPUTS, instance="ml.g5.12xlarge", min_copies=0)
@@ -398,6 +480,9 @@ def test_the_guarded_alarm_is_a_valid_put_metric_alarm_and_reads_back(qmax_ref):
     back = dataclasses.replace(alarm, **{k: flat[k] for k in ("namespace", "metric_name", "dimensions", "statistic",
                                                                "period_s", "wake_guard")})
     assert diff("scale_in_alarm", alarm, back) == []
-    # A hand edit of the guard value is a difference the pack and drift report.
+    # A hand edit of the guard value is a difference the pack and drift report; so is the old
+    # expression (the one copy under light load was removed).
     metrics[-1]["Expression"] = "IF(FILL(nocap, 0) > 0, 1, low)"
+    assert isinstance(read_guarded(metrics)["wake_guard"], str)  # not the planned shape: a difference
+    metrics[-1]["Expression"] = GUARD_EXPRESSION.format(value="1")
     assert read_guarded(metrics)["wake_guard"] == 1.0
