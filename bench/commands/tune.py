@@ -86,6 +86,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
     p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress display (it goes to stderr; -q and --json also turn it off)")
+    p.add_argument("--platform", choices=("sagemaker", "kubernetes"), default="sagemaker",
+                   help="whose knobs to tune: sagemaker (the plan inputs, default) or kubernetes (the plan rendered as an "
+                        "HPA: target, scale-down window and policy, minReplicas, scheduled floors; writes "
+                        "hpa-<model>-<trace>.json)")
+    p.add_argument("--autoscaler", choices=("hpa", "keda"), default="hpa",
+                   help="with --platform kubernetes: an autoscaling/v2 HPA on the Pods metric (default) or a KEDA "
+                        "ScaledObject (an External metric)")
     add_jobs_argument(p, "the simulated days")
 
 
@@ -172,6 +179,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise UsageError(f"plan inputs from the trace and flags are invalid: {err}; pass --peak-rps/--trough-rps") from None
     model = build_instance(q, t, slo_ms=inputs.slo_ms)
+    if args.platform == "kubernetes":
+        from bench.commands.tune_k8s import run_kubernetes
+
+        return run_kubernetes(args, q, t, inputs, model, train, hold)
 
     from bench.cli.progress import RunProgress, wanted
 
