@@ -36,12 +36,21 @@ as the program does).
   python -m bench drift --stack dev
   python -m bench drift --stack dev --endpoint dev-kokoro-82m --json
 
+Kubernetes (--kubernetes NAMESPACE/DEPLOYMENT, no --stack): reads the live HorizontalPodAutoscaler
+(or KEDA ScaledObject, --autoscaler keda) through the kubeconfig's credentials and compares it with
+the plan rendered as an HPA (--plan FILE) or the HPA bench tune --platform kubernetes wrote (--hpa
+FILE): min/max replicas, the in-flight metric and its AverageValue target, the behavior, cron
+floors, and whether it is paused (a measurement not restored) or unable to scale.
+
+  python -m bench drift --kubernetes speech/dev-kokoro-82m --plan plan-kokoro-82m.json
+  python -m bench drift --kubernetes speech/dev-kokoro-82m --autoscaler keda --hpa out/tune/keda-kokoro-82m-diurnal.json
+
 Exit 0 and `preflight-ok` when clean, 1 on any drift, 2 bad input (no such stack file/endpoint).
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stack", required=True, metavar="NAME",
+    p.add_argument("--stack", metavar="NAME",
                    help="stack whose Pulumi.NAME.yaml describes the models (NAME, ORG/NAME or ORG/PROJECT/NAME)")
     p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
                    help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
@@ -50,6 +59,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--region", metavar="REGION",
                    help="AWS region (default: the stack's aws:region, else the environment's)")
     p.add_argument("--json", action="store_true", help="print {ok, endpoints: {name: [issues]}} as JSON")
+    from bench.k8s.options import add_kubernetes_arguments
+
+    add_kubernetes_arguments(p, "check this Deployment's autoscaler on a cluster instead of a stack's endpoints")
+    p.add_argument("--plan", type=Path, metavar="FILE", help="with --kubernetes: the plan whose HPA the cluster should run")
+    p.add_argument("--hpa", type=Path, metavar="FILE", help="with --kubernetes: bench tune --platform kubernetes's tuned HPA")
+    p.add_argument("--metric", default="speech_concurrent_requests", metavar="NAME",
+                   help="with --kubernetes: the Pods metric the HPA scales on (default speech_concurrent_requests)")
 
 
 def load_stack(path: Path) -> StackConfig:
@@ -125,10 +141,18 @@ def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_
 def run(args: argparse.Namespace, session=None) -> int:
     from bench.aws import client as aws
     from bench.aws.scaling_check import Issue, compare, compare_batch
+    from bench.k8s.options import k8s_target
     from speech.plan.batch import build_batch_plan
     from speech.plan.realtime import build_plan
     from speech.stack.read import stack_file, stack_name, stack_region
 
+    k8s = k8s_target(args)
+    if k8s is not None:
+        from bench.k8s.commands import drift as drift_kubernetes
+
+        return drift_kubernetes(args, k8s)
+    if not args.stack:
+        raise UsageError("pass --stack NAME (a stack's endpoints) or --kubernetes NAMESPACE/DEPLOYMENT (a cluster's autoscaler)")
     path = stack_file(args.stack_dir, args.stack)
     stack = load_stack(path)
     name_of_stack = stack_name(args.stack)

@@ -85,6 +85,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "per-model concurrency is not read for it (cloudwatch_ratio assumed 1)")
     g.add_argument("--pin-timeout-s", type=float, default=1800.0, metavar="S",
                    help="give up when the endpoint is not at exactly one InService instance after this long (default 1800)")
+    from bench.k8s.options import add_kubernetes_arguments
+
+    add_kubernetes_arguments(p, "with --url (a port-forward or Service address reaching the Deployment's pods): pause this "
+                                "Deployment's autoscaler at exactly one ready pod for the ladder and restore it on every way "
+                                "out; the fingerprint is the Deployment's image digest and --instance-type")
 
 
 def schedule_of(args: argparse.Namespace) -> list[int]:
@@ -218,6 +223,15 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
     target = make_target(args, session=session or (aws.session(args.region) if args.endpoint and not getattr(args, "url", None) else None))
     target.check()
     fingerprint = target.fingerprint(args.instance_type, args.image_digest)
+    from bench.k8s.options import k8s_target
+
+    k8s = k8s_target(args)
+    if k8s is not None:
+        if not args.url:
+            raise UsageError("--kubernetes measures through --url (kubectl port-forward, or the Service's address)")
+        from bench.k8s.commands import pod_fingerprint
+
+        cluster, fingerprint = pod_fingerprint(args, k8s)
     texts, mix = request_mix(args.mix)
     results: dict[int, LevelResult] = {}
     display = _Display(not (args.json or getattr(args, "quiet", False)), est.seconds_max, args.slo_ms)
@@ -256,6 +270,11 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
             stack.enter_context(Freeze(sage.session, args.endpoint, args.state_dir, tool="bench qmax",
                                        log=log, instances=1, timeout_s=args.pin_timeout_s, poll_s=args.poll_s,
                                        sleep=sleep))
+        elif k8s is not None:
+            from bench.k8s.pause import Pause
+
+            stack.enter_context(Pause(cluster, k8s, 1, tool="bench qmax", state_dir=args.state_dir, log=log,
+                                      timeout_s=args.pin_timeout_s, poll_s=args.poll_s, sleep=sleep))
         lsession = Session(load_target or target)
         stack.callback(lsession.close)
         stack.callback(display.stop)
@@ -277,6 +296,13 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
                     f"{args.endpoint} ran {current} instance(s) by the end of the ladder (desired {desired}), not 1: "
                     "the ladder did not measure one instance; nothing written"
                 )
+        elif k8s is not None:
+            from bench.k8s.pause import ready_replicas
+
+            total, ready = ready_replicas(cluster, k8s)
+            if total != 1:
+                raise BenchError(f"{k8s.provenance} ran {total} pod(s) ({ready} ready) by the end of the ladder, not 1: the "
+                                 "ladder did not measure one pod; nothing written")
 
     uncontended = results[1]
     if uncontended.ttfab_ms.size == 0:
@@ -314,7 +340,7 @@ def run(args: argparse.Namespace, session: Any = None, load_target: Target | Non
             f" each, measured in order {result.order}",
             measured_at=started,
             tool="bench qmax",
-            target=target.name,
+            target=k8s.provenance if k8s is not None else target.name,
             tool_version=tool_version(),
             region=target_region(target),
             ended_at=datetime.now(UTC),

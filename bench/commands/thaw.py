@@ -21,13 +21,18 @@ fail or are interrupted restore by themselves; thaw is for a run killed outright
 Without a state file, --min N --max N registers those bounds and resumes all scaling.
 
   python -m bench thaw --endpoint prod-kokoro-82m
+  python -m bench thaw --kubernetes speech/prod-kokoro-82m [--autoscaler keda]
+
+Kubernetes (--kubernetes NAMESPACE/DEPLOYMENT): puts back the HPA's minReplicas/maxReplicas (or
+the ScaledObject's paused-replicas annotation, absent or its old value) and the Deployment's
+replicas from ~/.cache/speech-endpoints/k8s-<namespace>-<deployment>.json.
 
 Exit 0 restored (or nothing to do), 2 bad input or no such endpoint.
 """
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--endpoint", required=True, metavar="NAME", help="SageMaker endpoint name")
+    p.add_argument("--endpoint", metavar="NAME", help="SageMaker endpoint name")
     p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
                    help="where the freeze state was saved (default ~/.cache/speech-endpoints)")
     p.add_argument("--min", dest="min_capacity", type=int, metavar="N", help="min capacity when no state file exists")
@@ -35,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object: {"endpoint", "action": restored|registered|nothing, "message", ...}')
+    from bench.k8s.options import add_kubernetes_arguments
+
+    add_kubernetes_arguments(p, "restore this Deployment's autoscaler instead of an endpoint's scaling")
 
 
 def _report(args: argparse.Namespace, action: str, message: str, **state) -> int:
@@ -48,7 +56,13 @@ def _report(args: argparse.Namespace, action: str, message: str, **state) -> int
 def run(args: argparse.Namespace, session=None) -> int:
     from bench.aws import client as aws
     from bench.aws.freeze import FreezeState, load_state, restore_state, state_path
+    from bench.k8s.options import k8s_target
 
+    k8s = k8s_target(args)
+    if k8s is not None:
+        return _thaw_kubernetes(args, k8s)
+    if not args.endpoint:
+        raise UsageError("pass --endpoint NAME (a SageMaker endpoint) or --kubernetes NAMESPACE/DEPLOYMENT")
     sess = session or aws.session(args.region)
     path = state_path(args.state_dir, args.endpoint)
     target = aws.scalable_target(sess, args.endpoint)
@@ -90,3 +104,15 @@ def run(args: argparse.Namespace, session=None) -> int:
                    f"{args.endpoint}: registered min {args.min_capacity}, max {args.max_capacity}, scaling resumed",
                    min_capacity=args.min_capacity, max_capacity=args.max_capacity,
                    suspended_state=state.suspended_state, desired_instance_count=None)
+
+
+def _thaw_kubernetes(args: argparse.Namespace, target) -> int:
+    from bench.k8s.client import connect
+    from bench.k8s.pause import restore_saved, state_file
+
+    args.endpoint = target.provenance
+    path = state_file(args.state_dir, target)
+    if not path.exists():
+        return _report(args, "nothing", f"{target.provenance}: no saved state at {path}; nothing to restore")
+    s = restore_saved(connect(args.kubeconfig, args.context), path)
+    return _report(args, "restored", f"restored {target.provenance}: {s.autoscaler} {s.scaler} and {s.deployment_replicas} replicas")

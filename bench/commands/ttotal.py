@@ -47,6 +47,14 @@ The qmax artifact must come from the same fingerprint and transport (else exit 2
 
   python -m bench ttotal --qmax artifacts/qmax-....json --endpoint dev-kokoro-82m
   python -m bench ttotal --qmax artifacts/qmax-....json --url http://127.0.0.1:8080
+  python -m bench ttotal --qmax artifacts/qmax-....json --kubernetes speech/dev-kokoro-82m --instance-type ml.g5.xlarge
+
+Kubernetes (--kubernetes NAMESPACE/DEPLOYMENT, the kubeconfig's credentials): pauses the
+autoscaler at the current count + 1 (the desired_set moment), then timestamps from the API the new
+pod's creation, the node's creation and readiness when the cluster autoscaler had to add one, the
+PodScheduled condition, the kubelet's Pulled event, the container's start, the Ready condition and
+the first audio byte of one request through the API server's pod proxy; then restores the
+autoscaler and the count (also on Ctrl-C and SIGTERM).
 
 Exit 0 written, 1 the scale-out did not complete in --timeout-s, 2 bad input, 130 interrupted.
 """
@@ -72,6 +80,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="artifact directory (default artifacts/)")
     p.add_argument("--json", action="store_true", help="print the artifact as JSON")
     p.add_argument("--plot", action="store_true", help="also write a phase waterfall PNG")
+    from bench.k8s.options import add_kubernetes_arguments
+
+    add_kubernetes_arguments(p, "time a scale-out of this Deployment on a cluster (its autoscaler paused and restored; no "
+                                "--url/--endpoint): pod created, node added, scheduled, image pulled, started, ready, first "
+                                "audio byte through the API server's pod proxy")
+    p.add_argument("--pod-port", type=int, default=8080, metavar="PORT",
+                   help="with --kubernetes: the container's port for the first request (default 8080)")
 
 
 # --- pure helpers ------------------------------------------------------------------------------
@@ -436,14 +451,26 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
         sleep: Callable[[float], None] = time.sleep, probe_target: Target | None = None) -> int:
     from bench.aws import client as aws
     from bench.load.ladder import request_mix
-    from bench.load.targets import SageMakerTarget, make_target
+    from bench.load.targets import make_target
     from speech.files import load_artifact
-    from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, ttotal_filename
+    from speech.schema.artifacts import QmaxArtifact
 
     qmax = load_artifact(args.qmax, QmaxArtifact)
     for name in ("recover_window_s", "poll_s", "timeout_s"):
         if getattr(args, name) < 0 or (name == "timeout_s" and args.timeout_s == 0):
             raise UsageError(f"--{name.replace('_', '-')} {getattr(args, name):g}: must be positive")
+    from bench.k8s.options import k8s_target
+
+    k8s = k8s_target(args)
+    if k8s is not None:
+        if args.url or args.endpoint:
+            raise UsageError("--kubernetes times a Deployment's scale-out: drop --url/--endpoint")
+        from bench.k8s.commands import ttotal_phases
+
+        log = (lambda m: None) if args.json or getattr(args, "quiet", False) else (lambda m: print(m, file=sys.stderr))
+        started = datetime.now(UTC)
+        phases, fp = ttotal_phases(args, k8s, qmax, log)
+        return _write(args, qmax, phases, "kubernetes-scale", fp, k8s.provenance, None, started)
     sess = session or (aws.session(args.region) if args.endpoint and not getattr(args, "url", None) else None)
     target = make_target(args, session=sess)
     target.check()
@@ -468,6 +495,18 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     else:
         phases = run_local(args.serve_cmd, args.transport, args.timeout_s, log)
         trigger = "local-process"
+    return _write(args, qmax, phases, trigger, qmax.fingerprint, target.name, target, started)
+
+
+def _write(args: argparse.Namespace, qmax: Any, phases: list[Phase], trigger: str, fingerprint: Any, target_name: str,
+           target: Target | None, started: datetime) -> int:
+    """The artifact of the measured phases: published, with a receipt for a SageMaker target."""
+    from bench.aws.receipts import leave_receipt
+    from bench.load.targets import SageMakerTarget
+    from bench.report.plots import plot_ttotal
+    from bench.report.publish import publish
+    from speech.schema.artifacts import Provenance, TtotalArtifact, ttotal_filename
+
     measured = max(p.offset_s for p in phases if p.applicable and p.offset_s is not None)
     if measured <= 0:
         raise BenchError("every phase was observed at offset 0: nothing to measure; nothing written")
@@ -475,17 +514,12 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
         model=qmax.model,
         trigger=trigger,
         transport=qmax.transport,
-        fingerprint=qmax.fingerprint,
+        fingerprint=fingerprint,
         phases=phases,
         measured_total_s=round(measured, 3),
         provenance=Provenance(origin="measured", source=f"bench ttotal ({trigger})", measured_at=started,
-                              tool="bench ttotal", target=target.name, tool_version=tool_version(),
-                              region=target_region(target), ended_at=datetime.now(UTC)),
+                              tool="bench ttotal", target=target_name, tool_version=tool_version(),
+                              region=target_region(target) if target is not None else None, ended_at=datetime.now(UTC)),
     )
-    from bench.report.plots import plot_ttotal
-    from bench.report.publish import publish
-
     publish(args, artifact, ttotal_filename(artifact), render, plot_ttotal)
-    from bench.aws.receipts import leave_receipt
-
     return leave_receipt(args, target.session if isinstance(target, SageMakerTarget) else None, artifact)

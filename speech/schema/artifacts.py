@@ -103,6 +103,9 @@ class Provenance(Frozen):
 
 SAGEMAKER_TARGET = "sagemaker:"
 LOCAL_TARGET = "local:"
+KUBERNETES_TARGET = "kubernetes:"
+"""``kubernetes:<namespace>/<deployment>``: measured on a cluster; the fingerprint names the hardware
+a pod gets by its instance type (speech.schema.config, ``hosting: kubernetes``)."""
 MEASURING_TOOLS = {"qmax": "bench qmax", "ttotal": "bench ttotal", "copy": "bench tcopy"}
 """The only tools whose output may say ``origin: measured``, per artifact kind."""
 
@@ -121,10 +124,15 @@ def missing_evidence(kind: str, prov: Provenance, fingerprint: Fingerprint) -> l
     if not prov.tool_version:
         missing.append("provenance.tool_version")
     target = prov.target or ""
-    if not (target.startswith(SAGEMAKER_TARGET) or target.startswith(LOCAL_TARGET)) or target in (
+    if target.startswith(KUBERNETES_TARGET) and "/" in target.removeprefix(KUBERNETES_TARGET).strip("/"):
+        if fingerprint.instance_type.startswith("local"):
+            missing.append(f"the instance type of the pods' hardware in the fingerprint (target {target} but "
+                           f"{fingerprint.instance_type})")
+    elif not (target.startswith(SAGEMAKER_TARGET) or target.startswith(LOCAL_TARGET)) or target in (
         SAGEMAKER_TARGET, LOCAL_TARGET
     ):
-        missing.append(f"provenance.target ({prov.target!r}, expected sagemaker:<endpoint> or local:<url>)")
+        missing.append(f"provenance.target ({prov.target!r}, expected sagemaker:<endpoint>, local:<url> or "
+                       "kubernetes:<namespace>/<deployment>)")
     elif target.startswith(SAGEMAKER_TARGET):
         if not prov.region:
             missing.append("provenance.region (of the sagemaker target)")
@@ -290,7 +298,7 @@ class QmaxArtifact(Frozen):
         return self
 
 
-TtotalTrigger = Literal["forced-desired", "local-process", "reference"]
+TtotalTrigger = Literal["forced-desired", "local-process", "reference", "kubernetes-scale"]
 
 
 class Phase(Frozen):

@@ -224,3 +224,28 @@ def test_a_measured_ladder_needs_its_windows(qmax_ref):
     data["ladder"][0]["measure_s"] = None
     with pytest.raises(ValidationError, match=r"ladder measure_s .* at levels \[1\]"):
         QmaxArtifact.model_validate(data)
+
+
+@pytest.mark.parametrize(
+    ("target", "instance_type", "named"),
+    [
+        ("kubernetes:speech/dev-kokoro-82m", None, None),  # a cluster's Deployment, the pods' hardware by instance type
+        ("kubernetes:", None, "provenance.target"),
+        ("kubernetes:dev-kokoro-82m", None, "provenance.target"),
+        ("kubernetes:speech/dev-kokoro-82m", "local", "the instance type of the pods' hardware"),
+    ],
+)
+def test_a_kubernetes_measurement_names_its_deployment(ttotal_ref, target, instance_type, named):
+    data = _measured(ttotal_ref, "ttotal")
+    data["provenance"].update(target=target, region=None)
+    data["trigger"] = "kubernetes-scale"
+    if instance_type is not None:
+        from speech.schema.artifacts import Fingerprint
+
+        fp = Fingerprint.of(instance_type, data["fingerprint"]["image_digest"])
+        data["fingerprint"] = json.loads(fp.model_dump_json())
+    if named is None:
+        assert TtotalArtifact.model_validate(data).provenance.target == target
+    else:
+        with pytest.raises(ValidationError, match=named):
+            TtotalArtifact.model_validate(data)
