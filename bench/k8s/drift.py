@@ -59,6 +59,11 @@ def behavior_issues(live: Mapping[str, Any] | None, want: Mapping[str, Any], whe
         for key in ("stabilizationWindowSeconds", "selectPolicy", "policies"):
             if got[key] != exp[key]:
                 out.append(Issue("mismatch", f"{where} behavior.{direction}.{key} is {got[key]}, the plan says {exp[key]}"))
+        want_tol = (want.get(direction) or {}).get("tolerance")
+        live_tol = ((live or {}).get(direction) or {}).get("tolerance")
+        if want_tol is not None and (quantity(live_tol) is None or abs((quantity(live_tol) or 0.0) - (quantity(want_tol) or 0.0)) > 1e-3):
+            out.append(Issue("mismatch", f"{where} behavior.{direction}.tolerance is {live_tol}, the plan says {want_tol} "
+                                         "(an absent tolerance is the cluster's, 0.1 by default; the field needs Kubernetes 1.33+)"))
     return out
 
 

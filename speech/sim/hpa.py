@@ -48,8 +48,17 @@ class Replicas:
         return self.replicas
 
 
+def within(ratio: float, tolerance: float, up_tolerance: float | None = None, down_tolerance: float | None = None) -> bool:
+    """No change: 1 - down <= ratio <= 1 + up, each direction's tolerance ``tolerance`` unless given
+    (HPAScalingRules.tolerance, KEP-4951: behavior.scaleUp.tolerance and scaleDown.tolerance)."""
+    up = tolerance if up_tolerance is None else up_tolerance
+    down = tolerance if down_tolerance is None else down_tolerance
+    return 1.0 - down <= ratio <= 1.0 + up
+
+
 def desired_replicas(metrics: Sequence[float | None], target: float, *, pending: int = 0,
-                     tolerance: float = DEFAULT_TOLERANCE, current: int | None = None) -> Replicas:
+                     tolerance: float = DEFAULT_TOLERANCE, current: int | None = None,
+                     up_tolerance: float | None = None, down_tolerance: float | None = None) -> Replicas:
     """The replica count the HPA controller computes for one Pods metric with an AverageValue
     ``target`` (same units as the metrics, > 0).
 
@@ -69,6 +78,9 @@ def desired_replicas(metrics: Sequence[float | None], target: float, *, pending:
        the first, or when ceil(new ratio x pods counted) would move against its direction;
        else that count.
 
+    ``up_tolerance`` / ``down_tolerance``: a direction's own tolerance (behavior.scaleUp/scaleDown
+    .tolerance, Kubernetes 1.33+), in place of ``tolerance`` on that side of 1.
+
     Raises SimulationInputError for no reporting pod (the controller reports "did not receive
     metrics for any ready pods" and leaves the scale alone) or a target <= 0."""
     if not target > 0:
@@ -83,7 +95,7 @@ def desired_replicas(metrics: Sequence[float | None], target: float, *, pending:
     ratio = sum(reported) / len(reported) / target
     rebalance_pending = pending > 0 and ratio > 1.0
     if not rebalance_pending and missing == 0:
-        if abs(1.0 - ratio) <= tolerance:
+        if within(ratio, tolerance, up_tolerance, down_tolerance):
             return Replicas(now, "within tolerance", ratio)
         return Replicas(math.ceil(ratio * len(reported)), "ratio x ready pods", ratio)
     filled = list(reported)
@@ -92,7 +104,7 @@ def desired_replicas(metrics: Sequence[float | None], target: float, *, pending:
     if rebalance_pending:
         filled += [0.0] * pending
     new_ratio = sum(filled) / len(filled) / target
-    if abs(1.0 - new_ratio) <= tolerance:
+    if within(new_ratio, tolerance, up_tolerance, down_tolerance):
         return Replicas(now, "within tolerance once missing and pending pods are counted", ratio)
     if (ratio < 1.0 < new_ratio) or (ratio > 1.0 > new_ratio):
         return Replicas(now, "missing and pending pods reverse the direction", ratio)
@@ -103,7 +115,8 @@ def desired_replicas(metrics: Sequence[float | None], target: float, *, pending:
 
 
 def external_replicas(total: float, target_per_pod: float, *, status_replicas: int,
-                      tolerance: float = DEFAULT_TOLERANCE) -> Replicas:
+                      tolerance: float = DEFAULT_TOLERANCE, up_tolerance: float | None = None,
+                      down_tolerance: float | None = None) -> Replicas:
     """One External metric with an AverageValue target (what KEDA's ScaledObject gives its HPA):
     ratio = total / (target x status.replicas), every pod counted whether it serves or not;
     within the tolerance keep status.replicas, else ceil(total / target)
@@ -113,7 +126,7 @@ def external_replicas(total: float, target_per_pod: float, *, status_replicas: i
     if status_replicas < 1:
         raise SimulationInputError(f"status replicas {status_replicas} must be >= 1")
     ratio = total / (target_per_pod * status_replicas)
-    if abs(1.0 - ratio) <= tolerance:
+    if within(ratio, tolerance, up_tolerance, down_tolerance):
         return Replicas(status_replicas, "within tolerance", ratio)
     return Replicas(math.ceil(total / target_per_pod), "total / target", ratio)
 
@@ -138,6 +151,8 @@ class ScalingRules:
     stabilization_window_s: int
     policies: tuple[ScalingPolicy, ...]
     select_policy: SelectPolicy = "Max"
+    tolerance: float | None = None
+    """This direction's tolerance (Kubernetes 1.33+); None: the controller's (0.1 by default)."""
 
 
 DEFAULT_SCALE_UP = ScalingRules(0, (ScalingPolicy("Percent", 100, 15), ScalingPolicy("Pods", 4, 15)), "Max")

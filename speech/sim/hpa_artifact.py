@@ -62,8 +62,11 @@ class HpaTuneArtifact(Frozen):
 
 
 def _rules(r: ScalingRules) -> dict[str, Any]:
-    return {"stabilizationWindowSeconds": r.stabilization_window_s, "selectPolicy": r.select_policy,
-            "policies": [{"type": p.type, "value": p.value, "periodSeconds": p.period_s} for p in r.policies]}
+    out: dict[str, Any] = {"stabilizationWindowSeconds": r.stabilization_window_s, "selectPolicy": r.select_policy,
+                           "policies": [{"type": p.type, "value": p.value, "periodSeconds": p.period_s} for p in r.policies]}
+    if r.tolerance is not None:
+        out["tolerance"] = f"{r.tolerance:.3f}".rstrip("0").rstrip(".") or "0"
+    return out
 
 
 def hpa_fields(spec: HpaSpec, metric: str = "speech_concurrent_requests") -> dict[str, Any]:

@@ -33,7 +33,7 @@ from speech.schema.units import EPS
 from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.hpa import ScalingPolicy, ScalingRules
 from speech.sim.instance import InstanceModel
-from speech.sim.kube import HpaSpec, KubePolicy, Kind, floors_of, plan_hpa_spec
+from speech.sim.kube import HpaSpec, Kind, KubePolicy, floors_of, plan_hpa_spec
 from speech.sim.names import PROMISE_MISS_CHANCE
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
 from speech.sim.tune import Mapper, ShareBound, floor_day_hours, unseen_share_bound
@@ -144,7 +144,8 @@ class HpaTuner:
         policy = s.scale_down.policies if k.scale_down_policy == "plan" else (DOWN_POLICIES[k.scale_down_policy],)
         floors = (self.learned_floors() or floors_of(self.numbers)) if k.scheduled_floors else ()
         return replace(s, target_per_pod=k.target_share * self.model.q_max, min_replicas=k.min_replicas,
-                       scale_down=ScalingRules(k.scale_down_window_s, policy, "Max"), floors=floors)
+                       scale_down=ScalingRules(k.scale_down_window_s, policy, "Max", tolerance=s.scale_down.tolerance),
+                       floors=floors)
 
     def _task(self, k: HpaKnobs, arrivals: np.ndarray) -> tuple[InstanceModel, HpaSpec, float, float, np.ndarray]:
         return self.model, self.spec_for(k), self.plan.inputs.slo_ms, self.numbers.planning_total_s, arrivals
@@ -202,12 +203,16 @@ class HpaTuner:
 
 def describe(spec: HpaSpec, k: HpaKnobs, q_max: int) -> dict[str, str]:
     """Each knob as the HPA deploys it."""
-    [down] = spec.scale_down.policies
-    unit = "%" if down.type == "Percent" else (" pod" if down.value == 1 else " pods")
+    def policy(p: ScalingPolicy) -> str:
+        unit = "%" if p.type == "Percent" else (" pod" if p.value == 1 else " pods")
+        return f"{p.value}{unit} per {p.period_s} s"
+
+    down = spec.scale_down
+    tol = "" if down.tolerance is None else f", tolerance {down.tolerance:g}"
     return {
         "target_share": f"{spec.target_per_pod:.2f} in flight/pod ({k.target_share:g} x Q_max {q_max})",
-        "scale_down_window_s": f"{spec.scale_down.stabilization_window_s} s",
-        "scale_down_policy": f"{down.value}{unit} per {down.period_s} s",
+        "scale_down_window_s": f"{down.stabilization_window_s} s",
+        "scale_down_policy": " or ".join(policy(p) for p in down.policies) + f" ({down.select_policy}{tol})",
         "min_replicas": str(spec.min_replicas),
         "scheduled_floors": f"{len(spec.floors)} daily floors" if spec.floors else "none",
     }

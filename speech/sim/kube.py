@@ -79,15 +79,12 @@ class HpaSpec:
         return max(self.min_replicas, min(self.max_replicas, past[-1] if past else entries[-1][1]))
 
 
-def scale_down_rules(numbers: ScalingNumbers) -> ScalingRules:
-    """The plan's scale-in as scaleDown behavior: its window as the stabilization window, its step
-    (pods, or percent of the fleet) once per its cooldown."""
-    window_s = numbers.scale_in_periods * numbers.metric_period_s
-    if numbers.scale_in_percent is None:
-        step = ScalingPolicy("Pods", -numbers.scale_in_step, numbers.scale_in_cooldown_s)
-    else:
-        step = ScalingPolicy("Percent", -numbers.scale_in_percent, numbers.scale_in_cooldown_s)
-    return ScalingRules(window_s, (step,), "Max")
+def rules_of(rendered: dict) -> ScalingRules:
+    """One direction of an autoscaling/v2 behavior, as speech.deploy.kubernetes renders it, as ScalingRules."""
+    tol = rendered.get("tolerance")
+    return ScalingRules(int(rendered.get("stabilizationWindowSeconds", 0)),
+                        tuple(ScalingPolicy(p["type"], int(p["value"]), int(p["periodSeconds"])) for p in rendered["policies"]),
+                        rendered.get("selectPolicy", "Max"), None if tol is None else float(tol))
 
 
 def floors_of(numbers: ScalingNumbers) -> tuple[tuple[int, int], ...]:
@@ -101,13 +98,18 @@ def floors_of(numbers: ScalingNumbers) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def plan_hpa_spec(plan: PlanArtifact, numbers: ScalingNumbers, kind: Kind = "hpa") -> HpaSpec:
-    """The measured plan as an HPA: target C_scale_max in flight per pod, the plan's floor, cap
-    and scheduled floors, the plan's scale-in as the scaleDown behavior; scaleUp at the API's
-    default (+100 % or +4 pods per 15 s)."""
-    return HpaSpec(target_per_pod=plan.thresholds.c_scale_max, min_replicas=numbers.min_instances,
-                   max_replicas=numbers.max_instances, scale_down=scale_down_rules(numbers),
-                   floors=floors_of(numbers), kind=kind)
+def plan_hpa_spec(plan: PlanArtifact, numbers: ScalingNumbers, kind: Kind = "hpa", *, tolerance: bool = True) -> HpaSpec:
+    """The measured plan as speech.deploy.kubernetes renders it: target C_scale_max in flight per pod
+    (rounded down to a thousandth, as rendered), the plan's floor, cap and scheduled floors, and the
+    rendered behavior: scale-up by the surge share per scale-out cooldown, the plan's scale-in window,
+    step and cooldown as scaleDown, and with ``tolerance`` (Kubernetes 1.33+) scale-up at the target
+    itself and scale-down only at C_scale_min (the per-direction tolerances)."""
+    from speech.deploy.kubernetes import sizing
+
+    behavior = sizing.behavior(plan, tolerance=tolerance)
+    return HpaSpec(target_per_pod=float(sizing.quantity(sizing.pods_target(plan))), min_replicas=numbers.min_instances,
+                   max_replicas=numbers.max_instances, scale_up=rules_of(behavior["scaleUp"]),
+                   scale_down=rules_of(behavior["scaleDown"]), floors=floors_of(numbers), kind=kind)
 
 
 def spec_signature(s: HpaSpec) -> str:
@@ -160,14 +162,16 @@ class KubePolicy(Policy):
 
     def recommend(self, ctx: Ctx, ready: int, loading: int, pending: int) -> tuple[int, str]:
         occupancy = sum(ctx.window(ctx.history.occupancy, self.spec.metric_window_s)) / max(1, min(ctx.t + 1, self.spec.metric_window_s))
-        if self.spec.kind == "keda":
-            r = external_replicas(occupancy * ready, self.spec.target_per_pod, status_replicas=max(1, ctx.desired),
-                                  tolerance=self.spec.tolerance)
+        s = self.spec
+        up, down = s.scale_up.tolerance, s.scale_down.tolerance
+        if s.kind == "keda":
+            r = external_replicas(occupancy * ready, s.target_per_pod, status_replicas=max(1, ctx.desired),
+                                  tolerance=s.tolerance, up_tolerance=up, down_tolerance=down)
             return r.replicas, r.reason
         if ready == 0:
             return ctx.desired, "no pod reports the metric"
-        got = desired_replicas([occupancy] * ready + [None] * loading, self.spec.target_per_pod, pending=pending,
-                               tolerance=self.spec.tolerance, current=ctx.desired)
+        got = desired_replicas([occupancy] * ready + [None] * loading, s.target_per_pod, pending=pending,
+                               current=ctx.desired, tolerance=s.tolerance, up_tolerance=up, down_tolerance=down)
         return got.replicas, got.reason
 
     def decide(self, ctx: Ctx) -> Decision:

@@ -36,7 +36,7 @@ def test_tune_kubernetes_writes_an_hpa_the_api_accepts(tmp_path, capsys):
     spec = {k: v for k, v in art.hpa.items() if k != "scheduledFloors"}
     obj = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "dev-kokoro-82m"},
            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "dev-kokoro-82m"}, **spec}}
-    for version in ("1.32.0", "1.37.0"):
+    for version in ("1.33.0", "1.37.0"):  # behavior.*.tolerance is in the schemas from 1.33
         kubernetes_validate.validate(obj, version, strict=True)
     # the promise: the tuned HPA's bound is at least the seed's unless the seed already kept the target
     assert art.promise.slo_share_bound >= art.seed_promise.slo_share_bound or art.seed_promise.slo_share_bound >= 0.995

@@ -123,3 +123,12 @@ def test_rate_limits_and_bounds():
     assert rate_limited(1, 30, (), 0.0, min_replicas=5, max_replicas=40, up=DEFAULT_SCALE_UP, down=DEFAULT_SCALE_DOWN) == 5
     slow = ScalingRules(300, (ScalingPolicy("Pods", 1, 600),))
     assert rate_limited(1, 30, (), 0.0, min_replicas=1, max_replicas=40, up=DEFAULT_SCALE_UP, down=slow) == 29
+
+
+def test_each_direction_has_its_own_tolerance():
+    """KEP-4951 (behavior.scaleUp/scaleDown.tolerance, 1.33+): with scale-up at 0 a 5 % excess adds
+    a pod; with scale-down at 1/3 a ratio of 0.7 keeps the count, 0.6 removes."""
+    assert desired_replicas([105.0] * 10, 100.0, up_tolerance=0.0).replicas == 11
+    assert desired_replicas([70.0] * 10, 100.0, down_tolerance=1 / 3).replicas == 10
+    assert desired_replicas([60.0] * 10, 100.0, down_tolerance=1 / 3).replicas == 6
+    assert external_replicas(1050.0, 100.0, status_replicas=10, up_tolerance=0.0).replicas == 11

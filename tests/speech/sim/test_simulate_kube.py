@@ -116,7 +116,17 @@ def test_plan_rendered_as_hpa_and_keda_on_a_diurnal_day(ref):
     q, t, _ = ref
     plan = build_plan(q, t, PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=200, trough_rps=10))
     spec = plan_hpa_spec(plan, scaling_numbers(plan))
-    assert spec.target_per_pod == plan.thresholds.c_scale_max and spec.min_replicas == plan.fleet.min_instances
+    # the HPA simulated is the one speech.deploy.kubernetes renders: its target, bounds and behavior
+    from speech.deploy.kubernetes import sizing
+    from speech.sim.hpa_artifact import hpa_fields
+
+    assert 0 <= plan.thresholds.c_scale_max - spec.target_per_pod < 1e-3 and spec.min_replicas == plan.fleet.min_instances
+    rendered = sizing.behavior(plan, tolerance=True)
+    fields = hpa_fields(spec)["behavior"]
+    for direction in ("scaleUp", "scaleDown"):
+        assert fields[direction]["policies"] == rendered[direction]["policies"]
+        assert fields[direction]["stabilizationWindowSeconds"] == rendered[direction]["stabilizationWindowSeconds"]
+        assert float(fields[direction]["tolerance"]) == pytest.approx(float(rendered[direction]["tolerance"]))
     trace = generate("diurnal:peak=200,trough=10,hours=4,seed=3")
     _, runs, sums = simulate(plan, q, t, trace.arrivals, policies=["hpa-v2", "keda"])
     by = {s.policy: s for s in sums}
