@@ -92,6 +92,10 @@ _KIND = {
     T_IAM_POLICY: "IAM policy",
     T_DOCKER_IMAGE: "container image",
     T_INFERENCE_COMPONENT: "inference component",
+    "kubernetes:autoscaling/v2:HorizontalPodAutoscaler": "HorizontalPodAutoscaler",
+    "kubernetes:keda.sh/v1alpha1:ScaledObject": "ScaledObject",
+    "kubernetes:apps/v1:Deployment": "Deployment",
+    "kubernetes:core/v1:ConfigMap": "ConfigMap",
 }
 
 

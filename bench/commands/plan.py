@@ -288,7 +288,7 @@ def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs
                 tcopy=tcopy,
             ),
             max_instances=max_instances,
-            **{**{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on") if k in old
+            **{**{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on", "kubernetes") if k in old
                   and not (components and k == "hosting")},
                **({"hosting": "components", "components": old.get("components")} if components else {}),
                # A batch plan deploys as a batch route; a real-time plan re-plans a batch entry as a real-time one.

@@ -32,7 +32,7 @@ FIX_K8S = "fix: let the program render it from the plan (bench plan --stack, the
 
 
 def label(res: Res) -> str:
-    return f"{res.type.rsplit(':', 1)[-1]} '{res.name}'"
+    return res.label
 
 
 def annotations_of(res: Res) -> Mapping[str, Any]:
@@ -40,6 +40,12 @@ def annotations_of(res: Res) -> Mapping[str, Any]:
     if is_unknown(value):
         raise NoProvenance(f"cannot verify during preview: the annotations of {label(res)} are unknown", preview=True)
     return value if isinstance(value, Mapping) else {}
+
+
+def k8s_origin(res: Res) -> Any:
+    """The ``speech-endpoints/origin`` annotation of an autoscaler (None when absent or unknown)."""
+    notes = res.get("metadata.annotations")
+    return notes.get(annotation_key(pv.TAG_ORIGIN)) if isinstance(notes, Mapping) else None
 
 
 def k8s_plan(stack: Stack, res: Res) -> tuple[PlanArtifact, pv.ProvenanceDocument]:

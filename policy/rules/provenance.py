@@ -192,12 +192,17 @@ def rule_target_tags(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
 
 
 def rule_unmeasured_notice(res: Res, cfg: Mapping[str, Any]) -> Iterator[str]:
+    from policy.rules.kubernetes import T_K8S_HPA, T_K8S_SCALED_OBJECT, k8s_origin
+
     copies = res.type == "aws:appautoscaling/target:Target" and \
         res.get("scalableDimension") == scaling.COMPONENT_SCALABLE_DIMENSION
-    if not (_is_sagemaker_target(res) or copies):
+    if res.type in (T_K8S_HPA, T_K8S_SCALED_OBJECT):
+        origin = k8s_origin(res)
+    elif not (_is_sagemaker_target(res) or copies):
         return
-    tags = res.get("tags")
-    origin = at(tags, pv.TAG_ORIGIN) if isinstance(tags, Mapping) else MISSING
+    else:
+        tags = res.get("tags")
+        origin = at(tags, pv.TAG_ORIGIN) if isinstance(tags, Mapping) else MISSING
     if isinstance(origin, str) and origin != "measured":
         yield (f"{res.label} scales from {origin!r} figures, not measurements of this endpoint; before production "
                "traffic run bench qmax and bench ttotal against it and re-plan (bench plan --stack)")

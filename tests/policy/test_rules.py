@@ -18,7 +18,7 @@ def test_every_rule_passes_on_the_dev_stack(pack, dev):
     report = pack.check(dev)
     quiet = {d.policy for d in report.diagnostics}
     assert quiet == {"scaling-from-unmeasured-figures"}
-    assert len(pack.policies) == 24
+    assert len(pack.policies) == 25
 
 
 # --- scaling-requires-measured-provenance ------------------------------------------------------
