@@ -65,6 +65,8 @@ class PreviewResult:
     outputs: dict[str, Any]
     gates: list[GateView]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """The program's info messages (``pulumi.log.info``), as the engine prints them in a preview."""
     invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """The data-source calls the program made (token, arguments)."""
 
@@ -177,11 +179,14 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
     region = config.get("aws:region", DEFAULT_REGION)
 
     warnings: list[str] = []
+    notes: list[str] = []
 
     class _Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             if record.levelno >= logging.WARNING:
                 warnings.append(record.getMessage())
+            elif record.levelno >= logging.INFO:
+                notes.append(record.getMessage())
 
     logger = logging.Logger(f"speech.infra.preview.{stack}")
     logger.addHandler(_Collect())
@@ -257,7 +262,8 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             model=m, enabled=False, reason="decided at pulumi up: the receipts are read once the bucket exists "
                                            f"(until then: {d.gate.reason})"))
     return PreviewResult(stack=stack, project=PROJECT, resources=resources, outputs=resolved, gates=gates,
-                         warnings=warnings, invokes=list(mocks.invokes))
+                         warnings=warnings, notes=notes,
+                         invokes=list(mocks.invokes))
 
 
 # --- rendering ------------------------------------------------------------------------------------

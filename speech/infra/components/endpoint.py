@@ -17,6 +17,54 @@ from speech.schema.plan_artifacts import PlanArtifact
 
 CANARY_PERCENT = 10
 CANARY_WAIT_S = 600
+TERMINATION_WAIT_S = 300
+"""Blue/green: seconds the old fleet keeps running after all traffic moved to the new one."""
+
+LEGACY_VARIANT: dict[str, object] = {
+    "initial_variant_weight": 1.0,
+    "model_data_download_timeout_in_seconds": 600,
+    "routing_strategy": "LEAST_OUTSTANDING_REQUESTS",
+}
+"""What every release before issue 46 deployed for these inputs of a scaled real-time variant (the
+inference AMI aside: :data:`LEGACY_GPU_AMI` where one was set). A stack deployed then has a capacity
+read whose trigger named only the model, instance type and start-up timeout; an input that still
+has its old value must not change the trigger, or the first ``up`` after upgrading re-reads the
+count and, where autoscaling moved it, replaces the configuration (a second fleet)."""
+LEGACY_GPU_AMI = "al2-ami-sagemaker-inference-gpu-3-1"
+
+
+def capacity_triggers(variant: dict[str, pulumi.Input], async_fields: object) -> dict[str, pulumi.Input[str]]:
+    """The capacity read's triggers: any change replaces the read (it runs again) exactly when the
+    endpoint configuration is replaced. The first three keys are those of every earlier release
+    (model, instance type, start-up timeout); every other input of the configuration joins under
+    ``configuration`` (sorted JSON) only where it differs from :data:`LEGACY_VARIANT`, so an
+    unchanged configuration keeps the trigger it was deployed with."""
+    triggers: dict[str, pulumi.Input[str]] = {
+        "model": variant["model_name"], "instance_type": variant["instance_type"],
+        "startup_timeout_s": str(variant["container_startup_health_check_timeout_in_seconds"]),
+    }
+    legacy = dict(LEGACY_VARIANT, inference_ami_version=LEGACY_GPU_AMI if variant["inference_ami_version"] else None)
+    changed = {k: v for k, v in variant.items()
+               if k not in ("variant_name", "model_name", "instance_type",
+                            "container_startup_health_check_timeout_in_seconds") and legacy.get(k) != v}
+    if async_fields is not None:
+        changed["async"] = async_fields
+    if changed:
+        triggers["configuration"] = pulumi.Output.json_dumps(changed, sort_keys=True)
+    return triggers
+
+
+def replacement_note(endpoint_name: str, instance_type: str, t_start_s: float | None) -> str:
+    """What the preview says about a change that replaces the endpoint configuration: SageMaker's
+    blue/green update runs a second fleet next to the old one for the canary wait, then the
+    termination wait (plus the new instances' start, before the canary)."""
+    least = CANARY_WAIT_S + TERMINATION_WAIT_S
+    start = f" plus the new instances' start (T_total {t_start_s:g} s measured)" if t_start_s else " plus the new instances' start"
+    return (f"{endpoint_name}: a change that replaces its endpoint configuration (model, image, instance type, start-up "
+            f"timeout, AMI, routing) is a blue/green update: a second fleet of {instance_type} at the kept count runs "
+            f"next to the old one for at least {least} s ({CANARY_PERCENT} % canary for {CANARY_WAIT_S} s, then all "
+            f"traffic and {TERMINATION_WAIT_S} s before the old fleet stops){start}; the preview shows it as a "
+            "replacement (+-) of the configuration")
 """Canary bake time: long enough for the TTFAB and error alarms (minutes) to see real traffic."""
 
 
@@ -200,12 +248,12 @@ class Endpoint(pulumi.ComponentResource):
                 input=json.dumps({"action": "desired_count", "endpoint_name": args.endpoint_name, "variant": VARIANT,
                                   "floor": args.initial_instance_count,
                                   "ceiling": args.capacity_ceiling or args.initial_instance_count}),
-                triggers={"configuration": pulumi.Output.json_dumps({"variant": variant, "async": async_fields},
-                                                                    sort_keys=True)},
+                triggers=capacity_triggers(variant, async_fields),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=args.endpoint_depends_on),
             )
             floor, ceiling = args.initial_instance_count, args.capacity_ceiling or args.initial_instance_count
             count = self.capacity.result.apply(lambda r: initial_count(r, floor, ceiling))
+            pulumi.log.info(replacement_note(args.endpoint_name, args.instance_type, None), self)
         routing = variant["routing_strategy"]
         self.endpoint_configuration = aws.sagemaker.EndpointConfiguration(
             f"{name}-config",
@@ -250,7 +298,7 @@ class Endpoint(pulumi.ComponentResource):
                             type="CAPACITY_PERCENT", value=CANARY_PERCENT
                         ),
                     ),
-                    termination_wait_in_seconds=300,
+                    termination_wait_in_seconds=TERMINATION_WAIT_S,
                     maximum_execution_timeout_in_seconds=3600,
                 ),
                 auto_rollback_configuration=rollback,

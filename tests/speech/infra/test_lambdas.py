@@ -162,17 +162,42 @@ def test_the_new_configuration_starts_from_the_capacity_read():
                                                  "variant": "AllTraffic", "floor": scaling["min"],
                                                  "ceiling": scaling["max"]}
     config = dev.named("kokoro-82m-config")
-    # The read is re-run whenever the configuration would be replaced: its trigger carries every
-    # input of the variant but the count itself (issue 34 F4: routing, AMI, timeouts, async settings).
-    (trigger,) = probe.inputs["triggers"].values()
-    read = json.loads(trigger)
-    variant = dict(config.inputs["productionVariants"][0])
-    del variant["initialInstanceCount"]
-    routing = variant.pop("routingConfigs")
-    camel = {"".join(w.capitalize() if i else w for i, w in enumerate(k.split("_"))): v for k, v in read["variant"].items()}
-    assert camel.pop("routingStrategy") == routing[0]["routingStrategy"]
-    assert camel == variant
-    assert read["async"] is None and "asyncInferenceConfig" not in config.inputs
+    # The read is re-run whenever the configuration would be replaced. Issue 46 item 3: the trigger
+    # of an unchanged configuration is the one stacks were deployed with (model, instance type,
+    # start-up timeout), so the first `up` after upgrading re-reads nothing and starts no fleet.
+    variant = config.inputs["productionVariants"][0]
+    assert probe.inputs["triggers"] == {"model": variant["modelName"], "instance_type": variant["instanceType"],
+                                        "startup_timeout_s": str(int(variant["containerStartupHealthCheckTimeoutInSeconds"]))}
+    assert "asyncInferenceConfig" not in config.inputs
     assert probe.urn in config.property_dependencies["productionVariants"]
     # Under the mocks the read returns no count: the floor, as on a first deploy.
     assert config.inputs["productionVariants"][0]["initialInstanceCount"] == 1
+
+
+def test_a_changed_input_beyond_the_first_three_adds_to_the_capacity_trigger(monkeypatch):
+    """The configuration's other inputs (AMI, routing, weight, download timeout) join the trigger
+    only when they differ from the values every earlier release deployed (issue 34 F4 still holds:
+    a change there makes a new configuration and re-reads the count); unchanged, the trigger keeps
+    its old shape (issue 46 item 3)."""
+    from pathlib import Path
+
+    from speech.infra.components import endpoint
+    from speech.infra.preview import run_preview
+
+    monkeypatch.setattr(endpoint, "MODEL_DATA_DOWNLOAD_TIMEOUT_S", 900)
+    dev = run_preview(Path(__file__).resolve().parents[3] / "Pulumi.dev.yaml", "dev")
+    triggers = dev.named("kokoro-82m-capacity").inputs["triggers"]
+    assert set(triggers) == {"model", "instance_type", "startup_timeout_s", "configuration"}
+    assert json.loads(triggers["configuration"]) == {"model_data_download_timeout_in_seconds": 900}
+    assert dev.named("kokoro-82m-config").inputs["productionVariants"][0]["modelDataDownloadTimeoutInSeconds"] == 900
+
+
+def test_the_preview_says_what_a_configuration_replacement_costs():
+    from pathlib import Path
+
+    from speech.infra.preview import run_preview
+
+    dev = run_preview(Path(__file__).resolve().parents[3] / "Pulumi.dev.yaml", "dev")
+    [note] = [n for n in dev.notes if "blue/green" in n]
+    assert "dev-kokoro-82m" in note and "second fleet" in note and "ml.g5.xlarge" in note
+    assert "10 % canary for 600 s" in note and "300 s" in note and "at least 900 s" in note
