@@ -51,3 +51,22 @@ def test_a_closed_gate_registers_no_autoscaler():
     kinds = {r.inputs.get("kind") for r in result.resources if r.type.startswith("kubernetes:")}
     assert kinds == {"Deployment", "Service", "PodDisruptionBudget"}
     assert result.outputs["kubernetes"]["kokoro-82m"]["autoscaler"] is None
+
+
+def test_a_stack_mixing_sagemaker_and_kubernetes_models_deploys_both(tmp_path):
+    # The dev stack's SageMaker model and the k8s-gpu model under another name, in one stack file.
+    from tests.stack_files import MODELS, embedded_config
+
+    config = embedded_config(ROOT / "Pulumi.dev.yaml")
+    k8s = embedded_config(ROOT / "examples/Pulumi.k8s-gpu.yaml")[MODELS]["kokoro-82m"]
+    config[MODELS]["kokoro-k8s"] = k8s
+    for art in ("qmax", "ttotal"):
+        k8s["measurements"][art]["model"] = "kokoro-k8s"
+    path = tmp_path / "Pulumi.mixed.yaml"
+    path.write_text(json.dumps({"config": config}))
+    result = run_preview(path, "mixed")
+    assert set(result.outputs["endpoints"]) == {"kokoro-82m"}
+    assert set(result.outputs["kubernetes"]) == {"kokoro-k8s"}
+    assert {g.model: g.enabled for g in result.gates} == {"kokoro-82m": True, "kokoro-k8s": True}
+    assert any(r.type == "aws:sagemaker/endpoint:Endpoint" for r in result.resources)
+    assert any(r.type == "kubernetes:autoscaling/v2:HorizontalPodAutoscaler" for r in result.resources)
