@@ -36,6 +36,10 @@ as the program does).
   python -m bench drift --stack dev
   python -m bench drift --stack dev --endpoint dev-kokoro-82m --json
 
+A stack's hosting: kubernetes models are read from the cluster (--kubeconfig, --context): each
+Deployment <stack>-<model>'s HPA or ScaledObject against the plan as the stack renders it, and its
+image digest against the stack's.
+
 Kubernetes (--kubernetes NAMESPACE/DEPLOYMENT, no --stack): reads the live HorizontalPodAutoscaler
 (or KEDA ScaledObject, --autoscaler keda) through the kubeconfig's credentials and compares it with
 the plan rendered as an HPA (--plan FILE) or the HPA bench tune --platform kubernetes wrote (--hpa
@@ -174,9 +178,15 @@ def run(args: argparse.Namespace, session=None) -> int:
         )
     if args.endpoint and len(models) > 1:
         raise UsageError("--endpoint names one endpoint: add --model to say which model it serves")
-    # The region the program deploys into (aws:region) unless --region says otherwise.
-    sess = session or aws.session(args.region or stack_region(path))
     report: dict[str, list[dict]] = {}
+    kube = {n: m for n, m in models.items() if m.hosting == "kubernetes"}
+    if kube:  # a cluster's Deployments: their autoscalers through the kubeconfig, no AWS call
+        from bench.k8s.commands import stack_issues
+
+        report.update(stack_issues(args, name_of_stack, kube, stack.allow_config_mismatch))
+        models = {n: m for n, m in models.items() if n not in kube}
+    # The region the program deploys into (aws:region) unless --region says otherwise.
+    sess = (session or aws.session(args.region or stack_region(path))) if models else None
     for name, m in models.items():
         endpoint = args.endpoint or f"{name_of_stack}-{name}"
         described = aws.describe_endpoint(sess, endpoint)  # a missing endpoint is bad input, not drift

@@ -92,3 +92,36 @@ def drift(args: argparse.Namespace, target: K8sTarget) -> int:
             print(f"{key}: [{i['kind']}] {i['message']}")
         print("preflight-ok" if not issues else f"drift: {len(issues)} issue(s)")
     return 0 if not issues else 1
+
+
+def stack_issues(args: argparse.Namespace, stack: str, models: dict[str, Any], allow_config_mismatch: bool) -> dict[str, list[dict]]:
+    """bench drift --stack for its ``hosting: kubernetes`` models: each model's live autoscaler against
+    the plan as speech.deploy.kubernetes renders it (its namespace, autoscaler and metric from the
+    stack's kubernetes block, the objects named <stack>-<model>), and the Deployment's image digest
+    against the stack's."""
+    from bench.k8s.drift import Issue, read_issues
+    from bench.k8s.names import object_name
+    from speech.plan.realtime import build_plan
+    from speech.sim.hpa_artifact import hpa_fields
+    from speech.sim.kube import plan_hpa_spec
+    from speech.sim.scaler import scaling_numbers
+
+    cluster = connect(args.kubeconfig, args.context)
+    report: dict[str, list[dict]] = {}
+    for name, m in models.items():
+        k8s = m.kubernetes
+        target = K8sTarget(k8s.namespace, args.endpoint or object_name(stack, name), k8s.autoscaler)
+        issues: list[Issue] = []
+        if m.measurements is None:
+            issues.append(Issue("missing", f"{name}: the stack has no measurements for it, so no autoscaler is planned"))
+        else:
+            plan = build_plan(m.measurements.qmax, m.measurements.ttotal, m.plan, allow_config_mismatch=allow_config_mismatch,
+                              max_instances_cap=m.max_instances)
+            spec = plan_hpa_spec(plan, scaling_numbers(plan), k8s.autoscaler, tolerance=k8s.has_tolerance)
+            issues += read_issues(cluster, target, hpa_fields(spec, k8s.metric.name), k8s.metric.name)
+        digest = deployment_digest(cluster, target)
+        if digest != k8s.image_digest:
+            issues.append(Issue("mismatch", f"Deployment {target.namespace}/{target.deployment} runs {digest[:19]}, the stack "
+                                            f"says {k8s.image_digest[:19]}: the measurements describe other bytes"))
+        report[f"{target.namespace}/{target.deployment}"] = [i.as_dict() for i in issues]
+    return report

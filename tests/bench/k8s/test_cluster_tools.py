@@ -205,3 +205,34 @@ def test_bad_kubernetes_input_is_exit_2(tmp_path, capsys):
     assert "NAMESPACE/DEPLOYMENT" in capsys.readouterr().err
     assert main(["drift", "--kubernetes", "speech/x", "--kubeconfig", str(tmp_path / "none"), "--plan", "x.json"]) == 2
     assert main(["ttotal", "--qmax", str(QMAX_REF), "--kubernetes", "speech/x", "--url", "http://127.0.0.1:1"]) == 2
+
+
+def test_drift_of_a_stack_reads_its_kubernetes_models_from_the_cluster(stand_in, tmp_path, capsys):
+    """bench drift --stack: a hosting: kubernetes model is read from the cluster (no AWS call): its HPA
+    against the plan as the stack renders it (1.35: with the per-direction tolerances), and the
+    Deployment's image digest against the stack's."""
+    from bench.commands.drift import load_stack
+    from speech.plan.realtime import build_plan
+    from speech.sim.hpa_artifact import hpa_fields
+    from speech.sim.kube import plan_hpa_spec
+    from speech.sim.scaler import scaling_numbers
+    from tests.conftest import ROOT
+    from tests.stack_files import copy_stack
+
+    path = copy_stack(ROOT / "examples/Pulumi.k8s-gpu.yaml", tmp_path / "stack", name="dev")
+    m = load_stack(path).models["kokoro-82m"]
+    plan = build_plan(m.measurements.qmax, m.measurements.ttotal, m.plan, allow_config_mismatch=False)
+    want = hpa_fields(plan_hpa_spec(plan, scaling_numbers(plan), "hpa", tolerance=True))
+    assert "tolerance" in want["behavior"]["scaleDown"]
+    c, server = stand_in()
+    c.objects["hpa"]["spec"].update({k: want[k] for k in ("minReplicas", "maxReplicas", "metrics", "behavior")})
+    with server as kubeconfig:
+        args = ["drift", "--stack", "dev", "--stack-dir", str(path.parent), "--kubeconfig", str(kubeconfig), "--json"]
+        assert main(args) == 0
+        assert json.loads(capsys.readouterr().out)["endpoints"] == {f"{NS}/{NAME}": []}
+        del c.objects["hpa"]["spec"]["behavior"]["scaleDown"]["tolerance"]  # a 1.32 server drops the field
+        c.objects["deployment"]["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example.com/k@sha256:" + "0" * 64
+        assert main(args) == 1
+        issues = json.loads(capsys.readouterr().out)["endpoints"][f"{NS}/{NAME}"]
+    messages = " ".join(i["message"] for i in issues)
+    assert "scaleDown.tolerance is None" in messages and "the measurements describe other bytes" in messages
