@@ -254,14 +254,14 @@ def baselines(tt: TunedTrace, q, model) -> dict:
     tu, k = tt.tuner, tt.best.knobs
     hist = tu.forecast_history
     out: dict = {}
-    bare = replace(k, scheduled_floors=False, forecast_quantile=None)
+    bare = replace(k, scheduled_floors=False, forecast_quantile=None, busy_headroom=None)
     if hist is not None and tu.plan_for(bare) is not None:
         nb = tu.numbers_for(bare)
         out["predictive (AWS, tuned knobs underneath)"] = lambda a: PredictivePolicy(
             AwsPolicy(nb, model.cloudwatch_ratio, model.q_max), hist, per_instance_rps=nb.x_target_rps,
             buffer_s=nb.planning_total_s)
-    if k.forecast_quantile is not None:
-        learned = replace(k, forecast_quantile=None, scheduled_floors=True)
+    if k.forecast_quantile is not None or k.busy_headroom is not None:
+        learned = replace(k, forecast_quantile=None, busy_headroom=None, scheduled_floors=True)
         if tu.plan_for(learned) is not None:
             nl = tu.numbers_for(learned)
             out["tuned knobs + learned daily floors"] = lambda a: AwsPolicy(nl, model.cloudwatch_ratio, model.q_max)

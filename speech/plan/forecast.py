@@ -217,12 +217,46 @@ def forecast_entries(needs: np.ndarray, start_minute: int, limit: int = MAX_SCHE
     raise PlanInputError(f"the forecast floors need more than {limit} scheduled actions even in {slots[-1]}-minute slots")
 
 
+BUSY_SHARE = 0.25
+"""A minute is in the busy hours when the forecast's mean there is at least this share of its
+busiest minute: where scheduled headroom (:func:`busy_headroom`) applies."""
+
+
+def busy_headroom(fc: Forecast, headroom: float, busy_share: float = BUSY_SHARE) -> np.ndarray:
+    """The forecast's upper curve with ``headroom`` x more during its busy hours (a scheduled surge
+    ratio): capacity for a crowd no forecast can place, bought only while the traffic is high,
+    where a crowd costs the most requests."""
+    upper = np.asarray(fc.upper_rps[:DAY_MIN], dtype=float)
+    if headroom == 1.0:
+        return upper
+    point = np.asarray(fc.point_rps[:DAY_MIN], dtype=float)
+    busy = point >= busy_share * float(point.max())
+    return np.where(busy, upper * headroom, upper)
+
+
+def crowd_ratio(fc: Forecast, days: Sequence[np.ndarray]) -> float:
+    """The largest crowd the ``days`` (per-second arrivals, each starting at the forecast's start)
+    show: the highest ratio of a minute's rate to the forecast's mean at that minute, over the busy
+    hours (:data:`BUSY_SHARE`); 1 when none rises above it."""
+    point = np.asarray(fc.point_rps[:DAY_MIN], dtype=float)
+    busy = point >= BUSY_SHARE * float(point.max())
+    best = 1.0
+    for a in days:
+        m = minute_means(np.asarray(a, dtype=float).tolist(), 1)[:DAY_MIN]
+        k = min(m.size, point.size)
+        ok = busy[:k] & (point[:k] > EPS)
+        if ok.any():
+            best = max(best, float((m[:k][ok] / point[:k][ok]).max()))
+    return best
+
+
 def forecast_schedule(fc: Forecast, *, per_instance_rps: float, lead_s: float, floor: int, max_instances: int,
                       timezone: str = "UTC", provenance: ForecastProvenance | None = None,
-                      trace_sha256: str | None = None) -> FloorSchedule | None:
+                      trace_sha256: str | None = None, headroom: float = 1.0) -> FloorSchedule | None:
     """The forecast's first day as daily scheduled floors (:func:`minute_needs`,
-    :func:`forecast_entries`), or None when no minute needs more than ``floor``."""
-    needs = minute_needs(fc.upper_rps[:DAY_MIN], per_instance_rps, lead_s, floor, max_instances)
+    :func:`forecast_entries`), ``headroom`` x more in its busy hours (:func:`busy_headroom`), or
+    None when no minute needs more than ``floor``."""
+    needs = minute_needs(busy_headroom(fc, headroom), per_instance_rps, lead_s, floor, max_instances)
     if not (needs > floor).any():
         return None
     _, entries = forecast_entries(needs, fc.start_minute)

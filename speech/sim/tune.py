@@ -60,13 +60,19 @@ cheapest first. A pair that misses stops at its first draw below the target, so 
 between 16 and 16 x the draws simulated draws; it runs only where a pass moved nothing."""
 SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k service, whole-trace floor, superposed traces"
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
-         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors", "forecast_quantile")
+         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors", "forecast_quantile", "busy_headroom")
 """The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
 ``scheduled_floors``: daily floors derived (speech.plan.schedule.derive_schedule) from the
 training draws' mean traffic only, tried on and off. ``forecast_quantile``: floors from a seasonal
 forecast of the history before the judged days (speech.plan.forecast), sized for that upper quantile;
 off (None) or one of :data:`FORECAST_QUANTILES`. The scale-out cooldown stays as the team set it."""
 FORECAST_QUANTILES = (0.5, 0.75, 0.9)
+HEADROOMS = (1.15, 1.3)
+MAX_HEADROOM = 2.0
+"""Scheduled headroom over the forecast floors in the busy hours the tuner tries, besides the
+largest crowd the training draws show (:func:`speech.plan.forecast.crowd_ratio`)."""
+DEFAULT_HEADROOM_QUANTILE = 0.9
+"""The forecast quantile headroom is laid over when the forecast knob itself is off."""
 """The forecast's upper quantiles the tuner tries as floors: a floor is a minimum the reactive
 policy builds on, so a lower quantile can be cheaper and still keep the share."""
 
@@ -108,6 +114,10 @@ class Knobs:
     """Daily scheduled floors learned from the training draws (:meth:`Tuner.inputs_for` derives them)."""
     forecast_quantile: float | None = None
     """Forecast floors at this upper quantile (:meth:`Tuner.inputs_for`); None: none."""
+    busy_headroom: float | None = None
+    """Forecast floors raised by this ratio in the busy hours (a scheduled surge ratio, for crowds
+    nobody can place; at :data:`DEFAULT_HEADROOM_QUANTILE` when ``forecast_quantile`` is None);
+    None: no headroom."""
 
     def inputs(self, base: PlanInputs) -> PlanInputs:
         return base.model_copy(update={
@@ -269,6 +279,8 @@ class Tuner:
         learned from it); None: the forecast knob is not tried."""
         self.forecast_model = forecast_model
         self._forecasts: dict[float, Any] = {}
+        self.train_days: list[np.ndarray] = []
+        self._headrooms: list[float] = []
         self.miss_chance = miss_chance
         """The chance the share bound leaves that any of PROMISE_UNSEEN_DRAWS unseen draws falls below it."""
         self.schedule_rate = schedule_rate
@@ -305,8 +317,10 @@ class Tuner:
         """The plan inputs of these knobs; with ``scheduled_floors``, the daily floors derived from the
         training draws for the plan of the other knobs (None when there is no ramp to schedule)."""
         base = k.inputs(self.inputs)
-        if k.forecast_quantile is not None:
-            return None if k.scheduled_floors else self._with_forecast(base, k.forecast_quantile)
+        if k.forecast_quantile is not None or k.busy_headroom is not None:
+            if k.scheduled_floors:
+                return None
+            return self._with_forecast(base, k.forecast_quantile or DEFAULT_HEADROOM_QUANTILE, k.busy_headroom or 1.0)
         if not k.scheduled_floors:
             return base
         if self.schedule_rate is None:
@@ -328,9 +342,10 @@ class Tuner:
             self._forecasts[quantile] = forecast_rate(self.forecast_history, model=self.forecast_model, quantile=quantile)
         return self._forecasts[quantile]
 
-    def _with_forecast(self, base: PlanInputs, quantile: float) -> PlanInputs | None:
-        """``base`` with floors from the forecast at ``quantile``, sized for the plan of ``base``
-        (None: no history, or no minute needs more than the plan's floor)."""
+    def _with_forecast(self, base: PlanInputs, quantile: float, headroom: float = 1.0) -> PlanInputs | None:
+        """``base`` with floors from the forecast at ``quantile`` (``headroom`` x more in its busy
+        hours), sized for the plan of ``base`` (None: no history, or no minute needs more than the
+        plan's floor)."""
         if self.forecast_history is None:
             return None
         from speech.plan.forecast import forecast_schedule
@@ -338,8 +353,20 @@ class Tuner:
         plan = build_plan(self.qmax, self.ttotal, base, allow_config_mismatch=True)
         per = plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps
         schedule = forecast_schedule(self.forecast(quantile), per_instance_rps=per, lead_s=plan.t_total.planning_s,
-                                     floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances)
+                                     floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances,
+                                     headroom=headroom)
         return None if schedule is None else base.model_copy(update={"schedule": schedule})
+
+    def headrooms(self) -> list[float]:
+        """The busy-hour headroom candidates: :data:`HEADROOMS` and the largest crowd the training
+        draws show over the forecast (rounded up to 0.05), at most :data:`MAX_HEADROOM`."""
+        if self.forecast_history is None or not self.train_days:
+            return []
+        from speech.plan.forecast import crowd_ratio
+
+        crowd = crowd_ratio(self.forecast(DEFAULT_HEADROOM_QUANTILE), self.train_days)
+        top = min(MAX_HEADROOM, math.ceil(crowd * 20 - EPS) / 20)
+        return sorted({h for h in (*HEADROOMS, top) if 1.0 < h <= max(top, HEADROOMS[0])})
 
     def plan_for(self, k: Knobs) -> PlanArtifact | None:
         """The plan of these inputs, None when one is outside its bound (the plan refuses it) or there
@@ -525,12 +552,15 @@ class Tuner:
             "scale_in_cooldown_s": [None, 600, planning],
             "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
             "forecast_quantile": [None, *FORECAST_QUANTILES] if self.forecast_history is not None else [None],
+            "busy_headroom": [None, *self._headrooms] if self.forecast_history is not None else [None],
         }
 
     def see_training(self, days: Sequence[tuple[int, np.ndarray]]) -> None:
         """Record what the choices read from the training draws (their busiest minute, for the
         fixed-peak floor); :meth:`search` calls it, a caller sizing a progress bar may call it first."""
         self.train_peak_rps = max(peak_rps(a) for _, a in days) if days else None
+        self.train_days = [a for _, a in days if a.size >= 86400]
+        self._headrooms = self.headrooms()
 
     def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2,
                pairs: int = MAX_PAIR_MOVES) -> tuple[Candidate, Candidate]:
@@ -589,6 +619,8 @@ REASONS = {
                            "per hour",
     "scheduled_floors": "daily floors learned from the training draws' traffic (speech.plan.schedule): instances in service "
                         "a planning T_total before each ramp; the checks say what they saved on days the tuner did not see",
+    "busy_headroom": "forecast floors raised in the busy hours (a scheduled surge ratio, up to the largest crowd the training "
+                     "draws show): capacity for crowds no forecast places, bought only while the traffic is high",
     "forecast_quantile": "floors from a seasonal forecast of the days before (speech.plan.forecast) at this upper quantile, "
                          "raised a planning T_total ahead: the reactive policy adds only what the forecast missed",
 }
@@ -609,6 +641,7 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "scheduled_floors": f"{len(numbers.floors)} daily floors" if numbers.floors and k.scheduled_floors else "none",
         "forecast_quantile": "none" if k.forecast_quantile is None else
                              f"{k.forecast_quantile:g} ({len(numbers.floors)} forecast floors)",
+        "busy_headroom": "none" if k.busy_headroom is None else f"x{k.busy_headroom:g} in the busy hours",
     }
 
 
