@@ -86,6 +86,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qmax-derate", type=float, default=1.0, metavar="X", help="plan input: floor(Q_max x X), 0 < X <= 1 (default 1)")
     p.add_argument("--trace", required=True, metavar="SPEC", help="traffic: a generator, a CSV or a shipped trace (see above)")
     p.add_argument("--seed", type=int, default=None, metavar="N", help="seed for generated traces (default: the spec's, else 1)")
+    p.add_argument("--history", default=None, metavar="SPEC",
+                   help="request-rate history before the trace (a trace spec, or cloudwatch:PATH as for bench forecast), "
+                        "what the predictive policy forecasts from besides the trace so far (default: none; under a day of "
+                        "data predictive is the reactive plan)")
     p.add_argument("--policies", "--policy", dest="policies", default=",".join(POLICY_NAMES), metavar="A,B,...",
                    help="policies to run (default all; --policy is the same flag)")
     p.add_argument("--slo-share", type=float, default=DEFAULT_SLO_SHARE, metavar="X",
@@ -293,13 +297,18 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--trace {args.trace!r}: the trace has no requests")
     plan = resolve_plan(args, q, t, trace)
     tuned = resolve_tuned_plan(args, q, t, plan) if getattr(args, "tuned_plan", None) is not None else None
+    history = None
+    if getattr(args, "history", None):
+        from bench.load.traces import load_history
+
+        _, history = load_history(args.history, None)
     model = build_instance(q, t, slo_ms=plan.inputs.slo_ms)
     from bench.cli.progress import RunProgress, wanted
 
     with RunProgress("simulate", total=len(policies) + (tuned is not None), enabled=wanted(args), unit="policies",
                      every_s=0.0) as progress:
         model, runs, sums = simulate(plan, q, t, trace.arrivals, policies=policies, model=model, peak_rps=trace.peak_rps,
-                                     slo_share=args.slo_share,
+                                     slo_share=args.slo_share, history=history,
                                      on_policy=lambda name, done, total: progress.update(done, f"{name} done"))
         if tuned is not None:
             runs, sums = add_tuned_rows(tuned, q, t, trace, model, runs, sums, args.slo_share)

@@ -344,9 +344,11 @@ def simulate(
     readings: AwsReadings | None = None,
     slo_share: float = DEFAULT_SLO_SHARE,
     on_policy: Callable[[str, int, int], None] | None = None,
+    history: np.ndarray | None = None,
 ) -> tuple[InstanceModel, list[Run], list[Summary]]:
     """Run every named policy on the same arrivals; summaries in the order asked. ``on_policy(name,
-    done, total)`` is called after each policy's run (a progress display; it may not change anything)."""
+    done, total)`` is called after each policy's run (a progress display; it may not change anything).
+    ``history``: arrivals per second before the trace (what ``predictive`` forecasts from)."""
     from speech.sim.traces import peak_rps as trace_peak
 
     model = model or build_instance(qmax, ttotal, slo_ms=plan.inputs.slo_ms)
@@ -354,7 +356,7 @@ def simulate(
     runs, sums = [], []
     for name in policies:
         pol = make_policy(name, plan=plan, qmax=qmax, model=model, arrivals=arrivals, peak_rps=peak, readings=readings,
-                          slo_share=slo_share)
+                          slo_share=slo_share, history=history)
         run = run_policy(model, arrivals, pol, readings, warm_x_rps=plan.capacity.throughput_at_target_rps)
         runs.append(run)
         sums.append(summarize(run, model, plan.inputs.slo_ms, plan.t_total.planning_s))

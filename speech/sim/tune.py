@@ -639,8 +639,8 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "scale_in_window_s": f"{numbers.scale_in_periods * numbers.metric_period_s} s",
         "scale_in_cooldown_s": f"{numbers.scale_in_cooldown_s} s",
         "scheduled_floors": f"{len(numbers.floors)} daily floors" if numbers.floors and k.scheduled_floors else "none",
-        "forecast_quantile": "none" if k.forecast_quantile is None else
-                             f"{k.forecast_quantile:g} ({len(numbers.floors)} forecast floors)",
+        "forecast_quantile": (f"{k.forecast_quantile or DEFAULT_HEADROOM_QUANTILE:g} ({len(numbers.floors)} forecast floors)"
+                              if k.forecast_quantile is not None or k.busy_headroom is not None else "none"),
         "busy_headroom": "none" if k.busy_headroom is None else f"x{k.busy_headroom:g} in the busy hours",
     }
 

@@ -64,3 +64,18 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, plan_file, capsys):
                  "--out", str(tmp_path)]) == 2
     assert "--quantile 1.2" in capsys.readouterr().err
     assert not list(tmp_path.glob("forecast-*.json"))
+
+
+def test_simulate_predictive_forecasts_from_the_history_given(tmp_path, plan_file, capsys):
+    # a history of 49 h whose hour 25 (a day before the trace's first hour) ran at 300 rps: predictive
+    # raises the fleet for the trace's first hour; without the history it has under a day of data
+    # and is the reactive plan
+    base = ["simulate", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--plan", str(plan_file),
+            "--trace", "steady:rps=20,duration=3600", "--policies", "plan,predictive", "--out", str(tmp_path), "--json"]
+    assert main([*base, "--history", "step:base=20,factor=15,at=90000,duration=176400"]) == 0
+    rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    assert rows["predictive"]["instance_hours"] > 2 * rows["plan"]["instance_hours"]
+    assert any(a["reason"] == "predictive" for a in rows["predictive"]["actions"])
+    assert main(base) == 0
+    rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    assert rows["predictive"]["instance_hours"] == rows["plan"]["instance_hours"]

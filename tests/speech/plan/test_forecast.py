@@ -131,3 +131,24 @@ def test_get_metric_data_json_is_read_and_bad_rows_are_named():
         invocations_per_second("Timestamp,Value\n2026-12-01T00:00:00Z,1\n2026-12-01T00:01:30Z,4\n")
     with pytest.raises(PlanInputError, match="names no time column"):
         invocations_per_second("when,count\n1,2\n")
+
+
+# --- headroom for crowds -----------------------------------------------------------------------
+
+
+def test_headroom_applies_only_in_the_busy_hours_and_the_crowd_ratio_reads_the_largest_crowd():
+    from speech.plan.forecast import busy_headroom, crowd_ratio
+
+    fc = forecast_rate(_days(4, 0.02), step_s=60)
+    up = busy_headroom(fc, 1.5)
+    busy = fc.point_rps >= 0.25 * fc.point_rps.max()
+    assert np.allclose(up[busy], 1.5 * fc.upper_rps[busy]) and np.allclose(up[~busy], fc.upper_rps[~busy])
+    # a day with a x1.8 crowd for 10 minutes at noon (busy) and x3 at 00:30 (quiet: not a busy-hour crowd)
+    day = np.repeat(_days(1, 0.0, seed=9), 60)
+    day[720 * 60 : 730 * 60] *= 1.8
+    day[30 * 60 : 40 * 60] *= 3.0
+    assert crowd_ratio(fc, [day]) == pytest.approx(1.8, rel=0.05)
+    s1 = forecast_schedule(fc, per_instance_rps=17.0, lead_s=320, floor=1, max_instances=500)
+    s2 = forecast_schedule(fc, per_instance_rps=17.0, lead_s=320, floor=1, max_instances=500, headroom=1.5)
+    assert s1 is not None and s2 is not None
+    assert max(f.min_instances for f in s2.floors) > 1.4 * max(f.min_instances for f in s1.floors)
