@@ -90,7 +90,7 @@ def _data(config_map: Res) -> Any:
 
 
 def quantity(value: Any) -> Decimal | None:
-    from kubernetes.utils.quantity import parse_quantity  # type: ignore[import-untyped]
+    from kubernetes.utils.quantity import parse_quantity
 
     try:
         return Decimal(parse_quantity(value))
