@@ -236,3 +236,21 @@ def test_drift_of_a_stack_reads_its_kubernetes_models_from_the_cluster(stand_in,
         issues = json.loads(capsys.readouterr().out)["endpoints"][f"{NS}/{NAME}"]
     messages = " ".join(i["message"] for i in issues)
     assert "scaleDown.tolerance is None" in messages and "the measurements describe other bytes" in messages
+
+
+def test_qmax_on_kubernetes_pins_one_pod_and_gives_the_hpa_back(synthetic_40ms, stand_in, tmp_path, capsys):
+    """bench qmax --kubernetes: the ladder through --url (a port-forward in real use; here a synthetic
+    server) while the HPA is pinned at one pod; the artifact is the Deployment's (its image digest,
+    the pods' hardware, a kubernetes: target) and the HPA and replicas are put back."""
+    c, server = stand_in()
+    c.pods = c.pods[:1]
+    with server as kubeconfig:
+        rc = main(["qmax", "--url", synthetic_40ms.url, "--kubernetes", f"{NS}/{NAME}", "--kubeconfig", str(kubeconfig),
+                   "--instance-type", "ml.g5.xlarge", "--slo-ms", "340", "--levels", "1,2", "--no-refine", "--settle-s", "0",
+                   "--measure-s", "0.5", "--state-dir", str(tmp_path / "state"), "--out", str(tmp_path / "out"), "--json"])
+    assert rc == 0
+    a = QmaxArtifact.model_validate(json.loads(capsys.readouterr().out))
+    assert a.provenance.target == f"kubernetes:{NS}/{NAME}" and a.fingerprint == load_artifact(QMAX_REF, QmaxArtifact).fingerprint
+    pins = [b for m, p, b in c.requests if m == "PATCH" and p.endswith("horizontalpodautoscalers/" + NAME)]
+    assert pins[0] == {"spec": {"minReplicas": 1, "maxReplicas": 1}}
+    assert c.objects["hpa"]["spec"]["minReplicas"] == 2 and c.objects["hpa"]["spec"]["maxReplicas"] == 12 and c.replicas == 2
