@@ -9,6 +9,7 @@ the directory. The directory is made on the first use (mode 0700) and, when it w
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -20,7 +21,8 @@ from pathlib import Path
 
 from .encode import FORMATS, encode_all
 
-_NAME = re.compile(rf"^speech-[0-9a-f]{{32}}\.({'|'.join(FORMATS)})$")
+_NAME = re.compile(rf"^speech-[0-9a-f]{{32}}\.({'|'.join(FORMATS)})(\.json)?$")
+"""A kept file, or its timing sidecar (`<file>.json`, Kokoro-FastAPI's return_timing)."""
 ROUTE = "/v1/download/"
 
 
@@ -36,9 +38,19 @@ class Download:
     def path(self) -> str:
         return ROUTE + self.name
 
+    @property
+    def timing_path(self) -> str:
+        return ROUTE + self.name + ".json"
+
     async def write(self, pcm: bytes) -> None:
         data = await asyncio.to_thread(encode_all, self.fmt, pcm)
         await asyncio.to_thread(self.store.put, self.name, data)
+
+    async def write_timing(self, chunks: list[dict]) -> None:
+        """Kokoro-FastAPI's timing sidecar: {"chunks": [{"text", "start", "end"}, ...]} in seconds
+        of the audio, one entry per segment (a pause's text is "")."""
+        data = json.dumps({"chunks": chunks}).encode()
+        await asyncio.to_thread(self.store.put, self.name + ".json", data)
 
 
 class DownloadStore:
@@ -105,6 +117,18 @@ class DownloadStore:
         except FileNotFoundError:
             return None
         return p
+
+    @staticmethod
+    def save_as(requested: str | None, stored: str) -> str:
+        """Kokoro-FastAPI's ?name= on a download: the save-as name (Content-Disposition), reduced
+        to letters, digits, '.', '_' and '-', at most 100 characters, with the stored file's own
+        extension; the stored name when nothing is left."""
+        if not requested:
+            return stored
+        stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", re.sub(r"[^A-Za-z0-9._-]+", "_", requested))
+        stem = stem.strip("._-")[:100].strip("._-")
+        ext = stored[len("speech-") + 32:]  # ".wav" or ".wav.json"
+        return stem + ext if stem else stored
 
     def close(self) -> None:
         if self._dir is not None and self._given is None:

@@ -18,88 +18,23 @@ from typing import cast
 
 import numpy as np
 
+from . import stage
 from .audio import to_pcm16
 from .backends.base import Backend, Prepared
 from .errors import BadRequest, ContainerError, Draining, ModelUnavailable, QueueSaturated, ShedDeadline
+from .job import END as _END
+from .job import Job
 from .metrics import MetricsRecorder
 from .normalize import Options as NormalizationOptions
-from .normalize import normalize
-from .readings import PAUSE_TAG
 from .settings import Settings
-from .text import iter_segments, pack_segments, split_phonemes, split_segments
+from .stage import Pause
 
 log = logging.getLogger("container.engine")
-_END = object()
-PAUSE_MAX_S = 10.0
-"""The longest [pause:Ns] honoured; a longer one is cut to this (a request cannot hold a slot
-of the gate for minutes with silence)."""
-
-
-@dataclass(frozen=True)
-class Pause:
-    """A [pause:Ns] tag: seconds of silence between segments, made without the model."""
-
-    seconds: float
-
-
 def segment_deadline(arrival: float, slo_s: float, audio_before_s: float) -> float:
     """When a segment's audio must exist for gap-free playback: the first one by the SLO, each
     later one once the audio before it has played. Ordering by this (earliest deadline first)
     gives new requests' first segments priority over the tails of requests already playing."""
     return arrival + slo_s + audio_before_s
-
-
-@dataclass(eq=False)
-class Job:
-    id: str
-    segments: list[str]
-    voice: str
-    speed: float
-    arrival: float
-    seq: int
-    stream: bool
-    timestamps: bool = False
-    """Word timestamps wanted: each item chunks() yields is (pcm, [(word, start s, end s)])."""
-    text: str = ""
-    lang: str | None = None
-    """espeak language for G2P; None: G2P_LANGUAGE."""
-    normalization: NormalizationOptions | None = None
-    """normalize.normalize's switches (None: the defaults); English G2P only."""
-    volume: float = 1.0
-    phonemes: bool = False
-    """text is Kokoro phonemes (/dev/generate_from_phonemes): no segmentation, no G2P."""
-    listed: bool = False
-    """Every segment is known (the G2P stage has reached the end of the text)."""
-    out: asyncio.Queue = field(default_factory=asyncio.Queue)
-    started: bool = False
-    finished: bool = False
-    cancelled: bool = False
-    first_byte_at: float | None = None
-    service_started_at: float | None = None
-    """When the first of this job's segments began inference (monotonic s): service time starts."""
-    service_alone: bool = False
-    """The run that produced the first audio had no other inference in flight from start to end:
-    its service time is the uncontended one, comparable with the measured c=1 p95."""
-    audio_samples: int = 0
-    _results: dict = field(default_factory=dict)
-    _words: dict = field(default_factory=dict)
-    _next: int = 0
-    _released_samples: int = 0
-
-    @property
-    def ttfab_ms(self) -> float | None:
-        return None if self.first_byte_at is None else (self.first_byte_at - self.arrival) * 1000
-
-    async def chunks(self):
-        """PCM16 chunks in order ((pcm, words) pairs with timestamps); raises the ContainerError
-        that ended the job, if any."""
-        while True:
-            item = await self.out.get()
-            if item is _END:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
 
 
 @dataclass(order=True)
@@ -170,7 +105,8 @@ class Engine:
     def submit(self, text: str, voice: str | None, speed: float, stream: bool = True,
                timestamps: bool = False, *, lang: str | None = None,
                normalization: NormalizationOptions | None = None, volume: float = 1.0,
-               phonemes: bool = False) -> Job:
+               phonemes: bool = False, tags: bool = False, voice_map: dict | None = None,
+               voice_rate: float = 1.0) -> Job:
         if timestamps and not self.backend.supports_timestamps:
             raise BadRequest(f"word timestamps need a model that reports its durations; BACKEND="
                              f"{self.backend.name} does not (use BACKEND=onnx or torch)")
@@ -190,7 +126,8 @@ class Engine:
         job = Job(id=uuid.uuid4().hex, segments=[], voice=voice, speed=speed,
                   arrival=time.monotonic(), seq=next(self._seq),
                   stream=stream and not self.s.serialize, timestamps=timestamps, text=text,
-                  lang=lang, normalization=normalization, volume=volume, phonemes=phonemes)
+                  lang=lang, normalization=normalization, volume=volume, phonemes=phonemes,
+                  tags=tags, voice_map=voice_map or {}, voice_rate=voice_rate)
         self.active.add(job)
         self._idle.clear()
         self.metrics.record("admitted")
@@ -216,57 +153,20 @@ class Engine:
         return (lang or self.s.g2p_language).lower().startswith("en")
 
     def segments_of(self, job: Job):
-        """The texts to synthesize, in order, as the G2P thread reaches them: sentences (pysbd),
-        each normalized (English G2P), re-cut when normalization made it longer than
-        MAX_SEGMENT_CHARS. Phonemes (/dev/generate_from_phonemes) are cut at spaces only."""
-        s, text = self.s, job.text
-        if job.phonemes:
-            yield from split_phonemes(text, s.max_segment_chars)
-            return
-        whole = s.serialize and len(text) <= s.max_segment_chars
-        raw = iter([text]) if whole else iter_segments(text, s.max_segment_chars)
-        if self.backend.pack_segments and not s.serialize:
-            raw = iter(pack_segments(list(raw), s.max_segment_chars))
-        english = self.speaks_english(job.lang)
-        for seg in raw:
-            if "[" in seg and PAUSE_TAG.search(seg):
-                yield from self._with_pauses(seg, job, english)
-                continue
-            said = normalize(seg, job.normalization) if english else seg
-            if len(said) > s.max_segment_chars and not whole:
-                yield from split_segments(said, s.max_segment_chars)
-            elif said.strip():
-                yield said
+        """The texts to synthesize, in order (container/stage.py), with Pause and Switch items."""
+        return stage.segments(job, self.s, self.backend, self.speaks_english(job.lang))
 
-    def _with_pauses(self, seg: str, job: Job, english: bool):
-        """A segment holding [pause:Ns] tags: the text between them, then a Pause per tag."""
-        parts = PAUSE_TAG.split(seg)  # text, seconds, text, seconds, ..., text
-        for k, part in enumerate(parts):
-            if k % 2:
-                yield Pause(min(float(part), PAUSE_MAX_S))
-                continue
-            said = normalize(part, job.normalization) if english else part
-            if said.strip():
-                yield from split_segments(said, self.s.max_segment_chars)
-
-    def _prepare_next(self, job: Job, segments) -> tuple[str, Prepared] | Pause | None:
-        """One G2P-thread step: the next segment and its G2P, a Pause, or None at the end."""
-        seg = next(segments, None)
-        if seg is None or isinstance(seg, Pause):
-            return seg
-        if job.phonemes:
-            return seg, self.backend.prepare_phonemes(seg, job.voice, job.speed)
-        if job.timestamps:
-            return seg, self.backend.prepare_timed(seg, job.voice, job.speed, job.lang)
-        return seg, self.backend.prepare(seg, job.voice, job.speed, job.lang)
+    def _prepare_next(self, job: Job, segments, cur: stage.Voice):
+        return stage.prepare_next(job, segments, cur, self.s, self.backend)
 
     async def _g2p(self, job: Job) -> None:
         loop = asyncio.get_running_loop()
         audio_before = 0.0
         segments = self.segments_of(job)
+        cur = stage.Voice(job.voice, job.voice_rate)
         try:
             while not job.finished:
-                step = await loop.run_in_executor(self._g2p_pool, self._prepare_next, job, segments)
+                step = await loop.run_in_executor(self._g2p_pool, self._prepare_next, job, segments, cur)
                 if job.finished:
                     return
                 if step is None:
@@ -282,6 +182,7 @@ class Engine:
                     continue
                 seg, p = step
                 job.segments.append(seg)
+                job.input_tokens += p.n_tokens
                 key = ((job.seq, i) if self.s.serialize else
                        (segment_deadline(job.arrival, self.s.slo_ms / 1000, audio_before), job.seq, i))
                 audio_before += p.est_audio_s
@@ -466,6 +367,7 @@ class Engine:
             offset = job._released_samples / self.backend.sample_rate
             seg_words = [(w, round(a + offset, 3), round(b + offset, 3)) for w, a, b in job._words.pop(job._next)]
             job._released_samples += len(pcm) // 2
+            job.released.append(len(pcm) // 2)
             job._next += 1
             item = (pcm, seg_words) if job.timestamps else pcm
             if job.stream:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
 
 from .encode import ResponseFormat
 
@@ -54,7 +54,14 @@ class SpeechRequest(BaseModel):
     _lang: str | None = PrivateAttr(None)  # the espeak language lang_code resolved to
     _warnings: list = PrivateAttr(default_factory=list)  # what the Warning header says
     _download_format: str | None = PrivateAttr(None)  # return_download_link: the file's format
-    _timing: bool = PrivateAttr(False)  # return_timing: timing headers on a whole (stream=false) body
+    _timing: bool = PrivateAttr(False)  # timing_headers: timing headers on a whole (stream=false) body
+    _timing_sidecar: bool = PrivateAttr(False)  # return_timing (Kokoro-FastAPI's): a JSON beside the download
+    _tags: bool = PrivateAttr(False)  # [voice:]/[rate:] tags apply (allow_voice_tags, ssml)
+    _voice_map: dict = PrivateAttr(default_factory=dict)  # tag name (lower case) -> (voice id, rate)
+    _voice_aliases: dict = PrivateAttr(default_factory=dict)  # voice_aliases, keys lower case
+    _ssml: bool = PrivateAttr(False)
+    _sse: bool = PrivateAttr(False)  # stream_format=sse
+    _voice_rate: float = PrivateAttr(1.0)  # the request voice's alias rate
 
 
 class VoiceRef(BaseModel):
@@ -64,6 +71,26 @@ class VoiceRef(BaseModel):
     id: str
 
 
+class VoiceAliasTarget(BaseModel):
+    """Kokoro-FastAPI's voice_aliases value in object form: a voice and its natural pace."""
+
+    model_config = ConfigDict(extra="forbid")
+    voice: str
+    rate: float | None = Field(None, ge=0.25, le=4.0, description="Multiplies the request's speed "
+                               "whenever this alias speaks.")
+
+
+_TAGS_DOC = ("Kokoro-FastAPI's: [voice:name] in the input switches speaker (and [rate:x] multiplies "
+             "the speed) from there on. Off: bracketed text is spoken as written ([pause:Ns] and "
+             "[word](/ipa/) always apply).")
+_SSML_DOC = ("The input is SSML (<speak>...</speak>): break, prosody rate, voice, phoneme (IPA), sub "
+             "and simple say-as (characters, digits, cardinal, ordinal, telephone) are applied; other "
+             "elements keep their text. Off: tags in the input are dropped, their text spoken.")
+_ALIASES_DOC = ("Kokoro-FastAPI's: short names for voices, e.g. {'narrator': 'jf_alpha(2)+jm_kumo'} or "
+                "{'narrator': {'voice': 'jf_alpha', 'rate': 0.8}}; usable as voice and in [voice:] "
+                "tags, matched case-insensitively.")
+
+
 class OpenAISpeechRequest(BaseModel):
     """POST /v1/audio/speech with OpenAI's fields. `instructions` is accepted and ignored (Kokoro
     takes no style prompt); `stream` (ours, default true) false waits for the whole utterance.
@@ -71,11 +98,14 @@ class OpenAISpeechRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     input: str = Field(description="Text to speak (at most MAX_TEXT_CHARS characters).")
-    model: str | None = Field(None, description="MODEL_NAME or one of OPENAI_MODELS.")
+    model: str | None = Field(None, description="MODEL_NAME or one of OPENAI_MODELS, also with a "
+                              "date suffix (gpt-4o-mini-tts-2025-12-15).")
     voice: str | VoiceRef | None = Field(None, description=_VOICE_DOC + " Or {\"id\": ...}.")
     speed: float = Field(1.0, description=_SPEED_DOC)
     response_format: ResponseFormat = "mp3"
-    stream_format: Literal["audio", "sse"] = Field("audio", description="Only 'audio' is served.")
+    stream_format: Literal["audio", "sse"] = Field("audio", description="'audio': the encoded audio "
+                                                   "itself; 'sse': OpenAI's server-sent events, "
+                                                   "speech.audio.delta (base64 audio) then speech.audio.done.")
     instructions: str | None = Field(None, description="Accepted and ignored (Warning header): "
                                      "Kokoro takes no style prompt.")
     stream: bool = True
@@ -87,8 +117,14 @@ class OpenAISpeechRequest(BaseModel):
                                        "in X-Download-Path (GET /v1/download/{file}) once the response ends.")
     download_format: ResponseFormat | None = Field(None, description="The kept file's format "
                                                    "(default: response_format).")
-    return_timing: bool = Field(False, description="X-TTFAB-Ms and X-Audio-Seconds headers (stream=false; "
-                                "a streamed response's headers leave before the audio is made).")
+    return_timing: bool = Field(False, description="Kokoro-FastAPI's: with return_download_link, a JSON "
+                                "of each segment's text, start and end (s) is kept beside the file; "
+                                "its path is in X-Timing-Path.")
+    timing_headers: bool = Field(False, description="Ours: X-TTFAB-Ms, X-Audio-Seconds and X-Total-Ms "
+                                 "headers (stream=false; a streamed response's headers leave first).")
+    allow_voice_tags: bool = Field(False, description=_TAGS_DOC)
+    ssml: bool = Field(False, description=_SSML_DOC)
+    voice_aliases: dict[str, str | VoiceAliasTarget] | None = Field(None, description=_ALIASES_DOC)
 
     def to_speech(self) -> SpeechRequest:
         voice = self.voice.id if isinstance(self.voice, VoiceRef) else self.voice
@@ -102,11 +138,22 @@ class OpenAISpeechRequest(BaseModel):
             req._download_format = self.download_format or self.response_format
         elif self.download_format is not None:
             req._warnings.append("download_format ignored: it applies with return_download_link=true")
-        if self.return_timing:
+        if self.timing_headers:
             req._timing = True
             if self.stream:
-                req._warnings.append("return_timing: no timing headers on a streamed response (they leave "
+                req._warnings.append("timing_headers: no timing headers on a streamed response (they leave "
                                      "before the audio is made); use stream=false or /dev/captioned_speech")
+        if self.return_timing:
+            if self.return_download_link:
+                req._timing_sidecar = True
+            else:
+                req._warnings.append("return_timing ignored: the timing file is kept beside the download, "
+                                     "so it needs return_download_link=true (timing_headers=true gives headers)")
+        req._tags = self.allow_voice_tags or self.ssml
+        req._ssml = self.ssml
+        req._sse = self.stream_format == "sse"
+        req._voice_aliases = {k.strip().lower(): (v, None) if isinstance(v, str) else (v.voice, v.rate)
+                              for k, v in (self.voice_aliases or {}).items()}
         return req
 
 
@@ -119,7 +166,57 @@ class CaptionedSpeechRequest(OpenAISpeechRequest):
     def to_speech(self) -> SpeechRequest:
         req = super().to_speech()
         req._timestamps = self.return_timestamps
+        if req._sse:
+            req._sse = False
+            req._warnings.append("stream_format 'sse' ignored: /dev/captioned_speech answers JSON lines")
         return req
+
+
+class DialogueTurn(BaseModel):
+    """One speaker's turn (Kokoro-FastAPI's): `voice` (or `voice_id`) and `text`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    voice: str = Field(validation_alias=AliasChoices("voice", "voice_id"), description=_VOICE_DOC)
+    text: str = Field(min_length=1)
+
+
+class DialogueRequest(BaseModel):
+    """POST /dev/dialogue (Kokoro-FastAPI's): turns spoken in order, each in its voice, as one
+    audio stream; `pause_between_turns` seconds of silence between them."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model: str | None = Field(None, description="MODEL_NAME or one of OPENAI_MODELS.")
+    turns: list[DialogueTurn] = Field(min_length=1, validation_alias=AliasChoices("turns", "inputs"))
+    pause_between_turns: float = Field(0.0, ge=0, le=10)
+    response_format: ResponseFormat = "mp3"
+    download_format: ResponseFormat | None = None
+    speed: float = Field(1.0, description=_SPEED_DOC)
+    stream: bool = True
+    return_download_link: bool = False
+    lang_code: str | None = Field(None, description=_LANG_DOC)
+    volume_multiplier: float | None = Field(1.0, ge=0, le=100, description=_VOLUME_DOC)
+    normalization_options: NormalizationOptions | None = Field(None, description=_NORM_DOC)
+    return_timing: bool = False
+    voice_aliases: dict[str, str | VoiceAliasTarget] | None = Field(None, description=_ALIASES_DOC)
+
+    def to_openai(self) -> OpenAISpeechRequest:
+        """The turns as one tagged input: [voice:a] text [pause:Ns] [voice:b] text ..."""
+        pause = f" [pause:{self.pause_between_turns:g}s] " if self.pause_between_turns > 0 else " "
+        text = pause.join(f"[voice:{t.voice.strip()}] {t.text.strip()}" for t in self.turns)
+        return OpenAISpeechRequest(
+            input=text, model=self.model, voice=self.turns[0].voice.strip(), speed=self.speed,
+            response_format=self.response_format, stream=self.stream, lang_code=self.lang_code,
+            volume_multiplier=self.volume_multiplier, normalization_options=self.normalization_options,
+            return_download_link=self.return_download_link, download_format=self.download_format,
+            return_timing=self.return_timing, allow_voice_tags=True, voice_aliases=self.voice_aliases)
+
+
+class SsmlRequest(BaseModel):
+    """POST /dev/ssml (Kokoro-FastAPI's): SSML -> the inline tags the speech routes read."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(description="An SSML document (<speak>...</speak>); other text passes through.")
+    voice: str = Field("", description="The voice the speech request will use: [voice:] reverts to it.")
 
 
 class PhonemizeRequest(BaseModel):

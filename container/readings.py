@@ -153,6 +153,12 @@ IPA_TAG = re.compile(r"\[([^\[\]\n]{1,80})\]\(/([^/\n]{1,120})/\)")
 PAUSE_TAG = re.compile(r"\[pause:(\d{1,3}(?:\.\d{1,3})?)s\]", re.I)
 """Kokoro-FastAPI's inline pause, [pause:1.5s]: that much silence (engine.segments_of)."""
 
+CONTROL_TAG = re.compile(r"\[voice:\s*(?P<voice>[A-Za-z0-9_][A-Za-z0-9_+\-(). ]*?)\s*\]"
+                         r"|\[rate:\s*(?P<rate>\d{1,2}(?:\.\d{1,3})?)\s*\]"
+                         r"|\[pause:(?P<pause>\d{1,3}(?:\.\d{1,3})?)s\]", re.I)
+"""Kokoro-FastAPI's control tags under allow_voice_tags: [voice:name] switches speaker, [rate:x]
+multiplies the speed, from there on; [pause:Ns] as always."""
+
 # ---- characters not to read aloud --------------------------------------------------------------
 
 MARKUP = re.compile(r"<\?[^<>]*\?>|<!--.*?-->|</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?/?>", re.S)

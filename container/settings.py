@@ -34,6 +34,10 @@ class Settings(BaseSettings):
     # OpenAI's own input limit; a longer text is a 413 that says how to split it.
     max_text_chars: int = Field(4096, ge=1)
     default_voice: str | None = None
+    # A Kokoro voice name (af_heart, bm_george, ...) whose style table the weights lack: "closest"
+    # speaks the closest voice they have (same language, else same gender) with a Warning header
+    # naming it; "refuse" answers 400 unknown_voice naming the voices and how to get the full set.
+    voice_fallback: Literal["closest", "refuse"] = "closest"
     # Kokoro-FastAPI's range (and OpenAI's): the model scales its predicted durations by 1/speed.
     speed_min: float = Field(0.25, gt=0)
     speed_max: float = Field(4.0, gt=0)

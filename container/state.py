@@ -51,5 +51,9 @@ class State:
             self._aliases = table
         return table
 
+    def preferred_voices(self) -> dict[str, str]:
+        """OpenAI voice name -> the voice it speaks with the full upstream set (its first candidate)."""
+        return voices_mod.preferred_voices(voices_mod.effective_aliases(self.settings.openai_voices))
+
     def model_ids(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.settings.model_name, *self.settings.openai_models)))

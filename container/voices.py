@@ -124,6 +124,11 @@ def effective_aliases(overrides: dict[str, tuple[str, ...]]) -> dict[str, tuple[
     return {**DEFAULT_OPENAI_VOICES, **overrides}
 
 
+def preferred_voices(aliases: dict[str, tuple[str, ...]]) -> dict[str, str]:
+    """alias -> its first candidate: what it would speak with the full upstream voice set."""
+    return {a: c[0] for a, c in aliases.items() if c}
+
+
 PREFERRED_DEFAULT_VOICES = ("af_heart",)
 """The default voice when none is configured and the backend has it: upstream's own default and its
 best-graded English voice (VOICES.md); otherwise the first voice in name order."""
@@ -160,16 +165,46 @@ def resolve_alias_table(aliases: dict[str, tuple[str, ...]], available: tuple[st
     return out
 
 
+FULL_SET_HINT = ("to serve every upstream voice, give the server weights that have them: MODEL_DIR with "
+                 "kokoro-onnx's kokoro-v1.0.int8.onnx and voices-v1.0.bin (CPU image) or the upstream "
+                 "checkpoint (GPU image); see docs/container.md, 'Voices in the image'")
+
+
+def closest_voice(name: str, available: tuple[str, ...]) -> str | None:
+    """The voice to speak for a Kokoro voice name the weights lack: the same language and gender,
+    else the same English family (a/b) and gender, else the same gender, else the first voice.
+    None for a name outside Kokoro's naming (a typo gets a 400, not a guess)."""
+    m = _KOKORO_NAME.match(name)
+    if not m or not available:
+        return None
+    lang, gender = m.groups()
+    kokoro = [(v, k) for v in available if (k := _KOKORO_NAME.match(v))]
+    for same in (lambda k: k.group(1) == lang and k.group(2) == gender,
+                 lambda k: k.group(1) in "ab" and lang in "ab" and k.group(2) == gender,
+                 lambda k: k.group(2) == gender):
+        hit = next((v for v, k in kokoro if same(k)), None)
+        if hit is not None:
+            return hit
+    return available[0]
+
+
 def resolve_voice(requested: str | None, *, available: tuple[str, ...], aliases: dict[str, str],
-                  fallback: str | None, blends: bool) -> str | None:
+                  fallback: str | None, blends: bool, substitute: bool = False,
+                  notes: list[str] | None = None, preferred: dict[str, str] | None = None) -> str | None:
     """What a request asked for -> the canonical voice id to synthesize with.
 
     None -> the default voice; an alias (case-insensitive) -> its table entry; else a voice or
-    blend of this backend's voices. UnknownVoice/BadRequest name the value and what is accepted."""
+    blend of this backend's voices. UnknownVoice/BadRequest name the value and what is accepted.
+    `substitute`: a Kokoro name the weights lack speaks closest_voice(), and `notes` gets a
+    sentence saying so; so does an alias whose `preferred` (first) voice is missing."""
     if requested is None:
         return fallback
-    alias = aliases.get(requested.strip().lower())
+    key = requested.strip().lower()
+    alias = aliases.get(key)
     if alias is not None:
+        want = (preferred or {}).get(key)
+        if notes is not None and want and want != alias and want not in available:
+            notes.append(f"voice {requested!r} speaks {alias} here: this image's weights lack {want}; {FULL_SET_HINT}")
         return alias
     if not available:  # a backend without named voices takes whatever it is given
         return requested
@@ -177,9 +212,21 @@ def resolve_voice(requested: str | None, *, available: tuple[str, ...], aliases:
         return requested
     spec = parse_voice_spec(expand_aliases(requested, aliases))
     missing = [n for n, _ in spec.parts if n not in available]
+    swaps = {n: closest_voice(n, available) for n in missing} if substitute else {}
+    if missing and all(swaps.get(n) for n in missing):
+        if notes is not None:
+            notes.append("; ".join(f"voice {n!r} is not in this image, spoke {swaps[n]} (the closest it has)"
+                                   for n in missing) + f"; {FULL_SET_HINT}")
+        merged: dict[str, float] = {}
+        for n, w in spec.parts:
+            merged[swaps.get(n) or n] = merged.get(swaps.get(n) or n, 0.0) + w
+        spec = VoiceSpec(tuple(merged.items())) if any(merged.values()) else spec
+        missing = []
     if missing:
+        kokoro = _KOKORO_NAME.match(missing[0])
         raise UnknownVoice(f"unknown voice {missing[0]!r}; use one of {', '.join(available)}, "
-                           f"an alias ({', '.join(sorted(aliases))}) or a blend like 'a(2)+b(1)'",
+                           f"an alias ({', '.join(sorted(aliases))}) or a blend like 'a(2)+b(1)'"
+                           + (f"; {FULL_SET_HINT}" if kokoro else ""),
                            param="voice", extra={"voices": list(available)})
     if spec.is_blend and not blends:
         raise BadRequest(f"voice {requested[:80]!r} is a blend; this backend does not blend voices",
@@ -213,3 +260,16 @@ def voice_info(name: str) -> dict:
     return {"id": name, "name": name,
             "language": KOKORO_LANGUAGES[m.group(1)] if m else None,
             "gender": {"f": "female", "m": "male"}[m.group(2)] if m else None}
+
+
+def voice_letter(voice: str | None, preferred: dict[str, str]) -> str | None:
+    """Kokoro's language letter a voice's name implies (Kokoro-FastAPI's rule: its first letter;
+    a blend: its first voice; an OpenAI name: the voice it names upstream); None outside Kokoro's
+    naming."""
+    if not voice:
+        return None
+    first = _TERM.match(voice.strip())
+    name = first.group(2) if first else voice.strip()
+    name = preferred.get(name.lower(), name)
+    m = _KOKORO_NAME.match(name)
+    return m.group(1) if m else None

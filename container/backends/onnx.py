@@ -180,6 +180,8 @@ class OnnxBackend(Backend):
         self.cores = settings.infer_cores
         self._sessions: dict[int, Any] = {}  # onnxruntime.InferenceSession (no published types)
         self._ort = None
+        self._token_input = "tokens"
+        self._speed_dtype: type = np.float32
 
     def init_framework(self) -> None:
         import onnxruntime
@@ -214,6 +216,11 @@ class OnnxBackend(Backend):
             self._sessions[self.cores] = self._session(blob, self.cores)
             if self.cores > 1:
                 self._sessions[1] = self._session(blob, 1)
+            # Exports name the token input "tokens" (kokoro-onnx's v1.0 files, the packaged one) or
+            # "input_ids" (onnx-community's), and take speed as float32 or int32: read the graph.
+            inputs = {i.name: i.type for i in self._sessions[self.cores].get_inputs()}
+            self._token_input = "input_ids" if "input_ids" in inputs else "tokens"
+            self._speed_dtype = np.int32 if inputs.get("speed") == "tensor(int32)" else np.float32
             del blob, timed
         except Exception as e:  # onnxruntime raises its own types for corrupt files
             raise ModelLoadError(f"cannot load {model}: {e}") from e
@@ -247,9 +254,9 @@ class OnnxBackend(Backend):
             if p.aborted:  # cancelled between dispatch and here
                 opts.terminate = True
             outputs = sess.run(None, {
-                "tokens": np.array([[0, *p.payload, 0]], dtype=np.int64),
+                self._token_input: np.array([[0, *p.payload, 0]], dtype=np.int64),
                 "style": ref.astype(np.float32),
-                "speed": np.array([p.speed], dtype=np.float32),
+                "speed": np.array([p.speed], dtype=self._speed_dtype),
             }, opts)
             if len(outputs) > 1:
                 p.durations = np.asarray(outputs[1]).ravel()

@@ -3,7 +3,10 @@ or streamed), and turning errors into each protocol's error shape."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -13,9 +16,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from .. import readings, ssml
 from .. import voices as voices_mod
 from ..audio import SAMPLE_RATE
-from ..backends.g2p import resolve_lang
+from ..backends.g2p import LANG_CODES, resolve_lang
 from ..encode import MEDIA_TYPES, ResponseFormat, encode_all, make_encoder
 from ..engine import Engine, Job
 from ..errors import (
@@ -79,21 +83,77 @@ def validate_request(raw: bytes | str, model: type[SpeechRequest] | type[OpenAIS
     parsed = parse_model(raw, model, st)
     openai = isinstance(parsed, OpenAISpeechRequest)
     text_field = "input" if openai else "text"
-    if isinstance(parsed, OpenAISpeechRequest):
-        if parsed.model is not None and parsed.model not in st.model_ids():
-            raise ModelNotFound(f"model {parsed.model[:80]!r} does not exist here; use one of "
-                                f"{', '.join(st.model_ids())}", param="model")
-        if parsed.stream_format == "sse":
-            raise BadRequest("stream_format 'sse' is not supported; use 'audio' (the default), which "
-                             "streams the encoded audio itself", param="stream_format")
+    if isinstance(parsed, OpenAISpeechRequest) and parsed.model is not None:
+        check_model(parsed.model, st)
     req: SpeechRequest = parsed.to_speech() if isinstance(parsed, OpenAISpeechRequest) else parsed
     check_text(req.text, text_field, s)
     check_speed(req.speed, s)
     req._lang, warning = resolve_lang(req.lang_code)
     if warning:
         req._warnings.append(warning)
-    req.voice = resolve(req.voice, st)
+    asked, rate = aliased(req.voice, req._voice_aliases)
+    req._voice_rate = rate or 1.0
+    if req._ssml:
+        req.text = ssml.translate(req.text, asked or st.default_voice or "")
+        check_text(req.text, text_field, s)
+    req.voice = resolve(asked, st, req._warnings)
+    if req._tags:
+        req._voice_map = tag_voices(req.text, req._voice_aliases, st, req._warnings)
+    if req.lang_code is None:
+        # Kokoro-FastAPI's rule: without lang_code the voice's first letter picks the language
+        # (bf_emma speaks British English), where this image has that language's G2P. Letters
+        # whose G2P the image lacks (j, z) keep G2P_LANGUAGE: the packaged Japanese voices are
+        # there to speak English.
+        req._lang = LANG_CODES.get(voices_mod.voice_letter(asked or req.voice, st.preferred_voices()) or "")
+    check_scripts(req)
     return req
+
+
+DATED_MODEL = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+def check_model(model: str, st: State) -> None:
+    """A model id this server answers to: MODEL_NAME, OPENAI_MODELS, or one of them with OpenAI's
+    date suffix (gpt-4o-mini-tts-2025-12-15): the same model here, whatever the snapshot."""
+    if model in st.model_ids() or DATED_MODEL.sub("", model) in st.model_ids():
+        return
+    raise ModelNotFound(f"model {model[:80]!r} does not exist here; use one of "
+                        f"{', '.join(st.model_ids())} (a date suffix like -2025-12-15 is accepted)", param="model")
+
+
+def aliased(voice: str | None, table: dict) -> tuple[str | None, float | None]:
+    """A voice_aliases name (case-insensitive) -> (the voice it names, its rate); else as given."""
+    if voice is None:
+        return None, None
+    hit = table.get(voice.strip().lower())
+    return (hit[0], hit[1]) if hit else (voice, None)
+
+
+def tag_voices(text: str, table: dict, st: State, notes: list[str]) -> dict[str, tuple[str, float | None]]:
+    """Every [voice:name] in the text -> (voice id, rate): resolved before the job starts, so an
+    unknown name is this request's 400 and not a failure halfway through the audio."""
+    out: dict[str, tuple[str, float | None]] = {}
+    for m in readings.CONTROL_TAG.finditer(text):
+        name = m.group("voice")
+        if name is None or name.strip().lower() in out:
+            continue
+        target, rate = aliased(name.strip(), table)
+        voice = resolve(target, st, notes)
+        assert voice is not None  # resolve answers a voice for a non-empty name (or raises)
+        out[name.strip().lower()] = (voice, rate)
+    return out
+
+
+def check_scripts(req: SpeechRequest) -> None:
+    """Characters an English voice cannot read (Chinese, Japanese, ...) are dropped by
+    normalization; the Warning names the language and the voices that would read it."""
+    if not (req._lang or "en").startswith("en"):
+        return
+    for script in readings.foreign_scripts(req.text):
+        language, voice = readings.FOREIGN_SCRIPTS[script]
+        note = f"{language} text ({script} script) skipped: an English voice cannot read it; use {voice}"
+        if note not in req._warnings:
+            req._warnings.append(note)
 
 
 def check_text(text: str, field: str, s) -> None:
@@ -113,9 +173,13 @@ def check_speed(speed: float, s) -> None:
         raise BadRequest(f"speed must be between {s.speed_min} and {s.speed_max}", param="speed")
 
 
-def resolve(voice: str | None, st: State) -> str | None:
+def resolve(voice: str | None, st: State, notes: list[str] | None = None) -> str | None:
+    """The canonical voice for a request's `voice`; with `notes`, a Kokoro name the weights lack
+    speaks the closest voice (VOICE_FALLBACK=closest) and notes gets the Warning's sentence."""
     return voices_mod.resolve_voice(voice, available=st.voices, aliases=st.aliases(),
-                                    fallback=st.default_voice, blends=st.blends)
+                                    fallback=st.default_voice, blends=st.blends,
+                                    substitute=notes is not None and st.settings.voice_fallback == "closest",
+                                    notes=notes, preferred=st.preferred_voices())
 
 
 def parse_json(raw: bytes | str, st: State):
@@ -186,7 +250,8 @@ def submit(engine: Engine, req: SpeechRequest, stream: bool | None = None, times
     """The engine job for a validated request, with its language, normalization and volume."""
     return engine.submit(req.text, req.voice, req.speed, stream=req.stream if stream is None else stream,
                          timestamps=timestamps, lang=req._lang, normalization=req.normalization_options,
-                         volume=1.0 if req.volume_multiplier is None else req.volume_multiplier)
+                         volume=1.0 if req.volume_multiplier is None else req.volume_multiplier,
+                         tags=req._tags, voice_map=req._voice_map, voice_rate=req._voice_rate)
 
 
 async def speak(request: Request, model: type[BaseModel]) -> Response:
@@ -223,8 +288,25 @@ async def first_chunk(job: Job, engine: Engine, watcher: asyncio.Task):
         raise
 
 
+def timing_chunks(job: Job) -> list[dict]:
+    """Kokoro-FastAPI's timing sidecar entries: each segment's text (a pause's is ""), start and
+    end in seconds of the audio."""
+    out, at = [], 0
+    for text, n in zip(job.segments, job.released, strict=False):
+        out.append({"text": text, "start": round(at / SAMPLE_RATE, 3), "end": round((at + n) / SAMPLE_RATE, 3)})
+        at += n
+    return out
+
+
+def sse_event(kind: str, **fields: Any) -> bytes:
+    """One server-sent event of OpenAI's speech stream (stream_format=sse)."""
+    return f"data: {json.dumps({'type': kind, **fields})}\n\n".encode()
+
+
 async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request) -> Response:
-    headers = {"X-Sample-Rate": str(SAMPLE_RATE), "X-Request-Id": job.id, **warning_header(req._warnings)}
+    headers = {"X-Sample-Rate": str(SAMPLE_RATE), "X-Request-Id": job.id, **warning_header(req._warnings),
+               # the G2P language spoken (lang_code, else the voice's letter, else G2P_LANGUAGE)
+               "Content-Language": req._lang or state(request).settings.g2p_language}
     media = MEDIA_TYPES[req.response_format]
     downloads = state(request).downloads if req._download_format else None
     download = downloads.reserve(req._download_format) if downloads is not None and req._download_format else None
@@ -232,41 +314,57 @@ async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request
         # Kokoro-FastAPI's header: where the whole file will be once this response has ended
         # (a response that fails or is abandoned writes nothing, and the path stays a 404).
         headers["X-Download-Path"] = download.path
+        if req._timing_sidecar:
+            headers["X-Timing-Path"] = download.timing_path
     watcher = asyncio.create_task(cancel_on_disconnect(request, engine, job))
     chunks, first = await first_chunk(job, engine, watcher)
     first = first or b""
-    if not job.stream:
+
+    async def keep(pcm: bytes) -> None:
+        if download is not None:
+            await download.write(pcm)
+            if req._timing_sidecar:
+                await download.write_timing(timing_chunks(job))
+
+    if not job.stream and not req._sse:
         watcher.cancel()
         body = await asyncio.to_thread(encode_all, req.response_format, first)
         headers["X-TTFAB-Ms"] = f"{job.ttfab_ms or 0:.1f}"
         if req._timing:
             headers["X-Audio-Seconds"] = f"{len(first) / 2 / SAMPLE_RATE:.3f}"
             headers["X-Total-Ms"] = f"{(time.monotonic() - job.arrival) * 1000:.1f}"
-        if download is not None:
-            await download.write(first)
+        await keep(first)
         return Response(body, media_type=media, headers=headers)
     encoder = make_encoder(req.response_format, streaming=True)
+    sse = req._sse
+
+    def wrap(out: bytes) -> bytes:
+        return sse_event("speech.audio.delta", audio=base64.b64encode(out).decode("ascii")) if sse else out
 
     async def gen():
         kept = [first] if download is not None else None
         try:
             out = await asyncio.to_thread(encoder.feed, first)
             if out:
-                yield out
+                yield wrap(out)
             async for pcm in chunks:
                 if kept is not None:
                     kept.append(pcm)
                 out = await asyncio.to_thread(encoder.feed, pcm)
                 if out:
-                    yield out
+                    yield wrap(out)
             out = await asyncio.to_thread(encoder.finish)
             if kept is not None:
                 # Written before the response ends, so a client that fetches the link as soon
                 # as its stream ends finds the file.
-                await download.write(b"".join(kept))
+                await keep(b"".join(kept))
                 kept = None
             if out:
-                yield out
+                yield wrap(out)
+            if sse:
+                frames = job.audio_samples // 600  # the model's 25 ms frames
+                yield sse_event("speech.audio.done", usage={"input_tokens": job.input_tokens, "output_tokens": frames,
+                                                             "total_tokens": job.input_tokens + frames})
         except ContainerError as e:
             # Headers are gone; all we can do is end the stream early and say why in the log.
             log.warning("request %s ended early: %s", job.id, e.code)
@@ -276,7 +374,9 @@ async def respond(job: Job, req: SpeechRequest, engine: Engine, request: Request
             # close waits for an encode still running in its thread; never on the event loop.
             asyncio.get_running_loop().run_in_executor(None, encoder.close)
 
-    return StreamingResponse(gen(), media_type=media, headers=headers)
+    if sse:
+        headers["Cache-Control"] = "no-cache"
+    return StreamingResponse(gen(), media_type="text/event-stream" if sse else media, headers=headers)
 
 
 # ---- errors ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ..protocol import (
     CaptionedSpeechRequest,
     CaptionedSpeechResponse,
     ContainerErrorBody,
+    DialogueRequest,
     GenerateFromPhonemesRequest,
     ModelCard,
     ModelList,
@@ -29,13 +30,14 @@ from ..protocol import (
     PhonemizeResponse,
     PingBody,
     SpeechRequest,
+    SsmlRequest,
     VoiceCombineRequest,
     VoiceList,
 )
 
 _MODELS = (SpeechRequest, OpenAISpeechRequest, CaptionedSpeechRequest, CaptionedSpeechResponse,
            VoiceList, ModelCard, ModelList, OpenAIError, ContainerErrorBody, PingBody, PhonemizeRequest,
-           PhonemizeResponse, GenerateFromPhonemesRequest, VoiceCombineRequest)
+           PhonemizeResponse, GenerateFromPhonemesRequest, VoiceCombineRequest, DialogueRequest, SsmlRequest)
 _REF = "#/components/schemas/{model}"
 
 
@@ -58,8 +60,12 @@ _SPEECH_HEADERS = {
                 "schema": {"type": "string"}},
     "X-Download-Path": {"description": "return_download_link: GET this path once the response has ended",
                         "schema": {"type": "string"}},
+    "X-Timing-Path": {"description": "return_timing with return_download_link: GET this path for the "
+                                     "segments' text, start and end (s) once the response has ended",
+                      "schema": {"type": "string"}},
     "X-Request-Id": {"description": "This request's id in the server log", "schema": {"type": "string"}},
 }
+_STATUS = {"type": "object", "properties": {"status": {"type": "string"}}, "required": ["status"]}
 
 
 def _audio_ok(description: str) -> dict:
@@ -92,8 +98,32 @@ def openapi_document(version: str = "1") -> dict:
         "/v1/audio/speech": {"post": {
             "tags": ["openai"], "summary": "OpenAI's speech API (client.audio.speech.create)",
             "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(OpenAISpeechRequest)}}},
+            "responses": {"200": {**_audio_ok("audio in response_format, chunked"),
+                                  "content": {**_AUDIO, "text/event-stream": {"schema": {
+                                      "type": "string", "description": "stream_format=sse: speech.audio.delta "
+                                      "events (base64 audio), then speech.audio.done (usage)"}}}},
+                          **_errors(OpenAIError, _SPEECH_ERRORS)}}},
+        "/dev/dialogue": {"post": {
+            "tags": ["kokoro-fastapi"], "summary": "Turns of several speakers, one audio stream",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(DialogueRequest)}}},
             "responses": {"200": _audio_ok("audio in response_format, chunked"),
                           **_errors(OpenAIError, _SPEECH_ERRORS)}}},
+        "/dev/ssml": {
+            "get": {"tags": ["kokoro-fastapi"], "summary": "The SSML subset ssml=true translates",
+                    "responses": {"200": {"description": "elements, ignored elements, break strengths, "
+                                                         "prosody rates, rate range",
+                                          "content": {"application/json": {"schema": {"type": "object"}}}}}},
+            "post": {"tags": ["kokoro-fastapi"], "summary": "SSML -> the inline tags the speech routes read",
+                     "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(SsmlRequest)}}},
+                     "responses": {"200": {"description": "the translated text", "content": {"application/json": {
+                         "schema": {"type": "object", "properties": {"text": {"type": "string"}}}}}},
+                         **_errors(OpenAIError, {"400": "malformed SSML, DOCTYPE/ENTITY, unknown field"})}}},
+        "/health": {"get": {"tags": ["kokoro-fastapi"], "summary": "Liveness (readiness is /ping)",
+                            "responses": {"200": {"description": '{"status": "healthy"}',
+                                                  "content": {"application/json": {"schema": _STATUS}}}}}},
+        "/v1/test": {"get": {"tags": ["kokoro-fastapi"], "summary": "Routing check",
+                             "responses": {"200": {"description": '{"status": "ok"}',
+                                                   "content": {"application/json": {"schema": _STATUS}}}}}},
         "/v1/audio/voices/combine": {"post": {
             "tags": ["kokoro-fastapi"], "summary": "Mix voices into one style table (a file) and its voice id",
             "requestBody": {"required": True, "content": {"application/json": {"schema": {"anyOf": [
@@ -109,8 +139,11 @@ def openapi_document(version: str = "1") -> dict:
                                                          "blend", "503": "model loading"})}}},
         "/v1/download/{filename}": {"get": {
             "tags": ["kokoro-fastapi"], "summary": "A file kept by return_download_link (X-Download-Path)",
-            "parameters": [{"name": "filename", "in": "path", "required": True, "schema": {"type": "string"}}],
-            "responses": {"200": {"description": "the audio file", "content": _AUDIO},
+            "parameters": [{"name": "filename", "in": "path", "required": True, "schema": {"type": "string"}},
+                           {"name": "name", "in": "query", "required": False, "schema": {"type": "string"},
+                            "description": "save-as name (sanitised; the stored extension is kept)"}],
+            "responses": {"200": {"description": "the audio file (or its .json timing sidecar)",
+                                  "content": {**_AUDIO, "application/json": {"schema": {"type": "object"}}}},
                           **_errors(OpenAIError, {"404": "never made, expired (DOWNLOAD_TTL_S) or evicted "
                                                          "(DOWNLOAD_MAX_FILES, DOWNLOAD_MAX_BYTES)"})}}},
         "/dev/phonemize": {"post": {

@@ -11,16 +11,19 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .. import ssml as ssml_mod
 from .. import voices as voices_mod
 from ..backends.g2p import resolve_lang
 from ..encode import MEDIA_TYPES, encode_all, make_encoder
 from ..errors import BadRequest, ContainerError, ModelNotFound, ModelUnavailable, NotFound
 from ..protocol import (
     CaptionedSpeechRequest,
+    DialogueRequest,
     GenerateFromPhonemesRequest,
     OpenAISpeechRequest,
     PhonemizeRequest,
     SpeechRequest,
+    SsmlRequest,
     VoiceCombineRequest,
 )
 from .common import (
@@ -230,9 +233,11 @@ async def generate_from_phonemes(request: Request) -> Response:
     req = parse_model(await read_json_body(request), GenerateFromPhonemesRequest, st)
     check_text(req.phonemes, "phonemes", st.settings)
     check_speed(req.speed, st.settings)
-    voice = resolve(req.voice, st)
+    notes: list[str] = []
+    voice = resolve(req.voice, st, notes)
     speech = SpeechRequest(text=req.phonemes, voice=voice, speed=req.speed, response_format=req.response_format,
                            stream=False, volume_multiplier=req.volume_multiplier)
+    speech._warnings = notes
     engine = engine_of(st)
     job = engine.submit(speech.text, voice, req.speed, stream=False, phonemes=True,
                         volume=1.0 if req.volume_multiplier is None else req.volume_multiplier)
@@ -249,7 +254,46 @@ async def download(request: Request) -> Response:
                        f"{st.settings.download_max_files}); ask for it again with return_download_link=true",
                        param="filename")
     fmt = name.rsplit(".", 1)[1]
-    return FileResponse(path, media_type=MEDIA_TYPES[fmt], filename=name, headers={"Cache-Control": "no-cache"})
+    media = "application/json" if fmt == "json" else MEDIA_TYPES[fmt]
+    # Kokoro-FastAPI's ?name=: the save-as name, sanitised, with the stored file's extension.
+    save_as = st.downloads.save_as(request.query_params.get("name"), name)
+    return FileResponse(path, media_type=media, filename=save_as, headers={"Cache-Control": "no-cache"})
+
+
+async def health(request: Request) -> Response:
+    """Kokoro-FastAPI's liveness route: the process answers (readiness is /ping)."""
+    return JSONResponse({"status": "healthy"})
+
+
+async def test_route(request: Request) -> Response:
+    """Kokoro-FastAPI's routing check."""
+    return JSONResponse({"status": "ok"})
+
+
+async def dialogue(request: Request) -> Response:
+    """Kokoro-FastAPI's multi-speaker route: the turns become one tagged input
+    ([voice:a] text [pause:Ns] [voice:b] text) spoken as /v1/audio/speech speaks it."""
+    st = state(request)
+    turns = parse_model(await read_json_body(request), DialogueRequest, st)
+    as_json = turns.to_openai().model_dump(exclude_none=True, mode="json")
+    req = validate_request(json.dumps(as_json), OpenAISpeechRequest, st)
+    engine = engine_of(st)
+    return await respond(submit(engine, req), req, engine, request)
+
+
+async def ssml_capabilities(request: Request) -> Response:
+    """The SSML subset ssml=true and POST /dev/ssml translate, and what the rest does."""
+    return JSONResponse({"elements": ssml_mod.ELEMENTS, "ignored": list(ssml_mod.IGNORED),
+                         "break_strengths": ssml_mod.BREAK_STRENGTH_S, "prosody_rates": ssml_mod.PROSODY_RATE,
+                         "rate_range": [ssml_mod.RATE_MIN, ssml_mod.RATE_MAX]})
+
+
+async def ssml_translate(request: Request) -> Response:
+    """SSML -> the inline tags the speech routes read with allow_voice_tags=true."""
+    st = state(request)
+    req = parse_model(await read_json_body(request), SsmlRequest, st)
+    check_text(req.text, "text", st.settings)
+    return JSONResponse({"text": ssml_mod.translate(req.text, req.voice.strip())})
 
 
 routes = [
@@ -262,4 +306,9 @@ routes = [
     Route("/dev/phonemize", phonemize, methods=["POST"]),
     Route("/dev/generate_from_phonemes", generate_from_phonemes, methods=["POST"]),
     Route("/v1/download/{filename}", download, methods=["GET"]),
+    Route("/health", health, methods=["GET"]),
+    Route("/v1/test", test_route, methods=["GET"]),
+    Route("/dev/dialogue", dialogue, methods=["POST"]),
+    Route("/dev/ssml", ssml_capabilities, methods=["GET"]),
+    Route("/dev/ssml", ssml_translate, methods=["POST"]),
 ]

@@ -47,6 +47,8 @@ _fields = st.fixed_dictionaries({}, optional={
     "normalization_options": st.one_of(_json, st.fixed_dictionaries({}, optional={
         k: _json for k in ("normalize", "unit_normalization", "url_normalization", "bogus")})),
     "return_download_link": _json, "download_format": _json, "return_timing": _json,
+    "timing_headers": _json, "allow_voice_tags": _json, "ssml": _json, "voice_aliases": _json,
+    "turns": _json, "pause_between_turns": _json,
     "phonemes": st.one_of(_json, st.text(max_size=60)), "language": _json, "voices": _json,
 })
 _deep = st.integers(1, 5000).map(lambda n: "[" * n + "]" * n)

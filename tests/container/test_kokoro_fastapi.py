@@ -97,7 +97,7 @@ def test_lang_code_instructions_and_timing_headers(onnx_server):
     assert r.status_code == 400 and r.json()["error"]["param"] == "lang_code"
     assert "a (en-us)" in r.json()["error"]["message"]
     r = httpx.post(url + "/v1/audio/speech", timeout=120,
-                   json={"input": "Hello there.", "response_format": "pcm", "stream": False, "return_timing": True})
+                   json={"input": "Hello there.", "response_format": "pcm", "stream": False, "timing_headers": True})
     assert float(r.headers["x-audio-seconds"]) == pytest.approx(len(r.content) / 2 / 24000, abs=0.002)
     assert float(r.headers["x-ttfab-ms"]) > 0 and float(r.headers["x-total-ms"]) >= float(r.headers["x-ttfab-ms"])
     r = httpx.post(url + "/v1/audio/speech", timeout=120,

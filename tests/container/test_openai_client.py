@@ -161,7 +161,7 @@ def test_unknown_fields_are_a_400_naming_the_field(onnx_server, path, body, fiel
     ({"speed": 9.0}, openai.BadRequestError, "bad_request", "speed"),
     ({"input": ""}, openai.BadRequestError, "empty_text", "input"),
     ({"input": "a" * 4097}, openai.APIStatusError, "text_too_long", "input"),
-    ({"stream_format": "sse"}, openai.BadRequestError, "bad_request", "stream_format"),
+    ({"stream_format": "ogg"}, openai.BadRequestError, "bad_request", "stream_format"),
     ({"voice": "jf_alpha+nobody"}, openai.BadRequestError, "unknown_voice", "voice"),
 ])
 def test_errors_raise_the_clients_exceptions(client, kwargs, exc, code, param):

@@ -245,14 +245,14 @@ def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstre
             lines = [json.loads(ln) for ln in r.iter_lines() if ln]
         assert len(lines) == 1
         stamps = lines[0]["timestamps"]
-        assert [t["word"] for t in stamps] == ["Doctor", "Smith", "met", "Mister", "Jones", "at", "three", "p", "m",
+        assert [t["word"] for t in stamps] == ["Doctor", "Smith", "met", "Mister", "Jones", "at", "three", "PM",
                                                "today"]
         assert max(b["start_time"] - a["end_time"] for a, b in zip(stamps, stamps[1:], strict=False)) <= 0.3
 
         # every Kokoro-FastAPI field in one request; the audio length follows the fixed durations
         body = {"model": "kokoro", "input": "It costs $5.50.", "voice": f"{VOICE}(1)-am_other(0.3)",
                 "response_format": "pcm", "speed": 2.0, "stream": False, "lang_code": "a",
-                "volume_multiplier": 0.5, "normalization_options": {"normalize": True}, "return_timing": True,
+                "volume_multiplier": 0.5, "normalization_options": {"normalize": True}, "timing_headers": True,
                 "return_download_link": True, "download_format": "wav"}
         r = client.post("/v1/audio/speech", json=body)
         assert r.status_code == 200, r.text
