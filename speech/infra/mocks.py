@@ -240,6 +240,9 @@ def _make_monitor(mocks: Any) -> Any:
                 "delete_before_replace": bool(request.deleteBeforeReplace),
                 "replace_on_changes": list(request.replaceOnChanges),
                 "aliases": self.alias_urns(request),
+                "alias_specs": [{"urn": a.urn} if a.urn else
+                                {"name": a.spec.name, "type": a.spec.type, "parent": a.spec.parentUrn,
+                                 "no_parent": bool(a.spec.noParent)} for a in request.aliases],
                 "ignore_changes": list(request.ignoreChanges),
             }
             return resp

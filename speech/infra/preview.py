@@ -48,6 +48,9 @@ class RegisteredResource:
     an existing stack's resource at one of them is moved to :attr:`urn`, not replaced."""
     ignore_changes: list[str] = field(default_factory=list)
     """Input names whose changes the engine ignores on update (camelCase, as the engine receives them)."""
+    alias_specs: list[dict[str, Any]] = field(default_factory=list)
+    """The alias specs as the SDK sent them (``urn``, or ``name``/``type``/``parent``/``no_parent``,
+    empty meaning the resource's own): :mod:`speech.infra.urns` resolves them by the engine's rules."""
 
 
 @dataclass
@@ -253,7 +256,7 @@ def run_preview(stack_file: Path, stack: str | None = None, *, first_preview: bo
             dependencies=req.get("dependencies", []), property_dependencies=req.get("property_dependencies", {}),
             delete_before_replace=req.get("delete_before_replace", False),
             replace_on_changes=req.get("replace_on_changes", []), aliases=req.get("aliases", []),
-            ignore_changes=req.get("ignore_changes", []),
+            ignore_changes=req.get("ignore_changes", []), alias_specs=req.get("alias_specs", []),
         ))
     gates = []
     for m, d in decided.items():
