@@ -56,3 +56,27 @@ def test_pause_tags_are_silence_of_the_asked_length(server_factory):
     assert np.all(pcm[hi:hi + 36000] == 0) and np.any(pcm[:hi] != 0)
     assert np.any(pcm[hi + 36000:hi + 36000 + there] != 0) and np.all(pcm[hi + 36000 + there:] == 0)
     assert not re.search("pause", r.headers.get("Warning", ""))
+
+
+def test_real_model_aborts_the_abandoned_run(onnx_server):
+    """The issue's case on the real weights (onnx): the run in flight when the client goes is
+    ended through onnxruntime's RunOptions.terminate, and the re-request is served. Counters are
+    read as differences: the server is shared by the session's tests."""
+    text = " ".join(f"This is sentence number {w} of a long answer that keeps going." for w in
+                    ("one", "two", "three", "four", "five", "six", "seven", "eight"))
+    with httpx.Client(base_url=onnx_server.url, timeout=300) as c:
+        before = c.get("/metrics").text
+        with c.stream("POST", "/v1/audio/speech", json={"input": text, "voice": "jf_alpha",
+                                                        "response_format": "pcm"}) as r:
+            assert r.status_code == 200
+            assert next(r.iter_bytes())
+        again = c.post("/v1/audio/speech", json={"input": "Short one.", "voice": "jf_alpha",
+                                                 "response_format": "pcm", "stream": False})
+        assert again.status_code == 200 and len(again.content) > 4800
+        after = c.get("/metrics").text
+    delta = {k: _counter(after, *k) - _counter(before, *k) for k in
+             (("speech_requests_total", "shed"), ("speech_requests_total", "cancelled"),
+              ("speech_runs_aborted_total", None))}
+    assert delta[("speech_requests_total", "shed")] == 0
+    assert delta[("speech_requests_total", "cancelled")] == 1
+    assert delta[("speech_runs_aborted_total", None)] >= 1
