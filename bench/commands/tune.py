@@ -54,7 +54,14 @@ version) and
 tune-<model>-<trace>.json (every knob seed vs tuned, the checks). Exit 0 when the tuned plan keeps the
 share on every check, 1 when a check missed it, 2 bad input (nothing written).
 
+Kubernetes (--platform kubernetes, --autoscaler hpa|keda): the plan as speech.deploy.kubernetes
+renders it is the seed HPA; the search moves the HPA's own knobs (the target as a share of Q_max,
+the scale-down window and policy, minReplicas, daily floors learned from the training draws) with
+the same rule and bound, simulated as the HPA controller acts (bench simulate's hpa-v2/keda), and
+writes <autoscaler>-<model>-<trace>.json with the tuned spec as autoscaling/v2 fields.
+
   python -m bench tune --qmax Q.json --ttotal T.json --trace diurnal:peak=5000
+  python -m bench tune --platform kubernetes --qmax Q.json --ttotal T.json --trace diurnal:peak=5000
   python -m bench tune --qmax Q.json --ttotal T.json --trace azure-conv:peak=500 --slo-share 0.995 --json
 
 Default --slo-share {DEFAULT_SLO_SHARE}.
