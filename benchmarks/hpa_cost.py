@@ -132,7 +132,7 @@ def main() -> int:
                     for i, n in enumerate([*kube, "sagemaker plan"])]
             rows.append(Row("floor", [SLO_SHARE] * k, floors, floors))
             hours = (unseen[0].size / 3600)
-            print(f"\n### {spec} ({k} unseen draws: seeds {2 + n_train}..{1 + n_train + k}, {hours:.0f} h each; HPA tuned on "
+            print(f"\n### {spec} ({k} unseen draws: seeds {1 + n_train}..{n_train + k}, {hours:.0f} h each; HPA tuned on "
                   f"{n_train} draw(s) in {tuned_s:.0f} s, {tuner.evaluations} simulated draws; judged in {judged_s:.0f} s)\n")
             print("| policy | in SLO (mean) | in SLO (lowest) | inst-h (mean) | x floor | keeps 99.5 % on every draw |")
             print("|---|---|---|---|---|---|")

@@ -67,6 +67,8 @@ class Cluster:
         self.ready_after_polls = ready_after_polls
         self.requests: list[tuple[str, str, Any]] = []
         self.scaled_at: datetime | None = None
+        self.scale_ups: list[datetime] = []
+        """When each scale-up patch arrived (the pods' recorded times follow from it)."""
         self.polls = 0
 
     # --- pods of a scale-out, stage by stage (what successive lists show) ---
@@ -180,6 +182,7 @@ def handler_for(cluster: Cluster) -> type[BaseHTTPRequestHandler]:
                         cluster.replicas = body["spec"]["replicas"]
                         if cluster.replicas > len(cluster.pods) and cluster.scaled_at is None:
                             cluster.scaled_at = datetime.now(UTC)
+                            cluster.scale_ups.append(cluster.scaled_at)
                         elif cluster.replicas <= len(cluster.pods):
                             cluster.scaled_at, cluster.polls = None, 0
                     return self._send(200, cluster.scale())
