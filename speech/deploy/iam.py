@@ -21,6 +21,23 @@ ASYNC_INVOKE_ACTIONS = ("sagemaker:InvokeEndpointAsync",)
 Doc = dict[str, Any]
 
 
+METRICS_READ_ACTIONS = ("cloudwatch:QueryMetrics", "cloudwatch:GetMetricData", "cloudwatch:ListMetrics")
+"""What querying SageMaker's detailed-observability metrics through CloudWatch's PromQL endpoint
+takes (SageMaker developer guide, "Connect to your observability tool": "Required permissions"),
+and what a CloudWatch dashboard and ``bench observe`` read with (GetMetricData, ListMetrics)."""
+
+
+def metrics_reader_policy() -> Doc:
+    """Read an endpoint's metrics: the container's ``/metrics`` scraped by detailed observability
+    (PromQL) and the CloudWatch metrics of its dashboard. CloudWatch scopes none of the three by
+    resource, so Resource is ``*`` (:data:`speech.deploy.iam_check.ALLOWED_ON_STAR`)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Sid": "ReadEndpointMetrics", "Effect": "Allow", "Action": list(METRICS_READ_ACTIONS),
+                       "Resource": "*"}],
+    }
+
+
 def account_trust_policy(account_id: str) -> Doc:
     """Trust policy letting principals of one account assume the role (their own IAM policy must
     still allow sts:AssumeRole on it): the client teams of this account, nobody outside it."""

@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-ALLOWED_ON_STAR = frozenset({"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"})
-"""Actions AWS only grants on Resource "*" (no resource-level permissions)."""
+ALLOWED_ON_STAR = frozenset({"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData", "cloudwatch:GetMetricData",
+                             "cloudwatch:ListMetrics", "cloudwatch:QueryMetrics"})
+"""Actions AWS only grants on Resource "*" (no resource-level permissions; CloudWatch's permissions
+reference: "add a wildcard (*) as the resource value")."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import pulumi
 import pulumi_aws as aws
 
 from container import telemetry
-from speech.deploy.iam import alarm_topic_key_policy
+from speech.deploy.iam import alarm_topic_key_policy, metrics_reader_policy
 from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, metric_dimensions
 from speech.plan.calibration import expected_rejection_fraction
 from speech.schema.config import Alerts
@@ -428,6 +428,12 @@ class Observability(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        # For whoever reads the dashboard, the container's scraped /metrics (CloudWatch's PromQL
+        # endpoint) or runs bench observe: the read actions, named one by one.
+        self.metrics_read_policy = aws.iam.Policy(
+            f"{name}-metrics-read", name=f"{ep}-metrics-read", policy=json.dumps(metrics_reader_policy()), tags=args.tags,
+            description=f"Read {ep}'s metrics: CloudWatch, and the container's /metrics through the PromQL endpoint",
+            opts=child)
         self.dashboard_url = pulumi.Output.concat(
             "https://", args.region, ".console.aws.amazon.com/cloudwatch/home?region=", args.region,
             "#dashboards/dashboard/", ep)

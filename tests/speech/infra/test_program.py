@@ -254,3 +254,40 @@ def test_rollback_alarm_does_not_count_the_designed_503(dev_run):
     assert queries["rej"]["metric"]["metricName"] == telemetry.REJECTED
     assert queries["rej"]["metric"]["namespace"] == telemetry.NAMESPACE
     assert queries["failed"]["returnData"] is True and "FILL(e5, 0) - FILL(rej, 0)" in queries["failed"]["expression"]
+
+
+def test_every_model_has_a_metrics_read_policy_for_the_promql_endpoint():
+    """Issue 46 item 8: SageMaker's detailed observability scrapes the container's /metrics (port 8080,
+    every 60 s) into CloudWatch, queried through its PromQL endpoint, which needs
+    cloudwatch:QueryMetrics besides GetMetricData and ListMetrics. Each model gets a policy with
+    exactly those, which the pack's wildcard rule accepts (CloudWatch scopes none by resource)."""
+    import json as _json
+
+    from speech.deploy.iam_check import wildcard_findings
+    from speech.infra.preview import run_preview
+
+    dev = run_preview(ROOT / "Pulumi.dev.yaml", "dev")
+    policy = dev.named("kokoro-82m-obs-metrics-read")
+    assert policy.inputs["name"] == "dev-kokoro-82m-metrics-read"
+    doc = _json.loads(policy.inputs["policy"])
+    [statement] = doc["Statement"]
+    assert sorted(statement["Action"]) == ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics", "cloudwatch:QueryMetrics"]
+    assert statement["Resource"] == "*" and wildcard_findings(doc) == []
+
+
+def test_detailed_observability_is_left_to_the_services_default_only_while_pulumi_aws_cannot_set_it():
+    """The stack cannot set MetricsConfig.EnableDetailedObservability explicitly: pulumi-aws's
+    EndpointConfiguration has no metrics config (pulumi-aws-native's has, but moving the
+    configuration to that type replaces it: a second fleet on every stack). Every configuration the
+    program makes is new, and new ones default to True (botocore's sagemaker model, MetricsConfig).
+    When an upgrade of pulumi-aws adds the field this fails: set it explicitly then."""
+    import inspect
+
+    import botocore.session
+    import pulumi_aws as aws
+
+    assert "metrics_config" not in inspect.signature(aws.sagemaker.EndpointConfigurationArgs.__init__).parameters
+    doc = botocore.session.get_session().get_service_model("sagemaker").shape_for("MetricsConfig").members[
+        "EnableDetailedObservability"].documentation
+    assert "The default value for new endpoint configurations is <code>True</code>" in doc
+    assert "/metrics</code> on port <code>8080</code>" in doc
