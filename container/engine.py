@@ -327,7 +327,10 @@ class Engine:
                 self.calibrate((time.monotonic() - t0) / len(batch),
                                int(np.mean([r.prepared.n_tokens for r in batch])))
             for r, audio in zip(batch, audios, strict=True):
-                words = self.backend.word_times(r.prepared, audio) if r.job.timestamps else None
+                words: list[tuple] | None = (self.backend.word_times(r.prepared, audio)
+                                             if r.job.timestamps else None)
+                if words and r.job.tags:  # Kokoro-FastAPI names each word's voice when tags are on
+                    words = [(*w, r.prepared.voice) for w in words]
                 self._deliver(r.job, r.index, audio, words)
         except ModelUnavailable as e:
             # The backend lost its model (a torch worker process died): these requests get the
@@ -355,7 +358,8 @@ class Engine:
 
     # ---- output ----------------------------------------------------------------------
     def _deliver(self, job: Job, index: int, audio: np.ndarray,
-                 words: list[tuple[str, float, float]] | None = None) -> None:
+                 words: list[tuple] | None = None) -> None:
+        """words: (word, start s, end s[, voice]) relative to this segment's audio."""
         if job.finished:
             return
         job._results[index] = to_pcm16(audio * job.volume if job.volume != 1.0 else audio)
@@ -365,7 +369,8 @@ class Engine:
             pcm = job._results.pop(job._next)
             # Segment-relative times -> times from the start of the request's audio.
             offset = job._released_samples / self.backend.sample_rate
-            seg_words = [(w, round(a + offset, 3), round(b + offset, 3)) for w, a, b in job._words.pop(job._next)]
+            seg_words = [(w, round(a + offset, 3), round(b + offset, 3), *rest)
+                         for w, a, b, *rest in job._words.pop(job._next)]
             job._released_samples += len(pcm) // 2
             job.released.append(len(pcm) // 2)
             job._next += 1

@@ -258,6 +258,8 @@ class WordTimestamp(BaseModel):
     word: str
     start_time: float = Field(description="Seconds from the start of the audio.")
     end_time: float = Field(description="Seconds from the start of the audio.")
+    voice: str | None = Field(None, description="The voice that spoke the word; only with allow_voice_tags "
+                              "or ssml (absent otherwise), as Kokoro-FastAPI.")
 
 
 class CaptionedSpeechResponse(BaseModel):

@@ -134,9 +134,16 @@ def _roman_value(s: str) -> int | None:
         return None
 
 
+# Words after which a single letter is a grade or a kind, not a numeral ("Type C", "Class C").
+_LETTER_KINDS = ("Type", "Class", "Category", "Grade", "Tier", "Level", "Unit", "Step")
+
+
 def roman_cardinal(m: re.Match) -> str:
-    n = _roman_value(m.group(2))
-    return m.group(0) if n is None else f"{m.group(1)} {cardinal(n)}"
+    cue, numeral = m.group(1), m.group(2)
+    if len(numeral) == 1 and (numeral in "LC" or cue in _LETTER_KINDS):
+        return m.group(0)  # "Type C" is a kind of connector, "Grade C" a mark
+    n = _roman_value(numeral)
+    return m.group(0) if n is None else f"{cue} {cardinal(n)}"
 
 
 def roman_regnal(m: re.Match) -> str:

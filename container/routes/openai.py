@@ -95,7 +95,8 @@ async def list_voices(request: Request) -> Response:
 
 def _line(audio: bytes, media: str, words) -> bytes:
     return (json.dumps({"audio": base64.b64encode(audio).decode("ascii"), "audio_format": media,
-                        "timestamps": [{"word": w, "start_time": a, "end_time": b} for w, a, b in words]})
+                        "timestamps": [{"word": w, "start_time": a, "end_time": b, **({"voice": v[0]} if v else {})}
+                                       for w, a, b, *v in words]})
             + "\n").encode()
 
 

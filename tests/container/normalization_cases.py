@@ -69,6 +69,8 @@ CASES: list[tuple[dict, str, str]] = [
     ({}, "Henry VIII had six wives.", "Henry the eighth had six wives."),
     ({}, "After World War II ended.", "After World War two ended."),
     ({}, "Malcolm X spoke.", "Malcolm X spoke."),
+    ({}, "A Type C cable, Grade C, Part I.", "A Type C cable, Grade C, Part one."),
+    ({}, "Louis XIV and Star Wars Episode IV.", "Louis the fourteenth and Star Wars Episode four."),
     # a four-digit number is a count unless a year is meant
     ({}, "We have 2048 files.", "We have two thousand forty-eight files."),
     ({}, "It has 1234 users.", "It has one thousand two hundred thirty-four users."),

@@ -205,3 +205,17 @@ def test_ipa_is_spoken_as_given(onnx_server):
     r = httpx.post(onnx_server.url + "/dev/phonemize", json={"text": "Say [Kokoro](/kˈOkəɹO/) now."}, timeout=30)
     got = r.json()
     assert "kˈOkəɹO" in got["phonemes"] and "slash" not in got["normalized_text"]
+
+
+@pytest.mark.slow
+def test_captioned_words_name_their_voice_with_tags(onnx_server):
+    """KFA v0.8: with allow_voice_tags each word timestamp carries the voice that spoke it;
+    without tags the field is absent (responses as before)."""
+    body = {"input": "Hello there. [voice:jm_kumo] Good night.", "voice": "jf_alpha", "stream": False,
+            "response_format": "wav"}
+    r = httpx.post(onnx_server.url + "/dev/captioned_speech", json=body | {"allow_voice_tags": True}, timeout=120)
+    words = r.json()["timestamps"]
+    assert [(w["word"], w["voice"]) for w in words] == [("Hello", "jf_alpha"), ("there", "jf_alpha"),
+                                                        ("Good", "jm_kumo"), ("night", "jm_kumo")]
+    plain = httpx.post(onnx_server.url + "/dev/captioned_speech", json=body | {"input": "Hello there."}, timeout=120)
+    assert all("voice" not in w for w in plain.json()["timestamps"])
