@@ -56,7 +56,7 @@ share on every check, 1 when a check missed it, 2 bad input (nothing written).
 
 Kubernetes (--platform kubernetes, --autoscaler hpa|keda): the plan as speech.deploy.kubernetes
 renders it is the seed HPA; the search moves the HPA's own knobs (the target as a share of Q_max,
-the scale-down window and policy, minReplicas, daily floors learned from the training draws) with
+the scale-down window and policy, minReplicas, with keda daily floors learned from the training draws) with
 the same rule and bound, simulated as the HPA controller acts (bench simulate's hpa-v2/keda), and
 writes <autoscaler>-<model>-<trace>.json with the tuned spec as autoscaling/v2 fields.
 
@@ -95,7 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress display (it goes to stderr; -q and --json also turn it off)")
     p.add_argument("--platform", choices=("sagemaker", "kubernetes"), default="sagemaker",
                    help="whose knobs to tune: sagemaker (the plan inputs, default) or kubernetes (the plan rendered as an "
-                        "HPA: target, scale-down window and policy, minReplicas, scheduled floors; writes "
+                        "HPA: target, scale-down window and policy, minReplicas, with keda scheduled floors; writes "
                         "hpa-<model>-<trace>.json)")
     p.add_argument("--autoscaler", choices=("hpa", "keda"), default="hpa",
                    help="with --platform kubernetes: an autoscaling/v2 HPA on the Pods metric (default) or a KEDA "

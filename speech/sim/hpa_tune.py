@@ -8,9 +8,9 @@ Pure: days come in as arrays, no I/O, no clock. The seed is the measured plan re
 * the scale-down stabilization window (the highest recommendation over it holds);
 * the scale-down policy (how many pods one period may remove);
 * minReplicas;
-* scheduled floors (minReplicas raised a planning T_total before each daily ramp, learned from the
-  training draws' mean traffic by speech.plan.schedule.derive_schedule; a KEDA cron trigger or a
-  CronJob patching minReplicas deploys them).
+* scheduled floors, with KEDA only (minReplicas raised a planning T_total before each daily ramp,
+  learned from the training draws' mean traffic by speech.plan.schedule.derive_schedule; KEDA's cron
+  triggers deploy them, an autoscaling/v2 HPA cannot).
 
 Choosing is :mod:`speech.sim.tune`'s rule: coordinate descent, twice, over each knob's candidates; a
 candidate wins when its share bound for draws it has not seen (:func:`speech.sim.tune.unseen_share_bound`)
@@ -121,7 +121,7 @@ class HpaTuner:
         s = self.seed_spec
         return HpaKnobs(target_share=round(s.target_per_pod / self.model.q_max, 4),
                         scale_down_window_s=s.scale_down.stabilization_window_s, scale_down_policy="plan",
-                        min_replicas=s.min_replicas, scheduled_floors=bool(s.floors))
+                        min_replicas=s.min_replicas, scheduled_floors=bool(s.floors) and self.kind == "keda")
 
     def learned_floors(self) -> tuple[tuple[int, int], ...]:
         """Daily floors from the training draws' mean traffic (none without it or without a ramp)."""
@@ -179,7 +179,9 @@ class HpaTuner:
             "scale_down_window_s": list(dict.fromkeys((seed.scale_down_window_s, 300, 600, 900, max(300, 2 * planning)))),
             "scale_down_policy": ["plan", *DOWN_POLICIES],
             "min_replicas": list(dict.fromkeys((seed.min_replicas, seed.min_replicas * 5 // 4 + 1, seed.min_replicas * 3 // 2 + 1))),
-            "scheduled_floors": [False, True] if (self.learned_floors() or self.numbers.floors) else [False],
+            # an autoscaling/v2 HPA cannot raise its floor on a schedule (the stack refuses floors with hpa):
+            # only KEDA's cron triggers deploy them
+            "scheduled_floors": [False, True] if self.kind == "keda" and (self.learned_floors() or self.numbers.floors) else [False],
         }
 
     def search(self, days: Sequence[tuple[int, np.ndarray]], passes: int = 2) -> tuple[HpaCandidate, HpaCandidate]:

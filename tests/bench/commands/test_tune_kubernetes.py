@@ -5,6 +5,7 @@ and the search never keeps a candidate that is worse than the seed by its own ru
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import kubernetes_validate
 import numpy as np
@@ -68,3 +69,17 @@ def test_the_search_keeps_the_cheapest_that_keeps_the_target():
 def test_bad_platform_flags_are_exit_2(argv, needle, tmp_path, capsys):
     rc = main(["tune", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--trace", TRACE, "--out", str(tmp_path), *argv])
     assert rc == 2 and needle in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+def test_only_keda_tries_scheduled_floors():
+    """An autoscaling/v2 HPA cannot raise its floor on a schedule (the stack refuses floors with hpa):
+    the search tries learned floors for KEDA (cron triggers) only."""
+    q, t = load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
+    plan = build_plan(q, t, PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=5000, trough_rps=250), allow_config_mismatch=True)
+    rate = generate("diurnal:peak=5000,seed=1").arrivals
+    model = build_instance(q, t, slo_ms=3000)
+    hpa, keda = (HpaTuner(plan, model, 0.995, kind=k, schedule_rate=rate) for k in ("hpa", "keda"))
+    assert keda.learned_floors()  # the diurnal ramps give floors to learn
+    assert hpa.choices(hpa.seed_knobs())["scheduled_floors"] == [False]
+    assert keda.choices(keda.seed_knobs())["scheduled_floors"] == [False, True]
+    assert keda.spec_for(replace(keda.seed_knobs(), scheduled_floors=True)).floors == keda.learned_floors()
