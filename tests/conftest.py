@@ -36,14 +36,14 @@ def ttotal_ref():
 # --- test tiers ----------------------------------------------------------------------------------
 # `make test` runs everything (CI). `make test-fast` (SPEECH_TEST_TIER=fast, -m "not slow") is the
 # inner loop: no model, no servers, no subprocesses. A test that needs any of them is marked `slow`
-# (per test, or per module with `pytestmark = pytest.mark.slow`); in the fast tier a test that tries
+# (per test, or per module with `pytestmark = pytest.mark.slow`; the marker is declared once, in
+# pyproject.toml's [tool.pytest.ini_options]); in the fast tier a test that tries
 # to start a process or listen on a socket fails at once and says to mark it, so the tier stays honest.
 
 FAST = os.environ.get("SPEECH_TEST_TIER") == "fast"
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: needs the real model, a server, a subprocess or the pack process (not in make test-fast)")
     # A shell without job control starts background commands (`make test &`, nohup, some CI
     # runners) with SIGINT ignored, and every process started from them inherits that: the Ctrl-C
     # tests would then wait forever for an interrupt that never comes. Python's own handler is

@@ -6,7 +6,6 @@ import socket
 import time
 
 import httpx
-import numpy as np
 import pytest
 import websockets
 
@@ -42,10 +41,9 @@ def test_ten_times_qmax(server_factory):
         err = r.json()["error"]
         assert err["code"] == "queue_saturated" and err["type"] == "server_error"
         assert r.headers["retry-after"] == "1"
-    # Rejections are fast relative to the service time measured here, not to a wall-clock number.
-    service_s = min(t for _, t in ok)
-    reject_p99_s = float(np.percentile([t for _, t in rejected], 99))
-    assert reject_p99_s < 0.5 * service_s, (reject_p99_s, service_s)
+    # Rejections are answered at once: every one before the first admitted request (400 ms of service
+    # at least) completes. An order, not a wall-clock number, so load does not reverse it.
+    assert max(t for _, t in rejected) < min(t for _, t in ok), [t for _, t in results]
     for r, _ in ok:  # admitted requests complete, within the SLO, with real audio
         assert len(r.content) > 2000 and r.content[:3] == b"ID3"
         assert float(r.headers["x-ttfab-ms"]) < 10000

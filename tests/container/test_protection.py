@@ -34,9 +34,11 @@ def test_gate_rejects_exactly_the_overflow(server_factory):
     ok = [(r, t) for r, t in results if r.status_code == 200]
     rejected = [(r, t) for r, t in results if r.status_code == 503]
     assert len(ok) == k and len(rejected) == 5
-    for r, t in rejected:
+    for r, _ in rejected:
         assert r.json() == {"error": "queue_saturated", "detail": r.json()["detail"]}
-        assert t < 0.3  # refused at once, not after waiting
+    # Refused at once, not after waiting: every refusal is answered before the first admitted request
+    # (400 ms of service at least) completes. An order, which load does not reverse.
+    assert max(t for _, t in rejected) < min(t for _, t in ok), (results, [t for _, t in results])
     for r, _ in ok:
         assert len(r.content) > 24000  # real audio for the admitted ones
     assert max(t for _, t in ok) > 3 * 0.4 - 0.05  # they really were queued one after another
@@ -135,11 +137,13 @@ def test_emf_metrics_on_stdout(server_factory):
 
 
 def test_batching_scheduler_groups_equal_length_segments(server_factory):
-    # sine charges one delay per batch; 4 equal-length requests batched finish in ~1 delay.
+    # sine charges one delay per batch; 4 equal-length requests batched finish together, in one call.
+    # Served one at a time their completions would lie at least 3 delays (1.8 s) apart, a lower bound
+    # that load only widens; batched they lie within one event-loop turn of each other. Asserting
+    # under 2 delays between the first and last completion tells the two apart on any machine.
     srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 600, "INFER_CORES": 1, "SINE_MAX_BATCH": 4,
                           "SLO_MS": 60000})
-    t0 = time.monotonic()
     results = asyncio.run(_post_many(srv.url, 4, {"text": TEXT}))
-    wall = time.monotonic() - t0
     assert all(r.status_code == 200 for r, _ in results)
-    assert wall < 4 * 0.6, wall
+    done = [t for _, t in results]  # sent together (spacing 0): completion times
+    assert max(done) - min(done) < 2 * 0.6, done
