@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from collections.abc import Sequence
+
+from speech.errors import ConfigError
+from speech.stack import names
 
 EXIT_OK, EXIT_STOP, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 DIST = "speech-endpoints"
@@ -159,28 +161,10 @@ def configure_logging(level: int) -> None:
         logging.getLogger(noisy).setLevel(logging.DEBUG if level >= 2 else max(root_level, logging.WARNING))
 
 
-PROJECT = "speech-endpoints"
-STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
-"""Pulumi: "Stack names may only contain alphanumeric characters, hyphens, underscores, or periods"
-(docs/design.md cites the page); 100 characters at most, and not ``.`` or ``..`` (which would name
-no file of their own)."""
-
-
 def stack_name(text: str) -> str:
-    """``NAME``, ``ORG/NAME`` or ``ORG/PROJECT/NAME`` -> ``NAME`` (the file is Pulumi.NAME.yaml).
-
-    A qualified name's project must be this one; anything else (a path, a slash too many, a
-    character Pulumi refuses) is refused, so a stack name never writes outside --stack-dir."""
-    parts = text.split("/")
-    if len(parts) > 3:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a stack name: use NAME, ORG/NAME or ORG/PROJECT/NAME (Pulumi's forms), e.g. dev")
-    if len(parts) == 3 and parts[1] != PROJECT:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: project {parts[1]!r} is not this one ({PROJECT}); pass {parts[0]}/{PROJECT}/{parts[2]} or the bare name")
-    name = parts[-1]
-    if any(not STACK_NAME_RE.match(part) or part in (".", "..") for part in parts):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a Pulumi stack name: letters, digits, '-', '_' and '.' only, 1 to 100 characters, "
-            "e.g. dev or acme/speech-endpoints/prod")
-    return name
+    """``--stack``'s type: the one stack-name rule (:func:`speech.stack.names.stack_name`), its
+    refusal as argparse's usage error."""
+    try:
+        return names.stack_name(text)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

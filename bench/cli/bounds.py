@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from speech.cli import PROJECT, STACK_NAME_RE, stack_name  # noqa: F401  (re-exported)
+from speech.cli import stack_name  # noqa: F401  (re-exported: --stack's type, the one rule in speech.stack.names)
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
@@ -148,8 +148,6 @@ def bounded(kind: type, flag: str, rng: Range):
     parse.__name__ = "number" if kind is float else "whole number"  # argparse names the type in its message
     return parse
 
-
-# --- stack names: speech.cli.stack_name (speech-deploy and speech-policy validate the same way) ---
 
 # --- output directories ------------------------------------------------------------------------
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from speech.errors import ConfigError
+from speech.stack.names import PROJECT
 
-PROJECT = "speech-endpoints"
 ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-east-1"
 

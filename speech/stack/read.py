@@ -30,14 +30,13 @@ from pydantic import ValidationError
 
 from speech.errors import ArtifactError, ConfigError, describe_validation_error
 from speech.schema.config import ARTIFACT_REF_KEYS, ArtifactRef, StackConfig
+from speech.stack.names import PROJECT, stack_name
 
-PROJECT = "speech-endpoints"
 KNOWN_KEYS = ("models", "allow_config_mismatch", "alerts", "budget")
 ARTIFACT_KINDS = ("qmax", "ttotal", "tcopy")
 """The keys of ``measurements`` that hold an artifact (a reference or, before migration, embedded)."""
 
 Warn = Callable[[str], None]
-STACK_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 def _stderr_warn(message: str) -> None:
@@ -45,22 +44,6 @@ def _stderr_warn(message: str) -> None:
 
 
 # --- stack names and files ------------------------------------------------------------------------
-
-
-def stack_name(stack: str) -> str:
-    """The stack's own name from what a user may type: ``dev``, ``org/dev`` or ``org/project/dev``
-    (Pulumi's three forms; the project part must be this project). The stack settings file is
-    ``Pulumi.<name>.yaml`` and the program sees ``pulumi.get_stack() == name`` in all three."""
-    parts = stack.split("/")
-    if len(parts) > 3 or any(not p for p in parts):
-        raise ConfigError(f"stack {stack!r}: use NAME, ORG/NAME or ORG/PROJECT/NAME (Pulumi's stack name forms)")
-    if len(parts) == 3 and parts[1] != PROJECT:
-        raise ConfigError(f"stack {stack!r} belongs to project {parts[1]!r}, but this is project {PROJECT!r} "
-                          f"(Pulumi.yaml); use {parts[0]}/{PROJECT}/{parts[2]} or just {parts[2]}")
-    name = parts[-1]
-    if not STACK_NAME_RE.match(name):
-        raise ConfigError(f"stack {stack!r}: a stack name has only letters, digits, '-', '_' and '.'")
-    return name
 
 
 def stack_file(stack_dir: Path, stack: str) -> Path:

@@ -117,7 +117,7 @@ def test_relative_paths_resolve_against_the_stack_files_directory_not_the_workin
 def test_qualified_stack_names():
     assert stack_name("dev") == stack_name("acme/dev") == stack_name("acme/speech-endpoints/dev") == "dev"
     assert stack_file(ROOT, "acme/speech-endpoints/dev") == DEV
-    with pytest.raises(ConfigError, match="belongs to project 'other'"):
+    with pytest.raises(ConfigError, match="project 'other' is not this one"):
         stack_name("acme/other/dev")
     for bad in ("a/b/c/d", "acme//dev", "dev stack"):
         with pytest.raises(ConfigError):
