@@ -52,7 +52,8 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-HEAVY_FIXTURES = frozenset({"onnx_server", "server_factory", "container_url", "async_server", "synthetic_40ms", "real_pack"})
+HEAVY_FIXTURES = frozenset({"onnx_server", "server_factory", "container_url", "async_server", "synthetic_40ms", "real_pack",
+                            "torch_server"})
 """Fixtures that start the real model, a server or the pack process (``real_pack``; ``pack`` calls the
 policies in process): a test using one is `slow` by itself."""
 

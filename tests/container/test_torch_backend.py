@@ -34,6 +34,7 @@ pytestmark = pytest.mark.slow
 import torch  # noqa: E402
 
 from container.backends.g2p import EspeakPhonemizer  # noqa: E402
+from tests.container.conftest import ServerProc  # noqa: E402
 
 VOICE = "af_random"
 FRAMES = 2  # per token at speed 1.0; speed 2.0 then rounds to 1
@@ -101,6 +102,27 @@ def _env(model_dir, guard) -> dict[str, str]:
             "PYTHONPATH": f"{guard}:{ROOT}", "INFER_CORES": "1"}
 
 
+@pytest.fixture(scope="module")
+def torch_server(upstream_dir, tmp_path_factory):
+    """One torch server for this module's server tests: a start imports torch and builds KModel, about
+    a minute on two loaded cores, and nothing here needs a fresh one. Its MODEL_DIR links the
+    module's checkpoint and voice (the same files: the same weights sha256) and adds a second voice,
+    am_other, for the blends. Yields the server and that directory."""
+    model_dir, guard, _ = upstream_dir
+    d = tmp_path_factory.mktemp("kokoro-two-voices")
+    (d / "voices").mkdir()
+    for name in ("config.json", "kokoro-v1_0.pth"):
+        (d / name).symlink_to(model_dir / name)
+    (d / "voices" / f"{VOICE}.pt").symlink_to(model_dir / "voices" / f"{VOICE}.pt")
+    torch.save(torch.randn(510, 1, 256) * 0.1, d / "voices" / "am_other.pt")
+    srv = ServerProc(_env(d, guard))
+    try:
+        srv.wait_ready(timeout=180)
+        yield srv, d
+    finally:
+        srv.stop()
+
+
 def _expected_samples(text_segments: list[str], vocab: dict, frames: int) -> int:
     """What the model must produce: (tokens + 2 pads) * frames each, per segment."""
     g2p = EspeakPhonemizer("en-us")
@@ -123,11 +145,10 @@ def test_netguard_blocks_outside_connections(upstream_dir):
         assert r.returncode != 0 and f"NETGUARD blocked {blocked}" in r.stderr, r.stderr
 
 
-def test_torch_server_speaks_offline_from_upstream_layout(upstream_dir, server_factory):
-    model_dir, guard, vocab = upstream_dir
-    srv = server_factory(_env(model_dir, guard), wait=False)
-    ping = srv.wait_ready(timeout=120)
-    body = ping.json()
+def test_torch_server_speaks_offline_from_upstream_layout(upstream_dir, torch_server):
+    model_dir, _, vocab = upstream_dir
+    srv, _ = torch_server
+    body = httpx.get(srv.url + "/ping", timeout=30).json()
     assert body["backend"] == "torch"
     sha = hashlib.sha256((model_dir / "kokoro-v1_0.pth").read_bytes()).hexdigest()
     assert body["weights_sha256"] == f"sha256:{sha}"
@@ -213,22 +234,14 @@ def test_checkpoint_that_does_not_match_config_is_refused(upstream_dir, tmp_path
     assert dropped.removeprefix("module.") in str(e.value)
 
 
-def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstream_dir, server_factory, tmp_path):
+def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstream_dir, torch_server):
     """The same normalization table, segmentation case and Kokoro-FastAPI fields as on the onnx
     backend (test_kokoro_fastapi.py), on the torch backend with the generated checkpoint; plus
     blends with subtraction, which this backend now mixes too, and /v1/audio/voices/combine's .pt."""
     from tests.container.normalization_cases import CASES
 
-    model_dir, guard, vocab = upstream_dir
-    # A second voice, next to links to the module's checkpoint (no copy of its weights).
-    d = tmp_path / "model"
-    (d / "voices").mkdir(parents=True)
-    for name in ("config.json", "kokoro-v1_0.pth"):
-        (d / name).symlink_to(model_dir / name)
-    (d / "voices" / f"{VOICE}.pt").symlink_to(model_dir / "voices" / f"{VOICE}.pt")
-    torch.save(torch.randn(510, 1, 256) * 0.1, d / "voices" / "am_other.pt")
-    srv = server_factory(_env(d, guard), wait=False)
-    srv.wait_ready(timeout=120)
+    _, _, vocab = upstream_dir
+    srv, d = torch_server  # its MODEL_DIR has a second voice, am_other, beside the module's
     url = srv.url
     with httpx.Client(base_url=url, timeout=120) as client:
         for options, text, spoken in CASES:
