@@ -15,11 +15,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 from collections.abc import Callable
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
@@ -95,49 +98,36 @@ def lock_path(path: Path) -> Path:
 
 @contextmanager
 def stack_lock(path: Path, *, wait_s: float | None = None, poll_s: float = 0.1):
-    """Hold an exclusive fcntl lock on ``.<file>.lock`` beside the stack file while it is read,
-    changed and replaced, so two bench writers never lose each other's change. Waits up to
-    ``wait_s`` for another holder, then refuses naming it (pid, command, since when). The lock is
-    the kernel's: it goes with the process, so a killed bench leaves nothing to clean up."""
-    import fcntl
-    import json
-    import os
-    import sys
-    import time
-    from datetime import UTC, datetime
-
+    """Hold an exclusive lock on ``.<file>.lock`` beside the stack file while it is read, changed
+    and replaced, so two bench writers never lose each other's change. Waits up to ``wait_s`` for
+    another holder, then refuses naming it (pid, command, since when: what the holder wrote into
+    the lock file). filelock's flock-based lock: it goes with the process, so a killed bench leaves
+    nothing to clean up."""
     wait_s = LOCK_WAIT_S if wait_s is None else wait_s
     lock = lock_path(path)
+    guard = FileLock(lock, timeout=wait_s, poll_interval=poll_s)
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        guard.acquire()
+    except Timeout:
+        try:
+            holder = json.loads(lock.read_bytes() or b"{}")
+        except (OSError, ValueError):
+            holder = {}
+        who = (f"pid {holder.get('pid')} ({holder.get('command', '?')}, since {holder.get('since', '?')})"
+               if isinstance(holder, dict) and holder else "another process")
+        raise StackBusyError(f"{path}: being written by {who}; waited {wait_s:g} s. Wait for it to finish and re-run "
+                             "(nothing was written)") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot create its lock file {lock} ({err.strerror}); pass a --stack-dir you "
                           "can write") from None
     try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    try:
-                        holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
-                    except ValueError:
-                        holder = {}
-                    who = (f"pid {holder.get('pid')} ({holder.get('command', '?')}, since {holder.get('since', '?')})"
-                           if holder else "another process")
-                    raise StackBusyError(
-                        f"{path}: being written by {who}; waited {wait_s:g} s. Wait for it to finish and re-run "
-                        "(nothing was written)") from None
-                time.sleep(poll_s)
-        me = json.dumps({"pid": os.getpid(), "command": " ".join(["speech-bench", *sys.argv[1:3]]),
-                         "since": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, me, 0)
+        # Another descriptor on the same file: flock's lock belongs to filelock's, so writing here
+        # (and closing) leaves it held.
+        lock.write_text(json.dumps({"pid": os.getpid(), "command": " ".join(["speech-bench", *sys.argv[1:3]]),
+                                    "since": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}))
         yield
     finally:
-        os.close(fd)  # releases the lock
+        guard.release()
 
 
 def _mapping_at(path: Path, parent: dict[str, Any], key: str, where: str, *, create: bool) -> dict[str, Any] | None:
