@@ -1,5 +1,7 @@
 """The HTML pieces the report's sections share (:mod:`bench.report.html`, :mod:`bench.report.tuned`):
-a table whose cells are escaped unless they are :class:`Markup`."""
+a table whose cells are escaped unless they are :class:`markupsafe.Markup` (Jinja2's own mark of text
+that is HTML already, re-exported here). Cells are escaped with :func:`html.escape`, as the rest of
+the report's text is, so a value reads the same in every part of the page."""
 
 from __future__ import annotations
 
@@ -7,13 +9,9 @@ import html
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 
+from markupsafe import Markup
 
-class Markup(str):
-    """Already-escaped HTML: :func:`table` puts it into a cell as it is, and so does Jinja2
-    (``__html__`` is its mark of text that is HTML already)."""
-
-    def __html__(self) -> str:
-        return str(self)
+__all__ = ["Markup", "table"]
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable[object]], num_cols: AbstractSet[int] = frozenset()) -> str:
