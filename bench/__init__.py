@@ -26,16 +26,7 @@ Public surface here: :func:`tool_version` and :func:`target_region`, recorded in
 provenance.
 """
 
-def tool_version() -> str:
-    """The version a measurement records as ``provenance.tool_version`` (the package's)."""
-    # importlib.metadata (and the email package under it) is imported here, not with bench: a
-    # command's --help need not pay for it.
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("speech-endpoints")
-    except PackageNotFoundError:  # a source checkout run without `make setup`
-        return "0+unknown"
+from speech.cli import version as tool_version  # noqa: F401  (the one version function: the distribution's)
 
 
 def target_region(target: object) -> str | None:

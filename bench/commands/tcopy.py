@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
     from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart
 
 from bench import tool_version
+from bench.cli.progress import RunProgress, wanted
 from bench.errors import BenchError, TargetError, UsageError
 from container.markers import parse_at, parse_footprint_line, parse_stage_line
 
@@ -315,28 +316,6 @@ def render(a: CopyArtifact) -> str:
 # --- command -----------------------------------------------------------------------------------
 
 
-class _Progress:
-    def __init__(self, enabled: bool, total: int) -> None:
-        self.progress = None
-        if enabled and sys.stderr is not None:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), console=Console(stderr=True))
-            self.task = self.progress.add_task("starting copy 1", total=total)
-            self.progress.start()
-
-    def done(self, i: int, total: int, line: str) -> None:
-        if self.progress:
-            self.progress.console.print(line)
-            self.progress.update(self.task, advance=1, description=f"starting copy {min(i + 1, total)}")
-
-    def stop(self) -> None:
-        if self.progress:
-            self.progress.stop()
-
-
 # --- SageMaker ---------------------------------------------------------------------------------
 
 
@@ -501,7 +480,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     first_identity = {k: v for k, v in first._identity.items() if k not in ("status", "footprint")}
     started = datetime.now(UTC)
     results: list[StartResult] = []
-    progress = _Progress(not (args.json or getattr(args, "quiet", False)), args.starts)
+    progress = RunProgress("tcopy", args.starts, enabled=wanted(args), unit="copies")
     try:
         with Load(args.url, args.load_concurrency) as load:
             for i in range(args.starts):
@@ -512,11 +491,11 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
                         f"copy's {first_identity}); a copy must be the same model: fix --serve-cmd or --url"
                     )
                 results.append(r)
-                progress.done(i + 1, args.starts, f"  copy {i + 1}: /ping 200 after {r.start.ready_s:.3f} s "
-                                                  f"(weights_ready {r.start.weights_ready_s:.3f} s), peak RSS "
-                                                  f"{r.footprint['rss_peak_bytes'] / MIB:.0f} MiB")
+                progress.line(f"  copy {i + 1}: /ping 200 after {r.start.ready_s:.3f} s (weights_ready "
+                              f"{r.start.weights_ready_s:.3f} s), peak RSS {r.footprint['rss_peak_bytes'] / MIB:.0f} MiB")
+                progress.advance(1, f"copy {i + 1} of {args.starts} ready")
     finally:
-        progress.stop()
+        progress.close()
     starts = [r.start for r in results]
     served = f"{load.ok} requests served on the first copy meanwhile ({load.failed} failed)" if args.load_concurrency else "first copy idle"
     artifact = CopyArtifact(
@@ -555,16 +534,21 @@ def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], fl
     source = load_artifact(args.footprint_from, CopyArtifact)
     sess = session or aws.session(args.region)
     started = datetime.now(UTC)
-    progress = _Progress(not (args.json or getattr(args, "quiet", False)), args.starts)
+    progress = RunProgress("tcopy", args.starts, enabled=wanted(args), unit="copies")
+
+    def done(i: int, st: Any) -> None:
+        progress.line(f"  copy {i + 1}: InService after {st.ready_s:.1f} s")
+        progress.advance(1, f"copy {i + 1} of {args.starts} in service")
+
     try:
         starts, ic = run_sagemaker(
             sess, args.inference_component, args.starts, poll_s=args.poll_s, timeout_s=args.timeout_s, clock=clock,
             sleep=sleep, log=(lambda m: None) if args.json else (lambda m: print(m, file=sys.stderr)),
-            done=lambda i, st: progress.done(i + 1, args.starts, f"  copy {i + 1}: InService after {st.ready_s:.1f} s"),
+            done=done,
             # What was put back is said on stderr even with --json (stdout carries the JSON); -q silences it.
             notify=(lambda m: None) if getattr(args, "quiet", False) else (lambda m: print(m, file=sys.stderr)))
     finally:
-        progress.stop()
+        progress.close()
     endpoint = ic.get("EndpointName", "")
     if args.instance_type and args.image_digest:
         itype, digest = args.instance_type, args.image_digest
