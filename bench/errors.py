@@ -27,3 +27,10 @@ class WorkerError(BenchError):
     written)."""
 
     exit_code = 1
+
+
+class CopyNotReady(TargetError):
+    """A started copy exited or never answered /ping 200, or an inference component never reached
+    InService with the added copy (exit 1: the measurement failed, not the input)."""
+
+    exit_code = 1

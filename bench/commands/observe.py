@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 from container import telemetry
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
-    from speech.plan.calibration import Activity
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
     from speech.schema.plan_artifacts import CalibrationArtifact
-from bench.errors import BenchError, UsageError
+from bench.errors import UsageError
 from speech.errors import ArtifactError
 
 DESCRIPTION = """\
@@ -97,29 +96,6 @@ def find_by_sha(explicit: Path | None, root: Path, cls: type[QmaxArtifact] | typ
     return None
 
 
-def read_scaling_activities(sess: Any, endpoint: str, start: datetime) -> tuple[list[Activity], bool, str]:
-    """DescribeScalingActivities for the endpoint's variant since ``start``: (activities, read, why not)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from bench.aws import client as aws
-    from speech.plan.calibration import Activity
-
-    out: list[Activity] = []
-    try:
-        pages = sess.client("application-autoscaling").get_paginator("describe_scaling_activities").paginate(
-            ServiceNamespace=aws.NAMESPACE, ResourceId=aws.resource_id(endpoint), ScalableDimension=aws.DIMENSION
-        )
-        for page in pages:
-            for a in page.get("ScalingActivities", []):
-                at = a["StartTime"].astimezone(UTC)
-                if at >= start:
-                    out.append(Activity(at=at, status=a.get("StatusCode", ""), description=a.get("Description", ""),
-                                        cause=a.get("Cause", "")))
-    except (ClientError, BotoCoreError) as err:
-        return [], False, aws.client_error_message(err)
-    return out, True, ""
-
-
 def render(c: CalibrationArtifact) -> str:
     rows = [f"calibration of {c.model} on {c.endpoint}: {c.window_start:%Y-%m-%d %H:%M} to {c.window_end:%H:%M} UTC "
             f"({c.since}), plan Q_max {c.q_max}, C_scale_max {c.c_scale_max:g}, SLO {c.slo_ms:g} ms",
@@ -140,6 +116,7 @@ def render(c: CalibrationArtifact) -> str:
 
 def run(args: argparse.Namespace, session: Any = None, now: datetime | None = None) -> int:
     from bench.aws import client as aws
+    from bench.aws.history import read_scaling_activities, read_window
     from speech.files import load_artifact, write_artifact
     from speech.plan.calibration import (
         finding_latency,
@@ -176,19 +153,7 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
     start = end - span
     model_dim = telemetry.dimensions(args.endpoint, telemetry.DEFAULT_VARIANT, args.emf_model or plan.model)
 
-    def series(metric: str, stat: str):
-        return aws.metric_series(sess, EMF_NAMESPACE, metric, model_dim, stat, PERIOD_S, start, end)
-
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        occupancy = series("ConcurrentRequests", "Average")
-        p95 = series("TTFABp95", "Maximum")
-        admitted = sum(v for _, v in series("Admitted", "Sum"))
-        rejected = sum(v for _, v in series("Rejected", "Sum"))
-    except (ClientError, BotoCoreError) as err:
-        raise BenchError(f"CloudWatch refused the read ({aws.client_error_message(err)}); check the credentials' "
-                         "cloudwatch:GetMetricData permission and the region") from None
+    occupancy, p95, admitted, rejected = read_window(sess, EMF_NAMESPACE, model_dim, PERIOD_S, start, end)
     activities, read, why = read_scaling_activities(sess, args.endpoint, start)
     if not occupancy and not p95 and admitted + rejected == 0 and not activities:
         raise UsageError(
