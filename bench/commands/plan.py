@@ -8,7 +8,7 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
     from bench.report.outputs import RunReport
     from speech.plan.batch import BatchPlan
     from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-    from speech.schema.config import ArtifactRef, ModelConfig, PlanInputs
+    from speech.schema.config import ArtifactRef, PlanInputs
     from speech.schema.plan_artifacts import PlanArtifact
 
 import argparse
@@ -249,56 +249,6 @@ def with_forecast_floors(path: Path, inputs: PlanInputs, plan: PlanArtifact) -> 
             f"schedule: {len(art.schedule.floors)} forecast floors from {path}{until}{other}")
 
 
-def stack_entry(args: argparse.Namespace, plan: PlanArtifact | BatchPlan, inputs: PlanInputs, q: QmaxArtifact,
-                t: TtotalArtifact, tcopy: CopyArtifact | None = None, *, old: dict | None = None,
-                max_instances: int | None = None) -> ModelConfig:
-    from pydantic import ValidationError
-
-    from speech.plan.batch import BatchPlan
-    from speech.schema.artifacts import canonical_sha256
-    from speech.schema.config import Measurements, ModelConfig
-    from speech.schema.receipts import needs_receipt, receipt_key
-
-    old = old or {}
-    # hosting: components keeps its copy artifact and inputs across a re-plan of Q_max and T_total.
-    components = tcopy is not None or old.get("hosting") == "components"
-    # No image: the program builds and pushes container/Dockerfile, and checks its digest against
-    # the measurements' when the push is done.
-    image = args.image or old.get("image")
-    instance_type = args.instance_type or q.fingerprint.instance_type
-    if not instance_type.startswith("ml."):
-        instance_type = old.get("instance_type") or ""
-        if not instance_type:
-            raise UsageError(
-                f"artifacts were measured on {q.fingerprint.instance_type!r}, not a SageMaker instance; pass "
-                f"--instance-type ml.<family>.<size> for the stack entry (the program and the policy pack will "
-                f"then see that the deployment differs from what was measured)"
-            )
-    try:
-        return ModelConfig(
-            instance_type=instance_type,
-            image=image,
-            plan=inputs,
-            # Each SageMaker measurement's receipt key (the bucket holds it once bench wrote it; the
-            # preview reads it and the pack compares its sha256 with the artifact's).
-            measurements=Measurements(
-                qmax=q, ttotal=t,
-                qmax_receipt=receipt_key(q.model, "qmax", canonical_sha256(q)) if needs_receipt(q) else None,
-                ttotal_receipt=receipt_key(t.model, "ttotal", canonical_sha256(t)) if needs_receipt(t) else None,
-                tcopy=tcopy,
-            ),
-            max_instances=max_instances,
-            **{**{k: old[k] for k in ("priority", "hosting", "weights_source", "environment", "measured_on", "kubernetes") if k in old
-                  and not (components and k == "hosting")},
-               **({"hosting": "components", "components": old.get("components")} if components else {}),
-               # A batch plan deploys as a batch route; a real-time plan re-plans a batch entry as a real-time one.
-               **({"priority": "batch", "hosting": "async"} if isinstance(plan, BatchPlan)
-                  else {"priority": "standard", "hosting": "realtime"} if old.get("hosting") == "async" else {})},
-        )
-    except ValidationError as err:
-        raise UsageError(describe_validation_error(err, f"stack entry for {q.model}")) from None
-
-
 def _has_budget(path: Path) -> bool:
     from speech.stack.write import PROJECT, read_stack_file
 
@@ -344,6 +294,7 @@ def run(args: argparse.Namespace) -> int:
     from speech.plan.realtime import build_plan
     from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
     from speech.schema.plan_artifacts import plan_filename
+    from speech.stack.entry import model_entry
     from speech.stack.read import stack_file, stack_name
 
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
@@ -405,7 +356,8 @@ def run(args: argparse.Namespace) -> int:
         plan = build_plan(q, t, inputs, allow_config_mismatch=args.allow_config_mismatch,
                           max_instances_cap=max_instances)
     # Build everything that can fail before writing anything.
-    entry = stack_entry(args, plan, inputs, q, t, tcopy, old=old, max_instances=max_instances) if path else None
+    entry = model_entry(plan, inputs, q, t, tcopy, old=old, max_instances=max_instances, image=args.image,
+                        instance_type=args.instance_type) if path else None
     name = batch_plan_filename(plan) if isinstance(plan, BatchPlan) else plan_filename(plan)
     out = write_artifact(args.out / name, plan)
     stored_files: list[Path] = []
