@@ -345,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
         assert isinstance(plan, PlanArtifact)  # not a batch route (above)
         inputs, note = with_forecast_floors(args.floors_from, inputs, plan)
         plan = build_plan(q, t, inputs, allow_config_mismatch=args.allow_config_mismatch,
-                          max_instances_cap=args.max_instances)
+                          max_instances_cap=max_instances)
     if args.schedule_from:
         if batch:
             raise UsageError("--schedule-from: a batch route scales to zero on its backlog; floors are for real-time routes")

@@ -56,6 +56,20 @@ def test_an_export_becomes_forecast_floors_the_plan_takes(tmp_path, plan_file, c
     assert [f["at"] for f in plan["schedule"]["floors"]] == [f["at"] for f in floors]
 
 
+def test_floors_from_keeps_the_stack_entrys_cap(tmp_path, plan_file, capsys):
+    # The re-plan that takes the forecast's floors is bounded by the cap the entry stores (no
+    # --max-instances this time), as the plan before it is: the peak needs far more than 5.
+    history = _export(tmp_path / "inv.csv")
+    assert main(["forecast", "--plan", str(plan_file), "--history", f"cloudwatch:{history}", "--out", str(tmp_path)]) == 0
+    base = ["plan", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--peak-rps", "800", "--trough-rps", "20",
+            "--out", str(tmp_path / "planned"), "--stack", "s", "--stack-dir", str(tmp_path)]
+    assert main([*base, "--max-instances", "5"]) in (0, 1)
+    capsys.readouterr()
+    assert main([*base, "--floors-from", str(tmp_path / "forecast-kokoro-82m.json"), "--json"]) in (0, 1)
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["fleet"]["max_instances"] == 5 and max(f["min_instances"] for f in plan["schedule"]["floors"]) <= 5
+
+
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, plan_file, capsys):
     short = _export(tmp_path / "short.csv", days=2)
     assert main(["forecast", "--plan", str(plan_file), "--history", f"cloudwatch:{short}", "--out", str(tmp_path)]) == 2
