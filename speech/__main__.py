@@ -27,8 +27,8 @@ from speech.cli import (
 )
 
 COMMANDS = {
-    "preview": ("speech.infra.preview", "run the Pulumi program under mocks against Pulumi.NAME.yaml (no AWS calls)"),
-    "rehearse": ("speech.infra.rehearse", "build the weight cache and start the container as SageMaker would, locally"),
+    "preview": ("speech.commands.preview", "run the Pulumi program under mocks against Pulumi.NAME.yaml (no AWS calls)"),
+    "rehearse": ("speech.commands.rehearse", "build the weight cache and start the container as SageMaker would, locally"),
     "render": ("speech.stack.render", "write a stack's Kubernetes models as plain YAML manifests (kubectl, Argo CD, Flux)"),
 }
 

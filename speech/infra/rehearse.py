@@ -30,7 +30,6 @@ Exit 0 when every step holds; 1 naming the first failed step; 2 bad input; 130 i
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import hashlib
@@ -48,7 +47,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -483,57 +482,3 @@ def render(r: Rehearsal) -> str:
     lines.append("")
     lines.append(f"FAILED at step {failed.step!r}" if failed else "OK: SageMaker would start this endpoint")
     return "\n".join(lines)
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from speech.cli import stack_name
-
-    p.add_argument("--stack", required=True, type=stack_name, metavar="NAME",
-                   help="stack name, reads Pulumi.NAME.yaml (NAME, ORG/NAME or ORG/PROJECT/NAME)")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
-    p.add_argument("--model", metavar="NAME", help="model to rehearse when the stack has several")
-    p.add_argument("--weights-dir", type=Path, metavar="DIR", help="skip the build: use a directory --weights-out kept")
-    p.add_argument("--weights-out", type=Path, metavar="DIR", help="also keep the built model directory in DIR (new)")
-    p.add_argument("--json", action="store_true", help="print the checks as JSON (errors too)")
-
-
-DESCRIPTION = """\
-What SageMaker will do with the previewed resources, done locally before an account pays for it:
-build the weight cache with the stack's own buildspec, mount it read-only, start the container
-with the Model's environment, ping, synthesize one sentence, stop, and check that the model
-directory is unchanged."""
-EPILOG = ("Steps: preview, (checkpoint: torch sources), build, read-only, serve, ping, synthesize, stop, unchanged. "
-          "Exit 0 all hold; 1 a step failed (named); 2 bad input; 130 interrupted.")
-
-
-def run(args: argparse.Namespace) -> int:
-    """The rehearsal of ``args.stack``; raises SpeechError for bad input (the caller reports it)."""
-    if args.weights_out is not None and args.weights_out.exists():
-        raise RehearsalError(f"--weights-out {args.weights_out} exists; give a new directory")
-    quiet = args.json or getattr(args, "quiet", False)
-    show = (lambda c: None) if quiet else (lambda c: print(f"  [{'ok' if c.ok else 'FAIL':>4}] {c.step:<11} {c.detail}", flush=True))
-    from speech.stack.read import stack_file, stack_name
-
-    result = rehearse(stack_file(args.stack_dir, args.stack), stack_name(args.stack), model=args.model,
-                      weights_dir=args.weights_dir, weights_out=args.weights_out, progress=show)
-    if args.json:
-        print(json.dumps({"stack": result.stack, "model": result.model, "ok": result.ok,
-                          "failed_step": result.failed.step if result.failed else None,
-                          "checks": [asdict(c) for c in result.checks]}, indent=2))
-    else:
-        failed = result.failed
-        # The failed check's detail may have grown after it was shown (the container log's tail).
-        print(f"\nFAILED at step {failed.step!r}: {failed.detail}" if failed else "\nOK: SageMaker would start this endpoint")
-    return 0 if result.ok else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m speech rehearse`` (also ``speech-deploy rehearse``)."""
-    from speech.cli import JsonAwareParser, guarded, parse_or_exit_code, wants_json
-
-    JsonAwareParser.json_errors = wants_json(argv)
-    p = JsonAwareParser(prog="speech-deploy rehearse", description=DESCRIPTION, epilog=EPILOG,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(p)
-    args, code = parse_or_exit_code(p, argv)
-    return code if args is None else guarded(lambda: run(args), as_json=args.json)

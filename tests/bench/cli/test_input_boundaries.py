@@ -183,9 +183,9 @@ def test_config_error_inside_the_program_is_one_line_exit_2(tmp_path, capsys, en
     stack_dir = _stack_with_other_image(tmp_path)
     argv = ["--stack", "other", "--stack-dir", str(stack_dir)]
     if entry == "preview":
-        from speech.infra.preview import main as run
+        from speech.commands.preview import main as run
     elif entry == "rehearse":
-        from speech.infra.rehearse import main as run
+        from speech.commands.rehearse import main as run
     else:
         from policy.check import main as run
     rc = run(argv)

@@ -12,10 +12,10 @@ from pathlib import Path
 import botocore.session
 import pytest
 
+from speech.commands.preview import main as preview_main
 from speech.deploy import scaling
 from speech.deploy.provenance import parse_document
 from speech.errors import ConfigError
-from speech.infra.preview import main as preview_main
 from speech.infra.preview import run_preview
 from speech.stack.read import parse_stack_config
 from tests.stack_files import embedded_config

@@ -205,7 +205,7 @@ def test_receipts_for_the_offline_preview_come_from_a_directory_copy(kokoro_entr
 
 
 def test_speech_preview_cli_without_receipts_says_why_there_is_no_scaling(kokoro_entry, write_stack, capsys):
-    from speech.infra.preview import main
+    from speech.commands.preview import main
 
     path = write_stack({"kokoro-82m": _measured(kokoro_entry)})
     assert main(["--stack", "t", "--stack-dir", str(path.parent)]) == 0
