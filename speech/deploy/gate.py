@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Literal
 
 from speech.deploy.provenance import ProvenanceDocument, document_key, document_text, target_binding_problem
 from speech.deploy.receipts import ReceiptProblem
+from speech.deploy.weights import layout_for_instance
 from speech.errors import ConfigError, FingerprintMismatch, PlanInputError
 from speech.plan.batch import BatchPlan, build_batch_plan
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import Fingerprint
 from speech.schema.config import Measurements, ModelConfig, StackConfig
 from speech.schema.plan_artifacts import BudgetAllocation, Finding, ModelAllocation, PlanArtifact
+from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR
 
 if TYPE_CHECKING:
     from speech.schema.copy_plan import CopyPlan
@@ -385,13 +387,33 @@ def _plan_batch_model(name: str, model: ModelConfig, *, endpoint: str, allow_con
     )
 
 
-def plan_models(config: StackConfig, endpoints: Mapping[str, str]) -> dict[str, ModelDeployment]:
-    """Plan and gate every model of a stack (``endpoints``: model -> its endpoint or workload name),
-    then cap each fleet at its share of the stack's daily budget (:func:`apply_budget`): what the
-    Pulumi program and ``python -m speech render`` both deploy from."""
+def plan_and_budget(config: StackConfig, endpoints: Mapping[str, str]
+                    ) -> tuple[dict[str, ModelDeployment], BudgetAllocation | None]:
+    """The one plan-then-budget path: plan and gate every model of a stack (``endpoints``: model ->
+    its endpoint or workload name), cap each fleet at its share of the stack's daily budget
+    (:func:`apply_budget`), then check that each SageMaker model's weights run on its instance
+    (:func:`check_layouts`). What the Pulumi program, ``speech-deploy render`` and ``bench plan
+    --stack NAME`` all plan from, so a stack one of them refuses, every one refuses."""
     deployments = {
         name: plan_model(name, model, endpoint=endpoints[name], allow_config_mismatch=config.allow_config_mismatch)
         for name, model in config.models.items()
     }
-    deployments, _ = apply_budget(deployments, config, endpoints=endpoints)
-    return deployments
+    deployments, allocation = apply_budget(deployments, config, endpoints=endpoints)
+    check_layouts(deployments, config)
+    return deployments, allocation
+
+
+def plan_models(config: StackConfig, endpoints: Mapping[str, str]) -> dict[str, ModelDeployment]:
+    """:func:`plan_and_budget`'s deployments."""
+    return plan_and_budget(config, endpoints)[0]
+
+
+def check_layouts(deployments: Mapping[str, ModelDeployment], config: StackConfig) -> None:
+    """The weights decide the backend, the instance decides which backend it can run: both, before
+    anything is created (a ConfigError naming the model's key). A Kubernetes model's image carries
+    its weights and its backend follows its instance type (speech.deploy.kubernetes)."""
+    prices = config.budget.prices() if config.budget is not None else DEFAULT_PRICES_USD_PER_HOUR
+    for name, dep in deployments.items():
+        if dep.config.hosting != "kubernetes":
+            layout_for_instance(dep.config.instance_type, dep.config.weights_source, f"speech-endpoints:models.{name}",
+                                prices)

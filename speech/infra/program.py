@@ -14,14 +14,12 @@ import pulumi_aws as aws
 from speech.deploy.gate import ModelDeployment, plan_models
 from speech.deploy.hosting import endpoint_name as checked_endpoint_name
 from speech.deploy.outputs import OUTPUTS_VERSION, observability_output
-from speech.deploy.weights import layout_for_instance
 from speech.errors import SpeechError
 from speech.infra.components import SpeechModel, SpeechModelArgs
 from speech.infra.components.inference import native_provider
 from speech.infra.components.observability import AlarmTopic, AlarmTopicArgs
 from speech.infra.stack_config import load_stack_config
 from speech.schema.config import StackConfig
-from speech.schema.prices import DEFAULT_PRICES_USD_PER_HOUR
 
 
 def endpoint_name(model: str) -> str:
@@ -29,17 +27,10 @@ def endpoint_name(model: str) -> str:
 
 
 def plan_stack(config: StackConfig) -> dict[str, ModelDeployment]:
-    """Plan and gate every model before creating anything: a bad model stops the whole preview.
-    With a daily budget, each model's fleet is capped at its allocation (speech.deploy.gate.apply_budget)."""
-    deployments = plan_models(config, {name: endpoint_name(name) for name in config.models})
-    prices = config.budget.prices() if config.budget is not None else DEFAULT_PRICES_USD_PER_HOUR
-    for name, dep in deployments.items():
-        if dep.config.hosting == "kubernetes":
-            continue  # the image carries its weights; the backend follows instance_type (speech.deploy.kubernetes)
-        # The weights decide the backend, the instance decides which backend it can run: both, now.
-        layout_for_instance(dep.config.instance_type, dep.config.weights_source, f"speech-endpoints:models.{name}",
-                            prices)
-    return deployments
+    """Plan and gate every model before creating anything, on the one plan-then-budget path
+    (:func:`speech.deploy.gate.plan_and_budget`: budget caps, weights against instances): a bad model
+    stops the whole preview."""
+    return plan_models(config, {name: endpoint_name(name) for name in config.models})
 
 
 def define_stack(config: StackConfig, gates: dict | None = None) -> dict[str, pulumi.Output]:

