@@ -55,36 +55,77 @@ def migrate_command(stack: str) -> str:
     return f"python -m bench plan --stack {stack} --migrate-config"
 
 
-def read_stack_yaml(path: Path) -> dict[str, Any]:
-    """``config:`` of a stack file, keys in full (``speech-endpoints:models``; the CLI's shorthand
-    without a namespace is this project's), values as YAML parsed them. Errors name the file, the
-    line, the column and the key (:func:`speech.files.yaml_error_message`)."""
+MAX_STACK_FILE_BYTES = 16 * 2**20
+"""The largest stack file read (the dev stack, measurements embedded, is ~8 KiB)."""
+
+
+def round_trip_yaml() -> Any:
+    """The round-trip YAML bench writes stack files with (comments, quotes and order kept)."""
+    from ruamel.yaml import YAML
+
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.indent(mapping=2, sequence=4, offset=2)
+    y.width = 4096
+    return y
+
+
+def stack_text(path: Path) -> str | None:
+    """The stack file's text, None when there is no such file; refused past
+    :data:`MAX_STACK_FILE_BYTES` or when it cannot be read as UTF-8 text."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_STACK_FILE_BYTES:
+            raise ConfigError(f"{path}: {size:,} bytes, more than a stack file holds (at most "
+                              f"{MAX_STACK_FILE_BYTES // 2**20} MiB); pass a Pulumi.<stack>.yaml")
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err.__class__.__name__}); "
+                          "pass a Pulumi.<stack>.yaml text file") from None
+
+
+def parse_stack_text(path: Path, text: str, *, round_trip: bool = False) -> dict[str, Any]:
+    """The one loader of a stack file's text: plain values (``round_trip=False``, for reading) or
+    ruamel's round-trip containers (for writing the file back with its comments). Errors name file,
+    line, column and the key (:func:`speech.files.yaml_error_message`); a .nan or .inf value is
+    refused by its key path; the top level must be a mapping whose ``config`` is one."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
     from speech.files import non_finite_path, yaml_error_message
 
-    text = ""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-        data = YAML(typ="safe").load(text)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such stack file; create it with `python -m bench plan ... --stack <name>` "
-                          "or check --stack / --stack-dir") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err.__class__.__name__}); "
-                          "pass a Pulumi.<stack>.yaml text file") from None
+        data = (round_trip_yaml() if round_trip else YAML(typ="safe")).load(text)
     except YAMLError as err:
         raise ConfigError(yaml_error_message(path, err, text)) from None
     except RecursionError:
         raise ConfigError(f"{path}: nested too deeply to be a stack file; fix the file") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level: expected a mapping with a 'config' key, found {type(data).__name__} "
+                          f"{str(data)[:40]!r}; fix the file and re-run (nothing was written)")
+    config = data.get("config")
+    if config not in (None, "") and not isinstance(config, dict):
+        raise ConfigError(f"{path}: config: expected a mapping, found {type(config).__name__} {str(config)[:40]!r}; "
+                          "fix the file (or remove the key) and re-run (nothing was written)")
     bad = non_finite_path(data)
     if bad:
         raise ConfigError(f"{path}: {bad}: not a finite number (.nan/.inf); give a number or remove the key")
-    if data is None:
-        data = {}
-    if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):
-        raise ConfigError(f"{path}: top level must be a mapping with a 'config' mapping")
+    return data
+
+
+def read_stack_yaml(path: Path) -> dict[str, Any]:
+    """``config:`` of a stack file, keys in full (``speech-endpoints:models``; the CLI's shorthand
+    without a namespace is this project's), values as YAML parsed them."""
+    text = stack_text(path)
+    if text is None:
+        raise ConfigError(f"{path}: no such stack file; create it with `python -m bench plan ... --stack <name>` "
+                          "or check --stack / --stack-dir")
+    data = parse_stack_text(path, text)
     return {(str(k) if ":" in str(k) else f"{PROJECT}:{k}"): v for k, v in (data.get("config") or {}).items()}
 
 

@@ -24,28 +24,25 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 from pydantic import BaseModel
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
 
 from speech.errors import ArtifactError, ConfigError
-from speech.files import atomic_write_text, non_finite_path, parse_artifact, write_artifact, yaml_error_message
+from speech.files import atomic_write_text, parse_artifact, write_artifact
 from speech.schema.artifacts import canonical_sha256
 from speech.schema.config import ArtifactRef, ModelConfig
-from speech.stack.read import ARTIFACT_KINDS, PROJECT, file_sha256, is_reference
+from speech.stack.read import (  # noqa: F401  (MAX_STACK_FILE_BYTES: re-exported)
+    ARTIFACT_KINDS,
+    MAX_STACK_FILE_BYTES,
+    PROJECT,
+    file_sha256,
+    is_reference,
+    parse_stack_text,
+    round_trip_yaml,
+    stack_text,
+)
 
 MODELS_KEY = f"{PROJECT}:models"
 
 
-def round_trip_yaml() -> YAML:
-    y = YAML(typ="rt")
-    y.preserve_quotes = True
-    y.indent(mapping=2, sequence=4, offset=2)
-    y.width = 4096
-    return y
-
-
-MAX_STACK_FILE_BYTES = 16 * 2**20
-"""The largest stack file read (the dev stack, measurements embedded, is ~8 KiB)."""
 LOCK_WAIT_S = 10.0
 """How long a writer waits for another bench process to finish with the same stack file."""
 
@@ -54,42 +51,10 @@ class StackBusyError(ConfigError):
     """Another process holds the stack file's lock, or the file changed while bench wrote it."""
 
 
-def _read_text(path: Path) -> str | None:
-    try:
-        size = path.stat().st_size
-        if size > MAX_STACK_FILE_BYTES:
-            raise ConfigError(f"{path}: {size:,} bytes, more than a stack file holds (at most "
-                              f"{MAX_STACK_FILE_BYTES // 2**20} MiB); pass a Pulumi.<stack>.yaml")
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err.__class__.__name__}); "
-                          "pass a Pulumi.<stack>.yaml text file") from None
-
-
-def parse_stack_text(path: Path, text: str) -> dict[str, Any]:
-    """A stack file's text as round-trip data. Errors name file, line, column and the key
-    (:func:`speech.files.yaml_error_message`); a .nan or .inf value is refused by its key path."""
-    try:
-        data = round_trip_yaml().load(text)
-    except YAMLError as err:
-        raise ConfigError(yaml_error_message(path, err, text)) from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to be a stack file; fix the file") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: top level must be a mapping with a 'config' key")
-    bad = non_finite_path(data)
-    if bad:
-        raise ConfigError(f"{path}: {bad}: not a finite number (.nan/.inf); give a number or remove the key")
-    return data
-
-
 def read_stack_file(path: Path) -> dict[str, Any]:
-    text = _read_text(Path(path))
-    return {} if text is None else parse_stack_text(Path(path), text)
+    """The whole stack file as round-trip data ({} when there is none yet)."""
+    text = stack_text(Path(path))
+    return {} if text is None else parse_stack_text(Path(path), text, round_trip=True)
 
 
 def lock_path(path: Path) -> Path:
@@ -244,7 +209,7 @@ def _write(path: Path, data: dict[str, Any], before: str | None) -> None:
     read as ``before``: an editor takes no lock, and its save is refused rather than replaced."""
     buf = io.StringIO()
     round_trip_yaml().dump(data, buf)
-    if _read_text(path) != before:
+    if stack_text(path) != before:
         raise StackBusyError(f"{path}: changed on disk while bench was writing it (an editor?); nothing was "
                              "written: save your edit and re-run")
     atomic_write_text(path, buf.getvalue())
@@ -262,8 +227,8 @@ def write_model_entry(path: Path, model: str, entry: ModelConfig, *, refs: dict[
     path = Path(path)
     refs, written = artifact_refs(path.parent, entry, refs=refs, sources=sources)
     with stack_lock(path):
-        before = _read_text(path)
-        data = parse_stack_text(path, before) if before is not None else {}
+        before = stack_text(path)
+        data = parse_stack_text(path, before, round_trip=True) if before is not None else {}
         models = stack_models(path, data, create=True)
         assert models is not None  # create=True
         models[model] = entry_config(entry, refs)
@@ -283,8 +248,8 @@ def migrate_stack_file(path: Path) -> list[tuple[str, ArtifactRef, Path | None]]
         "qmax": QmaxArtifact, "ttotal": TtotalArtifact, "tcopy": CopyArtifact}
     path = Path(path)
     with stack_lock(path):
-        before = _read_text(path)
-        data = parse_stack_text(path, before) if before is not None else {}
+        before = stack_text(path)
+        data = parse_stack_text(path, before, round_trip=True) if before is not None else {}
         models = stack_models(path, data) or {}
         changes: list[tuple[str, ArtifactRef, Path | None]] = []
         for name in list(models):

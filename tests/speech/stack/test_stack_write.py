@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import speech.stack.read as read
 from bench.cli.main import main
 from speech.errors import ConfigError
 from speech.schema.config import ModelConfig, PlanInputs
@@ -70,3 +71,18 @@ def test_an_empty_models_key_is_filled_and_other_keys_kept(tmp_path, model_confi
     data = read_stack_file(stack)
     assert data["config"]["aws:region"] == "us-east-1" and "# ours" in stack.read_text()
     assert data["config"][MODELS_KEY]["kokoro-82m"]["instance_type"] == model_config.instance_type
+
+
+def test_one_size_cap_and_one_message_for_the_reader_and_the_writers(tmp_path, monkeypatch, model_config):
+    # The program's reader (load_stack_file) and bench's writers read a stack file through one
+    # function: the same cap, the same words, nothing written.
+    stack = tmp_path / "Pulumi.s.yaml"
+    stack.write_text("config:\n  aws:region: us-east-1\n" + "# padding\n" * 20)
+    monkeypatch.setattr(read, "MAX_STACK_FILE_BYTES", 64)
+    messages = []
+    for attempt in (lambda: read.load_stack_file(stack), lambda: write_model_entry(stack, "kokoro-82m", model_config)):
+        with pytest.raises(ConfigError, match="more than a stack file holds") as err:
+            attempt()
+        messages.append(str(err.value))
+    assert messages[0] == messages[1] and "bytes" in messages[0]
+    assert stack.read_text().startswith("config:\n  aws:region: us-east-1\n")
