@@ -81,6 +81,10 @@ class Canned:
                     return
 
 
+# A canned server listening on 127.0.0.1: not in the fast tier (make test-fast), which refuses a listen.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture
 def client() -> Iterator[tuple[object, Canned]]:
     from geventhttpclient import HTTPClient

@@ -126,6 +126,7 @@ class _Niceness:
         self._thread.join()
 
 
+@pytest.mark.slow  # starts a Locust master and two worker processes
 def test_replay_on_two_locust_workers_writes_one_artifact_and_locusts_files(tmp_path, capsys):
     from bench.load.locust_engine import MASTER_NICE
 
