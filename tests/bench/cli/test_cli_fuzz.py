@@ -222,6 +222,7 @@ def _token_boundaries(text: str) -> list[int]:
     return [0, *(n for n in range(1, len(text)) if kind(text[n - 1]) != kind(text[n])), len(text)]
 
 
+@pytest.mark.slow  # a heavy profile: ~320 whole plans (a minute of the fast tier on 2 loaded cores); make test runs it
 def test_plans_written_into_every_truncation_of_the_stack_file():
     # The random fuzz above found, after many green runs, one cut (a models key left holding a
     # scalar) that was a traceback; a truncated save is what an editor or a full disk leaves, so
