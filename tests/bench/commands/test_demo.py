@@ -28,10 +28,16 @@ from tests.stack_files import embedded_config
 ROOT = Path(__file__).resolve().parents[3]
 
 
+# An SLO the real model meets at 1 and 2 in flight however loaded the machine is: the test checks
+# the chain (ladder [1, 2], plan, tune, simulate, preview, report), not this CPU's speed, which the
+# default 2500 ms made a verdict of (a loaded machine missed it at 1 in flight: Q_max 0, exit 1).
+LOAD_PROOF_SLO = ["--slo-ms", "30000"]
+
+
 def _demo(tmp_path: Path, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "bench", "demo", "--quick", "--out", str(tmp_path / "out"),
-         "--stack-dir", str(tmp_path), *extra],
+         "--stack-dir", str(tmp_path), *LOAD_PROOF_SLO, *extra],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
