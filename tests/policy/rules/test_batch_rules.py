@@ -13,7 +13,7 @@ from policy.check import preview_resources
 from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import embedded_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RULE = "batch-scaling-matches-plan"
 REALTIME_RULES = ("scaling-matches-plan", "one-scaling-path-per-variant", "scaling-plan-feasible",
                   "scaling-requires-measured-provenance", "deployment-matches-fingerprint")

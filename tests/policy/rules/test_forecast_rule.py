@@ -11,7 +11,7 @@ from policy.check import preview_resources
 from tests.policy.policy_edits import messages
 from tests.stack_files import embedded_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_stale_forecast_is_refused_at_preview_with_its_refresh(pack, tmp_path):

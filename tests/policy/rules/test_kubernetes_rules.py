@@ -13,7 +13,7 @@ from policy.check import preview_resources
 from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import MODELS, embedded_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PLAN = "kubernetes-autoscaler-requires-measured-plan"
 
 

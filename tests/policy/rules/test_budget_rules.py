@@ -13,7 +13,7 @@ from policy.check import preview_resources
 from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import copy_stack
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MULTI = ROOT / "examples/Pulumi.multi.yaml"
 POLICY = "daily-cost-ceiling"
 
