@@ -354,7 +354,8 @@ def main() -> int:
             known = {}
             for seed, a in draws:
                 tu = Tuner(q, t, tt.tuner.inputs, model, SLO_SHARE, schedule_rate=a)
-                with_floors = replace(tt.best.knobs, scheduled_floors=True)
+                # the draw's own floors replace any forecast floors the tuned plan has
+                with_floors = replace(tt.best.knobs, scheduled_floors=True, forecast_quantile=None, busy_headroom=None)
                 if tu.plan_for(with_floors) is None:
                     # the tuned floor already covers the whole day (the fixed-peak fleet): schedule above the seed's
                     with_floors = replace(with_floors, min_instances=tt.tuner.seed_knobs().min_instances)
@@ -384,7 +385,9 @@ def main() -> int:
                         f"-> {'held' if tp.low >= SLO_SHARE else 'NOT held'}")
         deployable = [r for r in rows if r.label not in ("tuned plan", "floor", "perfect-forecast", KNOWN)]
         beat = [r.label for r in deployable if r.low >= SLO_SHARE and r.mean_hours < tp.mean_hours]
-        tail_ran = bool(beat) and args.tail_draws > 0
+        # two-peak's crowds fall where no training draw had them: its tuned plan runs on the further draws
+        # whatever the first five said (issue 45: >= 99.5 % on all 30)
+        tail_ran = (bool(beat) or name == "two-peak") and args.tail_draws > 0
         if tail_ran:
             # five draws cannot tell a plan that misses one day in seven from one that never does: the
             # ones that kept the share for less, and the tuned plan, on more draws nobody tuned on

@@ -5,7 +5,8 @@
 
 Five draws cannot tell a plan that misses the share on one day in five from one that never does
 (issue 32). This runs plans (the seed knobs of benchmarks/plan_cost.py's tuner, each ``--plan``
-overriding some of them; ``seed`` alone: the seed) on every draw of ``--seeds`` and prints, per plan:
+overriding some of them; ``seed`` alone: the seed; forecast floors learn from seeds 1..5 as
+plan_cost's do) on every draw of ``--seeds`` and prints, per plan:
 mean instance-hours, the share's mean, sd and lowest, and how many draws fell below the target, with
 the sd the tuner's share bound would have read from the first five draws (the draws' own and the
 block estimate, speech.sim.tune.block_share_sd) against the sd over all of them: the baseline is
@@ -65,7 +66,10 @@ def main() -> int:
     seeds = list(range(int(lo), int(hi) + 1))
     q, t, model = pc.reference_model()
     spec = pc.TRACES[args.trace]
-    tuner = Tuner(q, t, pc.seed_inputs(pc.day(spec, 1)), model, pc.SLO_SHARE)
+    # forecast floors (forecast_quantile, busy_headroom) learn from plan_cost's training draws, seeds 1..5
+    train = [(i, pc.day(spec, 1 + i)) for i in range(5)]
+    tuner = Tuner(q, t, pc.seed_inputs(train[0][1]), model, pc.SLO_SHARE, forecast_history=pc.forecast_history(train))
+    tuner.see_training(train)
     t0 = time.monotonic()
     days = [(s, pc.day(spec, s)) for s in seeds]
     print(f"{spec}: draws {seeds[0]}..{seeds[-1]}, target {100 * pc.SLO_SHARE:.1f} %\n")
