@@ -93,3 +93,13 @@ def test_simulate_predictive_forecasts_from_the_history_given(tmp_path, plan_fil
     assert main(base) == 0
     rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)["results"]}
     assert rows["predictive"]["instance_hours"] == rows["plan"]["instance_hours"]
+
+
+def test_tune_refuses_a_forecast_history_too_short_to_forecast(tmp_path, capsys):
+    # a day of history cannot be backtested (a model fits on two days and is checked on a third):
+    # refused before the search starts, nothing written
+    assert main(["tune", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--trace", "steady:rps=5,duration=600",
+                 "--draws", "1", "--holdout-days", "1", "--forecast-history", "diurnal:peak=100,hours=24",
+                 "--out", str(tmp_path), "--jobs", "1"]) == 2
+    assert "--forecast-history 'diurnal:peak=100,hours=24'" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
