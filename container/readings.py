@@ -17,6 +17,7 @@ import regex  # type: ignore[import-untyped]  # no stubs installed; Unicode scri
 import roman
 
 from .normalize_words import cardinal, digits, ordinal, year
+from .tags import CONTROL_TAG, IPA_TAG, PAUSE_TAG  # noqa: F401  (normalize and stage read them from here)
 
 # ---- years and counts --------------------------------------------------------------------------
 
@@ -152,19 +153,6 @@ def roman_regnal(m: re.Match) -> str:
         return m.group(0)
     return f"{m.group(1)} the {ordinal(n)}"
 
-
-IPA_TAG = re.compile(r"\[([^\[\]\n]{1,80})\]\(/([^/\n]{1,120})/\)")
-"""Kokoro-FastAPI's inline pronunciation, [word](/ipa/): G2P speaks the IPA instead of the word
-(backends/g2p.py), and normalize() keeps the tag away from every text rule."""
-
-PAUSE_TAG = re.compile(r"\[pause:(\d{1,3}(?:\.\d{1,3})?)s\]", re.I)
-"""Kokoro-FastAPI's inline pause, [pause:1.5s]: that much silence (engine.segments_of)."""
-
-CONTROL_TAG = re.compile(r"\[voice:\s*(?P<voice>[A-Za-z0-9_][A-Za-z0-9_+\-(). ]*?)\s*\]"
-                         r"|\[rate:\s*(?P<rate>\d{1,2}(?:\.\d{1,3})?)\s*\]"
-                         r"|\[pause:(?P<pause>\d{1,3}(?:\.\d{1,3})?)s\]", re.I)
-"""Kokoro-FastAPI's control tags under allow_voice_tags: [voice:name] switches speaker, [rate:x]
-multiplies the speed, from there on; [pause:Ns] as always."""
 
 # ---- characters not to read aloud --------------------------------------------------------------
 

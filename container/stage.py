@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from .backends.base import Backend, Prepared
 from .job import Job
 from .normalize import normalize
-from .readings import CONTROL_TAG, PAUSE_TAG
 from .settings import Settings
+from .tags import CONTROL_TAG, PAUSE_TAG
 from .text import iter_segments, pack_segments, split_phonemes, split_segments
 
 PAUSE_MAX_S = 10.0

@@ -7,7 +7,7 @@ need misaki's own dictionaries (misaki[ja], misaki[zh]), which this image does n
 from __future__ import annotations
 
 from ..errors import BadRequest, ModelLoadError
-from ..readings import IPA_TAG
+from ..tags import IPA_TAG
 
 # Kokoro's language letters (its voice names start with them; Kokoro-FastAPI's lang_code) -> the
 # espeak-ng voice misaki maps from. Only the languages this image can phonemize.
