@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
-    from speech.schema.copy_plan import CopyPlan
+    pass
 
 from bench.errors import UsageError
+from bench.report.terminal import render_copy_plan
 
 DESCRIPTION = """\
 Turn a per-copy qmax artifact (bench qmax against ONE copy) and a copy artifact (bench tcopy:
@@ -57,53 +58,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the copy plan as JSON instead of the report")
 
 
-def rows(p: CopyPlan) -> list[tuple[str, str, str]]:
-    """(name, value, rule) rows of the report."""
-    t, pk, c, i = p.thresholds, p.packing, p.copies, p.instances
-    spec = pk.instance
-    out = [
-        ("Q_max per copy", f"{p.q_max_per_copy}", "highest ladder level against one copy with p95 TTFAB <= SLO"),
-        ("C_scale_max / copy", f"{t.c_scale_max:g}", "(1 - h) x Q_max"),
-        ("C_scale_min / copy", f"{t.c_scale_min:g}", "(1 - 2h) x Q_max"),
-        ("copy target value", f"{p.scaling.target_value:g}", f"C_scale_max x CloudWatch ratio, {p.scaling.metric_type}"),
-        ("T_copy (planning)", f"{p.t_copy.planning_s:.1f} s",
-         f"measured {p.t_copy.measured_s:.1f} s + reaction {p.t_copy.reaction_bound_s:g} s"),
-    ]
-    if p.t_total is not None:
-        out.append(("T_total (planning)", f"{p.t_total.planning_s:.1f} s", "a new instance, for comparison"))
-    out += [
-        ("scale-out cooldown", f"{p.cooldowns.scale_out_s} s", "clamp(T_copy / 2, 10, 30)"),
-        ("scale-in cooldown", f"{p.cooldowns.scale_in_s} s", "max(300, 3 x planning T_copy)"),
-        ("copies at peak", f"{c.at_peak}",
-         f"ceil({p.inputs.peak_rps:g} rps / X_copy(C_scale_max) {p.capacity.throughput_at_target_rps:.2f})"),
-        ("copies min..max", f"{c.min_copies}..{c.max_copies}", "floor (0 = scale to zero) .. peak need"),
-        ("copies per instance", f"{pk.copies_per_instance}", f"{spec.instance_type}, limited by {pk.limited_by.replace('_', ' ')}"),
-    ]
-    if pk.accelerator_devices_per_copy is not None:
-        out.append(("devices per copy", f"{pk.accelerator_devices_per_copy}",
-                    f"ceil({pk.reserved_accelerator_memory_mib:g} MiB / {spec.accelerator_memory_mib} MiB per {spec.accelerator})"))
-    out += [
-        ("instances min..max", f"{i.min_instances}..{i.max_instances}", "managed instance scaling: copies / copies per instance"),
-        ("compute requirements", ", ".join(f"{k}={v:g}" for k, v in p.compute.aws().items()),
-         f"footprint x (1 + {p.inputs.footprint_margin:g})"),
-    ]
-    return out
-
-
-def render(p: CopyPlan) -> str:
-    from bench.report.text import MARK
-
-    r = rows(p)
-    wn = max(len(x[0]) for x in r)
-    wv = max(len(x[1]) for x in r)
-    lines = [f"copy plan for {p.model} on {p.packing.instance.instance_type} (measured on {p.fingerprint.slug}), "
-             f"origin {p.provenance.origin}", ""]
-    lines += [f"  {n:<{wn}}  {v:>{wv}}   {rule}" for n, v, rule in r]
-    lines += ["", "findings:"] + [f"  [{MARK[f.level]}] {f.name}: {f.message}" for f in p.findings]
-    lines += ["", f"verdict: {p.verdict.upper()}"]
-    return "\n".join(lines)
-
-
 def run(args: argparse.Namespace) -> int:
     from bench.cli.options import plan_inputs
     from speech.files import load_artifact, write_artifact
@@ -135,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(plan.model_dump_json(indent=2))
     else:
-        print(render(plan))
+        print(render_copy_plan(plan))
         print(f"\nwrote {out}")
     sys.stdout.flush()
     return 1 if plan.verdict == "stop" else 0

@@ -13,8 +13,8 @@ from container import telemetry
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.plan_artifacts import CalibrationArtifact
 from bench.errors import UsageError
+from bench.report.terminal import render_calibration
 from speech.errors import ArtifactError
 
 DESCRIPTION = """\
@@ -96,24 +96,6 @@ def find_by_sha(explicit: Path | None, root: Path, cls: type[QmaxArtifact] | typ
     return None
 
 
-def render(c: CalibrationArtifact) -> str:
-    rows = [f"calibration of {c.model} on {c.endpoint}: {c.window_start:%Y-%m-%d %H:%M} to {c.window_end:%H:%M} UTC "
-            f"({c.since}), plan Q_max {c.q_max}, C_scale_max {c.c_scale_max:g}, SLO {c.slo_ms:g} ms",
-            "", "occupancy  periods  observed p95 ms  ladder p95 ms  judged"]
-    for o in c.occupancy:
-        obs = f"{o.observed_ttfab_p95_ms:.1f}" if o.observed_ttfab_p95_ms is not None else "-"
-        rows.append(f"{o.occupancy_mean:9.2f}  {o.periods:7d}  {obs:>15}  {o.ladder_ttfab_p95_ms:13.1f}  "
-                    f"{('ok' if o.ok else 'DRIFTED') if o.judged else 'too few periods'}")
-    rows.append("")
-    rows += [f"  [{'ok  ' if f.level == 'ok' else f.level.upper()}] {f.name}: {f.message}" for f in c.findings]
-    rows += ["", f"verdict: {c.verdict.upper()}"]
-    for r in c.recommendations:
-        rows.append(f"  - {r.message}")
-        if r.command:
-            rows.append(f"    {r.command}")
-    return "\n".join(rows)
-
-
 def run(args: argparse.Namespace, session: Any = None, now: datetime | None = None) -> int:
     from bench.aws import client as aws
     from bench.aws.history import read_scaling_activities, read_window
@@ -187,7 +169,7 @@ def run(args: argparse.Namespace, session: Any = None, now: datetime | None = No
     if args.json:
         print(artifact.model_dump_json(indent=2))
     else:
-        print(render(artifact))
+        print(render_calibration(artifact))
         print(f"\nwrote {out}")
     sys.stdout.flush()
     from bench.report.runs import observe_report

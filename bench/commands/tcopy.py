@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
     from bench.load.targets import Outcome
-    from speech.schema.artifacts import CopyArtifact, CopyFootprint, CopyStart
+    from speech.schema.artifacts import CopyFootprint, CopyStart
 
 from bench import tool_version
 from bench.cli.progress import RunProgress, wanted
 from bench.errors import BenchError, CopyNotReady, TargetError, UsageError
+from bench.report.terminal import render_copy
 from container.markers import parse_at, parse_footprint_line, parse_stage_line
 
 DESCRIPTION = """\
@@ -291,22 +292,6 @@ def copy_footprint(footprints: list[dict]) -> CopyFootprint:
     )
 
 
-def render(a: CopyArtifact) -> str:
-    rows = [f"T_copy for {a.model} on {a.fingerprint.slug} ({len(a.starts)} starts)",
-            "start  framework_init s  weights_ready s  ready (/ping 200) s  warm-up s"]
-    for i, s in enumerate(a.starts, 1):
-        fw = f"{s.framework_init_s:16.3f}" if s.framework_init_s is not None else "             n/a"
-        rows.append(f"{i:>5}  {fw}  {s.weights_ready_s:15.3f}  {s.ready_s:18.3f}  {s.warmup_s:9.3f}")
-    rows.append(f"T_copy p50 {a.t_copy_p50_s:.3f} s, p95 {a.t_copy_p95_s:.3f} s, max {a.t_copy_max_s:.3f} s; "
-                f"planning T_copy = {a.planning_statistic} = {a.t_copy_s:.3f} s")
-    fp = a.footprint
-    line = f"footprint: {fp.device}, peak host memory {fp.host_memory_mib:.0f} MiB"
-    if fp.accelerator_memory_mib is not None:
-        line += f", accelerator memory {fp.accelerator_memory_mib:.0f} MiB ({fp.accelerator_memory_source})"
-    rows.append(line + f"; copies are packed by {fp.packing_memory_mib:.0f} MiB each")
-    return "\n".join(rows)
-
-
 # --- command -----------------------------------------------------------------------------------
 
 
@@ -368,7 +353,7 @@ def run(args: argparse.Namespace, session: Any = None, clock: Callable[[], float
     )
     from bench.report.publish import publish
 
-    publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
+    publish(args, artifact, copy_filename(artifact), render_copy, lambda a, p: p)
     return 0
 
 
@@ -430,5 +415,5 @@ def run_component(args: argparse.Namespace, session: Any, clock: Callable[[], fl
     )
     from bench.report.publish import publish
 
-    publish(args, artifact, copy_filename(artifact), render, lambda a, p: p)
+    publish(args, artifact, copy_filename(artifact), render_copy, lambda a, p: p)
     return 0

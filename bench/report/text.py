@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from speech.schema.artifacts import TtotalArtifact
-from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: a command's --help imports this module without pydantic's models
     from speech.deploy.gate import ModelDeployment
     from speech.plan.batch import BatchPlan
+    from speech.schema.artifacts import TtotalArtifact
+    from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
 
 MARK = {"ok": "ok  ", "warn": "WARN", "stop": "STOP"}
 
