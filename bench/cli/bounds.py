@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from speech.cli import stack_name  # noqa: F401  (re-exported: --stack's type, the one rule in speech.stack.names)
+from speech.schema.units import MAX_SURGE_RATIO
 
 DAY_S = 86_400.0
 WEEK_S = 7 * DAY_S
@@ -54,7 +55,8 @@ def _fmt(x: float) -> str:
 
 POSITIVE_RPS = Range(0, 100_000, "requests/s", lo_open=True)
 SLO = Range(1, 600_000, "ms", hint="the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000")
-SURGE = Range(1, 1.5, hi_open=True, hint="e.g. --surge-ratio 1.25 (at 1.5 the scale-in threshold reaches 0)")
+SURGE = Range(1, MAX_SURGE_RATIO, hi_open=True,
+              hint=f"e.g. --surge-ratio 1.25 (at {MAX_SURGE_RATIO:g} the scale-in threshold reaches 0)")
 DERATE = Range(0, 1, lo_open=True, hint="e.g. --qmax-derate 0.9")
 INSTANCES = Range(1, 10_000, "instances")
 CONCURRENCY = Range(1, 10_000, "requests in flight")

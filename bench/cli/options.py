@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
 
 from bench.errors import UsageError
 from speech.errors import describe_validation_error
+from speech.schema.units import MAX_SURGE_RATIO
 
 
 def add_target_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,7 +74,8 @@ TUNED = ("slo_share", "target_share", "scale_in_step_share", "scale_in_window_s"
 
 FIX_OF = {
     "--slo-ms": "pass the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000",
-    "--surge-ratio": "choose 1 <= X < 1.5, e.g. --surge-ratio 1.25 (at 1.5 the scale-in threshold reaches 0)",
+    "--surge-ratio": f"choose 1 <= X < {MAX_SURGE_RATIO:g}, e.g. --surge-ratio 1.25 (at {MAX_SURGE_RATIO:g} the scale-in "
+                     "threshold reaches 0)",
     "--peak-rps": "pass the busiest-hour rate in requests per second, e.g. --peak-rps 500",
     "--trough-rps": "pass the quietest-hour rate in requests per second (> 0)",
     "--min-instances": "real-time variants need at least 1 instance",

@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--peak-rps", required=True, type=float, metavar="N", help="busiest-hour requests/s")
     p.add_argument("--trough-rps", type=float, default=None, metavar="N", help="quietest-hour requests/s (default 1, or peak if lower)")
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="p95 TTFAB SLO (default: the SLO the ladder was judged by)")
-    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="growth absorbed within one T_copy, 1 <= X < 1.5")
+    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="growth absorbed within one T_copy")
     p.add_argument("--min-copies", type=int, default=1, metavar="N", help="copy floor; 0 scales to zero copies when idle (default 1)")
     p.add_argument("--min-instances", type=int, default=1, metavar="N", help="instance floor while copies run (default 1)")
     p.add_argument("--max-instances", type=int, default=None, metavar="N",

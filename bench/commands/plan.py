@@ -74,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-ms", type=float, default=None, metavar="MS",
                    help="p95 TTFAB SLO (default: the stack entry's, else the SLO the ladder was judged by)")
     p.add_argument("--surge-ratio", type=float, default=None, metavar="X",
-                   help="growth absorbed within one scale-out, 1 <= X < 1.5 (default: the stack entry's, else 1.25)")
+                   help="growth absorbed within one scale-out (default: the stack entry's, else 1.25)")
     p.add_argument("--min-instances", type=int, default=None, metavar="N",
                    help="instance floor (default: the stack entry's, else 1)")
     p.add_argument("--max-instances", type=int, default=None, metavar="N",

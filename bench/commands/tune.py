@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
     from speech.files import load_artifact, write_artifact
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
-    from speech.schema.config import MAX_SURGE_RATIO, PlanInputs
+    from speech.schema.config import PlanInputs
     from speech.schema.config import Promise as PlanPromise
     from speech.sim.artifact import TuneArtifact, TuneCheck, TunedValue
     from speech.sim.instance import build_instance
@@ -162,8 +162,6 @@ def run(args: argparse.Namespace) -> int:
                          "and 0 or more held-out days")
     if args.draws > MAX_DRAWS:
         raise UsageError(f"--draws {args.draws}: at most {MAX_DRAWS} (each candidate is simulated on every draw)")
-    if not 1.0 <= args.surge_ratio < MAX_SURGE_RATIO:
-        raise UsageError(f"--surge-ratio {args.surge_ratio:g}: must be in [1, {MAX_SURGE_RATIO:g})")
     q = load_artifact(args.qmax, QmaxArtifact)
     t = load_artifact(args.ttotal, TtotalArtifact)
     if q.q_max < 1:

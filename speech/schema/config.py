@@ -14,9 +14,7 @@ from pydantic import Field, field_validator, model_validator
 from speech.schema.artifacts import DIGEST_RE, CopyArtifact, Fingerprint, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256, make_slug
 from speech.schema.aws_enums import check_instance_type, nearest
 from speech.schema.kubernetes import KubernetesConfig
-
-MAX_SURGE_RATIO = 1.5
-"""At h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""
+from speech.schema.units import MAX_SURGE_RATIO
 
 
 class ReactionPolicy(Frozen):

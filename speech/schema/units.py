@@ -16,5 +16,9 @@ from __future__ import annotations
 EPS = 1e-9
 """Slack of a ceil/floor of a ratio of floats (see the module docstring)."""
 
+MAX_SURGE_RATIO = 1.5
+"""The surge ratio's bound, exclusive (stated once: PlanInputs' field, the flags' ranges and the
+tuner read it): at h = surge - 1 >= 0.5 the scale-in threshold (1 - 2h) * Q_max would be <= 0."""
+
 UNBOUNDED = 10**6
 """An instance or copy count no deployment reaches: "infinite" where a count has no finite value."""
