@@ -394,11 +394,13 @@ def stop(proc: subprocess.Popen, drain_s: float) -> Check:
 def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_dir: Path | None = None,
              weights_out: Path | None = None, edit_env: Callable[[dict[str, str]], None] | None = None,
              edit_checkpoint: Callable[[Path], None] | None = None,
-             progress: Callable[[Check], None] = lambda c: None) -> Rehearsal:
+             progress: Callable[[Check], None] = lambda c: None, until: str | None = None) -> Rehearsal:
     """Run every step; stops at the first failure. ``weights_dir`` reuses a directory an earlier
     rehearsal built (copied, so it stays untouched); ``weights_out`` keeps this build there;
     ``edit_env`` lets a caller change the Model's environment before the container starts;
-    ``edit_checkpoint`` changes the stand-in upstream checkpoint before the build reads it."""
+    ``edit_checkpoint`` changes the stand-in upstream checkpoint before the build reads it;
+    ``until="build"`` stops once the weight cache is built (and kept in ``weights_out``), without
+    serving it: for a source whose build differs and whose layout an earlier rehearsal served."""
     t0 = time.monotonic()
     plan = from_preview(stack_file, stack, model)
     if edit_env is not None:
@@ -433,6 +435,8 @@ def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_
                     return result
             if weights_out is not None and weights_dir is None:
                 shutil.copytree(model_dir, weights_out)
+            if until == "build":
+                return result
             before = snapshot(model_dir)
             make_read_only(model_dir)
             result.model_dir = str(model_dir)

@@ -124,7 +124,7 @@ def test_a_foreign_checkpoint_fails_at_ping(gpu_built, tmp_path):
     assert "kokoro-v1_0.pth" in proc.stdout.split("FAILED at step")[1]  # the reason names the file
 
 
-def test_an_s3_archive_source_rehearses_through_the_tar_path(tmp_path):
+def test_an_s3_archive_source_rehearses_through_the_tar_path(gpu_built, tmp_path):
     from ruamel.yaml import YAML
 
     from speech.infra.rehearse import rehearse
@@ -133,10 +133,19 @@ def test_an_s3_archive_source_rehearses_through_the_tar_path(tmp_path):
     config["speech-endpoints:models"]["kokoro-82m"]["weights_source"] = "s3://team-weights/kokoro/v3/model.tar.gz"
     stack = tmp_path / "Pulumi.own.yaml"
     stack.write_text(json.dumps({"config": config}))
-    result = rehearse(stack, "own")
+    # The tar path differs from the hf path in the checkpoint and the build only: it is rehearsed up to
+    # the built cache, which must be the layout the hf path's rehearsal served (gpu_built: the torch
+    # server started on it and spoke), file for file.
+    result = rehearse(stack, "own", weights_out=tmp_path / "weights", until="build")
     by = {c.step: c.detail for c in result.checks}
-    assert result.ok, by
+    assert result.ok and list(by) == ["preview", "checkpoint", "build"], by
     assert "as a tar.gz" in by["checkpoint"] and "weight_cache.sh (s3)" in by["build"]
+    _, served = gpu_built
+
+    def layout(d: Path) -> list[str]:
+        return sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file())
+
+    assert layout(tmp_path / "weights") == layout(served)
 
 
 def test_image_env_is_the_dockerfiles():
