@@ -153,6 +153,9 @@ OTHER_STYLES = (
     dict(color="magenta", ls=(0, (2, 2)), marker="P"),
     dict(color="tab:olive", ls=(0, (8, 2, 2, 2)), marker="X"),
     dict(color="tab:cyan", ls=(0, (5, 1)), marker="*"),
+    dict(color="tab:pink", ls=(0, (1, 3)), marker="h"),
+    dict(color="goldenrod", ls=(0, (6, 1, 1, 1)), marker="<"),
+    dict(color="darkred", ls=(0, (12, 2, 2, 2, 2, 2)), marker=">"),
 )
 """The other policies: each its own colour, dash pattern and marker (a marker every few points), so
 every policy stays apart in print and for a reader who does not tell colours apart; none blue or

@@ -216,6 +216,7 @@ BAD_INPUT = {
     "replay": ["--url", "http://127.0.0.1:9", "--trace", "steady:rps=1", "--seed", "-1"],
     "demo": ["--peak-rps", "inf"],
     "tune": ["--qmax", "q.json", "--ttotal", "t.json", "--trace", "diurnal:peak=5000", "--slo-share", "1.5"],
+    "forecast": ["--plan", "p.json", "--history", "diurnal:peak=100", "--quantile", "1.2"],
 }
 
 

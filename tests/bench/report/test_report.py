@@ -276,12 +276,14 @@ def test_cost_vs_slo_targets_the_plans_own_share_and_no_label_overlaps(ref):
 
 
 def test_every_policy_has_its_own_style():
-    from bench.report.plots import policy_style
+    from bench.report.plots import OTHER_STYLES, policy_style
     from speech.sim.policies import POLICY_NAMES
 
     names = ["seed plan", "tuned plan", *[p for p in POLICY_NAMES if p != "plan"]]
-    assert len(names) == 10  # the two plans and the eight other policies, floor and perfect-forecast included
     others = [n for n in names if n not in ("seed plan", "tuned plan")]
+    # Every other policy (floor, perfect-forecast, hpa-v2, keda, predictive included) has a style of its
+    # own: a policy added without one would share the first one's (the index wraps).
+    assert len(others) <= len(OTHER_STYLES), (others, len(OTHER_STYLES))
     styles = [policy_style(n, others.index(n) if n in others else 0) for n in names]
     keys = {(s["color"], str(s.get("ls")), s.get("marker")) for s in styles}
     assert len(keys) == len(names) and len({s["color"] for s in styles}) == len(names)
