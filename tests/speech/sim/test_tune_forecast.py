@@ -53,3 +53,18 @@ def test_the_knob_is_offered_only_with_a_history_and_never_with_learned_floors(t
     assert without.choices(without.seed_knobs())["forecast_quantile"] == [None]
     both = replace(with_history.seed_knobs(), forecast_quantile=0.9, scheduled_floors=True)
     assert with_history.inputs_for(both) is None
+
+
+@pytest.mark.slow  # two descents over two simulated days each: about a minute
+def test_with_a_history_the_search_keeps_the_better_of_with_and_without_the_forecast(tuners):
+    # the same tuner without a history runs the plain descent; with one, the winner is never worse
+    # on the training draws than that plain winner (descent is greedy: a first forecast move can lead
+    # away from a cheaper plain optimum)
+    from speech.sim.traces import generate
+
+    with_history, without = tuners
+    days = [(i, generate(f"diurnal:peak=400,trough=20,hours=24,spikes=0,seed={i}").arrivals) for i in (1, 2)]
+    _, plain = without.search(days, passes=1, pairs=0)
+    _, best = with_history.search(days, passes=1, pairs=0)
+    assert not without.better(plain, best)  # best is at least as good as the plain winner
+    assert with_history.forecast_history is not None  # restored after the plain descent
