@@ -36,7 +36,7 @@ from speech.sim.instance import InstanceModel
 from speech.sim.kube import HpaSpec, Kind, KubePolicy, floors_of, plan_hpa_spec
 from speech.sim.names import PROMISE_MISS_CHANCE
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
-from speech.sim.tune import Mapper, ShareBound, floor_day_hours, unseen_share_bound
+from speech.sim.tune import Candidate, Mapper, floor_day_hours
 
 HPA_KNOBS = ("target_share", "scale_down_window_s", "scale_down_policy", "min_replicas", "scheduled_floors")
 DOWN_POLICIES: dict[str, ScalingPolicy] = {
@@ -77,28 +77,11 @@ def model_rate_at(model: InstanceModel, occupancy: float) -> float:
 
 
 @dataclass
-class HpaCandidate:
-    knobs: HpaKnobs
-    days: list[Summary]
-    floor_hours: list[float]
-    miss_chance: float = PROMISE_MISS_CHANCE
+class HpaCandidate(Candidate):
+    """One HPA's draws: the plan tuner's candidate (hours, share bound, x floor read the same way)
+    with the HPA's knobs."""
 
-    @property
-    def hours(self) -> float:
-        return float(np.mean([d.instance_hours for d in self.days]))
-
-    @property
-    def share_bound(self) -> ShareBound:
-        return unseen_share_bound([d.within_slo_share for d in self.days], self.miss_chance,
-                                  blocks=([d.block_requests for d in self.days], [d.block_within for d in self.days]))
-
-    @property
-    def worst_share(self) -> float:
-        return min(d.within_slo_share for d in self.days)
-
-    @property
-    def x_floor(self) -> float:
-        return float(np.mean([d.instance_hours / f for d, f in zip(self.days, self.floor_hours, strict=True)]))
+    knobs: HpaKnobs  # type: ignore[assignment]  # the HPA's knobs where the plan's candidate has the plan's
 
 
 class HpaTuner:
