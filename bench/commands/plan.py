@@ -135,6 +135,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tcopy", type=Path, metavar="FILE",
                    help="with --stack: the copy artifact (bench tcopy); the entry becomes hosting: components, --qmax "
                         "being the ladder against one copy (bench copies shows the copy plan)")
+    p.add_argument("--hpa", type=Path, metavar="FILE", help="with --stack: store the HPA bench tune --platform kubernetes "
+                   "found (its target and minReplicas as plan inputs, its scale-down as kubernetes.scale_down)")
     p.add_argument("--instance-type", metavar="TYPE", help="SageMaker instance type for the stack entry when the artifacts were "
                    "measured locally (the program and the policy pack then see the fingerprint differ)")
 
@@ -328,7 +330,9 @@ def run(args: argparse.Namespace) -> int:
         assert path is not None  # old is the entry read from the stack file at path
         tcopy, tcopy_ref = stored_tcopy(path, q.model, old)
     stored = (old or {}).get("plan") if isinstance((old or {}).get("plan"), dict) else None
-    inputs = plan_inputs(args, q, stored)
+    from bench.commands.plan_hpa import apply, stored_line
+
+    inputs, old, tuned = apply(args, q, t, plan_inputs(args, q, stored), old)
     max_instances = args.max_instances if args.max_instances is not None else (old or {}).get("max_instances")
     batch = inputs.max_delay_s is not None
     plan: PlanArtifact | BatchPlan = (build_batch_plan if batch else build_plan)(
@@ -376,6 +380,8 @@ def run(args: argparse.Namespace) -> int:
         print(render_batch_plan(plan) if isinstance(plan, BatchPlan) else render_plan(plan))
         if note:
             print(f"\n{note}")
+        if tuned is not None and entry is not None and not isinstance(plan, BatchPlan):
+            print("\n" + stored_line(plan, entry.kubernetes, tuned))
         print(f"\nwrote {out}" + (f" and {path}" if entry else "")
               + (f"; stored {', '.join(str(f) for f in stored_files)} (commit it: the stack references it)"
                  if stored_files else ""))

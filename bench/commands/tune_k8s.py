@@ -42,6 +42,7 @@ def run_kubernetes(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact,
     from speech.sim.hpa_artifact import HpaCheck, HpaKnob, HpaTuneArtifact, hpa_fields
     from speech.sim.hpa_tune import HPA_KNOBS, HpaTuner, describe
     from speech.sim.traces import parse_spec
+    from speech.stack.read import file_sha256
 
     plan = build_plan(q, t, inputs, allow_config_mismatch=True)
     lengths = {a.size for _, a in train}
@@ -70,6 +71,7 @@ def run_kubernetes(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact,
     art = HpaTuneArtifact(
         model=q.model, autoscaler=args.autoscaler, trace=args.trace, trace_sha256="sha256:" + digest, seed=args.seed,
         slo_share_target=args.slo_share, plan_sha256=canonical_sha256(plan),
+        qmax_sha256=file_sha256(args.qmax.read_bytes()), ttotal_sha256=file_sha256(args.ttotal.read_bytes()),
         knobs=[HpaKnob(knob=k, seed=sd[k], tuned=bd[k]) for k in HPA_KNOBS],
         seed_promise=_promise(seed), promise=_promise(best), checks=checks,
         held=best.share_bound.bound >= args.slo_share and all(c.tuned_keeps_share for c in checks),

@@ -117,7 +117,8 @@ def stack_issues(args: argparse.Namespace, stack: str, models: dict[str, Any], a
         else:
             plan = build_plan(m.measurements.qmax, m.measurements.ttotal, m.plan, allow_config_mismatch=allow_config_mismatch,
                               max_instances_cap=m.max_instances)
-            spec = plan_hpa_spec(plan, scaling_numbers(plan), k8s.autoscaler, tolerance=k8s.has_tolerance)
+            spec = plan_hpa_spec(plan, scaling_numbers(plan), k8s.autoscaler, tolerance=k8s.has_tolerance,
+                                 scale_down=k8s.scale_down)
             issues += read_issues(cluster, target, hpa_fields(spec, k8s.metric.name), k8s.metric.name)
         digest = deployment_digest(cluster, target)
         if digest != k8s.image_digest:

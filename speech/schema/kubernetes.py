@@ -8,7 +8,7 @@ platform-free one (speech.plan.realtime); speech.deploy.kubernetes renders it in
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -32,6 +32,16 @@ QUANTITY_RE = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
 ``16Gi``); Kubernetes' Quantity grammar allows more (exponents), which a stack file does not need."""
 LABEL_KEY_RE = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+SHA256_RE = r"^sha256:[0-9a-f]{64}$"
+
+MAX_STABILIZATION_WINDOW_S = 3600
+"""The API server's limit on ``stabilizationWindowSeconds`` (validation.go MaxStabilizationWindowSeconds)."""
+MAX_PERIOD_S = 1800
+"""The API server's limit on a scaling policy's ``periodSeconds`` (validation.go MaxPeriodSeconds)."""
+PolicyType = Literal["Pods", "Percent"]
+SelectPolicy = Literal["Max", "Min", "Disabled"]
+POLICY_TYPES: tuple[PolicyType, ...] = ("Pods", "Percent")
+SELECT_POLICIES: tuple[SelectPolicy, ...] = ("Max", "Min", "Disabled")
 
 
 class PodResources(Frozen):
@@ -89,6 +99,47 @@ class MetricSource(Frozen):
         return v
 
 
+class ScalingPolicy(Frozen):
+    """One HPAScalingPolicy: at most ``value`` pods (``Pods``) or percent of the current replicas
+    (``Percent``) removed per ``period_s`` seconds."""
+
+    type: PolicyType
+    value: Annotated[int, Field(gt=0)]
+    period_s: Annotated[int, Field(ge=1, le=MAX_PERIOD_S)]
+
+
+class TunedFrom(Frozen):
+    """Where a stored scale-down came from: the ``bench tune --platform kubernetes`` artifact, by the
+    sha256 of its bytes, and what it promised."""
+
+    path: Annotated[str, Field(min_length=1)]
+    """As given to ``bench plan --hpa`` (the artifact may live outside the repository)."""
+    sha256: Annotated[str, Field(pattern=SHA256_RE)]
+    trace: str
+    slo_share_target: Annotated[float, Field(gt=0, le=1)]
+    slo_share_bound: Annotated[float, Field(ge=0, le=1)]
+    """The share the tuned HPA is predicted to keep on a day it has not seen."""
+    held: bool
+    """The promise held on every training draw's bound and held-out check."""
+
+
+class ScaleDown(Frozen):
+    """The HPA's ``behavior.scaleDown`` when it is not the plan's (``bench plan --hpa`` stores the one
+    ``bench tune --platform kubernetes`` found). The plan's scale-down tolerance still applies; the
+    target and minReplicas are the plan's inputs ``target_share`` and ``min_instances``."""
+
+    window_s: Annotated[int, Field(ge=0, le=MAX_STABILIZATION_WINDOW_S)]
+    """``stabilizationWindowSeconds``: the HPA scales in to the highest recommendation of this window."""
+    select_policy: SelectPolicy = "Max"
+    policies: Annotated[list[ScalingPolicy], Field(min_length=1)]
+    tuned_from: TunedFrom | None = Field(None, exclude_if=lambda v: v is None)
+
+    def rules(self) -> dict[str, Any]:
+        """As autoscaling/v2 HPAScalingRules takes it (no tolerance: the plan's is added)."""
+        return {"stabilizationWindowSeconds": self.window_s, "selectPolicy": self.select_policy,
+                "policies": [{"type": p.type, "value": p.value, "periodSeconds": p.period_s} for p in self.policies]}
+
+
 class KubernetesConfig(Frozen):
     """What a team chooses for ``hosting: kubernetes``."""
 
@@ -114,6 +165,9 @@ class KubernetesConfig(Frozen):
     kube-proxy and ingress stop sending it new requests; its drain starts after."""
     labels: dict[str, str] = {}
     """Extra labels on every object (a team's own; the project's app.kubernetes.io labels win)."""
+    scale_down: ScaleDown | None = Field(None, exclude_if=lambda v: v is None)
+    """The autoscaler's ``behavior.scaleDown`` in place of the plan's (``bench plan --hpa`` stores the
+    tuned one, with where it came from); unset: the plan's scale-in window, step and cooldown."""
 
     @field_validator("image")
     @classmethod
@@ -197,5 +251,6 @@ def minor_tuple(version: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-__all__ = ["DEFAULT_MINOR", "KubernetesConfig", "MetricSource", "PodResources", "SUPPORTED_MINORS",
-           "TOLERANCE_SINCE_MINOR", "Toleration", "kubernetes_problem", "minor_tuple"]
+__all__ = ["DEFAULT_MINOR", "KubernetesConfig", "MAX_PERIOD_S", "MAX_STABILIZATION_WINDOW_S", "MetricSource", "POLICY_TYPES",
+           "PodResources", "SELECT_POLICIES", "SUPPORTED_MINORS", "ScaleDown", "ScalingPolicy", "TOLERANCE_SINCE_MINOR",
+           "Toleration", "TunedFrom", "kubernetes_problem", "minor_tuple"]

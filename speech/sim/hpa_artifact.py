@@ -48,6 +48,11 @@ class HpaTuneArtifact(Frozen):
     slo_share_target: float
     plan_sha256: str
     """The measured plan the seed HPA was rendered from."""
+    qmax_sha256: str | None = None
+    ttotal_sha256: str | None = None
+    """The sha256 of the measurement files' bytes (as a stack file's references record them), so
+    ``bench plan --hpa`` stores the tuned HPA only into an entry of the same measurements; None in
+    artifacts written before they were recorded."""
     knobs: list[HpaKnob]
     seed_promise: HpaPromise
     promise: HpaPromise

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from speech.errors import SimulationInputError
+from speech.schema.kubernetes import ScaleDown
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.hpa import (
     DEFAULT_SCALE_DOWN,
@@ -98,15 +99,17 @@ def floors_of(numbers: ScalingNumbers) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-def plan_hpa_spec(plan: PlanArtifact, numbers: ScalingNumbers, kind: Kind = "hpa", *, tolerance: bool = True) -> HpaSpec:
+def plan_hpa_spec(plan: PlanArtifact, numbers: ScalingNumbers, kind: Kind = "hpa", *, tolerance: bool = True,
+                  scale_down: ScaleDown | None = None) -> HpaSpec:
     """The measured plan as speech.deploy.kubernetes renders it: target C_scale_max in flight per pod
     (rounded down to a thousandth, as rendered), the plan's floor, cap and scheduled floors, and the
     rendered behavior: scale-up by the surge share per scale-out cooldown, the plan's scale-in window,
     step and cooldown as scaleDown, and with ``tolerance`` (Kubernetes 1.33+) scale-up at the target
-    itself and scale-down only at C_scale_min (the per-direction tolerances)."""
+    itself and scale-down only at C_scale_min (the per-direction tolerances). ``scale_down``: the
+    stack's ``kubernetes.scale_down`` (a tuned one), rendered in place of the plan's."""
     from speech.deploy.kubernetes import sizing
 
-    behavior = sizing.behavior(plan, tolerance=tolerance)
+    behavior = sizing.behavior(plan, tolerance=tolerance, scale_down=scale_down)
     return HpaSpec(target_per_pod=float(sizing.quantity(sizing.pods_target(plan))), min_replicas=numbers.min_instances,
                    max_replicas=numbers.max_instances, scale_up=rules_of(behavior["scaleUp"]),
                    scale_down=rules_of(behavior["scaleDown"]), floors=floors_of(numbers), kind=kind)

@@ -167,7 +167,7 @@ def hpa(dep: ModelDeployment, fullname: str) -> dict[str, Any]:
                 "metrics": [{"type": "Pods", "pods": {
                     "metric": {"name": k8s.metric.name},
                     "target": {"type": "AverageValue", "averageValue": sizing.quantity(sizing.pods_target(plan))}}}],
-                "behavior": sizing.behavior(plan, tolerance=k8s.has_tolerance)}}
+                "behavior": sizing.behavior(plan, tolerance=k8s.has_tolerance, scale_down=k8s.scale_down)}}
 
 
 def cron_triggers(schedule: FloorSchedule, floor: int) -> list[dict[str, Any]]:
@@ -207,7 +207,7 @@ def scaled_object(dep: ModelDeployment, fullname: str) -> dict[str, Any]:
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": fullname},
                      "minReplicaCount": plan.fleet.min_instances, "maxReplicaCount": plan.fleet.max_instances,
                      "advanced": {"horizontalPodAutoscalerConfig": {
-                         "behavior": sizing.behavior(plan, tolerance=k8s.has_tolerance)}},
+                         "behavior": sizing.behavior(plan, tolerance=k8s.has_tolerance, scale_down=k8s.scale_down)}},
                      "triggers": triggers}}
 
 

@@ -22,10 +22,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-MAX_STABILIZATION_WINDOW_S = 3600
-MAX_PERIOD_S = 1800
-POLICY_TYPES = ("Pods", "Percent")
-SELECT_POLICIES = ("Max", "Min", "Disabled")
+from speech.schema.kubernetes import MAX_PERIOD_S, MAX_STABILIZATION_WINDOW_S, POLICY_TYPES, SELECT_POLICIES
+
 KEDA_REQUIRED_METADATA: dict[str, tuple[str, ...]] = {
     "prometheus": ("serverAddress", "query", "threshold"),
     "cron": ("timezone", "start", "end", "desiredReplicas"),

@@ -16,6 +16,7 @@ import math
 from speech.deploy.hosting import startup_health_check_timeout_s
 from speech.errors import ConfigError
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.kubernetes import ScaleDown
 from speech.schema.plan_artifacts import PlanArtifact, ScaleIn
 
 PROBE_PERIOD_S = 5
@@ -134,11 +135,14 @@ def scale_down_tolerance(plan: PlanArtifact) -> float:
     return max(0.0, 1.0 - plan.thresholds.c_scale_min / plan.thresholds.c_scale_max)
 
 
-def behavior(plan: PlanArtifact, *, tolerance: bool) -> dict:
+def behavior(plan: PlanArtifact, *, tolerance: bool, scale_down: ScaleDown | None = None) -> dict:
     """The HPA's behavior (also KEDA's advanced.horizontalPodAutoscalerConfig.behavior); with
     ``tolerance`` (minors that have HPAConfigurableTolerance) scale-up at the target itself (0) and
-    scale-down at C_scale_min; without, the cluster-wide tolerance (default 0.1) applies."""
-    up, down = scale_up_rules(plan), scale_down_rules(plan)
+    scale-down at C_scale_min; without, the cluster-wide tolerance (default 0.1) applies.
+    ``scale_down`` (the stack's ``kubernetes.scale_down``, the tuned one) replaces the plan's
+    window and policies; the tolerance stays the plan's."""
+    up = scale_up_rules(plan)
+    down = scale_down.rules() if scale_down is not None else scale_down_rules(plan)
     if tolerance:
         up["tolerance"] = "0"
         down["tolerance"] = quantity_up(scale_down_tolerance(plan))
