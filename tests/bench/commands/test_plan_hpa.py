@@ -82,6 +82,10 @@ def test_render_after_storing_deploys_the_tuned_hpa_and_the_pack_passes(tuned, t
     assert "bench tune --platform kubernetes" in m.plan.reasons["target_share"]
     # The policy pack recomputes the plan from the provenance the program stores: no mandatory finding.
     resources, _ = preview_resources(stack_file, "k8s-gpu")
+    # The Pulumi component (the program under Pulumi's mocks) registers the same tuned scale-down.
+    [hpa] = [r for r in resources if r.name == "kokoro-82m-horizontalpodautoscaler"]
+    as_floats = lambda v: json.loads(json.dumps(v), parse_int=float)  # noqa: E731 - the engine sends doubles
+    assert as_floats(hpa.props["spec"]["behavior"]["scaleDown"]) == as_floats(want["behavior"]["scaleDown"])
     report = InProcessPack(stack="dev").check(resources)
     assert [d for d in report.diagnostics if d.level == "mandatory"] == []
 
