@@ -136,7 +136,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --stack: the copy artifact (bench tcopy); the entry becomes hosting: components, --qmax "
                         "being the ladder against one copy (bench copies shows the copy plan)")
     p.add_argument("--hpa", type=Path, metavar="FILE", help="with --stack: store the HPA bench tune --platform kubernetes "
-                   "found (its target and minReplicas as plan inputs, its scale-down as kubernetes.scale_down)")
+                   "found (target and minReplicas as plan inputs, its scale-down as kubernetes.scale_down); alone with "
+                   "--stack NAME: re-plans that model's entry from its stored measurements and peak")
     p.add_argument("--instance-type", metavar="TYPE", help="SageMaker instance type for the stack entry when the artifacts were "
                    "measured locally (the program and the policy pack then see the fingerprint differ)")
 
@@ -290,6 +291,7 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from bench.cli.options import plan_inputs
+    from bench.commands.plan_hpa import apply, from_stack_entry, stored_line
     from bench.report.text import render_batch_plan, render_plan
     from speech.files import load_artifact, write_artifact
     from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
@@ -299,6 +301,7 @@ def run(args: argparse.Namespace) -> int:
     from speech.stack.entry import model_entry
     from speech.stack.read import stack_file, stack_name
 
+    from_stack_entry(args)  # --stack NAME --hpa FILE alone: the entry's measurements and peak
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
     if getattr(args, "migrate_config", False):
@@ -330,8 +333,6 @@ def run(args: argparse.Namespace) -> int:
         assert path is not None  # old is the entry read from the stack file at path
         tcopy, tcopy_ref = stored_tcopy(path, q.model, old)
     stored = (old or {}).get("plan") if isinstance((old or {}).get("plan"), dict) else None
-    from bench.commands.plan_hpa import apply, stored_line
-
     inputs, old, tuned = apply(args, q, t, plan_inputs(args, q, stored), old)
     max_instances = args.max_instances if args.max_instances is not None else (old or {}).get("max_instances")
     batch = inputs.max_delay_s is not None

@@ -44,8 +44,7 @@ def load_tuned(args: argparse.Namespace, q: QmaxArtifact, old: dict | None) -> T
     path = Path(args.hpa)
     where = f"--hpa {path}"
     if not args.stack:
-        raise UsageError(f"{where}: the tuned HPA goes into a stack entry; pass --stack NAME (and --qmax, --ttotal, "
-                         "--peak-rps of the entry)")
+        raise UsageError(f"{where}: the tuned HPA goes into a stack entry; pass --stack NAME")
     art = load_artifact(path, HpaTuneArtifact)
     k8s = (old or {}).get("kubernetes")
     if not old or old.get("hosting") != "kubernetes" or not isinstance(k8s, dict):
@@ -144,3 +143,39 @@ def apply(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, inputs: 
     tuned = load_tuned(args, q, old)
     assert old is not None  # load_tuned refuses a missing entry
     return tuned_inputs(args, tuned, inputs, q, t), with_scale_down(old, tuned), tuned
+
+
+def from_stack_entry(args: argparse.Namespace) -> None:
+    """``--stack NAME --hpa FILE`` without ``--qmax``, ``--ttotal`` and ``--peak-rps``: take them from the
+    stack entry of the artifact's model (its measurement references, checked against their sha256s, and
+    its stored peak), so storing a tuned HPA needs no other flag. Anything else is left as it is."""
+    import json
+
+    from speech.files import load_artifact
+    from speech.sim.hpa_artifact import HpaTuneArtifact
+    from speech.stack.read import is_reference, read_reference, stack_file
+    from speech.stack.write import existing_model_entry
+
+    flags = (getattr(args, "qmax", None), getattr(args, "ttotal", None), getattr(args, "peak_rps", None))
+    if getattr(args, "hpa", None) is None or not args.stack or any(v is not None for v in flags) \
+            or getattr(args, "migrate_config", False):
+        return
+    art = load_artifact(args.hpa, HpaTuneArtifact)
+    path = stack_file(args.stack_dir, args.stack)
+    raw = existing_model_entry(path, art.model) if path.exists() else None
+    old = json.loads(json.dumps(raw, default=str)) if raw is not None else None
+    if not old:
+        raise UsageError(f"--hpa {args.hpa}: {path} has no entry for {art.model}, the model it was tuned for; plan it first "
+                         "with --qmax FILE --ttotal FILE --peak-rps N --stack NAME")
+    measurements = old.get("measurements") or {}
+    for name in ("qmax", "ttotal"):
+        value = measurements.get(name)
+        if not is_reference(value):
+            raise UsageError(f"--hpa {args.hpa}: the entry's {name} is not a reference to a file (embedded, or missing); "
+                             "pass --qmax FILE --ttotal FILE --peak-rps N, or run --migrate-config first")
+        ref, _ = read_reference(value, path.parent, f"speech-endpoints:models.{art.model}.measurements.{name}")
+        setattr(args, name, path.parent / ref.path)
+    peak = (old.get("plan") or {}).get("peak_rps")
+    if peak is None:
+        raise UsageError(f"--hpa {args.hpa}: the entry for {art.model} has no plan.peak_rps; pass --peak-rps N")
+    args.peak_rps = float(peak)

@@ -151,3 +151,24 @@ def test_hpa_needs_a_stack(tuned, tmp_path, capsys):
                "--peak-rps", "500", "--out", str(tmp_path), "--hpa", str(tuned)])
     assert rc == 2 and "pass --stack NAME" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_stack_and_the_artifact_alone_take_the_entrys_measurements_and_peak(tuned, tmp_path):
+    """``bench plan --stack NAME --hpa FILE``: the entry's referenced measurements (their sha256s checked)
+    and stored peak, the same entry as with the three flags."""
+    short = copy_stack(ROOT / "examples/Pulumi.k8s-gpu.yaml", tmp_path / "short")
+    assert main(["plan", "--stack", "k8s-gpu", "--stack-dir", str(short.parent), "--hpa", str(tuned),
+                 "--out", str(tmp_path / "out-short")]) == 0
+    full = copy_stack(ROOT / "examples/Pulumi.k8s-gpu.yaml", tmp_path / "full")
+    assert _plan("k8s-gpu", full.parent, "--hpa", str(tuned)) == 0
+    assert load_stack_file(short).models == load_stack_file(full).models
+    assert load_stack_file(short).models["kokoro-82m"].kubernetes.scale_down is not None
+
+
+def test_the_short_form_refuses_a_measurement_file_changed_since_it_was_stored(tuned, tmp_path, capsys):
+    stack_file = copy_stack(ROOT / "examples/Pulumi.k8s-gpu.yaml", tmp_path)
+    (tmp_path / QMAX).write_text((tmp_path / QMAX).read_text() + "\n")  # other bytes than the entry's sha256
+    before = stack_file.read_bytes()
+    rc = main(["plan", "--stack", "k8s-gpu", "--stack-dir", str(tmp_path), "--hpa", str(tuned), "--out", str(tmp_path / "out")])
+    assert rc == 2 and "sha256" in capsys.readouterr().err
+    assert stack_file.read_bytes() == before and not (tmp_path / "out").exists()
