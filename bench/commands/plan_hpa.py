@@ -123,7 +123,11 @@ def rendering_notes(plan: PlanArtifact, entry_k8s: object, tuned: TunedHpa) -> l
     from speech.schema.kubernetes import KubernetesConfig
 
     assert isinstance(entry_k8s, KubernetesConfig)
-    return differences(rendered_fields(plan, entry_k8s), tuned.artifact.hpa)
+    out = differences(rendered_fields(plan, entry_k8s), tuned.artifact.hpa)
+    if plan.schedule is not None and not tuned.artifact.hpa.get("scheduledFloors"):
+        out.append(f"plan.schedule's {len(plan.schedule.floors)} scheduled floors (cron triggers), which the tuned one was "
+                   "simulated without")
+    return out
 
 
 def stored_line(plan: PlanArtifact, entry_k8s: object, tuned: TunedHpa) -> str:
