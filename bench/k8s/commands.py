@@ -96,7 +96,7 @@ def drift(args: argparse.Namespace, target: K8sTarget) -> int:
 
 def stack_issues(args: argparse.Namespace, stack: str, models: dict[str, Any], allow_config_mismatch: bool) -> dict[str, list[dict]]:
     """bench drift --stack for its ``hosting: kubernetes`` models: each model's live autoscaler against
-    the plan as speech.deploy.kubernetes renders it (its namespace, autoscaler and metric from the
+    the plan as speech.deploy.kubernetes renders it (its namespace, autoscaler, metric and a stored scale_down from the
     stack's kubernetes block, the objects named <stack>-<model>), and the Deployment's image digest
     against the stack's."""
     from bench.k8s.drift import Issue, read_issues
