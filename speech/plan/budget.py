@@ -11,8 +11,8 @@ The rule, in order, all in USD per day (instances x USD per instance-hour x 24):
    SageMaker creates every endpoint with at least one instance, :data:`BATCH_FLOOR_INSTANCES`);
 2. critical models get their whole peak fleet, never less. When the budget cannot pay for that
    plus every other floor, the allocation is a ``stop`` naming the shortfall;
-3. standard models share what is left: each gets the same share of its unmet peak need, then
-   left-over instances go one at a time to the least-served standard model that still fits; a
+3. standard models share what is left: instances one at a time in a fixed order (the least-served
+   model's next) while the next fits, then the rest to the least-served that still fits; a
    standard model below its peak gets a ``warn`` saying which share of its peak it cannot serve;
 4. batch models share what standard left, the same way (beyond their floor of one instance);
    below their peak their backlog grows while the peak lasts and drains after it.
@@ -24,7 +24,6 @@ the batch plan's peak instances (:func:`batch_need`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
@@ -92,10 +91,17 @@ def price_of(need: ModelNeed, prices: Mapping[str, float]) -> float:
 def share_out(needs: list[ModelNeed], prices: Mapping[str, float], available_usd: float) -> dict[str, int]:
     """Instances beyond each model's floor that ``available_usd`` (USD per day) pays for.
 
-    Rule: everyone gets the same fraction f of its unmet need (peak - floor), rounded down, with f
-    the largest that fits (f = available / cost of every unmet need, at most 1); the instances the
-    rounding left over go one at a time to the model with the smallest served fraction (ties: the
-    name) whose next instance still fits. Free instance types (price 0) get their whole need.
+    Rule: instances are bought one at a time in one fixed order, the next instance of the model
+    whose served fraction of its unmet need (peak - floor) would be lowest after it (ties: the
+    name), until the next in that order does not fit; the money left then buys, one at a time, the
+    next instance of the least-served model that still fits. Free instance types (price 0) get their
+    whole need.
+
+    Why the fixed order first: it does not depend on the budget, so a larger budget buys the same
+    instances and more (no model is served less by the fair share when the budget grows). Filling the
+    gaps with what still fits spends the rest; earlier, the fair share was an equal rounded-down
+    fraction followed by that fill, and a larger budget could then buy one dear instance in place of
+    two cheap ones (less spent, fewer instances).
     """
     extra = {n.name: n.peak_instances - n.floor_instances for n in needs}
     day = {n.name: daily_usd(1, price_of(n, prices)) for n in needs}
@@ -105,13 +111,15 @@ def share_out(needs: list[ModelNeed], prices: Mapping[str, float], available_usd
         if day[name] == 0:
             out[name] = extra[name]
     paid = [name for name in out if day[name] > 0 and extra[name] > 0]
-    want = sum(extra[n] * day[n] for n in paid)
-    if want <= 0:
-        return out
-    f = min(1.0, left / want)
-    for name in paid:
-        out[name] = min(extra[name], math.floor(f * extra[name] + EPS))
-        left -= out[name] * day[name]
+    while True:
+        open_ = [n for n in paid if out[n] < extra[n]]
+        if not open_:
+            return out
+        nxt = min(open_, key=lambda n: ((out[n] + 1) / extra[n], n))
+        if day[nxt] > left + USD_TOL:
+            break
+        out[nxt] += 1
+        left -= day[nxt]
     while True:
         fits = [n for n in paid if out[n] < extra[n] and day[n] <= left + USD_TOL]
         if not fits:

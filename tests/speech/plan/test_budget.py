@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from artifacts.reference.build import reference_qmax, reference_ttotal
@@ -148,6 +148,12 @@ def test_allocation_invariants(needs, daily):
 
 @settings(max_examples=150, deadline=None)
 @given(needs_lists(), st.floats(1.0, 10000.0), st.floats(0.0, 5000.0))
+# Found by this test in CI's fast tier: with $11 more, the old rule (an equal rounded-down share,
+# then what fits) bought one more ml.g5 in place of two ml.g4dn (56 standard instances -> 55).
+@example(needs=[ModelNeed(name="m0", priority="standard", instance_type="ml.g4dn.xlarge", floor_instances=1, peak_instances=23),
+                ModelNeed(name="m1", priority="critical", instance_type="ml.g5.xlarge", floor_instances=1, peak_instances=2),
+                ModelNeed(name="m2", priority="standard", instance_type="ml.g5.xlarge", floor_instances=4, peak_instances=45)],
+         daily=1638.0, more=11.0)
 def test_more_budget_never_serves_less(needs, daily, more):
     low = allocate(needs, Budget(daily_usd=daily))
     high = allocate(needs, Budget(daily_usd=daily + more))
