@@ -12,5 +12,7 @@ simulates); no I/O.
 - :mod:`~speech.sim.artifact`: the simulation artifact
 - :mod:`~speech.sim.routes`: several routes under one budget, a batch route's backlog
 - :mod:`~speech.sim.traces`, :mod:`~speech.sim.hotload`: trace generators and readers, hot loading
-- :mod:`~speech.sim.tune`: ``bench tune``'s search for the cheapest parameters that keep the SLO share
+- :mod:`~speech.sim.tune`: ``bench tune``'s search for the cheapest parameters that keep the SLO share,
+  over :mod:`~speech.sim.knobs` (the search space), :mod:`~speech.sim.evaluate` (cached simulated
+  days) and :mod:`~speech.sim.promise` (the share bound for unseen draws)
 """

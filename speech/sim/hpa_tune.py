@@ -33,10 +33,10 @@ from speech.schema.units import EPS
 from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.hpa import ScalingPolicy, ScalingRules
 from speech.sim.instance import InstanceModel
+from speech.sim.knobs import Candidate, Mapper, floor_day_hours
 from speech.sim.kube import HpaSpec, Kind, KubePolicy, floors_of, plan_hpa_spec
 from speech.sim.names import PROMISE_MISS_CHANCE
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
-from speech.sim.tune import Candidate, Mapper, floor_day_hours
 
 HPA_KNOBS = ("target_share", "scale_down_window_s", "scale_down_policy", "min_replicas", "scheduled_floors")
 DOWN_POLICIES: dict[str, ScalingPolicy] = {

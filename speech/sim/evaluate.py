@@ -1,0 +1,178 @@
+"""``bench tune``'s evaluations: the plan of a knob setting, its simulated days (cached, batched through a
+map the caller gives) and the floor's hours of each day (docs/design.md §10.10). Pure: traces come in
+as arrays, no I/O, no clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from speech.errors import SimulationInputError, SpeechError
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.config import PlanInputs
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.sim.fleet import Summary
+from speech.sim.instance import InstanceModel
+from speech.sim.knobs import DEFAULT_HEADROOM_QUANTILE, Candidate, Knobs, Mapper, floor_day_hours, simulate_day
+from speech.sim.names import PROMISE_MISS_CHANCE
+from speech.sim.scaler import ScalingNumbers, scaling_numbers
+
+
+class Evaluator:
+    """Evaluates knobs on days of traffic (cached) with the simulator's plan policy: the plan of each
+    knob setting, the simulated days, the floor's hours. :class:`speech.sim.tune.Tuner` searches with it."""
+
+    def __init__(self, qmax: QmaxArtifact, ttotal: TtotalArtifact, seed_inputs: PlanInputs, model: InstanceModel,
+                 slo_share: float, on_eval: Callable[[], None] | None = None,
+                 schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE,
+                 map_fn: Mapper = map, width: int = 1, forecast_history: np.ndarray | None = None,
+                 forecast_model: str = "auto") -> None:
+        self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
+        self.forecast_history = forecast_history
+        """Per-second arrivals of the days before the judged ones, ending at 00:00 (forecast floors are
+        learned from it); None: the forecast knob is not tried."""
+        self.forecast_model = forecast_model
+        self._forecasts: dict[float, Any] = {}
+        self.train_days: list[np.ndarray] = []
+        self._headrooms: list[float] = []
+        self.miss_chance = miss_chance
+        """The chance the share bound leaves that any of PROMISE_UNSEEN_DRAWS unseen draws falls below it."""
+        self.schedule_rate = schedule_rate
+        """Per-second mean of the training draws (the trace starts at 00:00): what scheduled floors are
+        learned from; None: none are tried."""
+        self.seed_plan = build_plan(qmax, ttotal, seed_inputs, allow_config_mismatch=True)
+        self.seed_numbers = scaling_numbers(self.seed_plan)
+        self._plans: dict[Knobs, PlanArtifact | None] = {}
+        self._cache: dict[tuple, Summary] = {}
+        self._floor: dict[int, float] = {}
+        self.on_eval = on_eval or (lambda: None)
+        self.map_fn = map_fn
+        """How batches of days are run (:meth:`prefetch`): ``map``, or a process pool's."""
+        self.width = width
+        """Runs ``map_fn`` makes side by side (its workers). Above 1, a challenger's next ``width``
+        draws are run together (:meth:`_judge`): no later in wall time than one by one, though the
+        challenger may stop before it reads them all."""
+        self.simulated = 0
+        """Days simulated, those run ahead and never read included (``evaluations`` counts the read)."""
+        self._read: set[tuple] = set()
+        self.evaluations = 0
+        self.skipped: list[str] = []
+        self.train_peak_rps: float | None = None
+        """Busiest minute over the training draws (set by :meth:`search`): what the fixed-peak floor
+        among the ``min_instances`` candidates is sized for."""
+
+    def seed_knobs(self) -> Knobs:
+        i = self.inputs
+        return Knobs(surge_ratio=i.surge_ratio, target_share=i.target_share, datapoints_to_alarm=i.reaction.datapoints_to_alarm,
+                     min_instances=i.min_instances, scale_in_step_share=i.scale_in_step_share,
+                     scale_in_window_s=i.scale_in_window_s, scale_in_cooldown_s=i.scale_in_cooldown_s)
+
+    def inputs_for(self, k: Knobs) -> PlanInputs | None:
+        """The plan inputs of these knobs; with ``scheduled_floors``, the daily floors derived from the
+        training draws for the plan of the other knobs (None when there is no ramp to schedule)."""
+        base = k.inputs(self.inputs)
+        if k.forecast_quantile is not None or k.busy_headroom is not None:
+            if k.scheduled_floors:
+                return None
+            return self._with_forecast(base, k.forecast_quantile or DEFAULT_HEADROOM_QUANTILE, k.busy_headroom or 1.0)
+        if not k.scheduled_floors:
+            return base
+        if self.schedule_rate is None:
+            return None
+        from speech.plan.schedule import derive_schedule
+
+        plan = build_plan(self.qmax, self.ttotal, base, allow_config_mismatch=True)
+        schedule = derive_schedule(self.schedule_rate.tolist(), per_instance_rps=plan.capacity.per_instance_rps
+                                   or plan.capacity.throughput_at_target_rps, lead_s=plan.t_total.planning_s,
+                                   floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances)
+        return None if schedule is None else base.model_copy(update={"schedule": schedule})
+
+    def forecast(self, quantile: float) -> Any:
+        """The forecast of the day after :attr:`forecast_history` at ``quantile`` (speech.plan.forecast.Forecast), cached."""
+        if quantile not in self._forecasts:
+            from speech.plan.forecast import forecast_rate
+
+            assert self.forecast_history is not None
+            self._forecasts[quantile] = forecast_rate(self.forecast_history, model=self.forecast_model, quantile=quantile)
+        return self._forecasts[quantile]
+
+    def _with_forecast(self, base: PlanInputs, quantile: float, headroom: float = 1.0) -> PlanInputs | None:
+        """``base`` with floors from the forecast at ``quantile`` (``headroom`` x more in its busy
+        hours), sized for the plan of ``base`` (None: no history, or no minute needs more than the
+        plan's floor)."""
+        if self.forecast_history is None:
+            return None
+        from speech.plan.forecast import forecast_schedule
+
+        plan = build_plan(self.qmax, self.ttotal, base, allow_config_mismatch=True)
+        per = plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps
+        schedule = forecast_schedule(self.forecast(quantile), per_instance_rps=per, lead_s=plan.t_total.planning_s,
+                                     floor=plan.fleet.min_instances, max_instances=plan.fleet.max_instances,
+                                     headroom=headroom)
+        return None if schedule is None else base.model_copy(update={"schedule": schedule})
+
+    def plan_for(self, k: Knobs) -> PlanArtifact | None:
+        """The plan of these inputs, None when one is outside its bound (the plan refuses it) or there
+        are no floors to schedule."""
+        if k not in self._plans:
+            try:
+                inputs = self.inputs_for(k)
+                self._plans[k] = None if inputs is None else build_plan(self.qmax, self.ttotal, inputs,
+                                                                        allow_config_mismatch=True)
+            except (SpeechError, ValueError) as err:
+                self.skipped.append(f"{k}: {err}")
+                self._plans[k] = None
+        return self._plans[k]
+
+    def numbers_for(self, k: Knobs) -> ScalingNumbers:
+        plan = self.plan_for(k)
+        if plan is None:
+            raise SimulationInputError(f"knobs outside their bounds: {k}")
+        return scaling_numbers(plan)
+
+    def run(self, k: Knobs, day_id: int, arrivals: np.ndarray) -> Summary:
+        key = (k, day_id)
+        if key not in self._cache:
+            self._cache[key] = simulate_day((self.model, self.numbers_for(k), self.inputs.slo_ms, arrivals))
+            self.simulated += 1
+        if key not in self._read:
+            self._read.add(key)
+            self.evaluations += 1
+            self.on_eval()
+        return self._cache[key]
+
+    def prefetch(self, wanted: Iterable[tuple[Knobs, tuple[int, np.ndarray]]]) -> None:
+        """Simulate at once, through :attr:`map_fn`, the (knobs, day) runs not yet cached, skipping
+        knobs the plan refuses; :meth:`run` then finds them. Callers ask only for runs the search
+        reads next, so with ``map`` this costs what running them in turn would."""
+        todo: dict[tuple, tuple[InstanceModel, ScalingNumbers, float, np.ndarray]] = {}
+        for k, (day_id, arrivals) in wanted:
+            key = (k, day_id)
+            if key not in self._cache and key not in todo and self.plan_for(k) is not None:
+                todo[key] = (self.model, self.numbers_for(k), self.inputs.slo_ms, arrivals)
+        if len(todo) > 1:  # one run is no faster elsewhere
+            self._cache.update(zip(todo, self.map_fn(simulate_day, list(todo.values())), strict=True))
+            self.simulated += len(todo)
+
+    def floor_hours(self, day_id: int, arrivals: np.ndarray) -> float:
+        """The floor's instance-hours on this day (its schedule's billed hours: no simulation needed)."""
+        if day_id not in self._floor:
+            self._floor[day_id] = floor_day_hours((self.model, arrivals, self.inputs.slo_ms, self.slo_share))
+        return self._floor[day_id]
+
+    def prefetch_floors(self, days: Sequence[tuple[int, np.ndarray]]) -> None:
+        """:meth:`floor_hours` of every day not yet known, at once through :attr:`map_fn`."""
+        todo = {i: a for i, a in days if i not in self._floor}
+        if len(todo) > 1:
+            hours = self.map_fn(floor_day_hours, [(self.model, a, self.inputs.slo_ms, self.slo_share) for a in todo.values()])
+            self._floor.update(zip(todo, hours, strict=True))
+
+    def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
+        if self.plan_for(k) is None:
+            return None
+        self.prefetch((k, d) for d in days)
+        self.prefetch_floors(days)
+        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
