@@ -1,7 +1,8 @@
 """The normalization table: written text -> what the server says, with the options that apply.
 Read by tests/container/test_normalize.py (the function itself) and by the server tests of both
-backends (test_kokoro_fastapi.py on the real onnx weights, test_torch_backend.py on the generated
-checkpoint), which check /dev/phonemize's normalized text and phonemes against it."""
+backends (routes/openai/test_kokoro_fastapi.py on the real onnx weights,
+backends/test_torch_backend.py on the generated checkpoint), which check /dev/phonemize's
+normalized text and phonemes against it."""
 
 # (options as sent in normalization_options, input, expected spoken text); {} = the defaults.
 CASES: list[tuple[dict, str, str]] = [

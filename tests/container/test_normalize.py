@@ -1,7 +1,7 @@
 """Text normalization (container/normalize.py), sentence segmentation (container/text.py), voice
 arithmetic and the download store: the pure parts of the Kokoro-FastAPI compatibility work.
-The same table runs through real servers on both backends in test_kokoro_fastapi.py and
-test_torch_backend.py."""
+The same table runs through real servers on both backends in routes/openai/test_kokoro_fastapi.py
+and backends/test_torch_backend.py."""
 from __future__ import annotations
 
 import os

@@ -16,7 +16,7 @@ from policy.harness import Resource
 from tests.policy.policy_edits import messages, named, set_path
 from tests.stack_files import embedded_config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE_DIR = ROOT / "examples"
 MODELS = "speech-endpoints:models"
 COMPONENT_RULES = ("copy-scaling-matches-plan", "component-compute-matches-footprint", "no-variant-scaling-with-components",

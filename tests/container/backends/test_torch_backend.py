@@ -40,7 +40,7 @@ VOICE = "af_random"
 FRAMES = 2  # per token at speed 1.0; speed 2.0 then rounds to 1
 SAMPLES_PER_FRAME = 600  # decoder: x2 (F0 rate) * 10 * 6 upsampling * 5 iSTFT hop
 TEXT = "Hello world. How are you?"
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Loaded by every Python process that inherits PYTHONPATH: any connection or name lookup that
 # leaves this machine raises and is logged, so a hub download cannot pass silently.

@@ -1,5 +1,6 @@
-"""daily-cost-ceiling on a stack with several models and a daily budget (examples/Pulumi.multi.yaml):
-the pack recomputes the allocation with speech.plan.budget.allocate from the provenance documents."""
+"""daily-cost-ceiling (policy/rules/cost.py): the dev stack over a daily budget or at an instance type
+without a price; a stack with several models and a daily budget (examples/Pulumi.multi.yaml), whose
+allocation the pack recomputes with speech.plan.budget.allocate from the provenance documents."""
 
 from __future__ import annotations
 
@@ -88,3 +89,22 @@ def test_policy_check_cli_passes_multi_and_blocks_a_lowered_budget(tmp_path, cap
     assert check_main(["--stack-dir", str(tmp_path), "--stack", "low"]) == 1
     out = capsys.readouterr().out
     assert out.count("shortfall of $53.09/day") == 1 and "BLOCKED" in out
+
+
+# --- one model: the dev stack ---------------------------------------------------------------------
+
+
+def test_daily_cost_over_budget(pack, dev):
+    report = pack.check(dev, {"daily-cost-ceiling": {"daily-budget-usd": 5000}})
+    [d] = report.of("daily-cost-ceiling")
+    assert d.level == "mandatory" and d.resource is None
+    assert "$9,901/day" in d.message and "293 x ml.g5.xlarge x $1.408/h x 24" in d.message
+    assert "daily budget $5,000" in d.message and "fix:" in d.message
+
+
+def test_daily_cost_unknown_price(pack, dev):
+    set_path(named(dev, "kokoro-82m-config"), "productionVariants.0.instanceType", "ml.p5.48xlarge")
+    report = pack.check(dev, {"instance-type-allowed": {"allowed-instance-types": ["ml.p5.48xlarge"]}})
+    [msg] = messages(report, "daily-cost-ceiling", "mandatory")
+    assert "'ml.p5.48xlarge', which has no hourly price" in msg
+    assert messages(report, "instance-type-allowed") == []

@@ -25,7 +25,7 @@ from container.backends.torch_backend import TorchBackend  # noqa: E402
 from container.backends.torch_workers import WorkerDied  # noqa: E402
 from container.settings import Settings  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
