@@ -143,7 +143,7 @@ class Tuner(Evaluator):
         one (a higher floor). First-improvement descent would settle near the expensive one."""
         order = sorted(range(len(days)), key=lambda j: at.days[j].within_slo_share)
         moves = [k for name in KNOBS for v in self.choices(at.knobs)[name]
-                 if v != getattr(at.knobs, name) and self.plan_for(k := replace(at.knobs, **{name: v})) is not None]
+                 if v != getattr(at.knobs, name) and self.plan_for(k := move(at.knobs, name, v)) is not None]
         # screen on the draw where a miss is likeliest, then judge the cheapest there first, so the
         # first move that keeps the target caps what the rest may cost
         self.prefetch((k, days[order[0]]) for k in moves)
@@ -227,10 +227,13 @@ class Tuner(Evaluator):
         target first takes :meth:`cheapest_keeping`; a pass that moves nothing then tries up to
         ``pairs`` two-knob moves of its near misses (:meth:`pair_moves`).
 
-        With a forecast history the descent runs twice, without the forecast knobs and with them,
-        and the better winner (:meth:`better`) is kept. Why: descent is greedy; on diurnal:peak=5000
-        the cheapest first move that kept the target was forecast floors, and the descent from
-        there ended at 1.29x the floor where the one without them had found 1.16x."""
+        With a forecast history the descent runs twice: without the forecast knobs from the seed,
+        then with them from that plain winner (a forecast move replaces learned floors,
+        :func:`move`), so the winner is never worse than the plain one (:meth:`better`). Why not a
+        second descent from the seed: descent is greedy (on diurnal:peak=5000 the cheapest first
+        move that kept the target was forecast floors, and the descent from there ended at 1.29x the
+        floor where the plain one found 1.16x), and it doubled the tuning time; from the plain
+        winner every move that is not a forecast move is one the plain descent already simulated."""
         if self.forecast_history is None:
             return self._search(days, passes, pairs)
         history, self.forecast_history = self.forecast_history, None  # choices() then offer no forecast knobs
@@ -238,16 +241,18 @@ class Tuner(Evaluator):
             seed, plain = self._search(days, passes, pairs)
         finally:
             self.forecast_history = history
-        _, forecast = self._search(days, passes, pairs)
+        _, forecast = self._search(days, passes, pairs, start=plain)
         return seed, (forecast if self.better(forecast, plain) else plain)
 
-    def _search(self, days: Sequence[tuple[int, np.ndarray]], passes: int, pairs: int) -> tuple[Candidate, Candidate]:
-        """One coordinate descent of :meth:`search` over the knobs :meth:`choices` offers now."""
+    def _search(self, days: Sequence[tuple[int, np.ndarray]], passes: int, pairs: int,
+                start: Candidate | None = None) -> tuple[Candidate, Candidate]:
+        """One coordinate descent of :meth:`search` over the knobs :meth:`choices` offers now, from
+        ``start`` (a candidate on the same ``days``) or the seed."""
         self.see_training(days)
         first = self.candidate(self.seed_knobs(), days)
         if first is None:
             raise SimulationInputError("the seed plan inputs are outside their bounds")
-        seed = best = first
+        seed = best = first if start is None else start
         for _ in range(passes):
             moved = False
             if best.share_bound.bound < self.slo_share:
@@ -256,7 +261,7 @@ class Tuner(Evaluator):
                     best, moved = step, True
             near: list[tuple[str, Any, float]] = []
             for name in KNOBS:
-                moves = [replace(best.knobs, **{name: v}) for v in self.choices(best.knobs)[name]
+                moves = [move(best.knobs, name, v) for v in self.choices(best.knobs)[name]
                          if getattr(best.knobs, name) != v]
                 # every move of this knob is judged on the incumbent's lowest draw first (a new
                 # incumbent within the loop differs only in this knob, so the moves stay the same)
@@ -279,3 +284,17 @@ class Tuner(Evaluator):
             if not moved:
                 break
         return seed, best
+
+
+FORECAST_KNOBS = ("forecast_quantile", "busy_headroom")
+
+
+def move(k: Knobs, name: str, value: Any) -> Knobs:
+    """``k`` with one knob set to ``value``; a forecast knob set (not None) takes the learned floors
+    off, learned floors set take the forecast knobs off: a plan has one schedule, so without this a
+    move from learned floors to forecast floors is refused (:meth:`Tuner.inputs_for`) and never judged."""
+    if name in FORECAST_KNOBS and value is not None:
+        return replace(k, scheduled_floors=False, **{name: value})
+    if name == "scheduled_floors" and value:
+        return replace(k, scheduled_floors=True, forecast_quantile=None, busy_headroom=None)
+    return replace(k, **{name: value})

@@ -68,3 +68,20 @@ def test_with_a_history_the_search_keeps_the_better_of_with_and_without_the_fore
     _, best = with_history.search(days, passes=1, pairs=0)
     assert not without.better(plain, best)  # best is at least as good as the plain winner
     assert with_history.forecast_history is not None  # restored after the plain descent
+
+
+def test_a_forecast_move_from_learned_floors_replaces_them(tuners):
+    # the forecast descent starts from the plain winner, which may have learned floors: a forecast
+    # move must swap them for forecast floors (a plan has one schedule), or the plan refuses it and
+    # the forecast is never judged
+    from speech.sim.tune import move
+
+    with_history, _ = tuners
+    learned = replace(with_history.seed_knobs(), scheduled_floors=True)
+    for name, value in (("forecast_quantile", 0.5), ("busy_headroom", 1.3)):
+        assert with_history.plan_for(replace(learned, **{name: value})) is None
+        k = move(learned, name, value)
+        assert not k.scheduled_floors and getattr(k, name) == value
+        assert with_history.plan_for(k) is not None and with_history.plan_for(k).schedule is not None
+    back = move(replace(with_history.seed_knobs(), forecast_quantile=0.9, busy_headroom=1.3), "scheduled_floors", True)
+    assert back.scheduled_floors and back.forecast_quantile is None and back.busy_headroom is None
