@@ -54,7 +54,8 @@ def main() -> int:
     opts = ap.parse_args()
 
     from bench.cli.main import main as bench
-    from bench.commands.demo import add_arguments, seed_plan_path, simulate_step, tune_step
+    from bench.cli.parsers.demo import add_arguments
+    from bench.commands.demo import seed_plan_path, simulate_step, tune_step
     from speech.files import load_artifact
     from speech.schema.plan_artifacts import PlanArtifact
 

@@ -121,8 +121,8 @@ def day(spec: str, seed: int):
         return week(seed)
     if spec.startswith("two-peak"):
         return two_peak(seed)
-    from bench.commands.tune import with_options
     from bench.load.traces import load_trace
+    from bench.operations.tune import with_options
 
     return load_trace(with_options(spec, seed=seed)).arrivals
 

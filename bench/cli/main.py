@@ -1,8 +1,10 @@
 """``speech-bench`` (``python -m bench``): one subcommand per step of the chain.
 
 Exit codes: 0 ok/warn, 1 a stop finding or a failed check, 2 bad input (nothing written),
-130 interrupted. Subcommand modules are imported lazily so ``bench plan`` loads neither pulumi
-nor boto3.
+130 interrupted. The help and the parse come from :mod:`bench.cli.parsers` alone; the named
+command's module (:mod:`bench.commands`, which imports its dependencies at its top) is imported
+only once the arguments parse, so ``--help`` loads nothing heavy and ``bench plan`` loads neither
+pulumi nor boto3.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from speech.cli import (  # noqa: F401
 )
 from speech.errors import SpeechError
 
-# name -> (module in bench/commands/, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
+# name -> (module in bench/commands/, one-line help). bench/cli/parsers/<name>.py defines DESCRIPTION and
+# add_arguments(parser); bench/commands/<name>.py defines run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
     "drift": ("bench.commands.drift", "read-only: deployed scaling vs stack config and plan; exit 0 = preflight ok"),
     "qmax": ("bench.commands.qmax", "closed-loop concurrency ladder -> qmax artifact (Q_max, service time, curve)"),
@@ -80,9 +83,9 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(command: str = "*") -> argparse.ArgumentParser:
-    """The parser; only ``command``'s module is imported (the others are listed by name), so
+    """The parser; only ``command``'s parser module is imported (the others are listed by name), so
     ``--help`` and a command's own parse load nothing they do not use. ``"*"`` (the default)
-    loads every command, ``""`` none."""
+    declares every command's flags, ``""`` none. No command module is imported here."""
     parser = _Parser(prog=PROG, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -90,15 +93,15 @@ def build_parser(command: str = "*") -> argparse.ArgumentParser:
         if command not in (name, "*"):
             sub.add_parser(name, help=help_, add_help=False)
             continue
-        mod = importlib.import_module(module)
-        p = sub.add_parser(name, help=help_, description=getattr(mod, "DESCRIPTION", help_),
+        parsers = importlib.import_module(f"bench.cli.parsers.{name}")
+        p = sub.add_parser(name, help=help_, description=getattr(parsers, "DESCRIPTION", help_),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        mod.add_arguments(p)
+        parsers.add_arguments(p)
         if name in results.METRICS:
             results.add_result_arguments(p, name, results.METRICS[name])
         _bound_arguments(p)
         add_verbosity(p)
-        p.set_defaults(_module=mod)
+        p.set_defaults(_module=module)
     return parser
 
 
@@ -155,9 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(level)
     try:
         _preflight(args)
+        # The command's module only now: it imports what the run needs at its top (numpy, the plan, an
+        # AWS or Kubernetes client), which --help and a refused argument never pay for.
+        run = importlib.import_module(args._module).run
         if args.command in results.METRICS:
-            return results.run_with_results(args, args._module.run, as_json=as_json, argv=argv)
-        return int(args._module.run(args))
+            return results.run_with_results(args, run, as_json=as_json, argv=argv)
+        return int(run(args))
     except KeyboardInterrupt:
         return report_error("Interrupted", "stopped by Ctrl-C; nothing half-written was left behind", EXIT_INTERRUPTED,
                             as_json=as_json)

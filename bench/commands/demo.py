@@ -15,34 +15,24 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.plan_artifacts import PlanArtifact
-    from speech.sim.artifact import SimulationArtifact, TuneArtifact
+import httpx
 
+from bench.cli.main import main
 from bench.errors import BenchError, TargetError, UsageError
-
-DESCRIPTION = """\
-Run the whole chain locally: container (real model) -> qmax -> ttotal -> plan -> tune (bench tune
-on the demo's trace: trained on that hour, checked on other hours) -> simulate (one hour of
-diurnal traffic at the planned peak: the seed plan, the tuned plan and every other scaling
-policy) -> offline preview + policy pack -> report. No AWS account, GPU or Pulumi CLI needed.
-
-The local measurements describe this machine, not a SageMaker instance: the stack entry is
-written for --instance-type with allow_config_mismatch, so the program plans real scaling
-resources from them, and the policy pack shows that it would block deploying them there
-(deployment-matches-fingerprint). That is the guard working; on AWS you measure the endpoint
-itself (bench qmax --endpoint ...).
-
-Exit 0 when every step ran (whatever the policy verdict), 1 when a step failed, 2 bad input,
-130 interrupted (the container is stopped; artifacts are written atomically or not at all).
-"""
+from bench.load.synthetic import free_port
+from bench.report.html import PolicyViolation, write_report
+from bench.report.plots import plot_qmax, plot_ttotal
+from bench.report.tuned import promise_check, verdict_line
+from policy.check import preview_resources, run_check
+from speech.files import load_artifact
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.sim.artifact import SimulationArtifact, TuneArtifact
+from speech.stack.read import stack_file as stack_path
 
 STEPS = ("container", "qmax", "ttotal", "plan", "tune", "simulate", "preview+policy", "report")
 
@@ -53,34 +43,11 @@ TUNE_HOLDOUT_DAYS = 2
 """... and checks the winner on two other hours (seeds 2 and 3) and the perturbed first hour."""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR", help="artifacts, plots, report (default out/demo)")
-    p.add_argument("--stack", default="local", metavar="NAME", help="stack config to write: Pulumi.NAME.yaml (default local)")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml goes (default .)")
-    p.add_argument("--slo-ms", type=float, default=2500.0, metavar="MS", help="p95 TTFAB SLO on this CPU (default 2500)")
-    p.add_argument("--peak-rps", type=float, default=20.0, metavar="N", help="planned peak (default 20)")
-    p.add_argument("--trough-rps", type=float, default=1.0, metavar="N", help="planned trough (default 1)")
-    p.add_argument("--surge-ratio", type=float, default=1.25, metavar="X", help="planned surge (default 1.25)")
-    p.add_argument("--instance-type", default="ml.g5.xlarge", metavar="TYPE",
-                   help="instance type of the stack entry (default ml.g5.xlarge)")
-    p.add_argument("--max-concurrency", type=int, default=16, metavar="N", help="top of the ladder (default 16)")
-    p.add_argument("--settle-s", type=float, default=2.0, metavar="S", help="per level, discarded (default 2)")
-    p.add_argument("--measure-s", type=float, default=8.0, metavar="S", help="per level, measured (default 8)")
-    p.add_argument("--quick", action="store_true", help="a reduced chain for CI: levels 1,2, short windows")
-    p.add_argument("--report-only", action="store_true",
-                   help="no container and no measurement: re-run simulate, preview+policy and the report on the newest "
-                        "qmax, ttotal, plan and tuned plan artifacts already in --out (a previous demo's)")
-    p.add_argument("--serve-cmd", default=f"{shlex.quote(sys.executable)} -m container serve",
-                   help="command that starts the container (default: python -m container serve)")
-
-
 def _say(step: str, text: str) -> None:
     print(f"[{step}] {text}", flush=True)
 
 
 def _bench(argv: list[str]) -> int:
-    from bench.cli.main import main
-
     return main(argv)
 
 
@@ -88,8 +55,6 @@ class Container:
     """The local inference container as a child process, stopped on every exit path."""
 
     def __init__(self, serve_cmd: str, log_path: Path, slo_ms: float):
-        from bench.load.synthetic import free_port
-
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
@@ -103,8 +68,6 @@ class Container:
         )
 
     def wait_ready(self, timeout_s: float = 240.0) -> dict:
-        import httpx
-
         deadline = time.monotonic() + timeout_s
         last = "no answer"
         while time.monotonic() < deadline:
@@ -161,10 +124,6 @@ def _step(name: str, rc: int, ok: tuple[int, ...] = (0,)) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speech.files import load_artifact
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.plan_artifacts import PlanArtifact
-
     if args.slo_ms <= 0 or args.peak_rps <= 0 or args.max_concurrency < 2:
         raise UsageError("--slo-ms and --peak-rps must be > 0 and --max-concurrency >= 2")
     out: Path = args.out
@@ -179,7 +138,6 @@ def run(args: argparse.Namespace) -> int:
         plan = load_artifact(seed_plan_path(out), PlanArtifact)
         _say("report", f"re-using {qmax_path.name}, {ttotal_path.name} and the plan in {out}")
         tuned = _reuse_tuned(out, plan, qmax, ttotal)
-        from bench.report.plots import plot_qmax, plot_ttotal
 
         plot_qmax(qmax, qmax_path.with_suffix(".png"))
         plot_ttotal(ttotal, ttotal_path.with_suffix(".png"))
@@ -191,9 +149,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
     """container -> qmax -> ttotal -> plan; the container stopped on every path."""
-    from speech.files import load_artifact
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.plan_artifacts import PlanArtifact
 
     container: Container | None = None
     try:
@@ -238,9 +193,6 @@ def tune_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path:
     """``bench tune`` on the demo's trace with the plan's own inputs (so its seed is the plan just
     made): trained on that hour, checked on other hours; the tuned plan and the tune artifact land
     in --out. Exit 1 (a check missed the share) is a result the report shows, not a failure."""
-    from speech.files import load_artifact
-    from speech.schema.plan_artifacts import PlanArtifact
-    from speech.sim.artifact import TuneArtifact
 
     if plan.q_max < 1:
         _say("tune", "skipped: Q_max is 0 (no ladder level met the SLO), there is nothing to tune")
@@ -265,10 +217,6 @@ def tune_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path:
 def _reuse_tuned(out: Path, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact) -> Tuned | None:
     """--report-only: the tuned plan a previous demo left in --out, when it was tuned from the
     artifacts re-used (else the report goes without it, and says why here)."""
-    from speech.files import load_artifact
-    from speech.schema.artifacts import canonical_sha256
-    from speech.schema.plan_artifacts import PlanArtifact
-    from speech.sim.artifact import TuneArtifact
 
     path = out / f"plan-{plan.model}-tuned.json"
     if not path.exists():
@@ -294,8 +242,6 @@ def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: 
     plan_path = seed_plan_path(out)
     simulation, simulation_pngs = simulate_step(args, out, qmax_path, ttotal_path, plan_path, plan, tuned)
 
-    from speech.stack.read import stack_file as stack_path
-
     stack_file = stack_path(args.stack_dir, args.stack)
     _say("preview+policy", f"the Pulumi program under mocks on {stack_file}, every resource sent to the policy pack")
     violations, gates = _preview_and_policy(stack_file, args.stack)
@@ -305,8 +251,6 @@ def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: 
     _say("preview+policy", f"{len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory violation(s)")
     for v in violations:
         _say("preview+policy", f"  {v.level}: [{v.policy}] {v.resource}: {v.message}")
-
-    from bench.report.html import write_report
 
     next_steps = [
         # The bucket is the stack output endpoints.<model>.provenance_bucket: measured figures scale only with receipts.
@@ -361,8 +305,6 @@ def simulation_trace(args: argparse.Namespace) -> str:
 
 
 def _promise_line(tuned: PlanArtifact, simulation: SimulationArtifact | None) -> str | None:
-    from bench.report.tuned import promise_check, verdict_line
-
     c = promise_check(tuned, simulation) if simulation is not None else None
     return verdict_line(c) if c is not None else None
 
@@ -371,8 +313,6 @@ def simulate_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_p
               plan: PlanArtifact, tuned: Tuned | None = None) -> tuple[SimulationArtifact | None, list[Path]]:
     """``bench simulate`` on the plan just made (and the tuned plan beside it): the comparison table
     in the output, the artifact and the PNGs next to the others."""
-    from speech.files import load_artifact
-    from speech.sim.artifact import SimulationArtifact
 
     if plan.q_max < 1:
         _say("simulate", "skipped: Q_max is 0 (no ladder level met the SLO), there is no instance to simulate")
@@ -396,9 +336,6 @@ def _png_for(artifact: Path) -> Path | None:
 
 
 def _preview_and_policy(stack_file: Path, stack: str):
-    from bench.report.html import PolicyViolation
-    from policy.check import preview_resources, run_check
-
     resources, preview = preview_resources(stack_file, stack)
     report = run_check(resources, None, stack)
     violations = [PolicyViolation(d.level, d.policy, d.resource or "(stack)", d.message) for d in report.diagnostics]

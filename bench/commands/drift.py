@@ -5,77 +5,27 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
-    from bench.aws import client as aws
-    from bench.aws.scaling_check import Issue
-    from speech.plan.batch import BatchPlan
-    from speech.schema.config import ModelConfig, StackConfig
-    from speech.schema.plan_artifacts import PlanArtifact
+from pydantic import ValidationError
 
+from bench.aws import client as aws
+from bench.aws.scaling_check import Issue, compare, compare_batch
 from bench.errors import TargetError, UsageError
+from bench.k8s.commands import drift as drift_kubernetes
+from bench.k8s.commands import stack_issues
+from bench.k8s.options import k8s_target
 from speech.errors import ConfigError
-
-DESCRIPTION = """\
-Compare what is deployed for each model of a stack (scalable target min/max and suspended
-state, scaling policies, their alarms) with the stack config and the plan computed from the
-stack's own measurements (the same build_plan the program and policy pack use). Read-only:
-only Describe* calls.
-
-Names frozen scaling (a killed qmax/ttotal: run `bench thaw`), orphan policies (not one of
-<endpoint>-scale-out / -scale-in / -surge), missing policies and alarms, and every value that
-differs from the plan. Endpoint names are <stack>-<model> unless --endpoint is given.
-
-Also compares the deployed fingerprint (instance type of the endpoint configuration's AllTraffic
-variant, image digest of its model's container) with the stack config's instance_type/image and
-with the fingerprint of the measurements the plan rests on: a new image or instance type has new
-latency, so measurements of another one are drift (unless the stack sets allow_config_mismatch,
-as the program does).
-
-  python -m bench drift --stack dev
-  python -m bench drift --stack dev --endpoint dev-kokoro-82m --json
-
-A stack's hosting: kubernetes models are read from the cluster (--kubeconfig, --context): each
-Deployment <stack>-<model>'s HPA or ScaledObject against the plan as the stack renders it, and its
-image digest against the stack's.
-
-Kubernetes (--kubernetes NAMESPACE/DEPLOYMENT, no --stack): reads the live HorizontalPodAutoscaler
-(or KEDA ScaledObject, --autoscaler keda) through the kubeconfig's credentials and compares it with
-the plan rendered as an HPA (--plan FILE) or the HPA bench tune --platform kubernetes wrote (--hpa
-FILE): min/max replicas, the in-flight metric and its AverageValue target, the behavior, cron
-floors, and whether it is paused (a measurement not restored) or unable to scale.
-
-  python -m bench drift --kubernetes speech/dev-kokoro-82m --plan plan-kokoro-82m.json
-  python -m bench drift --kubernetes speech/dev-kokoro-82m --autoscaler keda --hpa out/tune/keda-kokoro-82m-diurnal.json
-
-Exit 0 and `preflight-ok` when clean, 1 on any drift, 2 bad input (no such stack file/endpoint).
-"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stack", metavar="NAME",
-                   help="stack whose Pulumi.NAME.yaml describes the models (NAME, ORG/NAME or ORG/PROJECT/NAME)")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
-                   help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
-    p.add_argument("--endpoint", metavar="NAME", help="endpoint name when not <stack>-<model> (needs one model or --model)")
-    p.add_argument("--model", metavar="NAME", help="check only this model")
-    p.add_argument("--region", metavar="REGION",
-                   help="AWS region (default: the stack's aws:region, else the environment's)")
-    p.add_argument("--json", action="store_true", help="print {ok, endpoints: {name: [issues]}} as JSON")
-    from bench.k8s.options import add_kubernetes_arguments
-
-    add_kubernetes_arguments(p, "check this Deployment's autoscaler on a cluster instead of a stack's endpoints")
-    p.add_argument("--plan", type=Path, metavar="FILE", help="with --kubernetes: the plan whose HPA the cluster should run")
-    p.add_argument("--hpa", type=Path, metavar="FILE", help="with --kubernetes: bench tune --platform kubernetes's tuned HPA")
-    p.add_argument("--metric", default="speech_concurrent_requests", metavar="NAME",
-                   help="with --kubernetes: the Pods metric the HPA scales on (default speech_concurrent_requests)")
+from speech.plan.batch import BatchPlan, build_batch_plan
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import Fingerprint
+from speech.schema.config import ModelConfig, StackConfig
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.stack.read import load_stack_file, stack_file, stack_name, stack_region
+from speech.stack.write import MODELS_KEY, read_stack_file
 
 
 def load_stack(path: Path) -> StackConfig:
-    from speech.stack.read import load_stack_file
-    from speech.stack.write import MODELS_KEY, read_stack_file
-
     if not path.exists():
         raise UsageError(f"{path}: no such stack file; check --stack / --stack-dir")
     config = read_stack_file(path).get("config") or {}
@@ -91,9 +41,6 @@ def load_stack(path: Path) -> StackConfig:
 
 
 def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity | Issue:
-    from bench.aws import client as aws
-    from bench.aws.scaling_check import Issue
-
     try:
         return aws.endpoint_identity(sess, endpoint, described)
     except TargetError as err:
@@ -101,12 +48,6 @@ def read_fingerprint(sess: Any, endpoint: str, described: dict) -> aws.Identity 
 
 
 def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_mismatch: bool) -> list[Issue]:
-    from pydantic import ValidationError
-
-    from bench.aws.scaling_check import Issue
-    from speech.schema.artifacts import Fingerprint
-    from speech.stack.write import MODELS_KEY
-
     key = f"{MODELS_KEY}.{name}"
     redeploy = f"fix: pulumi up to deploy the stack config, or set {key}.{{field}} to what should run and re-measure it"
     issues = []
@@ -143,17 +84,8 @@ def fingerprint_issues(name: str, m: ModelConfig, d: aws.Identity, allow_config_
 
 
 def run(args: argparse.Namespace, session=None) -> int:
-    from bench.aws import client as aws
-    from bench.aws.scaling_check import Issue, compare, compare_batch
-    from bench.k8s.options import k8s_target
-    from speech.plan.batch import build_batch_plan
-    from speech.plan.realtime import build_plan
-    from speech.stack.read import stack_file, stack_name, stack_region
-
     k8s = k8s_target(args)
     if k8s is not None:
-        from bench.k8s.commands import drift as drift_kubernetes
-
         return drift_kubernetes(args, k8s)
     if not args.stack:
         raise UsageError("pass --stack NAME (a stack's endpoints) or --kubernetes NAMESPACE/DEPLOYMENT (a cluster's autoscaler)")
@@ -181,7 +113,6 @@ def run(args: argparse.Namespace, session=None) -> int:
     report: dict[str, list[dict]] = {}
     kube = {n: m for n, m in models.items() if m.hosting == "kubernetes"}
     if kube:  # a cluster's Deployments: their autoscalers through the kubeconfig, no AWS call
-        from bench.k8s.commands import stack_issues
 
         report.update(stack_issues(args, name_of_stack, kube, stack.allow_config_mismatch))
         models = {n: m for n, m in models.items() if n not in kube}

@@ -2,15 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
-    from bench.report.outputs import RunReport
-    from speech.plan.batch import BatchPlan
-    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-    from speech.schema.config import ArtifactRef, PlanInputs
-    from speech.schema.plan_artifacts import PlanArtifact
-
 import argparse
 import json
 import sys
@@ -18,133 +9,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
+from pydantic import ValidationError
+
+from bench.cli.options import plan_inputs
 from bench.errors import UsageError
-from speech.errors import describe_validation_error
-
-DESCRIPTION = """\
-Turn measured artifacts into autoscaling numbers with zero AWS calls.
-
-The default plan (no tuned values; speech/plan/formulas.py):
-  h = surge_ratio - 1 (< 0.5); Q_max = floor(measured Q_max x --qmax-derate)
-  lambda_SLO = the highest Poisson rate per instance whose share within the SLO (refusals at the
-    gate count as misses) is >= --slo-share, on the gated chain: gate at Q_max, departures X(n)
-    from the ladder, TTFAB quantiles per level
-  C_scale_max = min((1-h) x Q_max, mean in flight at lambda_SLO)   (the surge rule or the SLO share)
-  C_scale_min = C_scale_max x (1-2h) / (1-h)   (= (1-2h) x Q_max when the surge rule sets C_scale_max)
-  CloudWatch target / scale-in threshold = C_scale_max / C_scale_min x the measured CloudWatch ratio
-  per-instance rate = min(rate holding C_scale_max in flight on that chain, X(C_scale_max))
-  max_instances = ceil(peak / per-instance rate); min_instances = max(--min-instances,
-    ceil(trough / per-instance rate))
-  T_total (planning) = measured T_total + metric period x datapoints to alarm + scale-out cooldown
-  cooldowns: out clamp(measured T_total / 2, 10, 30) s, in max(300, 3 x planning T_total) s
-  scale-in step = 1 - surge_ratio x C_scale_min / C_scale_max of the fleet (at most
-    1 - C_scale_min / C_scale_max), after ceil(300 s / period) periods at or below C_scale_min
-  surge survival: P(an instance at C_scale_max reaches Q_max within T_total) on the exact chain
---target-share, --scale-in-* and the cooldown flags replace a seed value (bench tune finds them).
-
-Writes plan-<model>.json into --out; with --stack NAME also writes the inputs and the artifacts
-into Pulumi.NAME.yaml (other keys kept): each artifact by path and sha256, the file committed
-under artifacts/ (copied there when it lies outside the repository). A re-plan keeps the
-inputs stored in the entry unless a flag overrides them, and prints what changed.
-Exit 0 ok/warn, 1 stop finding, 2 bad input.
-
-A batch route (--max-delay-s S): an asynchronous endpoint scaled on its backlog down to zero.
-  throughput per instance X = ladder throughput at Q_max; MaxConcurrentInvocationsPerInstance = Q_max
-  backlog target per instance = floor(X x (S - cold start)), cold start = 120 s wake + T_total
-  instances at peak = ceil(peak / X), min 0
-Writes batch-plan-<model>.json (and, with --stack, the entry as priority batch, hosting async).
-
-Several models: `bench plan --stack NAME` alone re-plans every model of Pulumi.NAME.yaml from
-the measurements it references, under the stack's daily budget (speech-endpoints:budget:
-critical models at their peak, standard capped with a warning, batch gets the rest), and writes
-plan-<model>.json for each plus budget-NAME.json (the allocation).
-
-Stack files whose artifacts are embedded (the earlier form) still load, with a warning:
-`bench plan --stack NAME --migrate-config` rewrites them as references.
-"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--qmax", type=Path, metavar="FILE",
-                   help="qmax artifact (bench qmax); without --qmax/--ttotal/--peak-rps, --stack NAME re-plans every model")
-    p.add_argument("--ttotal", type=Path, metavar="FILE", help="ttotal artifact (bench ttotal)")
-    p.add_argument("--peak-rps", type=float, metavar="N", help="busiest-hour requests/s")
-    p.add_argument("--trough-rps", type=float, default=None, metavar="N",
-                   help="quietest-hour requests/s (default: the stack entry's, else 1, or peak if lower)")
-    p.add_argument("--slo-ms", type=float, default=None, metavar="MS",
-                   help="p95 TTFAB SLO (default: the stack entry's, else the SLO the ladder was judged by)")
-    p.add_argument("--surge-ratio", type=float, default=None, metavar="X",
-                   help="growth absorbed within one scale-out (default: the stack entry's, else 1.25)")
-    p.add_argument("--min-instances", type=int, default=None, metavar="N",
-                   help="instance floor (default: the stack entry's, else 1)")
-    p.add_argument("--max-instances", type=int, default=None, metavar="N",
-                   help="hard cap on the fleet, a stop finding when below the need (default: the stack entry's, else none)")
-    p.add_argument("--qmax-derate", type=float, default=None, metavar="X",
-                   help="plan with floor(measured Q_max x X), 0 < X <= 1, until the endpoint is re-measured "
-                        "(bench observe recommends it when the deployed endpoint is slower than its ladder; default: "
-                        "the stack entry's, else 1)")
-    p.add_argument("--max-delay-s", type=float, default=None, metavar="S",
-                   help="plan a batch route: an asynchronous endpoint whose requests may take up to S seconds from "
-                        "submission to their response in S3, a cold start from zero included (writes batch-plan-<model>.json)")
-    t = p.add_argument_group("tuned values (bench tune searches them; unset: the seed formula, printed next to them)")
-    t.add_argument("--slo-share", type=float, default=None, metavar="X",
-                   help="share of requests the fleet is sized to answer within the SLO, refused ones missed (default 0.995)")
-    t.add_argument("--target-share", type=float, default=None, metavar="X",
-                   help="scale-out target as a share of Q_max, at most 1 - h (default: min(1 - h, the SLO-share occupancy))")
-    t.add_argument("--scale-in-step-share", type=float, default=None, metavar="X",
-                   help="share of the fleet one scale-in step removes, at most 1 - C_scale_min/C_scale_max "
-                        "(default 1 - surge x C_scale_min/C_scale_max)")
-    t.add_argument("--scale-in-window-s", type=int, default=None, metavar="S",
-                   help="seconds at or below C_scale_min before a step (default 300, at least 3 metric periods)")
-    t.add_argument("--scale-in-cooldown-s", type=int, default=None, metavar="S",
-                   help="seconds between scale-in steps, at least max(window, planning T_total) (default max(300, 3 T_total))")
-    t.add_argument("--scale-out-cooldown-s", type=int, default=None, metavar="S",
-                   help="target tracking's scale-out cooldown, metric period .. max(30, T_total) (default clamp(T/2, 10, 30))")
-    t.add_argument("--reason", action="append", default=[], metavar="NAME=WHY",
-                   help="why a tuned value differs from its seed (recorded and printed next to it); repeatable")
-    t.add_argument("--promise", type=Path, default=None, metavar="FILE",
-                   help="JSON of the simulated promise (bench tune): SLO share, rejected share, instance-hours, cost vs "
-                        "floor, trace sha256, seed, simulator version; without it the plan is advisory")
-    sch = p.add_argument_group("scheduled floors")
-    sch.add_argument("--schedule-from", metavar="TRACE",
-                     help="derive daily floors from your traffic: a trace spec as for bench simulate (csv:PATH, "
-                          "diurnal:..., azure-conv); each ramp's need is in service one planning T_total ahead")
-    sch.add_argument("--schedule-timezone", default="UTC", metavar="TZ",
-                     help="IANA time zone of the trace's clock and of the schedule (default UTC)")
-    sch.add_argument("--schedule-start", default="00:00", metavar="HH:MM",
-                     help="time of day of the trace's first second (default 00:00)")
-    sch.add_argument("--floors-from", type=Path, default=None, metavar="FILE",
-                     help="the scheduled floors of a forecast artifact (bench forecast), with its provenance: the policy pack "
-                          "refuses them at preview once the forecast is past its horizon")
-    sch.add_argument("--schedule-slot-min", type=int, default=30, metavar="MIN",
-                     help="slot length in minutes, dividing a day (default 30: at most 48 floors)")
-    p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where plan-<model>.json goes (default artifacts/)")
-    p.add_argument("--json", action="store_true", help="print the plan artifact as JSON instead of the report")
-    p.add_argument("--allow-config-mismatch", action="store_true", help="plan artifacts of different fingerprints (warn finding)")
-    p.add_argument("--stack", metavar="NAME",
-                   help="write the inputs and the artifacts (by path and sha256) into Pulumi.NAME.yaml; NAME, ORG/NAME "
-                        "or ORG/PROJECT/NAME. A re-plan keeps the entry's stored inputs unless a flag overrides them")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
-                   help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
-    p.add_argument("--migrate-config", action="store_true",
-                   help="with --stack NAME alone: rewrite artifacts embedded in the stack file as references (path and "
-                        "sha256), writing each under artifacts/ unless the same artifact is already there")
-    p.add_argument("--image", metavar="REPO@sha256:...",
-                   help="existing ECR image for the stack entry, <account>.dkr.ecr.<region>.amazonaws.com/<repo>@sha256:... "
-                   "(default: keep the entry's image; none: the program builds container/Dockerfile)")
-    p.add_argument("--tcopy", type=Path, metavar="FILE",
-                   help="with --stack: the copy artifact (bench tcopy); the entry becomes hosting: components, --qmax "
-                        "being the ladder against one copy (bench copies shows the copy plan)")
-    p.add_argument("--hpa", type=Path, metavar="FILE", help="with --stack: store the HPA bench tune --platform kubernetes "
-                   "found (target and minReplicas as plan inputs, its scale-down as kubernetes.scale_down); alone with "
-                   "--stack NAME: re-plans that model's entry from its stored measurements and peak")
-    p.add_argument("--instance-type", metavar="TYPE", help="SageMaker instance type for the stack entry when the artifacts were "
-                   "measured locally (the program and the policy pack then see the fingerprint differ)")
+from bench.operations.plan import replan_stack
+from bench.operations.plan_hpa import apply, from_stack_entry, stored_line
+from bench.report.runs import batch_plan_report, plan_report, stack_plan_report
+from bench.report.text import render_batch_plan, render_plan, render_stack_plan, stack_plan_json
+from speech.errors import PlanInputError, describe_validation_error
+from speech.files import load_artifact, parse_artifact, write_artifact
+from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
+from speech.plan.realtime import build_plan
+from speech.plan.schedule import derive_schedule
+from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.config import HHMM_RE, ArtifactRef, FloorSchedule, PlanInputs
+from speech.schema.forecast_artifact import ForecastArtifact
+from speech.schema.plan_artifacts import PlanArtifact, plan_filename
+from speech.sim.traces import TraceError, generate
+from speech.stack.entry import model_entry
+from speech.stack.read import is_reference, read_reference, stack_file, stack_name
+from speech.stack.replan import load_stack
+from speech.stack.write import PROJECT, existing_model_entry, migrate_stack_file, read_stack_file, write_model_entry
 
 
 def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_max: int | None) -> list[str]:
     """What a re-plan changes in the stack entry's inputs, one phrase each (empty: nothing)."""
-    from speech.schema.config import PlanInputs
 
     if not old:
         return []
@@ -158,10 +48,6 @@ def input_changes(old: dict | None, new: PlanInputs, old_max: int | None, new_ma
 
 
 def _valid_inputs(old: dict) -> bool:
-    from pydantic import ValidationError
-
-    from speech.schema.config import PlanInputs
-
     try:
         PlanInputs.model_validate(old)
         return True
@@ -181,9 +67,6 @@ def _fmt(v: object) -> str:
 
 def stored_tcopy(stack_path: Path, model: str, old: dict) -> tuple[CopyArtifact | None, ArtifactRef | None]:
     """The copy artifact a components entry already has (by reference or embedded), and its reference."""
-    from speech.files import parse_artifact
-    from speech.schema.artifacts import CopyArtifact
-    from speech.stack.read import is_reference, read_reference
 
     value = (old.get("measurements") or {}).get("tcopy")
     if value is None:
@@ -197,11 +80,6 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
                   plan: PlanArtifact) -> tuple[PlanInputs, str]:
     """Inputs with the floors derived from ``--schedule-from`` (the plan's per-instance rate and
     planning T_total), and a line saying what was derived."""
-    from pydantic import ValidationError
-
-    from speech.plan.schedule import derive_schedule
-    from speech.schema.config import HHMM_RE, FloorSchedule
-    from speech.sim.traces import TraceError, generate
 
     if not HHMM_RE.match(args.schedule_start):
         raise UsageError(f"--schedule-start {args.schedule_start!r}: use HH:MM (24 h), e.g. 06:00")
@@ -215,7 +93,6 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
     except TraceError as err:
         raise UsageError(f"--schedule-from: {err}") from None
     hh, mm = args.schedule_start.split(":")
-    from speech.errors import PlanInputError
 
     try:
         schedule = derive_schedule(
@@ -237,9 +114,6 @@ def with_schedule(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, 
 def with_forecast_floors(path: Path, inputs: PlanInputs, plan: PlanArtifact) -> tuple[PlanInputs, str]:
     """Inputs with the scheduled floors of the forecast artifact at ``path`` (``--floors-from``),
     and a line saying what was taken."""
-    from speech.files import load_artifact
-    from speech.schema.artifacts import canonical_sha256
-    from speech.schema.forecast_artifact import ForecastArtifact
 
     art = load_artifact(path, ForecastArtifact)
     if art.schedule is None:
@@ -253,17 +127,12 @@ def with_forecast_floors(path: Path, inputs: PlanInputs, plan: PlanArtifact) -> 
 
 
 def _has_budget(path: Path) -> bool:
-    from speech.stack.write import PROJECT, read_stack_file
-
     return bool((read_stack_file(path).get("config") or {}).get(f"{PROJECT}:budget"))
 
 
 def run_migrate(args: argparse.Namespace) -> int:
     """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
     then loads to the same config (checked before this returns)."""
-    from speech.stack.read import stack_file
-    from speech.stack.replan import load_stack
-    from speech.stack.write import migrate_stack_file
 
     path = stack_file(args.stack_dir, args.stack)
     before_bytes = path.stat().st_size if path.exists() else 0
@@ -290,17 +159,6 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.cli.options import plan_inputs
-    from bench.commands.plan_hpa import apply, from_stack_entry, stored_line
-    from bench.report.text import render_batch_plan, render_plan
-    from speech.files import load_artifact, write_artifact
-    from speech.plan.batch import BatchPlan, batch_plan_filename, build_batch_plan
-    from speech.plan.realtime import build_plan
-    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
-    from speech.schema.plan_artifacts import plan_filename
-    from speech.stack.entry import model_entry
-    from speech.stack.read import stack_file, stack_name
-
     from_stack_entry(args)  # --stack NAME --hpa FILE alone: the entry's measurements and peak
     given = [flag for flag, v in (("--qmax", args.qmax), ("--ttotal", args.ttotal), ("--peak-rps", args.peak_rps))
              if v is not None]
@@ -309,8 +167,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--migrate-config rewrites a stack file: pass --stack NAME alone (no --qmax/--ttotal/--peak-rps)")
         return run_migrate(args)
     if not given and args.stack:
-        rc, args._report = run_stack(args.stack, args.stack_dir, args.out, args.json)
-        return rc
+        r = replan_stack(args.stack, args.stack_dir, args.out)
+        if args.json:
+            print(stack_plan_json(r.stack, r.deployments, r.allocation))
+        else:
+            print(render_stack_plan(r.stack, r.deployments, r.allocation))
+            print("\nwrote " + ", ".join(str(p) for p in r.written) if r.written else "\nnothing measured: no plan written")
+        args._report = stack_plan_report(r.stack, r.deployments, r.allocation)
+        return 1 if r.stop else 0
     if len(given) < 3:
         missing = [f for f in ("--qmax", "--ttotal", "--peak-rps") if f not in given]
         raise UsageError(f"{', '.join(missing)} missing: plan one model with --qmax FILE --ttotal FILE --peak-rps N, "
@@ -325,8 +189,6 @@ def run(args: argparse.Namespace) -> int:
     path = stack_file(args.stack_dir, args.stack) if args.stack else None
     old = None
     if path is not None:
-        from speech.stack.write import existing_model_entry
-
         old = _plain(existing_model_entry(path, q.model))
     tcopy_ref = None
     if tcopy is None and old and old.get("hosting") == "components":
@@ -345,7 +207,6 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "floors_from", None) is not None:
         if batch:
             raise UsageError("--floors-from: a batch route scales to zero on its backlog; floors are for real-time routes")
-        from speech.schema.plan_artifacts import PlanArtifact
 
         assert isinstance(plan, PlanArtifact)  # not a batch route (above)
         inputs, note = with_forecast_floors(args.floors_from, inputs, plan)
@@ -354,7 +215,6 @@ def run(args: argparse.Namespace) -> int:
     if args.schedule_from:
         if batch:
             raise UsageError("--schedule-from: a batch route scales to zero on its backlog; floors are for real-time routes")
-        from speech.schema.plan_artifacts import PlanArtifact
 
         assert isinstance(plan, PlanArtifact)  # not a batch route (above)
         inputs, note = with_schedule(args, q, t, inputs, plan)
@@ -367,8 +227,6 @@ def run(args: argparse.Namespace) -> int:
     out = write_artifact(args.out / name, plan)
     stored_files: list[Path] = []
     if entry is not None:
-        from speech.stack.write import write_model_entry
-
         assert path is not None  # an entry is built only for a stack file (above)
         stored_files = write_model_entry(
             path, q.model, entry, refs={"tcopy": tcopy_ref} if tcopy_ref is not None else None,
@@ -395,7 +253,6 @@ def run(args: argparse.Namespace) -> int:
                   f"`python -m bench plan --stack {args.stack}` to re-plan every model under the budget "
                   "(what the program deploys)")
     sys.stdout.flush()
-    from bench.report.runs import batch_plan_report, plan_report
 
     args._report = batch_plan_report(plan) if isinstance(plan, BatchPlan) else plan_report(plan)
     return 1 if plan.verdict == "stop" else 0
@@ -404,46 +261,3 @@ def run(args: argparse.Namespace) -> int:
 def _plain(value: object) -> dict | None:
     # ruamel's round-trip containers -> plain JSON values.
     return json.loads(json.dumps(value, default=str)) if value is not None else None
-
-
-def run_stack(stack: str, stack_dir: Path, out_dir: Path, as_json: bool) -> tuple[int, RunReport]:
-    """Re-plan every model of ``Pulumi.<stack>.yaml``; exit 1 when a plan or the budget has a stop,
-    with the run's report (``--csv``/``--html``/``--threshold``).
-    Writes ``plan-<model>.json`` per measured real-time model (with its ``budget`` section when the
-    stack has a budget), ``batch-plan-<model>.json`` per batch model and ``budget-<stack>.json``;
-    nothing is written unless every model plans."""
-    from bench.report.runs import stack_plan_report
-    from bench.report.text import render_stack_plan
-    from speech.files import write_artifact
-    from speech.plan.batch import batch_plan_filename
-    from speech.schema.plan_artifacts import plan_filename
-    from speech.stack.read import stack_file, stack_name
-    from speech.stack.replan import budget_filename, load_stack, plan_stack
-
-    config = load_stack(stack_file(stack_dir, stack))
-    stack = stack_name(stack)
-    deployments, allocation = plan_stack(config, stack)
-    # Everything is computed; only now write, each file atomically.
-    written: list[Path] = []
-    plans: dict[str, PlanArtifact] = {n: d.plan for n, d in deployments.items() if d.plan is not None}
-    batches = {n: d.batch for n, d in deployments.items() if d.batch is not None}
-    for plan in plans.values():
-        written.append(write_artifact(out_dir / plan_filename(plan), plan))
-    for batch in batches.values():
-        written.append(write_artifact(out_dir / batch_plan_filename(batch), batch))
-    if allocation is not None:
-        written.append(write_artifact(out_dir / budget_filename(stack), allocation))
-    if as_json:
-        print(json.dumps({
-            "stack": stack,
-            "plans": {n: json.loads(p.model_dump_json()) for n, p in plans.items()},
-            "batch_plans": {n: json.loads(b.model_dump_json()) for n, b in batches.items()},
-            "budget": json.loads(allocation.model_dump_json()) if allocation is not None else None,
-        }, indent=2))
-    else:
-        print(render_stack_plan(stack, deployments, allocation))
-        print("\nwrote " + ", ".join(str(p) for p in written) if written else "\nnothing measured: no plan written")
-    planned: list[PlanArtifact | BatchPlan] = [*plans.values(), *batches.values()]
-    stop = (any(p.verdict == "stop" for p in planned)
-            or (allocation is not None and allocation.verdict == "stop"))
-    return (1 if stop else 0), stack_plan_report(stack, deployments, allocation)

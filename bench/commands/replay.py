@@ -4,62 +4,29 @@ timestamp, TTFAB and rejections recorded per request: the real-world check of ``
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
-    import asyncio  # (asyncio itself, about 0.1 s, is imported where the replay runs)
+import numpy as np
 
-    import numpy as np
-
-    from bench.load.targets import Outcome, Target
-    from speech.schema.artifacts import ReplayArtifact
-
-
+from bench.cli.progress import RunProgress, wanted
 from bench.errors import TargetError, UsageError
-from bench.load.locust_engine import LOCAL_MAX_RPS, add_engine_arguments
-
-DESCRIPTION = f"""\
-Send a traffic trace to a real target open-loop: every request leaves at its own timestamp,
-whether or not earlier ones have answered (a closed loop would slow down with the server and hide
-its queue). Records per request when it was due, when it was sent, TTFAB and whether the gate
-rejected it (503 queue_saturated / shed_deadline / draining).
-
-  python -m bench replay --trace step:base=20,factor=3,at=30,duration=60 --url http://127.0.0.1:8080
-  python -m bench replay --trace azure-conv:peak=40,speedup=60 --endpoint dev-kokoro-82m --duration 120
-  python -m bench replay --trace steady:rps=3000,duration=60 --url http://127.0.0.1:8080 --engine locust --workers 4
-
-Engines: `local` (one asyncio process) or `locust` (a Locust master and --workers worker processes,
-or --master-bind HOST:PORT --expect-workers N for workers on other machines; each worker sends an
-independent random thinning of the trace, the same artifact either way). `auto` (default) picks
-local up to {LOCAL_MAX_RPS} requests/s at the trace's busiest second, Locust above it.
-
-Traces are the same specs as `bench simulate` (see its --help). Writes replay-<trace>.json into
---out (with --csv / --html, Locust's files beside it). Exit 0 done, 2 bad input, 130 interrupted
-(with --engine locust what was measured so far is written).
-"""
+from bench.load.ladder import MIXES
+from bench.load.loadgen import new_event_loop
+from bench.load.locust_engine import engine_options, locust_target, run_locust
+from bench.load.schedule import Schedule, request_body
+from bench.load.schedule import texts_for as schedule_texts
+from bench.load.targets import Outcome, Target, make_target
+from bench.load.traces import load_trace
+from bench.report.runs import replay_report
+from speech.files import write_artifact
+from speech.schema.artifacts import ReplayArtifact, ReplayRequest
 
 LateWarnMs = 50.0
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    from bench.cli.options import add_target_arguments
-    from bench.load.ladder import MIXES
-
-    add_target_arguments(p)
-    p.add_argument("--trace", required=True, metavar="SPEC", help="traffic (same specs as bench simulate)")
-    p.add_argument("--duration", type=float, default=None, metavar="S", help="replay only the first S seconds")
-    p.add_argument("--seed", type=int, default=0, metavar="N", help="seed for timestamps within each second (default 0)")
-    p.add_argument("--mix", default="mixed", choices=sorted(MIXES), help="request texts (default mixed; a size column picks by size)")
-    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="also report the share answered within this SLO")
-    p.add_argument("--out", type=Path, default=Path("out/replay"), metavar="DIR", help="artifact directory (default out/replay)")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    add_engine_arguments(p, files=False)
 
 
 def open_loop_slots(peak_rps: float) -> int:
@@ -77,8 +44,6 @@ class Sent:
 
 def texts_for(sizes: np.ndarray | None, count: int, mix: str) -> list[str]:
     """One text per request from the mix (see bench.load.schedule.texts_for)."""
-    from bench.load.ladder import MIXES
-    from bench.load.schedule import texts_for as schedule_texts
 
     return schedule_texts(sizes, count, MIXES[mix])
 
@@ -89,7 +54,6 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
     ``slots``: requests that may be in flight at once (SageMaker's thread pool is sized to it; a
     pool smaller than the load would queue requests unseen, after their send time was taken).
     ``on_progress(sent, answered, rejected, elapsed_s)`` twice a second while it runs (a display)."""
-    import asyncio
 
     await target.open(slots)
     t0 = time.perf_counter()
@@ -130,10 +94,6 @@ async def replay_async(target: Target, times_s: Sequence[float], texts: Sequence
 
 def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s: float, slo_ms: float | None,
               started_at: datetime) -> ReplayArtifact:
-    import numpy as np
-
-    from speech.schema.artifacts import ReplayArtifact, ReplayRequest
-
     ttfab = np.array([s.outcome.ttfab_s * 1000 for s in sent if s.outcome.ok and s.outcome.ttfab_s is not None])
     ok = sum(1 for s in sent if s.outcome.ok)
     rejected = sum(1 for s in sent if s.outcome.rejected)
@@ -157,14 +117,6 @@ def summarize(sent: list[Sent], *, target: str, spec: str, seed: int, duration_s
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from bench.load.loadgen import new_event_loop
-    from bench.load.locust_engine import engine_options
-    from bench.load.targets import make_target
-    from bench.load.traces import load_trace
-    from speech.files import write_artifact
-
     if args.duration is not None and not args.duration > 0:
         raise UsageError(f"--duration {args.duration:g}: must be > 0 seconds")
     if args.slo_ms is not None and not args.slo_ms > 0:
@@ -182,7 +134,6 @@ def run(args: argparse.Namespace) -> int:
     started = datetime.now(UTC)
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in trace.name)
     extra: dict = {"scheduled": int(times.size)}
-    from bench.cli.progress import RunProgress, wanted
 
     show = wanted(args)
     if eopts is None:
@@ -200,10 +151,6 @@ def run(args: argparse.Namespace) -> int:
             finally:
                 loop.close()
     else:
-        from bench.load.locust_engine import locust_target, run_locust
-        from bench.load.schedule import Schedule, request_body
-        from bench.load.targets import Outcome
-
         args.out.mkdir(parents=True, exist_ok=True)
         # Locust's own CSV and HTML go beside ours (--csv DIR, --html FILE: bench.cli.results).
         eopts.csv_prefix = (args.csv / f"locust-replay-{safe}").resolve() if args.csv else None
@@ -251,7 +198,6 @@ def run(args: argparse.Namespace) -> int:
         for dead in art.dead_workers:
             print(f"dead worker: {dead}")
         print(f"wrote {path}")
-    from bench.report.runs import replay_report
 
     args._report = replay_report(art)
     return 130 if art.interrupted else 0

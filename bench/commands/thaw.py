@@ -5,44 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-# Heavy imports (numpy, pydantic models, the simulator) run inside the functions that use them, so
-# --help and argument errors answer without them.
+from bench.aws import client as aws
+from bench.aws.freeze import FreezeState, load_state, restore_state, state_path
 from bench.errors import TargetError, UsageError
-
-DESCRIPTION = """\
-Restore the scalable target of an endpoint to exactly what qmax/ttotal/validate --live found before freezing it
-(min, max and suspended state, and the desired instance count when qmax pinned one instance),
-from the state file they wrote before changing anything
-(~/.cache/speech-endpoints/freeze-<endpoint>.json, or --state-dir). Runs that end normally,
-fail or are interrupted restore by themselves; thaw is for a run killed outright (SIGKILL).
-
-Without a state file, --min N --max N registers those bounds and resumes all scaling.
-
-  python -m bench thaw --endpoint prod-kokoro-82m
-  python -m bench thaw --kubernetes speech/prod-kokoro-82m [--autoscaler keda]
-
-Kubernetes (--kubernetes NAMESPACE/DEPLOYMENT): puts back the HPA's minReplicas/maxReplicas (or
-the ScaledObject's paused-replicas annotation, absent or its old value) and the Deployment's
-replicas from ~/.cache/speech-endpoints/k8s-<namespace>-<deployment>.json.
-
-Exit 0 restored (or nothing to do), 2 bad input or no such endpoint.
-"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--endpoint", metavar="NAME", help="SageMaker endpoint name")
-    p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
-                   help="where the freeze state was saved (default ~/.cache/speech-endpoints)")
-    p.add_argument("--min", dest="min_capacity", type=int, metavar="N", help="min capacity when no state file exists")
-    p.add_argument("--max", dest="max_capacity", type=int, metavar="N", help="max capacity when no state file exists")
-    p.add_argument("--region", metavar="REGION", help="AWS region (default: the environment's)")
-    p.add_argument("--json", action="store_true",
-                   help='print one JSON object: {"endpoint", "action": restored|registered|nothing, "message", ...}')
-    from bench.k8s.options import add_kubernetes_arguments
-
-    add_kubernetes_arguments(p, "restore this Deployment's autoscaler instead of an endpoint's scaling")
+from bench.k8s.client import connect
+from bench.k8s.options import k8s_target
+from bench.k8s.pause import restore_saved, state_file
 
 
 def _report(args: argparse.Namespace, action: str, message: str, **state) -> int:
@@ -54,10 +23,6 @@ def _report(args: argparse.Namespace, action: str, message: str, **state) -> int
 
 
 def run(args: argparse.Namespace, session=None) -> int:
-    from bench.aws import client as aws
-    from bench.aws.freeze import FreezeState, load_state, restore_state, state_path
-    from bench.k8s.options import k8s_target
-
     k8s = k8s_target(args)
     if k8s is not None:
         return _thaw_kubernetes(args, k8s)
@@ -107,9 +72,6 @@ def run(args: argparse.Namespace, session=None) -> int:
 
 
 def _thaw_kubernetes(args: argparse.Namespace, target) -> int:
-    from bench.k8s.client import connect
-    from bench.k8s.pause import restore_saved, state_file
-
     args.endpoint = target.provenance
     path = state_file(args.state_dir, target)
     if not path.exists():

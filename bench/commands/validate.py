@@ -11,72 +11,21 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # names for annotations only: the imports run where they are used, so --help stays light
-    from bench.aws import client as aws
-    from bench.aws.scaling_check import Issue
-    from bench.load.loadgen import LevelResult
-    from bench.load.locust_engine import LocustLevels
-    from speech.schema.plan_artifacts import PlanArtifact
-
+from bench.aws import client as aws
+from bench.aws.freeze import Freeze
+from bench.aws.scaling_check import Issue, compare
+from bench.cli.options import check_timing
+from bench.cli.progress import RunProgress, wanted
 from bench.errors import UsageError
-from bench.load.locust_engine import add_engine_arguments
-
-DESCRIPTION = """\
-Check a deployed endpoint against a plan artifact (bench plan): the scalable target's min/max,
-the scale-out target value and cooldown, the scale-in step policy and cooldown, the surge step
-size (speech.deploy.scaling.surge_adjustment), both alarms (threshold, comparison, statistic, period,
-evaluation periods), and that nothing is frozen or orphaned.
-
-The deployed thresholds are in CloudWatch units (ConcurrentRequestsPerModel = client in-flight x
-the plan's CloudWatch/client ratio); the messages give both.
-
-With --live also load it (closed loop, scaling frozen for the check and restored after):
-  1. at 0.8 x C_scale_max per instance: p95 TTFAB must stay within the SLO, and (SageMaker)
-     CloudWatch must read ConcurrentRequestsPerModel at the plan's ratio, so the deployed target
-     value really sits at C_scale_max (polled until CloudWatch covers the window,
-     --cloudwatch-wait-s);
-  2. just past Q_max per instance: the admission gate must reject (503 queue_saturated) and the
-     admitted requests must stay within the SLO.
---url runs only the live checks against a local container (no policy to compare).
-
-On SageMaker scaling is restored on every way out (an AWS error that outlasts the retries,
-Ctrl-C, SIGTERM) and stderr says so; if AWS refuses the restore, the error names the exact
-`bench thaw` command. An endpoint that leaves service during the load (Failed, OutOfService)
-stops the checks with an `endpoint` issue (exit 1) naming the way back.
-
-  python -m bench validate --plan artifacts/plan-kokoro-82m.json --endpoint dev-kokoro-82m
-  python -m bench validate --plan plan.json --url http://127.0.0.1:8080 --live --measure-s 20
-
---engine locust runs each level on Locust processes (--workers N local ones, or --master-bind
-HOST:PORT --expect-workers N remote ones), for levels one process cannot keep in flight.
-
-Exit 0 pass, 1 fail, 2 bad input or an AWS error, 130 interrupted (scaling restored).
-"""
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--plan", required=True, type=Path, metavar="FILE", help="plan artifact (bench plan)")
-    p.add_argument("--endpoint", metavar="NAME", help="SageMaker endpoint to check")
-    p.add_argument("--url", metavar="URL", help="local container for --live checks only")
-    p.add_argument("--transport", choices=["stream", "bidirectional"], default="stream", help="for --live (default stream)")
-    p.add_argument("--live", action="store_true", help="also run the two load checks")
-    p.add_argument("--slo-ms", type=float, default=None, metavar="MS", help="SLO for --live (default: the plan's)")
-    p.add_argument("--settle-s", type=float, default=10.0, metavar="S", help="per live check, discarded (default 10)")
-    p.add_argument("--measure-s", type=float, default=30.0, metavar="S", help="per live check, measured (default 30)")
-    p.add_argument("--mix", default="mixed", choices=["short", "mixed", "long"], help="request texts (default mixed)")
-    p.add_argument("--region", metavar="REGION",
-                   help="AWS region (default: --stack's aws:region, else the environment's)")
-    p.add_argument("--stack", metavar="NAME", help="stack whose aws:region the endpoint is in (reads Pulumi.NAME.yaml)")
-    p.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR", help="where Pulumi.NAME.yaml lives (default .)")
-    p.add_argument("--state-dir", type=Path, default=None, metavar="DIR", help="freeze state directory (see bench thaw)")
-    p.add_argument("--json", action="store_true", help="print {ok, issues, live} as JSON")
-    p.add_argument("--cloudwatch-wait-s", type=float, default=180.0, metavar="S",
-                   help="--live on SageMaker: wait at most this long for ConcurrentRequestsPerModel (default 180)")
-    p.add_argument("--poll-s", type=float, default=10.0, metavar="S", help="AWS polling interval (default 10)")
-    add_engine_arguments(p, files=False)
-
+from bench.load.ladder import request_mix
+from bench.load.loadgen import LevelResult, Session
+from bench.load.locust_engine import LocustLevels, engine_options, locust_target
+from bench.load.targets import SageMakerTarget, make_target
+from bench.report.runs import validate_report
+from speech.files import load_artifact
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.stack.read import command_region
 
 RATIO_TOLERANCE = 0.2
 """The observed CloudWatch/client ratio may differ from the plan's by this fraction."""
@@ -87,7 +36,6 @@ def cloudwatch_units_issue(plan: PlanArtifact, inflight_per_instance: float, clo
     reaches scaling_target_value, i.e. at scaling_target_value / observed ratio client requests in
     flight per instance. An issue when that is not C_scale_max (the ratio is off by more than
     RATIO_TOLERANCE)."""
-    from bench.aws.scaling_check import Issue
 
     t = plan.thresholds
     if t.c_scale_max <= 0 or inflight_per_instance <= 0:
@@ -111,8 +59,6 @@ ENDPOINT_DOWN = ("Failed", "OutOfService", "UpdateRollbackFailed", "Deleting")
 def endpoint_down_issue(sess, endpoint: str) -> Issue | None:
     """An issue when the endpoint left service during the live checks (DescribeEndpoint): its
     load figures then say nothing about the plan, so the checks stop there."""
-    from bench.aws import client as aws
-    from bench.aws.scaling_check import Issue
 
     ep = aws.describe_endpoint(sess, endpoint)
     status = ep.get("EndpointStatus", "")
@@ -133,9 +79,6 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     """The two load checks; ``still_serving`` (SageMaker) runs after each and, when it returns an
     issue (the endpoint left service), that issue replaces the level's and the checks stop.
     ``levels``: run each level on Locust (--engine locust) instead of the asyncio session."""
-    from bench.aws.scaling_check import Issue
-    from bench.load.ladder import request_mix
-    from bench.load.loadgen import Session
 
     slo = args.slo_ms if args.slo_ms is not None else plan.inputs.slo_ms
     texts, _ = request_mix(args.mix)
@@ -148,7 +91,6 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
     issues: list[Issue] = []
     rows: list[dict] = []
     session = Session(target) if levels is None else levels
-    from bench.cli.progress import RunProgress, wanted
 
     level_s = args.settle_s + args.measure_s
     progress = RunProgress("validate --live", total=2 * level_s, enabled=wanted(args), unit="s", every_s=5.0)
@@ -200,13 +142,6 @@ def live_checks(args, plan: PlanArtifact, target, instances: int, where: str = "
 def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callable[[float], None] = time.sleep) -> int:
     """``load_target``: where --live sends its requests instead of the endpoint (tests: a real local
     server while moto plays the control plane and CloudWatch)."""
-    from bench.aws import client as aws
-    from bench.aws.scaling_check import Issue, compare
-    from bench.cli.options import check_timing
-    from bench.load.locust_engine import LocustLevels, engine_options, locust_target
-    from bench.load.targets import SageMakerTarget, make_target
-    from speech.files import load_artifact
-    from speech.schema.plan_artifacts import PlanArtifact
 
     plan = load_artifact(args.plan, PlanArtifact)
     if args.live:
@@ -221,8 +156,6 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
     live_rows: list[dict] = []
     sess = None
     if args.endpoint:
-        from speech.stack.read import command_region
-
         sess = session or aws.session(command_region(args.region, getattr(args, "stack", None),
                                                      getattr(args, "stack_dir", Path("."))))
         aws.describe_endpoint(sess, args.endpoint)
@@ -236,8 +169,6 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
             instances = 1
             reader = serving = None
             if isinstance(target, SageMakerTarget):
-                from bench.aws.freeze import Freeze
-
                 stack.enter_context(Freeze(sess, args.endpoint, args.state_dir, tool="bench validate --live"))
                 current, _ = aws.variant_counts(aws.describe_endpoint(sess, args.endpoint))
                 instances = current or 1
@@ -263,7 +194,6 @@ def run(args: argparse.Namespace, session=None, load_target=None, sleep: Callabl
             print(f"live {row['check']}: concurrency {row['concurrency']}, p95 {row['p95_ms']:.1f} ms, "
                   f"rejected {row['rejected']}, errors {row['errors']}{cw}")
         print("validate: pass" if ok else f"validate: FAIL ({len(issues)} issue(s))")
-    from bench.report.runs import validate_report
 
     args._report = validate_report(ok, issues, live_rows, args.endpoint or args.url)
     return 0 if ok else 1

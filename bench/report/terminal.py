@@ -1,16 +1,28 @@
-"""The terminal report of the commands whose result is one artifact (``bench copies``, ``tcopy``,
-``observe``): what the command prints after writing it. The plan's own report is
+"""The terminal report of the commands whose result is one artifact (``bench qmax``, ``ttotal``,
+``tcopy``, ``copies``, ``capacity``, ``forecast``, ``observe``): what the command prints after
+writing it. The plan's own report is
 :mod:`bench.report.text`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bench.report.text import MARK
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from bench.report.plots import why_level_failed
+from bench.report.text import MARK, dominant_phase
+from speech.plan.formulas import planning_t_total
+from speech.plan.placement import RESOURCES, describe
+from speech.schema.config import ReactionPolicy
 
 if TYPE_CHECKING:
-    from speech.schema.artifacts import CopyArtifact
+    from speech.plan.capacity import CapacityEvaluation
+    from speech.plan.fleet import FleetState
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
     from speech.schema.copy_plan import CopyPlan
+    from speech.schema.forecast_artifact import ForecastArtifact
     from speech.schema.plan_artifacts import CalibrationArtifact
 
 
@@ -94,3 +106,120 @@ def render_calibration(c: CalibrationArtifact) -> str:
         if r.command:
             rows.append(f"    {r.command}")
     return "\n".join(rows)
+
+
+def render_qmax(a: QmaxArtifact) -> str:
+    rows = ["concurrency  completed  ok  p50 ms  p95 ms  p99 ms  rps  in-flight  cw max  meets"]
+    for lv in a.ladder:
+        cw = f"{lv.cloudwatch_concurrency_max:g}" if lv.cloudwatch_concurrency_max is not None else "-"
+        rows.append(
+            f"{lv.concurrency:>11}  {lv.completed:>9}  {lv.ok:>2}  {lv.ttfab_p50_ms:6.1f}  {lv.ttfab_p95_ms:6.1f}  "
+            f"{lv.ttfab_p99_ms:6.1f}  {lv.throughput_rps:.2f}  {lv.client_concurrency_mean:9.2f}  {cw:>6}  "
+            f"{'yes' if lv.meets_slo else 'no'}"
+        )
+    bracket = f"bracketed ({a.first_failing_concurrency} fails)" if a.bracketed else "NOT bracketed (lower bound only)"
+    rows.append(
+        f"Q_max = {a.q_max}, {bracket}; service time mean {a.service_time.mean_ms:.1f} ms, p95 "
+        f"{a.service_time.p95_ms:.1f} ms (concurrency 1); CloudWatch/client ratio {a.cloudwatch_ratio:g} "
+        f"({a.cloudwatch_ratio_source.replace('_', ' ')}); {a.instances or '?'} instance(s)"
+    )
+    if a.client_overhead:
+        rows.append(f"client overhead: event-loop lag p99 {a.client_overhead.loop_lag_p99_ms:.2f} ms, "
+                    f"CPU {100 * (a.client_overhead.cpu_fraction or 0):.0f}% of one core")
+    return "\n".join(rows)
+
+
+def no_qmax_message(a: QmaxArtifact) -> str:
+    """Why Q_max is 0, with the lowest level's figures, and what to change."""
+
+    lv = a.ladder[0]
+    slo = a.slo.ttfab_p95_ms
+    fix = (f"an SLO above the uncontended p95 (--slo-ms {max(slo, lv.ttfab_p95_ms) * 1.25:.0f} or more), or a faster "
+           "instance or image" if lv.ttfab_p95_ms > slo else
+           "the server's capacity: it refused or failed requests at one in flight (check its logs and queue depth)")
+    return (f"FAILED: Q_max = 0: no level met the SLO {slo:g} ms. The lowest level, concurrency {lv.concurrency}: "
+            f"p50 {lv.ttfab_p50_ms:.1f} ms, p95 {lv.ttfab_p95_ms:.1f} ms, {lv.ok} ok of {lv.completed}, "
+            f"{lv.rejected} rejected, {lv.errors} errors ({why_level_failed(lv, slo)}). "
+            f"Change {fix}, then re-run bench qmax.")
+
+
+def t_total_line(a: TtotalArtifact) -> str:
+    """measured + reaction = planning, computed by the plan's own function (default reaction policy)."""
+
+    policy = ReactionPolicy()
+    t = planning_t_total(a.measured_total_s, policy)
+    return (f"measured {t.measured_s:.3f} s + reaction bound {t.reaction_bound_s:g} s (period {policy.metric_period_s} s x "
+            f"{policy.datapoints_to_alarm} datapoints + scale-out cooldown) = planning {t.planning_s:.3f} s, as bench plan "
+            "computes it with the default reaction policy")
+
+
+def render_ttotal(a: TtotalArtifact) -> str:
+    rows = [f"T_total for {a.model} ({a.trigger}) on {a.fingerprint.slug}", "phase               offset s  bounded  source"]
+    for p in a.phases:
+        off = f"{p.offset_s:8.3f}" if p.offset_s is not None else "     n/a"
+        rows.append(f"{p.name:<18}  {off}  {'yes' if p.bounded else 'no ':<7}  {p.source}")
+    rows.append(t_total_line(a))
+    d = dominant_phase(a)
+    if d is not None:
+        rows.append(f"dominant phase: {d.name} ({d.what}), {d.seconds:.1f} s = {100 * d.share:.0f}% of the measured "
+                    f"T_total; shortened by {d.shortens}")
+    return "\n".join(rows)
+
+
+def render_forecast(a: ForecastArtifact) -> str:
+    s = a.schedule
+    prov = s.forecast if s is not None else None
+    lines = [f"bench forecast: {a.history} ({a.history_hours:g} h of history)"]
+    if prov is not None:
+        naive = prov.backtest_loss.get("seasonal-naive")
+        mine = prov.backtest_loss.get(prov.model)
+        losses = ", ".join(f"{k} {v:.2f}" for k, v in prov.backtest_loss.items())
+        verdict = ("seasonal-naive kept: no model beat it" if prov.model == "seasonal-naive" else
+                   f"{prov.model} beats seasonal-naive ({mine:.2f} < {naive:.2f})")
+        lines += [f"model: {prov.model} at the {prov.quantile:g} quantile; backtest pinball loss (requests/s): {losses}: {verdict}",
+                  f"valid until {prov.valid_until} (history ends {prov.history_end}); refresh: {prov.refresh}"]
+    if s is None:
+        lines.append("no minute of the forecast needs more than the plan's floor: no floors written")
+        return "\n".join(lines)
+    lines.append(f"{len(s.floors)} scheduled floors ({s.timezone}), capacity {a.lead_s:g} s ahead at {a.per_instance_rps:g} "
+                 "requests/s an instance:")
+    lines.append("  " + ", ".join(f"{f.at} {f.min_instances}" for f in s.floors))
+    return "\n".join(lines)
+
+
+def render_capacity(ev: CapacityEvaluation, fleet: FleetState) -> None:
+    """Tables for a person: the fleet before and after, the parts and when they serve, findings."""
+
+    console = Console()
+    m = fleet.models[ev.model]
+    console.print(
+        f"[bold]{escape(ev.model)}[/]: +{ev.delta_concurrency:g} in flight = {ev.copies_needed} "
+        f"cop{'y' if ev.copies_needed == 1 else 'ies'} of {describe(m.request)} at {ev.concurrency_per_copy:g} in flight each"
+    )
+    placed = {p.instance: p for p in ev.placements}
+    shown = [r for r, need in zip(RESOURCES, m.request, strict=True) if need > 0]
+    heading = {"accelerator_memory_mib": "accel. MiB free", "cpu_cores": "cores free", "host_memory_mib": "host MiB free"}
+    t = Table(title=f"running instances ({fleet.placement} placement)")
+    for col in ("instance", "type", "copies added", *(heading[r] for r in shown)):
+        t.add_column(col, justify="left" if col in ("instance", "type") else "right")
+    for inst in fleet.candidates(ev.model):
+        p = placed.get(inst.name)
+        cells = []
+        for r in shown:
+            before = getattr(inst.free, r)
+            after = getattr(p.free_after, r) if p else before
+            cells.append(f"{before:g} -> {after:g}" if p else f"{before:g}")
+        t.add_row(inst.name, inst.instance_type, str(p.copies) if p else "0", *cells)
+    console.print(t)
+    s = Table(title="serving")
+    for col in ("part", "copies", "in flight", "serving after"):
+        s.add_column(col, justify="left" if col == "part" else "right")
+    for part in ev.serving:
+        s.add_row(part.part, str(part.copies), f"{part.concurrency:g}", f"{part.serving_after_s:g} s")
+    if ev.new_instances:
+        s.caption = f"{ev.new_instances} new instance(s), {ev.copies_per_new_instance} copies each"
+    console.print(s)
+    mark = {"ok": "[green]ok[/]  ", "warn": "[yellow]WARN[/]", "stop": "[red]STOP[/]"}
+    for f in ev.findings:
+        console.print(f"{mark[f.level]} {f.name}: {escape(f.message)}", highlight=False)
+    console.print(f"verdict: {ev.verdict}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -237,3 +238,15 @@ def render_stack_plan(stack: str, deployments: dict[str, ModelDeployment], alloc
     else:
         lines += ["", "no daily budget (speech-endpoints:budget): every model scales to its plan"]
     return "\n".join(lines)
+
+
+def stack_plan_json(stack: str, deployments: dict[str, ModelDeployment], allocation: BudgetAllocation | None) -> str:
+    """``bench plan --stack NAME --json``: every model's plan (real-time and batch) and the allocation."""
+    plans = {n: d.plan for n, d in deployments.items() if d.plan is not None}
+    batches = {n: d.batch for n, d in deployments.items() if d.batch is not None}
+    return json.dumps({
+        "stack": stack,
+        "plans": {n: json.loads(p.model_dump_json()) for n, p in plans.items()},
+        "batch_plans": {n: json.loads(b.model_dump_json()) for n, b in batches.items()},
+        "budget": json.loads(allocation.model_dump_json()) if allocation is not None else None,
+    }, indent=2)

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from speech.errors import PlanInputError
+from speech.plan.forecast_names import DEFAULT_QUANTILE, MODELS
 from speech.plan.schedule import _hhmm, minute_means
 from speech.schema.config import MAX_SCHEDULED_FLOORS, FloorSchedule, ForecastProvenance, ScheduledFloor
 from speech.schema.units import EPS
@@ -40,12 +41,10 @@ from speech.schema.units import EPS
 DAY_MIN = 1440
 BIN_S = 300
 """Forecast bin: the models see 5-minute means (288 a day)."""
-MODELS = ("auto", "mstl", "ets", "seasonal-naive")
 MAX_SCHEDULED_ACTIONS = MAX_SCHEDULED_FLOORS
 """Scheduled actions per scalable target, Application Auto Scaling's quota (not adjustable)."""
 SLOTS_MIN = (5, 10, 15, 20, 30, 60)
 """Slot lengths tried, shortest first, until the entries fit the quota."""
-DEFAULT_QUANTILE = 0.9
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ def test_endpoint_going_failed_mid_scale_out_stops_and_names_the_way_back(deploy
     from moto.sagemaker.models import SageMakerModelBackend
 
     from bench.commands import ttotal as ttotal_cmd
+    from bench.operations import ttotal as ttotal_ops
     from speech.files import write_artifact
     from speech.schema.artifacts import Fingerprint, QmaxArtifact
 
@@ -130,7 +131,7 @@ def test_endpoint_going_failed_mid_scale_out_stops_and_names_the_way_back(deploy
 
     monkeypatch.setattr(SageMakerModelBackend, "update_endpoint_weights_and_capacities", updating)
     logs = deployed.client("logs")
-    logs.create_log_group(logGroupName=ttotal_cmd.log_group(ENDPOINT))
+    logs.create_log_group(logGroupName=ttotal_ops.log_group(ENDPOINT))
     q = QmaxArtifact.model_validate({**ref_artifacts[0].model_dump(), "fingerprint": Fingerprint.of(INSTANCE, DIGEST).model_dump()})
     qf = write_artifact(tmp_path / "q.json", q)
     from bench.cli.main import build_parser

@@ -147,7 +147,7 @@ def test_every_subcommand_help_is_plain_text(name, sub):
 
 
 def test_copies_help_states_the_footprint_margin_the_plan_uses():
-    from bench.commands.copies import MARGIN_DEFAULT_TEXT
+    from bench.cli.parsers.copies import MARGIN_DEFAULT_TEXT
     from speech.plan.copies import FOOTPRINT_MARGIN
 
     assert float(MARGIN_DEFAULT_TEXT) == FOOTPRINT_MARGIN

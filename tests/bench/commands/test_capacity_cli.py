@@ -379,7 +379,7 @@ def test_what_the_evaluation_does_not_model_is_a_target_error(tmp_path, capsys, 
 
 @pytest.mark.parametrize("example", ["EXAMPLE_FLEET", "EXAMPLE_CPU_FLEET"])
 def test_the_help_examples_are_valid_fleet_files(tmp_path, capsys, example):
-    import bench.commands.capacity as cmd
+    import bench.cli.parsers.capacity as cmd
 
     fleet = write(tmp_path, getattr(cmd, example))
     assert main(["capacity", "--fleet", str(fleet), "--model", "kokoro-82m", "--delta-concurrency", "30", "--json"]) == 0

@@ -171,7 +171,8 @@ def planned_and_tuned(tmp_path_factory):
     import shutil
 
     from bench.cli.main import main
-    from bench.commands.demo import add_arguments, tune_step
+    from bench.cli.parsers.demo import add_arguments
+    from bench.commands.demo import tune_step
 
     root = tmp_path_factory.mktemp("demo")
     out = root / "out"

@@ -13,6 +13,8 @@ from bench.aws.freeze import state_path
 from bench.cli.main import build_parser, main
 from bench.commands import ttotal as ttotal_cmd
 from bench.load.targets import HttpTarget
+from bench.operations import ttotal as ttotal_ops
+from bench.report.terminal import render_ttotal
 from container.markers import STAGES as MARKER_STAGES
 from container.markers import format_at
 from speech.files import load_artifact, write_artifact
@@ -124,7 +126,7 @@ def test_sagemaker_scale_out_phases_in_order(deployed, ref_artifacts, synthetic_
         return arn
 
     monkeypatch.setattr(SageMakerModelBackend, "update_endpoint_weights_and_capacities", updating)
-    group = ttotal_cmd.log_group(ENDPOINT)
+    group = ttotal_ops.log_group(ENDPOINT)
     logs = deployed.client("logs")
     logs.create_log_group(logGroupName=group)
     logs.create_log_stream(logGroupName=group, logStreamName="AllTraffic/i-old")
@@ -159,9 +161,9 @@ def test_sagemaker_scale_out_phases_in_order(deployed, ref_artifacts, synthetic_
 def test_recovered_at_needs_a_full_window_within_threshold():
     samples = [(t / 10, 500.0) for t in range(0, 50)] + [(5 + t / 10, 50.0) for t in range(0, 50)]
     # p95 tolerates one slow sample in a window of 21, so the first qualifying window starts at 4.9
-    assert ttotal_cmd.recovered_at(samples, 100.0, 2.0, 0.0, 10.0) == pytest.approx(4.9)
-    assert ttotal_cmd.recovered_at(samples, 100.0, 2.0, 6.0, 10.0) == pytest.approx(6.0)
-    assert ttotal_cmd.recovered_at(samples, 10.0, 2.0, 0.0, 10.0) is None
+    assert ttotal_ops.recovered_at(samples, 100.0, 2.0, 0.0, 10.0) == pytest.approx(4.9)
+    assert ttotal_ops.recovered_at(samples, 100.0, 2.0, 6.0, 10.0) == pytest.approx(6.0)
+    assert ttotal_ops.recovered_at(samples, 10.0, 2.0, 0.0, 10.0) is None
 
 
 def test_report_shows_the_plans_t_total_and_the_dominant_phase(ref_artifacts, plan_inputs, tmp_path, capsys):
@@ -170,7 +172,7 @@ def test_report_shows_the_plans_t_total_and_the_dominant_phase(ref_artifacts, pl
     from speech.plan.realtime import build_plan
 
     q, t = ref_artifacts
-    text = ttotal_cmd.render(t)
+    text = render_ttotal(t)
     plan = build_plan(q, t, plan_inputs)
     assert f"reaction bound {plan.t_total.reaction_bound_s:g} s" in text
     assert f"planning {plan.t_total.planning_s:.3f} s" in text

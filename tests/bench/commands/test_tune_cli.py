@@ -97,7 +97,7 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
     here with the written plan)."""
     import numpy as np
 
-    from bench.commands.tune import _day
+    from bench.operations.tune import draw as _day
     from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
     from speech.sim.fleet import run_policy, summarize
     from speech.sim.instance import build_instance
@@ -131,7 +131,7 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
     assert pr.slo_share_bound == pytest.approx(bound.bound, abs=1e-6) == p.slo_share_bound
     assert p.slo_share_bound_t == pytest.approx(bound.t, abs=1e-4) and p.slo_share_bound_sd == pytest.approx(bound.sd, abs=1e-6)
     assert pr.slo_share_bound <= pr.slo_share_low
-    from bench.commands.tune import render
+    from bench.report.tune import render_tune as render
 
     text = render(art)  # the table prints the bound and how it was made
     assert f"{p.slo_share_bound:.3%}" in text and f"t {p.slo_share_bound_t:.2f} x sd" in text
@@ -160,7 +160,7 @@ def test_the_artifacts_do_not_depend_on_jobs(tuned, tmp_path):
 
 
 def test_five_draws_by_default(capsys):
-    from bench.commands.tune import DEFAULT_DRAWS
+    from bench.cli.parsers.tune import DEFAULT_DRAWS
 
     assert main(["tune", "--help"]) == 0
     assert DEFAULT_DRAWS == 5 and "--draws" in capsys.readouterr().out

@@ -7,18 +7,24 @@ see them), its scale-down behavior as ``kubernetes.scale_down`` with where it ca
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
 
 from bench.errors import UsageError
-
-if TYPE_CHECKING:
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.config import PlanInputs
-    from speech.schema.kubernetes import ScaleDown
-    from speech.schema.plan_artifacts import PlanArtifact
-    from speech.sim.hpa_artifact import HpaTuneArtifact
+from speech.deploy.kubernetes.tuned import differences, hpa_spec, rendered_fields, scale_down_block, tuned_target_share
+from speech.errors import ConfigError, describe_validation_error
+from speech.files import load_artifact
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
+from speech.schema.config import PlanInputs
+from speech.schema.kubernetes import KubernetesConfig, ScaleDown, TunedFrom
+from speech.schema.plan_artifacts import PlanArtifact
+from speech.sim.hpa_artifact import HpaTuneArtifact
+from speech.stack.read import file_sha256, is_reference, read_reference, stack_file
+from speech.stack.write import existing_model_entry
 
 REASON = "bench tune --platform kubernetes"
 
@@ -35,11 +41,6 @@ class TunedHpa:
 def load_tuned(args: argparse.Namespace, q: QmaxArtifact, old: dict | None) -> TunedHpa:
     """The artifact at ``args.hpa``, refused (:class:`UsageError`, exit 2) unless it was tuned for this
     entry: the same model, the entry's autoscaler, the same measurement files (sha256 of their bytes)."""
-    from speech.errors import ConfigError
-    from speech.files import load_artifact
-    from speech.schema.kubernetes import TunedFrom
-    from speech.sim.hpa_artifact import HpaTuneArtifact
-    from speech.stack.read import file_sha256
 
     path = Path(args.hpa)
     where = f"--hpa {path}"
@@ -73,8 +74,6 @@ def load_tuned(args: argparse.Namespace, q: QmaxArtifact, old: dict | None) -> T
                            slo_share_target=art.slo_share_target, slo_share_bound=art.promise.slo_share_bound,
                            held=art.held)
     try:
-        from speech.deploy.kubernetes.tuned import scale_down_block
-
         block = scale_down_block(art.hpa, tuned_from)
     except ConfigError as err:
         raise UsageError(f"{where}: {err}") from None
@@ -85,12 +84,6 @@ def tuned_inputs(args: argparse.Namespace, tuned: TunedHpa, inputs: PlanInputs, 
                  t: TtotalArtifact) -> PlanInputs:
     """``inputs`` with the tuned target share (of the plan's Q_max) and minReplicas, each with its
     reason; a flag that sets either to something else is refused."""
-    from pydantic import ValidationError
-
-    from speech.deploy.kubernetes.tuned import hpa_spec, tuned_target_share
-    from speech.errors import describe_validation_error
-    from speech.plan.realtime import build_plan
-    from speech.schema.config import PlanInputs
 
     if inputs.max_delay_s is not None:
         raise UsageError("--hpa: a batch route (--max-delay-s) has no HPA; drop one of them")
@@ -119,8 +112,6 @@ def with_scale_down(old: dict, tuned: TunedHpa) -> dict:
 def rendering_notes(plan: PlanArtifact, entry_k8s: object, tuned: TunedHpa) -> list[str]:
     """What the stored entry renders differently from the tuned HPA (the plan's cap at the tuned
     target, a floor the trough raises), one line each; [] when it renders the tuned spec."""
-    from speech.deploy.kubernetes.tuned import differences, rendered_fields
-    from speech.schema.kubernetes import KubernetesConfig
 
     assert isinstance(entry_k8s, KubernetesConfig)
     out = differences(rendered_fields(plan, entry_k8s), tuned.artifact.hpa)
@@ -153,12 +144,6 @@ def from_stack_entry(args: argparse.Namespace) -> None:
     """``--stack NAME --hpa FILE`` without ``--qmax``, ``--ttotal`` and ``--peak-rps``: take them from the
     stack entry of the artifact's model (its measurement references, checked against their sha256s, and
     its stored peak), so storing a tuned HPA needs no other flag. Anything else is left as it is."""
-    import json
-
-    from speech.files import load_artifact
-    from speech.sim.hpa_artifact import HpaTuneArtifact
-    from speech.stack.read import is_reference, read_reference, stack_file
-    from speech.stack.write import existing_model_entry
 
     flags = (getattr(args, "qmax", None), getattr(args, "ttotal", None), getattr(args, "peak_rps", None))
     if getattr(args, "hpa", None) is None or not args.stack or any(v is not None for v in flags) \

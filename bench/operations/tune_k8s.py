@@ -1,49 +1,39 @@
-"""``bench tune --platform kubernetes``: the measured plan rendered as an HPA (or a KEDA ScaledObject),
-its knobs tuned on simulated days with the same promise as the plan's (speech.sim.hpa_tune)."""
+"""``bench tune --platform kubernetes``'s protocol: the measured plan rendered as an HPA (or a KEDA
+ScaledObject), its knobs tuned on simulated days with the same promise as the plan's
+(speech.sim.hpa_tune), checked on the held-out draws and written; the command renders it."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
-    from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
-    from speech.schema.config import PlanInputs
-    from speech.sim.hpa_artifact import HpaPromise, HpaTuneArtifact
-    from speech.sim.hpa_tune import HpaCandidate
-    from speech.sim.instance import InstanceModel
+from bench.cli.parallel import process_map
+from bench.cli.progress import RunProgress, wanted
+from speech.files import write_artifact
+from speech.plan.realtime import build_plan
+from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.config import PlanInputs
+from speech.sim.hpa_artifact import HpaCheck, HpaKnob, HpaPromise, HpaTuneArtifact, hpa_fields
+from speech.sim.hpa_tune import HPA_KNOBS, HpaCandidate, HpaTuner, describe
+from speech.sim.instance import InstanceModel
+from speech.sim.traces import parse_spec
+from speech.stack.read import file_sha256
 
 
 def _promise(c: HpaCandidate) -> HpaPromise:
-    import numpy as np
-
-    from speech.sim.hpa_artifact import HpaPromise
-
     return HpaPromise(within_slo_share=round(float(np.mean([d.within_slo_share for d in c.days])), 6),
                       slo_share_low=round(c.worst_share, 6), slo_share_bound=round(c.share_bound.bound, 6),
                       instance_hours=round(c.hours, 3), cost_vs_floor=round(c.x_floor, 4), draws=len(c.days))
 
 
-def run_kubernetes(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, inputs: PlanInputs, model: InstanceModel,
-                   train: list[tuple[int, np.ndarray]], hold: list[tuple[int, np.ndarray]]) -> int:
-    import numpy as np
-
-    from bench.cli.parallel import process_map
-    from bench.cli.progress import RunProgress, wanted
-    from speech.files import write_artifact
-    from speech.plan.realtime import build_plan
-    from speech.schema.artifacts import canonical_sha256
-    from speech.sim.hpa_artifact import HpaCheck, HpaKnob, HpaTuneArtifact, hpa_fields
-    from speech.sim.hpa_tune import HPA_KNOBS, HpaTuner, describe
-    from speech.sim.traces import parse_spec
-    from speech.stack.read import file_sha256
-
+def tune_kubernetes(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact, inputs: PlanInputs, model: InstanceModel,
+                    train: list[tuple[int, np.ndarray]], hold: list[tuple[int, np.ndarray]]) -> tuple[HpaTuneArtifact, Path]:
+    """The HPA (or ScaledObject) tuned on the ``train`` draws, checked on ``hold``, written into
+    ``args.out`` as ``<autoscaler>-<model>-<trace>.json``; the artifact and its path."""
     plan = build_plan(q, t, inputs, allow_config_mismatch=True)
     lengths = {a.size for _, a in train}
     rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 else None
@@ -78,27 +68,4 @@ def run_kubernetes(args: argparse.Namespace, q: QmaxArtifact, t: TtotalArtifact,
         evaluations=tuner.evaluations, hpa=hpa_fields(tuner.spec_for(best.knobs)), created_at=datetime.now(UTC))
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in parse_spec(args.trace)[0])
     path = write_artifact(args.out / f"{args.autoscaler}-{q.model}-{safe}.json", art)
-    if args.json:
-        print(json.dumps(art.model_dump(mode="json"), indent=2))
-    else:
-        print(render(art))
-        print(f"\nwrote {path}")
-    sys.stdout.flush()
-    return 0 if art.held else 1
-
-
-def render(a: HpaTuneArtifact) -> str:
-    lines = [f"bench tune --platform kubernetes: {a.model} as {'an HPA' if a.autoscaler == 'hpa' else 'a KEDA ScaledObject'} "
-             f"on {a.trace}, SLO share target {a.slo_share_target:.2%} ({a.evaluations} simulated days)", "",
-             f"{'knob':<20} {'seed (the plan rendered)':<36} tuned"]
-    lines += [f"{k.knob:<20} {k.seed:<36} {k.tuned}" for k in a.knobs]
-    lines += ["", f"{'draws (' + str(a.promise.draws) + ')':<12} in SLO: mean  low      bound    inst-h  x floor"]
-    for name, p in (("seed", a.seed_promise), ("tuned", a.promise)):
-        lines.append(f"{name:<12} {p.within_slo_share:12.3%}  {p.slo_share_low:7.3%}  {p.slo_share_bound:7.3%}  "
-                     f"{p.instance_hours:6.1f}  {p.cost_vs_floor:7.2f}")
-    if a.checks:
-        lines += ["", "checks                  seed in SLO  tuned in SLO  tuned inst-h  keeps"]
-        lines += [f"{c.day:<23} {c.seed_within_slo_share:11.3%}  {c.tuned_within_slo_share:12.3%}  {c.tuned_instance_hours:12.1f}  "
-                  f"{'yes' if c.tuned_keeps_share else 'NO'}" for c in a.checks]
-    lines += ["", "promise held on every check" if a.held else "promise NOT held on every check (exit 1)"]
-    return "\n".join(lines)
+    return art, path
