@@ -63,7 +63,8 @@ def test_plan_stack_stays_below_the_command(tmp_path, capsys):
     assert found == []
 
 
-@pytest.mark.parametrize("platform", ["sagemaker", "kubernetes"])
+# The SageMaker search under the profiler is the heavy one (about 25 s on this machine): slow tier.
+@pytest.mark.parametrize("platform", [pytest.param("sagemaker", marks=pytest.mark.slow), "kubernetes"])
 def test_tune_stays_below_the_command(tmp_path, capsys, platform):
     # One short draw and one held-out day: the call graph is the whole protocol's, at the smallest size.
     rc, found, rooms = climbs(lambda: main([
