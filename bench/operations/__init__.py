@@ -1,7 +1,13 @@
 """What a command does once its flags parse, one function per command kind (as pip's
 ``operations/``): the protocol of a measurement or a search, the files it writes, atomically, and
-the result the command renders. Nothing here prints a report or imports :mod:`bench.commands`.
+the result the command renders. Nothing here prints a report or imports :mod:`bench.commands`
+(an import-linter contract; tests/bench/commands/test_no_climb_back.py follows the calls).
 
+- :mod:`bench.operations.qmax`: ``bench qmax``'s ladder (:func:`~bench.operations.qmax.measure_qmax`).
+- :mod:`bench.operations.ttotal`: ``bench ttotal``'s scale-out (:func:`~bench.operations.ttotal.measure_ttotal`).
 - :mod:`bench.operations.tune`: ``bench tune``'s search and checks (:func:`~bench.operations.tune.tune`);
   :mod:`bench.operations.tune_k8s` for ``--platform kubernetes``.
+- :mod:`bench.operations.plan_model`: ``bench plan`` for one model (:func:`~bench.operations.plan_model.plan_model`);
+  :mod:`bench.operations.plan`: ``--stack NAME`` over every model and ``--migrate-config``;
+  :mod:`bench.operations.plan_hpa`: a tuned HPA into the stack entry.
 """

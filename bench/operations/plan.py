@@ -1,19 +1,23 @@
 """``bench plan --stack NAME``'s re-plan of every model of a stack file, the one function the
-command calls (:func:`replan_stack`): the stack read, every model planned under the stack's budget
-(speech.stack.replan.plan_stack, the program's plan-then-budget path), then the plans and the
-allocation written, each atomically, only once every model has planned."""
+command calls for it (:func:`replan_stack`; :func:`migrate_stack` for ``--migrate-config``): the
+stack read, every model planned under the stack's budget (speech.stack.replan.plan_stack, the
+program's plan-then-budget path), then the plans and the allocation written, each atomically, only
+once every model has planned."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.errors import UsageError
 from speech.deploy.gate import ModelDeployment
 from speech.files import write_artifact
 from speech.plan.batch import BatchPlan, batch_plan_filename
+from speech.schema.config import ArtifactRef
 from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact, plan_filename
 from speech.stack.read import stack_file, stack_name
 from speech.stack.replan import budget_filename, load_stack, plan_stack
+from speech.stack.write import migrate_stack_file
 
 
 @dataclass(frozen=True)
@@ -59,3 +63,28 @@ def replan_stack(stack: str, stack_dir: Path, out_dir: Path) -> StackReplan:
     if allocation is not None:
         replan.written.append(write_artifact(out_dir / budget_filename(stack), allocation))
     return replan
+
+
+@dataclass(frozen=True)
+class Migration:
+    """``--migrate-config``: the stack file, its size before and after, and each reference written
+    (key, reference, the artifact file written or None when the same one was already there)."""
+
+    path: Path
+    bytes_before: int
+    bytes_after: int
+    changes: list[tuple[str, ArtifactRef, Path | None]]
+
+
+def migrate_stack(stack: str, stack_dir: Path) -> Migration:
+    """``--stack NAME --migrate-config``: embedded artifacts -> files + references; the stack file
+    then loads to the same config (checked before this returns)."""
+    path = stack_file(stack_dir, stack)
+    before_bytes = path.stat().st_size if path.exists() else 0
+    before = load_stack(path, warn=lambda _m: None)
+    changes = migrate_stack_file(path)
+    after = load_stack(path)
+    if after != before:  # cannot happen unless an artifact file changed under us: say so, loudly
+        raise UsageError(f"{path}: after migration the stack loads to a different config; restore it from version "
+                         "control and re-run --migrate-config")
+    return Migration(path, before_bytes, path.stat().st_size, list(changes))

@@ -7,9 +7,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: a command's --help imports this module without pydantic's models
+    from pathlib import Path
+
     from speech.deploy.gate import ModelDeployment
     from speech.plan.batch import BatchPlan
     from speech.schema.artifacts import TtotalArtifact
+    from speech.schema.config import ArtifactRef
     from speech.schema.plan_artifacts import BudgetAllocation, PlanArtifact
 
 MARK = {"ok": "ok  ", "warn": "WARN", "stop": "STOP"}
@@ -250,3 +253,20 @@ def stack_plan_json(stack: str, deployments: dict[str, ModelDeployment], allocat
         "batch_plans": {n: json.loads(b.model_dump_json()) for n, b in batches.items()},
         "budget": json.loads(allocation.model_dump_json()) if allocation is not None else None,
     }, indent=2)
+
+
+def render_migration(stack: str, path: Path, bytes_before: int, bytes_after: int,
+                     changes: list[tuple[str, ArtifactRef, Path | None]], as_json: bool) -> str:
+    """``bench plan --stack NAME --migrate-config``: each embedded artifact now a reference (key ->
+    path, sha256, whether its file was written), the file's size before and after."""
+    if as_json:
+        return json.dumps({"stack": stack, "file": str(path), "bytes_before": bytes_before, "bytes_after": bytes_after,
+                           "references": [{"key": k, "path": r.path, "sha256": r.sha256, "written": w is not None}
+                                          for k, r, w in changes]}, indent=2)
+    if not changes:
+        return f"{path}: no embedded artifact; nothing to migrate"
+    lines = [f"{key} -> {ref.path} ({ref.sha256}){' written' if written else ', already in the repository'}"
+             for key, ref, written in changes]
+    lines.append(f"\nwrote {path}: {bytes_before:,} -> {bytes_after:,} bytes; the stack loads to the same config. "
+                 "Commit the artifact files with it")
+    return "\n".join(lines)
