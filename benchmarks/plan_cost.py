@@ -148,6 +148,8 @@ class TunedTrace:
     tuner: Tuner
     best: Candidate
     tune_s: float
+    tune_cpu_s: float = 0.0
+    """This process's CPU seconds for the tuning: on a shared machine the wall time moves with the load."""
 
     @property
     def test_seed(self) -> int:
@@ -197,7 +199,7 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
     from speech.sim.tune import Tuner
 
     spec = TRACES[name]
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     train = [(i, day(spec, 1 + i)) for i in range(1 if name == "week" else train_days)]
     test = day(spec, 1 + len(train))
     first = train[0][1]
@@ -212,7 +214,7 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
                   miss_chance=PROMISE_MISS_CHANCE if miss_chance is None else miss_chance,
                   forecast_history=forecast_history(train), forecast_model=forecast_model)
     _, best = tuner.search(train, passes=2)
-    return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0)
+    return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0, time.process_time() - cpu0)
 
 
 @dataclass
@@ -374,7 +376,10 @@ def main() -> int:
         total = sum(float(a.sum()) for _, a in draws)
         print(f"\n### {tt.spec} ({args.unseen} unseen draws: seeds {first}..{first + args.unseen - 1}, "
               f"{draws[0][1].size / 3600:.1f} h each, {total / len(draws):,.0f} requests a draw; tuned on seeds "
-              f"1..{len(tt.train)} in {tt.tune_s:.0f} s; judged in {time.monotonic() - t0:.0f} s)\n")
+              f"1..{len(tt.train)} in {tt.tune_s:.0f} s, CPU {tt.tune_cpu_s:.0f} s, {tt.tuner.simulated} simulated days"
+              + ("" if tt.tuner.simulated_plain is None else f", {tt.tuner.simulated_plain} by the plain descent")
+              + "; "
+              f"judged in {time.monotonic() - t0:.0f} s)\n")
         print("tuned plan: " + ", ".join(f"{k} {v}" for k, v in describe_plan(tt.tuned_numbers, tt.best.knobs).items()))
         b = tt.best.share_bound
         print(f"tuned plan on its training draws: SLO share mean {100 * b.mean:.2f}%, lowest {100 * tt.best.worst_share:.2f}%, "

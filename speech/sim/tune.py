@@ -78,6 +78,10 @@ SIMULATOR_VERSION = "speech.sim 3: one capacity change at a time, Erlang-k servi
 class Tuner(Evaluator):
     """The search over the knobs (:meth:`search`) on an :class:`Evaluator`'s cached days."""
 
+    simulated_plain: int | None = None
+    """With a forecast history: the days :meth:`search` had simulated when its plain descent ended
+    (the rest of :attr:`simulated` is the forecast descent's)."""
+
     def headrooms(self) -> list[float]:
         """The busy-hour headroom candidates: :data:`HEADROOMS` and the largest crowd the training
         draws show over the forecast (rounded up to 0.05), at most :data:`MAX_HEADROOM`."""
@@ -241,6 +245,7 @@ class Tuner(Evaluator):
             seed, plain = self._search(days, passes, pairs)
         finally:
             self.forecast_history = history
+        self.simulated_plain = self.simulated
         _, forecast = self._search(days, passes, pairs, start=plain)
         return seed, (forecast if self.better(forecast, plain) else plain)
 
