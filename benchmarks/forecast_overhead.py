@@ -56,6 +56,9 @@ def main() -> int:
     ap.add_argument("--seeds", default="6..10", help="judged draws, FIRST..LAST (default 6..10, after the history's 1..5)")
     ap.add_argument("--plan", default=TUNED, help="knob=value,... over the seed knobs (default: plan_cost's tuned diurnal plan)")
     ap.add_argument("--quantile", type=float, default=0.9, help="the forecast floors' upper quantile (default 0.9)")
+    ap.add_argument("--plot", type=Path, default=None, metavar="PNG",
+                    help="also plot the history's days, the judged draws and each model's forecast (mean and upper curve)")
+    ap.add_argument("--plot-only", action="store_true", help="with --plot: the plot alone, no rows")
     args = ap.parse_args()
 
     import numpy as np
@@ -120,6 +123,12 @@ def main() -> int:
 
         return AwsPolicy(dreplace(n, **kw) if kw else n, model.cloudwatch_ratio, model.q_max)
 
+    if args.plot is not None:
+        _plot(args.plot, hist, [(seed, pc.day(spec, seed)) for seed in _seeds(args.seeds)],
+              {m: forecast_rate(hist, model=m, quantile=qq) for m in ("ets", "seasonal-naive")}, chosen.model, qq)
+        print(f"wrote {args.plot}", file=sys.stderr)
+        if args.plot_only:
+            return 0
     label_fc = f"{chosen.model} floors (q {qq:g})"
     rows: dict[str, list[tuple[float, float]]] = {}
     floors_h: list[float] = []
@@ -174,6 +183,40 @@ def main() -> int:
         print(f"| {name} | {chosen.backtest.losses[name]:.1f} | {np.mean(pin):.1f} | {max(pin):.1f} | "
               f"{np.mean([e for _, e in errs]):.1f} |")
     return 0
+
+
+def _plot(path: Path, hist, judged, forecasts: dict, chosen: str, quantile: float) -> None:
+    """The history's days and the judged draws (minute means, one day on the x axis) and each
+    model's forecast: the day-level spread no forecast of independent days can place."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from speech.plan.schedule import minute_means
+
+    hours = np.arange(1440) / 60
+    fig, ax = plt.subplots(figsize=(10, 4.4))
+    for i in range(hist.size // 86400):
+        ax.plot(hours, minute_means(hist[i * 86400:(i + 1) * 86400].tolist(), 1)[:1440], color="0.75", lw=0.6,
+                label="history: seeds 1..5" if i == 0 else None)
+    for j, (_seed, a) in enumerate(judged):
+        ax.plot(hours, minute_means(a.tolist(), 1)[:1440], color="0.25", lw=0.6,
+                label=f"judged draws: seeds {judged[0][0]}..{judged[-1][0]}" if j == 0 else None)
+    colors = {"ets": "tab:blue", "seasonal-naive": "tab:red"}
+    for m, fc in forecasts.items():
+        name = "Holt-Winters" if m == "ets" else m
+        kept = " (the backtest's choice)" if m == chosen else ""
+        ax.plot(hours, fc.point_rps[:1440], color=colors[m], lw=1.2, label=f"{name}{kept}, mean")
+        ax.plot(hours, fc.upper_rps[:1440], color=colors[m], lw=1.0, ls="--", label=f"{name}, {quantile:g} quantile")
+    ax.set_xlabel("hour of the day")
+    ax.set_ylabel("requests/s (minute means)")
+    ax.set_title("diurnal:peak=5000: forecasts from seeds 1..5 against the draws after them")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
