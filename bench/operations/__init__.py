@@ -7,6 +7,7 @@ the result the command renders. Nothing here prints a report or imports :mod:`be
 - :mod:`bench.operations.ttotal`: ``bench ttotal``'s scale-out (:func:`~bench.operations.ttotal.measure_ttotal`).
 - :mod:`bench.operations.tune`: ``bench tune``'s search and checks (:func:`~bench.operations.tune.tune`);
   :mod:`bench.operations.tune_k8s` for ``--platform kubernetes``.
+- :mod:`bench.operations.simulate`: ``bench simulate``'s run (:func:`~bench.operations.simulate.simulate_trace`).
 - :mod:`bench.operations.plan_model`: ``bench plan`` for one model (:func:`~bench.operations.plan_model.plan_model`);
   :mod:`bench.operations.plan`: ``--stack NAME`` over every model and ``--migrate-config``;
   :mod:`bench.operations.plan_hpa`: a tuned HPA into the stack entry.

@@ -1,6 +1,6 @@
-"""Followed call by call, a command parses, calls into the rooms below it and renders: no function of
-``bench.commands`` runs beneath a frame of a lower room (a callback, a helper or a render the lower
-room would have to reach back up for). import-linter holds the imports (nothing below the commands
+"""Followed call by call, a command (bench plan --stack, tune, simulate) parses, calls into the rooms
+below it and renders: no function of ``bench.commands`` runs beneath a frame of a lower room (a
+callback, a helper or a render the lower room would have to reach back up for). import-linter holds the imports (nothing below the commands
 imports them); this holds the calls, which a callback passed down would get around."""
 
 from __future__ import annotations
@@ -72,6 +72,17 @@ def test_tune_stays_below_the_command(tmp_path, capsys, platform):
         "--trace", "diurnal:peak=300,hours=1,spikes=1,spike_s=120", "--draws", "1", "--holdout-days", "1",
         "--platform", platform, "--out", str(tmp_path), "--jobs", "1"]))
     assert rc in (0, 1), capsys.readouterr()
+    assert {"bench.operations", "speech.sim"} <= rooms
+    assert found == []
+
+
+def test_simulate_stays_below_the_command(tmp_path, capsys):
+    # The progress display on (the default): its per-policy callback is what a command would pass down.
+    rc, found, rooms = climbs(lambda: main([
+        "simulate", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--peak-rps", "50", "--trough-rps", "5",
+        "--trace", "steady:rps=20,duration=300", "--policies", "plan,floor", "--out", str(tmp_path)]))
+    assert rc == 0, capsys.readouterr()
+    assert "plan done" in capsys.readouterr().err  # the callback did run
     assert {"bench.operations", "speech.sim"} <= rooms
     assert found == []
 
