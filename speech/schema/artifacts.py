@@ -1,22 +1,19 @@
 """Artifact schemas: what a measurement or a plan writes, and what every other tool may rely on.
 
-Pure: pydantic models and small helpers, no file I/O (see :mod:`speech.files`). Artifacts are
+Pure: pydantic models and small helpers, no file I/O (see :mod:`speech.files`). What every
+artifact shares (the frozen base, fingerprint, provenance, canonical hash) is in
+:mod:`speech.schema.base`, the copy artifact in :mod:`speech.schema.copy_artifacts`; both are
+re-exported here. Artifacts are
 frozen, reject unknown fields and carry ``schema_version`` so a reader can refuse what it does
 not understand instead of guessing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-import re
-import statistics
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     NonNegativeFloat,
     NonNegativeInt,
@@ -24,7 +21,33 @@ from pydantic import (
     model_validator,
 )
 
-from speech.schema.units import EPS
+from speech.schema.base import (
+    DIGEST_RE,
+    KUBERNETES_TARGET,
+    LOCAL_TARGET,
+    MEASURING_TOOLS,
+    SAGEMAKER_TARGET,
+    Fingerprint,
+    Frozen,
+    Origin,
+    Provenance,
+    canonical_sha256,
+    evidence_error,
+    instance_family,
+    make_slug,
+    missing_evidence,
+)
+from speech.schema.copy_artifacts import (
+    COPY_SCHEMA_VERSION,
+    TCOPY_TOLERANCE_S,
+    CopyArtifact,
+    CopyFootprint,
+    CopyStart,
+    Device,
+    TcopyStatistic,
+    copy_filename,
+    nearest_rank,
+)
 
 SCHEMA_VERSION: Final = 1
 """Schema of artifacts that never changed shape (plan). qmax and ttotal are at 2 and still read 1
@@ -34,127 +57,7 @@ QMAX_SCHEMA_VERSION: Final = 2
 TTOTAL_SCHEMA_VERSION: Final = 2
 """2: ``reaction_bound_s`` and ``planning_total_s`` removed (the plan is their one source)."""
 
-Origin = Literal["measured", "reference", "assumption"]
 Transport = Literal["stream", "bidirectional"]
-DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-class Frozen(BaseModel):
-    """Base for every artifact and config model: immutable, no unknown fields."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def instance_family(instance_type: str) -> str:
-    """``ml.g5.xlarge`` -> ``g5xlarge``: the instance part of a slug."""
-    return instance_type.removeprefix("ml.").replace(".", "").replace("-", "")
-
-
-def make_slug(instance_type: str, image_digest: str) -> str:
-    """Slug naming what an artifact was measured on: instance family + first 8 hex of the digest."""
-    return f"{instance_family(instance_type)}-{image_digest.removeprefix('sha256:')[:8]}"
-
-
-class Fingerprint(Frozen):
-    """What was measured: the instance type and the exact container image."""
-
-    instance_type: Annotated[str, Field(pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$|^local(\.[a-z0-9-]+)?$")]
-    """SageMaker instance type (``ml.g5.xlarge``) or ``local`` / ``local.<host>`` for this machine."""
-    image_digest: Annotated[str, Field(pattern=DIGEST_RE.pattern)]
-    """``sha256:<64 hex>`` of the image (locally: of the model weights + server code)."""
-    slug: str
-    """``<family>-<first 8 hex of digest>``, e.g. ``g5xlarge-8b1b96bc``; must agree with the two above."""
-
-    @model_validator(mode="after")
-    def _slug_matches(self) -> Fingerprint:
-        expected = make_slug(self.instance_type, self.image_digest)
-        if self.slug != expected:
-            raise ValueError(f"slug {self.slug!r} does not match instance type and digest (expected {expected!r})")
-        return self
-
-    @classmethod
-    def of(cls, instance_type: str, image_digest: str) -> Fingerprint:
-        return cls(instance_type=instance_type, image_digest=image_digest, slug=make_slug(instance_type, image_digest))
-
-
-class Provenance(Frozen):
-    """Where the numbers come from. Only ``measured`` describes the user's own endpoint."""
-
-    origin: Origin
-    source: str
-    """Human-readable: the tool run, or the public source of reference figures."""
-    measured_at: datetime | None = None
-    """When the run started (UTC)."""
-    tool: str | None = None
-    target: str | None = None
-    """``local:<url>`` or ``sagemaker:<endpoint>``; None for reference figures."""
-    tool_version: str | None = None
-    """Version of the tool that measured (``bench`` = the speech-endpoints package version)."""
-    region: str | None = None
-    """AWS region of a ``sagemaker:`` target; None for a local one."""
-    ended_at: datetime | None = None
-    """When the run ended (UTC)."""
-
-    @property
-    def target_endpoint(self) -> str | None:
-        """The SageMaker endpoint name of a ``sagemaker:`` target, else None."""
-        return self.target.removeprefix(SAGEMAKER_TARGET) if self.target and self.target.startswith(SAGEMAKER_TARGET) else None
-
-
-SAGEMAKER_TARGET = "sagemaker:"
-LOCAL_TARGET = "local:"
-KUBERNETES_TARGET = "kubernetes:"
-"""``kubernetes:<namespace>/<deployment>``: measured on a cluster; the fingerprint names the hardware
-a pod gets by its instance type (speech.schema.config, ``hosting: kubernetes``)."""
-MEASURING_TOOLS = {"qmax": "bench qmax", "ttotal": "bench ttotal", "copy": "bench tcopy"}
-"""The only tools whose output may say ``origin: measured``, per artifact kind."""
-
-
-def missing_evidence(kind: str, prov: Provenance, fingerprint: Fingerprint) -> list[str]:
-    """What a ``measured`` artifact lacks of the evidence only a real run writes; [] when complete.
-
-    A measured claim names the tool and its version, the target (a SageMaker endpoint and its
-    region, or a local URL), and when the run started and ended. Relabelling someone else's
-    figures as ``measured`` leaves these empty, so the claim fails here, at load.
-    """
-    missing: list[str] = []
-    tool = MEASURING_TOOLS[kind]
-    if prov.tool != tool:
-        missing.append(f"provenance.tool ({prov.tool!r}, expected {tool!r})")
-    if not prov.tool_version:
-        missing.append("provenance.tool_version")
-    target = prov.target or ""
-    if target.startswith(KUBERNETES_TARGET) and "/" in target.removeprefix(KUBERNETES_TARGET).strip("/"):
-        if fingerprint.instance_type.startswith("local"):
-            missing.append(f"the instance type of the pods' hardware in the fingerprint (target {target} but "
-                           f"{fingerprint.instance_type})")
-    elif not (target.startswith(SAGEMAKER_TARGET) or target.startswith(LOCAL_TARGET)) or target in (
-        SAGEMAKER_TARGET, LOCAL_TARGET
-    ):
-        missing.append(f"provenance.target ({prov.target!r}, expected sagemaker:<endpoint>, local:<url> or "
-                       "kubernetes:<namespace>/<deployment>)")
-    elif target.startswith(SAGEMAKER_TARGET):
-        if not prov.region:
-            missing.append("provenance.region (of the sagemaker target)")
-        if fingerprint.instance_type.startswith("local"):
-            missing.append(f"a SageMaker instance type in the fingerprint (target {target} but {fingerprint.instance_type})")
-    elif not fingerprint.instance_type.startswith("local"):
-        missing.append(f"a sagemaker:<endpoint> target for fingerprint {fingerprint.instance_type} (got {target})")
-    if prov.measured_at is None:
-        missing.append("provenance.measured_at (start)")
-    if prov.ended_at is None:
-        missing.append("provenance.ended_at")
-    elif prov.measured_at is not None and prov.ended_at < prov.measured_at:
-        missing.append(f"provenance.ended_at after measured_at (ended {prov.ended_at} < started {prov.measured_at})")
-    return missing
-
-
-def evidence_error(kind: str, missing: list[str]) -> ValueError:
-    return ValueError(
-        f"origin is 'measured' but the {kind} artifact lacks the evidence a real run writes: missing "
-        f"{'; '.join(missing)}. Only {MEASURING_TOOLS[kind]} writes a measured {kind} artifact: run it against your endpoint, "
-        "or keep origin 'reference' (public figures) or 'assumption'"
-    )
 
 
 class Slo(Frozen):
@@ -363,165 +266,7 @@ class TtotalArtifact(Frozen):
         return self
 
 
-COPY_SCHEMA_VERSION: Final = 1
-Device = Literal["cpu", "cuda"]
-TcopyStatistic = Literal["max", "p95"]
-TCOPY_TOLERANCE_S = 0.0015
-"""Rounding slack when a copy artifact's summary figures are checked against its starts."""
-
-
-def nearest_rank(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile: the ceil(fraction x n)-th smallest value (p95 of fewer than 20
-    samples is their maximum: no interpolation invents a start that never happened)."""
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(fraction * len(ordered) - EPS)) - 1]
-
-
-class CopyFootprint(Frozen):
-    """What one copy of the model holds while serving: the figures copies are packed by."""
-
-    device: Device
-    """Where the copy runs: ``cuda`` (an NVIDIA GPU) or ``cpu``."""
-    accelerator_memory_mib: PositiveFloat | None = None
-    """Peak accelerator memory the copy's process held (weights, activations, allocator cache),
-    MiB; required on ``cuda``, absent on ``cpu``."""
-    accelerator_memory_source: str | None = None
-    """How it was read, e.g. ``torch.cuda.max_memory_reserved`` or ``nvml process used memory``."""
-    accelerator_name: str | None = None
-    """The device it was measured on, e.g. ``NVIDIA A10G``."""
-    accelerator_memory_total_mib: PositiveFloat | None = None
-    """That device's total memory as the driver reports it, MiB."""
-    host_memory_mib: PositiveFloat
-    """Peak resident set size (RSS) of the copy's process, MiB: what the copy needs of the
-    instance's host memory (on ``cpu`` this is also what copies are packed by)."""
-    cpu_cores: PositiveFloat | None = None
-    """CPU cores the copy kept busy at its Q_max (process CPU time / wall time); None when not measured."""
-
-    @model_validator(mode="after")
-    def _device_fields(self) -> CopyFootprint:
-        if self.device == "cuda" and self.accelerator_memory_mib is None:
-            raise ValueError("a cuda copy needs accelerator_memory_mib (its peak accelerator memory, MiB)")
-        if self.device == "cpu" and (self.accelerator_memory_mib is not None or self.accelerator_memory_total_mib is not None):
-            raise ValueError("a cpu copy has no accelerator memory; remove accelerator_memory_mib / _total_mib")
-        if (
-            self.accelerator_memory_mib is not None
-            and self.accelerator_memory_total_mib is not None
-            and self.accelerator_memory_mib > self.accelerator_memory_total_mib
-        ):
-            raise ValueError(
-                f"accelerator_memory_mib {self.accelerator_memory_mib} exceeds the device's total "
-                f"{self.accelerator_memory_total_mib} MiB"
-            )
-        return self
-
-    @property
-    def packing_memory_mib(self) -> float:
-        """The memory copies are packed by, MiB: accelerator memory on ``cuda``, RSS on ``cpu``."""
-        return self.accelerator_memory_mib if self.accelerator_memory_mib is not None else self.host_memory_mib
-
-
-class CopyStart(Frozen):
-    """One measured start of a copy on an instance that is already running: offsets, seconds,
-    from the moment the copy was asked to start (process spawned or load requested). No instance
-    provisioning and no image pull are in it; that is the point of a copy."""
-
-    started_at: datetime | None = None
-    """When the start was requested (UTC); required for a measured artifact."""
-    framework_init_s: NonNegativeFloat | None = None
-    """Offset of the ``framework_init`` stage marker (interpreter and framework imported)."""
-    weights_ready_s: NonNegativeFloat
-    """Offset of ``weights_ready``: the weights are on the device."""
-    ready_s: PositiveFloat
-    """Offset of ``ready`` (warm-up done, ``/ping`` 200): this start's T_copy sample."""
-    source: str = "stage markers"
-    """What observed the offsets (stage markers on stdout, ``/ping`` polling)."""
-
-    @model_validator(mode="after")
-    def _ordered(self) -> CopyStart:
-        if self.framework_init_s is not None and self.framework_init_s > self.weights_ready_s:
-            raise ValueError(f"framework_init_s {self.framework_init_s} is after weights_ready_s {self.weights_ready_s}")
-        if self.weights_ready_s > self.ready_s:
-            raise ValueError(f"weights_ready_s {self.weights_ready_s} is after ready_s {self.ready_s}")
-        return self
-
-    @property
-    def weights_load_s(self) -> float:
-        """weights_ready - framework_init (- 0 when framework_init was not seen), seconds."""
-        return self.weights_ready_s - (self.framework_init_s or 0.0)
-
-    @property
-    def warmup_s(self) -> float:
-        """ready - weights_ready, seconds."""
-        return self.ready_s - self.weights_ready_s
-
-
-class CopyArtifact(Frozen):
-    """Result of ``bench tcopy``: one copy's footprint and how long a new copy takes to serve.
-
-    Q_max per copy is not here: it is an ordinary :class:`QmaxArtifact` whose ladder ran against
-    one copy. ``t_copy_s`` is the planning figure, the statistic named by ``planning_statistic``
-    over ``starts`` (``max`` by default; ``p95`` by nearest rank, which equals the max below 20
-    starts)."""
-
-    schema_version: Literal[1] = COPY_SCHEMA_VERSION
-    kind: Literal["copy"] = "copy"
-    model: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]*$")]
-    fingerprint: Fingerprint
-    footprint: CopyFootprint
-    starts: Annotated[list[CopyStart], Field(min_length=1)]
-    t_copy_p50_s: PositiveFloat
-    """Median of the starts' ``ready_s``, seconds."""
-    t_copy_p95_s: PositiveFloat
-    """Nearest-rank p95 of the starts' ``ready_s``, seconds."""
-    t_copy_max_s: PositiveFloat
-    """Slowest start, seconds."""
-    planning_statistic: TcopyStatistic = "max"
-    """Which statistic ``t_copy_s`` is."""
-    t_copy_s: PositiveFloat
-    """T_copy to plan with: weights load + warm-up (+ process start), no instance provisioning, seconds."""
-    provenance: Provenance
-
-    @model_validator(mode="after")
-    def _summary_matches_starts(self) -> CopyArtifact:
-        samples = [s.ready_s for s in self.starts]
-        expected = {
-            "t_copy_p50_s": statistics.median(samples),
-            "t_copy_p95_s": nearest_rank(samples, 0.95),
-            "t_copy_max_s": max(samples),
-        }
-        for name, value in expected.items():
-            if abs(getattr(self, name) - value) > TCOPY_TOLERANCE_S:
-                raise ValueError(f"{name} {getattr(self, name)} does not match the starts ({value:.3f} s)")
-        chosen = expected[f"t_copy_{self.planning_statistic}_s"]
-        if abs(self.t_copy_s - chosen) > TCOPY_TOLERANCE_S:
-            raise ValueError(
-                f"t_copy_s {self.t_copy_s} is not the starts' {self.planning_statistic} ({chosen:.3f} s)"
-            )
-        if self.provenance.origin == "measured":
-            missing = missing_evidence("copy", self.provenance, self.fingerprint)
-            undated = [i for i, s in enumerate(self.starts) if s.started_at is None]
-            if undated:
-                missing.append(f"starts[].started_at (starts {undated})")
-            if missing:
-                raise evidence_error("copy", missing)
-        return self
-
-    @classmethod
-    def summarize(cls, starts: list[CopyStart], statistic: TcopyStatistic = "max") -> dict[str, float]:
-        """The summary fields for ``starts`` (what ``bench tcopy`` stores next to them), seconds, rounded to ms."""
-        samples = [s.ready_s for s in starts]
-        figures = {
-            "t_copy_p50_s": round(statistics.median(samples), 3),
-            "t_copy_p95_s": round(nearest_rank(samples, 0.95), 3),
-            "t_copy_max_s": round(max(samples), 3),
-        }
-        return {**figures, "t_copy_s": figures[f"t_copy_{statistic}_s"]}
-
-
 Level = Literal["ok", "warn", "stop"]
-def canonical_sha256(artifact: BaseModel) -> str:
-    """sha256 of the artifact's canonical JSON, so the hash survives a trip through YAML config."""
-    return "sha256:" + hashlib.sha256(artifact.model_dump_json().encode()).hexdigest()
 
 
 def qmax_filename(a: QmaxArtifact) -> str:
@@ -530,10 +275,6 @@ def qmax_filename(a: QmaxArtifact) -> str:
 
 def ttotal_filename(a: TtotalArtifact) -> str:
     return f"ttotal-{a.model}-{a.trigger}-{a.fingerprint.slug}.json"
-
-
-def copy_filename(a: CopyArtifact) -> str:
-    return f"copy-{a.model}-{a.fingerprint.slug}.json"
 
 
 # --- bench replay: a trace sent open-loop to a real target ------------------------------------------
@@ -578,3 +319,49 @@ class ReplayArtifact(Frozen):
     """Workers that did not finish their share: which, and why."""
     interrupted: bool = False
     per_request: list[ReplayRequest]
+
+
+__all__ = [
+    "COPY_SCHEMA_VERSION",
+    "ClientOverhead",
+    "CloudwatchRatioSource",
+    "CopyArtifact",
+    "CopyFootprint",
+    "CopyStart",
+    "DIGEST_RE",
+    "Device",
+    "Fingerprint",
+    "Frozen",
+    "KUBERNETES_TARGET",
+    "LOCAL_TARGET",
+    "LadderLevel",
+    "Level",
+    "MEASURING_TOOLS",
+    "Origin",
+    "Phase",
+    "Provenance",
+    "QMAX_SCHEMA_VERSION",
+    "QmaxArtifact",
+    "ReplayArtifact",
+    "ReplayRequest",
+    "RequestMix",
+    "SAGEMAKER_TARGET",
+    "SCHEMA_VERSION",
+    "ServiceTime",
+    "Slo",
+    "TCOPY_TOLERANCE_S",
+    "TTOTAL_SCHEMA_VERSION",
+    "TcopyStatistic",
+    "Transport",
+    "TtotalArtifact",
+    "TtotalTrigger",
+    "canonical_sha256",
+    "copy_filename",
+    "evidence_error",
+    "instance_family",
+    "make_slug",
+    "missing_evidence",
+    "nearest_rank",
+    "qmax_filename",
+    "ttotal_filename",
+]
