@@ -113,7 +113,7 @@ def log(msg: str) -> None:
 
 def run_trace(name: str, q, t, model, train_days: int) -> dict:
     from speech.sim.fleet import run_policy, summarize
-    from speech.sim.floor import FloorPolicy
+    from speech.sim.floor_policies import FloorPolicy
     from speech.sim.policies import AwsPolicy
     from speech.sim.scaler import scaling_numbers
 

@@ -288,7 +288,8 @@ def judge(tt: TunedTrace, q, model, draws: list[tuple[int, np.ndarray]], extra: 
     of further tuned plans, e.g. the in-sample ones, keyed by draw seed; ``only``: just these labels,
     and the floor their cost is measured against)."""
     from speech.sim.fleet import run_policy, summarize
-    from speech.sim.floor import PerfectForecastPolicy, floor_schedule
+    from speech.sim.floor import floor_schedule
+    from speech.sim.floor_policies import PerfectForecastPolicy
     from speech.sim.peers import ScheduledPolicy
     from speech.sim.policies import AwsPolicy, make_policy
     from speech.sim.traces import peak_rps

@@ -25,6 +25,9 @@ reports what it really keeps (``bench simulate``'s ``floor`` row).
 schedule for the whole trace and asks for capacity the start-up ahead, one capacity change at a
 time (the fleet refuses others while Updating), within the plan's floor and cap, never removing
 what it will need again before a new instance could serve.
+
+The schedule's judge is :mod:`speech.sim.floor_fluid`; both as simulator policies are in
+:mod:`speech.sim.floor_policies`.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from speech.schema.units import EPS
+from speech.sim.floor_fluid import fluid_steps, judged, missed_tolerance, queues_at_minute_starts
 from speech.sim.instance import InstanceModel
-from speech.sim.peers import ScheduledPolicy, answered_within_slo
-from speech.sim.scaler import Ctx, Decision, Policy
+from speech.sim.peers import answered_within_slo
 
 FLOOR_STEP_S = 60
 """The floor changes its fleet at most once per this many seconds (a minute)."""
@@ -84,48 +87,6 @@ def _minutes(arrivals: np.ndarray, step_s: int) -> tuple[np.ndarray, np.ndarray]
     if a.size % step_s:
         secs[-1] = float(a.size % step_s)
     return pad.reshape(windows, step_s).sum(axis=1), secs
-
-
-def fluid_steps(model: InstanceModel, per_second: np.ndarray, n: np.ndarray, slo_ms: float,
-                start_queue: np.ndarray | None = None, *, with_end: bool = False):
-    """Requests answered within the SLO by ``n`` instances (one count per row) over the seconds of
-    each row of ``per_second`` (arrivals), stepped with the fleet simulator's own implicit fluid
-    step (:func:`speech.sim.fleet.fluid_step`, vectorized here) from ``start_queue`` requests in
-    flight across the fleet (spread evenly, as the simulator spreads them when the fleet changes),
-    or without one from the stationary occupancy at the row's mean rate per instance. Shapes:
-    ``per_second`` (C, S), ``n`` and ``start_queue`` (C,); out (C,), and with ``with_end`` also each
-    row's occupancy per instance after its last second."""
-    occ, blk = model.occupancy, model.block
-    u = occ + model.depart_rps  # g(k) = u[k] + lam v[k] = m' + D(m') + lam (P_block(m') - 1), increasing in k
-    v = blk - 1.0
-    at_slo = model.ttfab_cdf_at(slo_ms)
-    g_max = occ.size - 1
-    steps = int(math.ceil(math.log2(max(2, g_max + 1))))
-    lam_all = per_second / n[:, None]
-    if start_queue is None:
-        m = np.interp(lam_all.mean(axis=1), model.arrival_rps, occ)
-    else:
-        # Not clipped at Q_max: the simulator spreads what a shrinking scheduled fleet holds over the
-        # instances left, and its first step refuses what does not fit; the same here.
-        m = start_queue / n
-    ok = np.zeros(n.size)
-    for s in range(per_second.shape[1]):
-        lam = lam_all[:, s]
-        # The largest k with g(k) <= m (0 when none): bisection on [0, g_max] for every row at once.
-        k = np.zeros(n.size, dtype=np.intp)
-        for b in range(steps - 1, -1, -1):
-            trial = np.minimum(k + (1 << b), g_max)
-            k = np.where(u[trial] + lam * v[trial] <= m, trial, k)
-        k1 = np.minimum(k + 1, g_max)
-        g_lo = u[k] + lam * v[k]
-        g_hi = u[k1] + lam * v[k1]
-        span = g_hi - g_lo
-        w = np.clip((m - g_lo) / np.where(span > 0, span, 1.0), 0.0, 1.0)
-        w[(span <= 0) | (g_lo >= m) | (k == g_max)] = 0.0
-        m = occ[k] + w * (occ[k1] - occ[k])
-        pb = blk[k] + w * (blk[k1] - blk[k])
-        ok += per_second[:, s] * (1.0 - pb) * (at_slo[k] * (1.0 - w) + at_slo[k1] * w)
-    return (ok, m) if with_end else ok
 
 
 def _stationary_counts(model: InstanceModel, rate: np.ndarray, req: np.ndarray, secs: np.ndarray, budget: float,
@@ -215,9 +176,9 @@ def floor_schedule(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, sl
 
     Two passes. The first solves the Lagrangian on each minute's stationary chain at its mean rate.
     The second judges each candidate count of a minute by the fleet simulator's own fluid step over
-    that minute's seconds (:func:`fluid_steps`: a burst fills the instances' queues and the gate,
-    and what the queue holds drains in the seconds after), starting from a band around the first
-    pass's count and widening it where the choice sits on its edge; then the Lagrangian again, and
+    that minute's seconds (:func:`speech.sim.floor_fluid.fluid_steps`: a burst fills the instances'
+    queues and the gate, and what the queue holds drains in the seconds after), starting from a
+    band around the first pass's count and widening it where the choice sits on its edge; then the Lagrangian again, and
     the budget's slack spent one instance at a time."""
     a = np.asarray(arrivals, dtype=float)
     req, secs = _minutes(a, step_s)
@@ -239,11 +200,11 @@ def floor_schedule(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, sl
         counts = new
         if settled:
             break
-        start_queue = _queues_at_minute_starts(model, per_second, counts, slo_ms, start_queue)
+        start_queue = queues_at_minute_starts(model, per_second, counts, slo_ms, start_queue)
     # The schedule judged from its own queues (what the simulator will run), repaired where it falls
     # short: one instance at a time where it saves the most missed requests per instance-second.
     counts, missed_final = _repair(model, per_second, req, secs, counts, budget, slo_ms, ok_idle)
-    if missed_final <= budget + _tol(req):
+    if missed_final <= budget + missed_tolerance(req):
         counts, missed_final = _trim(model, per_second, req, secs, counts, budget, slo_ms, missed_final)
     per_minute = np.maximum(1, counts).astype(int)
     share = 1.0 - missed_final / total if total > 0 else 1.0
@@ -253,19 +214,6 @@ def floor_schedule(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, sl
     bound = min(hours, max(0.0, dual) / 3600.0) if feasible and math.isfinite(dual) else hours
     return CostFloor(per_minute=per_minute, step_s=step_s, duration_s=int(a.size), model_share=share, goal_share=goal,
                          lower_bound_instance_hours=bound)
-
-
-def _tol(req: np.ndarray) -> float:
-    return 1e-9 * max(1.0, float(req.sum()))
-
-
-def _judged(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, counts: np.ndarray, slo_ms: float,
-            guess: np.ndarray | None) -> tuple[float, np.ndarray, np.ndarray]:
-    """``counts`` judged as the simulator runs it, from its own minute-start queues: (missed
-    requests over the trace, missed per minute, the queues)."""
-    queue = _queues_at_minute_starts(model, per_second, counts, slo_ms, guess)
-    bad = np.maximum(req - fluid_steps(model, per_second, counts.astype(float), slo_ms, queue), 0.0)
-    return float(bad.sum()), bad, queue
 
 
 TRIM_CHECKS = 24
@@ -288,7 +236,7 @@ def _trim(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs: n
     instance the whole-trace share does not need (found on a 12-minute trace where removing one
     instance-minute from the floor still kept 99.55 % of 99.5 %)."""
     counts = counts.copy()
-    tol = _tol(req)
+    tol = missed_tolerance(req)
     queue: np.ndarray | None = None
     tried = np.zeros(counts.size, bool)
     order: list[int] = []
@@ -300,7 +248,7 @@ def _trim(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs: n
         if slack <= tol:
             break
         if not fresh:  # estimates for the current schedule, from its own queues
-            _, bad, queue = _judged(model, per_second, req, counts, slo_ms, queue)
+            _, bad, queue = judged(model, per_second, req, counts, slo_ms, queue)
             fewer = np.where(counts > 1, counts - 1, counts).astype(float)
             extra = np.maximum(req - fluid_steps(model, per_second, fewer, slo_ms, queue), 0.0) - bad
             order = [int(i) for i in np.argsort(extra / secs) if counts[i] > 1]
@@ -313,7 +261,7 @@ def _trim(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs: n
             trial = counts.copy()
             trial[left[:k]] -= 1
             checks += 1
-            m_trial, _, _ = _judged(model, per_second, req, trial, slo_ms, queue)
+            m_trial, _, _ = judged(model, per_second, req, trial, slo_ms, queue)
             if m_trial <= budget + tol:
                 counts, missed, fresh = trial, m_trial, False
                 break
@@ -339,8 +287,8 @@ def _repair(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs:
     missed = math.inf
     queue: np.ndarray | None = None
     for _ in range(REPAIR_STEPS):
-        missed, bad, queue = _judged(model, per_second, req, counts, slo_ms, queue)
-        if missed <= budget + _tol(req):
+        missed, bad, queue = judged(model, per_second, req, counts, slo_ms, queue)
+        if missed <= budget + missed_tolerance(req):
             break
         more = req - fluid_steps(model, per_second, counts + 1.0, slo_ms, queue)
         gain = (bad - more) / secs
@@ -351,32 +299,13 @@ def _repair(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs:
     return counts, missed
 
 
-def _queues_at_minute_starts(model: InstanceModel, per_second: np.ndarray, counts: np.ndarray, slo_ms: float,
-                             guess: np.ndarray | None) -> np.ndarray:
-    """Requests in flight across the fleet at the start of each minute when the fleet runs
-    ``counts`` (the first minute starts empty, as the simulator's run does): each minute's fluid
-    from the previous minute's end, all minutes at once, repeated until the starts stop moving (a
-    queue reaches back only as far as overloaded minutes chain, so this settles in a few rounds)."""
-    n = counts.astype(float)
-    queue = np.zeros(counts.size) if guess is None else guess.copy()
-    for _ in range(JACOBI_ROUNDS):
-        _, end = fluid_steps(model, per_second, n, slo_ms, queue, with_end=True)
-        new = np.concatenate([[0.0], (end * n)[:-1]])
-        if np.allclose(new, queue, rtol=1e-6, atol=1e-6):
-            return new
-        queue = new
-    return queue
-
-
-JACOBI_ROUNDS = 30
-
-
 def _fluid_pass(model: InstanceModel, per_second: np.ndarray, req: np.ndarray, secs: np.ndarray, around: np.ndarray,
                 budget: float, ok_idle: float, slo_ms: float,
                 start_queue: np.ndarray | None) -> tuple[np.ndarray, float, float, dict[tuple[int, int], float]]:
-    """The Lagrangian over counts judged by :func:`fluid_steps` (from ``start_queue``), in bands
-    around ``around`` widened where the choice sits on an edge; then the slack spent. Returns
-    (counts, missed, dual value, every (minute, count) -> missed requests judged)."""
+    """The Lagrangian over counts judged by :func:`~speech.sim.floor_fluid.fluid_steps` (from
+    ``start_queue``), in bands around ``around`` widened where the choice sits on an edge; then the
+    slack spent. Returns (counts, missed, dual value, every (minute, count) -> missed requests
+    judged)."""
     windows = req.size
     known: dict[tuple[int, int], float] = {}
 
@@ -443,55 +372,3 @@ def _spend_slack(counts: np.ndarray, secs: np.ndarray, slack: float, bad) -> np.
     return counts
 
 
-def FloorPolicy(model: InstanceModel, arrivals: np.ndarray, slo_ms: float, slo_share: float,  # noqa: N802
-                name: str = "floor") -> ScheduledPolicy:
-    """The floor's schedule as a policy the fleet simulator runs (in service at once, gone at once)."""
-    return ScheduledPolicy(name, floor_schedule(model, arrivals, slo_ms, slo_share).per_second, name)
-
-
-class PerfectForecastPolicy(Policy):
-    """Clairvoyant under the plan's mechanics (module docstring): every ``tick_s`` it looks up the
-    floor's schedule ``need`` (per second) and asks for
-
-    * more: the most ``need`` holds from when a new instance would serve (now + start-up) until the
-      next change could serve (one start-up more, or the Updating after a removal plus a start-up);
-    * fewer: only down to the most ``need`` holds from now over the same span, so what it removes is
-      not needed again before an instance asked for later could serve.
-
-    The fleet applies start-up and refuses changes while Updating; the Scaler applies the plan's
-    floor and cap."""
-
-    name = "perfect-forecast"
-
-    def __init__(self, need: np.ndarray, *, startup_s: float, removal_updating_s: float, tick_s: int,
-                 min_instances: int, max_instances: int) -> None:
-        self.need = np.maximum(1, np.asarray(need, dtype=int))
-        self.tick_s = max(1, int(tick_s))
-        self.lead = int(math.ceil(startup_s))
-        self.span = int(math.ceil(max(startup_s, removal_updating_s))) + self.tick_s
-        self.min_instances, self.max_instances = min_instances, max_instances
-        # Running maxima over windows, precomputed once (the policy stays a pure lookup).
-        self._ahead = _window_max(self.need, self.lead, self.span)
-        self._now = _window_max(self.need, 0, self.lead + self.span)
-
-    def initial(self) -> int:
-        first = int(self._now[0]) if self.need.size else 1
-        return max(self.min_instances, min(self.max_instances, first))
-
-    def decide(self, ctx: Ctx) -> Decision:
-        t = min(ctx.now, self.need.size - 1)
-        want = int(self._ahead[t])
-        if want > ctx.desired:
-            return want, "forecast: more needed after a start-up", None
-        keep = int(self._now[t])
-        if keep < ctx.desired:
-            return keep, "forecast: not needed again before a start-up", None
-        return ctx.desired, "", None
-
-
-def _window_max(need: np.ndarray, start: int, length: int) -> np.ndarray:
-    """out[t] = max(need[t + start : t + start + length]) (the last value past the end)."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    pad = np.concatenate([need, np.full(start + length, need[-1] if need.size else 1)])
-    return sliding_window_view(pad, length).max(axis=1)[start : start + need.size]

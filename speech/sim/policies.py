@@ -25,7 +25,8 @@ from speech.plan.survival import throughput_at
 from speech.schema.artifacts import QmaxArtifact
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.units import EPS
-from speech.sim.floor import FloorPolicy, PerfectForecastPolicy, floor_schedule
+from speech.sim.floor import floor_schedule
+from speech.sim.floor_policies import FloorPolicy, PerfectForecastPolicy
 from speech.sim.instance import InstanceModel
 from speech.sim.kube import KubePolicy, plan_hpa_spec
 from speech.sim.names import POLICY_NAMES

@@ -25,7 +25,8 @@ from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.sim.fleet import run_policy, simulate, summarize
-from speech.sim.floor import FloorPolicy, PerfectForecastPolicy, floor_schedule
+from speech.sim.floor import floor_schedule
+from speech.sim.floor_policies import FloorPolicy, PerfectForecastPolicy
 from speech.sim.instance import build_instance
 from speech.sim.peers import ScheduledPolicy
 from speech.sim.policies import POLICY_NAMES
