@@ -1,7 +1,7 @@
 """The tuned plan beside the seed in the HTML report: the tuner's inputs next to the seed's with the
 reason per knob, both plans' simulated rows, and the promise (the tuned plan's own simulated SLO
 share) against what the report's simulation got; when the simulation misses the share the plan is
-sized for, why and what would keep it (speech.plan.findings.share_shortfall, the text the plan's
+sized for, why and what would keep it (speech.plan.tuned_findings.share_shortfall, the text the plan's
 ``promise`` finding gives)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import html
 from dataclasses import dataclass
 
 from bench.report.markup import Markup, table
-from speech.plan.findings import share_shortfall
+from speech.plan.tuned_findings import share_shortfall
 from speech.schema.artifacts import canonical_sha256
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.units import EPS

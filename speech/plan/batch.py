@@ -20,16 +20,9 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import Field, model_validator
 
 from speech.errors import PlanInputError
-from speech.plan.findings import (
-    finding_bracketed,
-    finding_fingerprint,
-    finding_instances,
-    finding_provenance,
-    require_one_model,
-    verdict,
-    weakest_origin,
-)
+from speech.plan.findings import finding_bracketed, require_one_model, verdict, weakest_origin
 from speech.plan.formulas import derated_q_max, instances_for, scale_in_cooldown_s
+from speech.plan.measured_findings import finding_fingerprint, finding_instances, finding_provenance
 from speech.plan.survival import throughput_at
 from speech.schema.artifacts import Fingerprint, Frozen, Level, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs

@@ -34,16 +34,7 @@ from speech.plan.copy_findings import (
     finding_hot_loading,
     finding_packing,
 )
-from speech.plan.findings import (
-    finding_bracketed,
-    finding_cloudwatch_ratio,
-    finding_derate,
-    finding_invocation,
-    finding_slo,
-    require_one_model,
-    verdict,
-    weakest_origin,
-)
+from speech.plan.findings import finding_bracketed, finding_invocation, finding_slo, require_one_model, verdict, weakest_origin
 from speech.plan.formulas import (
     capacity_at,
     instances_for,
@@ -55,6 +46,7 @@ from speech.plan.formulas import (
     unit_sizing,
     w_max_s,
 )
+from speech.plan.measured_findings import finding_cloudwatch_ratio, finding_derate
 from speech.plan.survival import saturation_rps
 from speech.schema.artifacts import CopyArtifact, Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs

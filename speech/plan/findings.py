@@ -5,25 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from speech.errors import FingerprintMismatch, PlanInputError
+from speech.errors import PlanInputError
 from speech.plan.formulas import (
     SloSizing,
-    max_safe_step_share,
-    scale_in_cooldown_s,
-    scale_in_evaluation_periods,
-    scale_out_cooldown_s,
-    seed_step_share,
-    target_share_bound,
     w_max_s,
 )
-from speech.schema.artifacts import Level, QmaxArtifact, TtotalArtifact
-from speech.schema.config import FloorSchedule, PlanInputs, ScheduledFloor
+from speech.schema.artifacts import Level, QmaxArtifact
 from speech.schema.plan_artifacts import (
     Capacity,
     Finding,
     ScaleIn,
     Surge,
-    TunedValue,
 )
 from speech.schema.units import EPS, UNBOUNDED
 
@@ -49,7 +41,8 @@ LEVERS = ("a looser SLO (Q_max grows with it: re-run bench qmax --slo-ms), a que
 # --- findings ----------------------------------------------------------------------------------
 
 
-def _pct(x: float) -> str:
+def pct(x: float) -> str:
+    """A share as a percentage with one decimal, as every finding prints it."""
     return f"{100 * x:.1f}%"
 
 
@@ -79,10 +72,10 @@ def finding_slo(slo_ms: float, service_p95_ms: float, q_max: int) -> Finding:
 def finding_surge(surge: Surge, c_max: float, q_max: int, planning_total_s: float, surge_ratio: float) -> Finding:
     level: Level = "ok" if surge.survival >= SURVIVAL_OK and surge.utilization <= UTILIZATION_OK else "warn"
     msg = (
-        f"at the scale-out point ({c_max:g} in flight) the instance is {_pct(surge.utilization)} utilized "
+        f"at the scale-out point ({c_max:g} in flight) the instance is {pct(surge.utilization)} utilized "
         f"(arrivals {surge.arrival_rps:.2f} rps); with traffic rising x{surge_ratio:g} over the planning "
         f"T_total {planning_total_s:.1f} s it reaches Q_max {q_max} (gate rejects) with probability "
-        f"{_pct(surge.reach_qmax_probability)} (steady traffic: {_pct(surge.reach_qmax_probability_steady)})"
+        f"{pct(surge.reach_qmax_probability)} (steady traffic: {pct(surge.reach_qmax_probability_steady)})"
     )
     if level == "warn":
         msg += (
@@ -173,7 +166,7 @@ def finding_fleet(
         f"peak {peak_rps:g} rps / {per:.2f} rps per instance at C_scale_max {c_max:g} (measured throughput there "
         f"{capacity.throughput_at_target_rps:.2f} rps) -> {needed} instances"
         + ("" if capacity.refused_share_at_peak is None else
-           f" (refused at peak {_pct(capacity.refused_share_at_peak)}, at trough {_pct(capacity.refused_share_at_trough or 0)})")
+           f" (refused at peak {pct(capacity.refused_share_at_peak)}, at trough {pct(capacity.refused_share_at_trough or 0)})")
     )
     if cap is not None and cap < needed:
         return Finding(
@@ -215,24 +208,24 @@ def finding_slo_share(
 ) -> Finding:
     """Whether the fleet answers the SLO share: refused and over-SLO shares at peak and trough, the
     fleet it takes, and what no fleet can do."""
-    want = _pct(slo_share)
+    want = pct(slo_share)
     if slo.rate_rps is None:
         idle_over = float(slo.over_slo[0]) if len(slo.over_slo) else 1.0
         return Finding(
             name="slo_share",
             level="stop",
             message=f"no fleet keeps {want} within the SLO {slo_ms:g} ms: even one request alone on an instance is over "
-            f"it {_pct(idle_over)} of the time (ladder at concurrency 1); loosen the SLO, lower slo_share to at most "
-            f"{_pct(1 - idle_over)}, or make the server faster and re-measure",
+            f"it {pct(idle_over)} of the time (ladder at concurrency 1); loosen the SLO, lower slo_share to at most "
+            f"{pct(1 - idle_over)}, or make the server faster and re-measure",
         )
     within_peak, refused_peak = slo.shares_at(peak_rps / max_n)
     within_trough, refused_trough = slo.shares_at(trough_rps / floor_n)
     util = slo.rate_rps / sat_rps if sat_rps > 0 else 0.0
     body = (
-        f"{want} within the SLO allows {slo.rate_rps:.3g} rps per instance ({_pct(util)} of its saturated "
+        f"{want} within the SLO allows {slo.rate_rps:.3g} rps per instance ({pct(util)} of its saturated "
         f"{sat_rps:.3g} rps; mean {slo.occupancy:.3g} in flight, target {c_max:.4g} by the {target_rule}); at peak "
-        f"{peak_rps:g} rps over {max_n}: {_pct(within_peak)} within, {_pct(refused_peak)} refused; at trough "
-        f"{trough_rps:g} rps over {floor_n}: {_pct(within_trough)} within, {_pct(refused_trough)} refused"
+        f"{peak_rps:g} rps over {max_n}: {pct(within_peak)} within, {pct(refused_peak)} refused; at trough "
+        f"{trough_rps:g} rps over {floor_n}: {pct(within_trough)} within, {pct(refused_trough)} refused"
     )
     levers = LEVERS
     if cap is not None and cap < needed:
@@ -240,8 +233,8 @@ def finding_slo_share(
         return Finding(
             name="slo_share",
             level="stop",
-            message=f"{body}. No fleet under the cap of {cap} instances keeps it: at peak {_pct(refused_peak)} will be "
-            f"refused, a x{surge_ratio:g} burst refuses {_pct(burst_refused)} ({_pct(burst_within)} within); "
+            message=f"{body}. No fleet under the cap of {cap} instances keeps it: at peak {pct(refused_peak)} will be "
+            f"refused, a x{surge_ratio:g} burst refuses {pct(burst_refused)} ({pct(burst_within)} within); "
             f"{needed} instances would keep it; else {levers}",
         )
     if within_peak + EPS < slo_share or within_trough + EPS < slo_share:
@@ -277,93 +270,6 @@ def finding_invocation(q_max: int, sat_rps: float, service_p95_ms: float) -> Fin
     )
 
 
-def finding_fingerprint(q: QmaxArtifact, t: TtotalArtifact, allow_mismatch: bool) -> Finding:
-    if q.fingerprint == t.fingerprint:
-        return Finding(
-            name="fingerprint", level="ok", message=f"qmax and ttotal both measured on {q.fingerprint.slug}"
-        )
-    msg = (
-        f"qmax was measured on {q.fingerprint.slug} ({q.fingerprint.instance_type}, "
-        f"{q.fingerprint.image_digest[:19]}) but ttotal on {t.fingerprint.slug} ({t.fingerprint.instance_type}, "
-        f"{t.fingerprint.image_digest[:19]})"
-    )
-    if not allow_mismatch:
-        raise FingerprintMismatch(
-            f"{msg}; measure both on the same instance type and image, or pass --allow-config-mismatch"
-        )
-    return Finding(name="fingerprint", level="warn", message=f"{msg}; planned anyway (--allow-config-mismatch)")
-
-
-def finding_provenance(q: QmaxArtifact, t: TtotalArtifact) -> Finding:
-    origins = {q.provenance.origin, t.provenance.origin}
-    if origins == {"measured"}:
-        return Finding(name="provenance", level="ok", message="both artifacts were measured on this endpoint")
-    return Finding(
-        name="provenance",
-        level="warn",
-        message=f"artifact origins are qmax={q.provenance.origin}, ttotal={t.provenance.origin}: these are not "
-        "measurements of your endpoint; run bench qmax and bench ttotal before deploying scaling",
-    )
-
-
-def finding_cloudwatch_ratio(q: QmaxArtifact) -> Finding:
-    """The ratio converts client in-flight into ConcurrentRequestsPerModel, the unit of every
-    deployed threshold; assumed (CloudWatch never covered a level) is a warn on SageMaker."""
-    covered = sum(lv.cloudwatch_concurrency_max is not None for lv in q.ladder)
-    if q.cloudwatch_ratio_source == "measured":
-        return Finding(
-            name="cloudwatch_ratio",
-            level="ok",
-            message=f"CloudWatch/client ratio {q.cloudwatch_ratio:g} measured on {covered} of {len(q.ladder)} levels: "
-            "thresholds in CloudWatch units = client units x ratio",
-        )
-    if q.cloudwatch_ratio_source == "assumed" and q.fingerprint.instance_type.startswith("ml."):
-        where = q.provenance.target or q.fingerprint.slug
-        return Finding(
-            name="cloudwatch_ratio",
-            level="warn",
-            message=f"CloudWatch/client ratio assumed 1.0: ConcurrentRequestsPerModel never covered a level of the "
-            f"ladder on {where}, so scaling_target_value and the alarm thresholds (CloudWatch units) may not sit at "
-            "C_scale_max; re-run bench qmax with a longer --cloudwatch-wait-s, or check with bench validate --live",
-        )
-    return Finding(
-        name="cloudwatch_ratio",
-        level="ok",
-        message=f"CloudWatch/client ratio {q.cloudwatch_ratio:g} ({q.cloudwatch_ratio_source.replace('_', ' ')}: "
-        "measured without CloudWatch)",
-    )
-
-
-def finding_instances(q: QmaxArtifact) -> Finding:
-    """Q_max is per instance only when the ladder ran on one instance."""
-    if q.instances == 1:
-        return Finding(name="qmax_instances", level="ok", message="the ladder ran on one instance")
-    if q.instances is None:
-        return Finding(
-            name="qmax_instances",
-            level="warn",
-            message="the qmax artifact does not record how many instances served the ladder (schema 1): on N "
-            "instances its Q_max is N x the per-instance value; re-measure with bench qmax (it pins one instance)",
-        )
-    return Finding(
-        name="qmax_instances",
-        level="stop",
-        message=f"the ladder ran on {q.instances} instances: Q_max {q.q_max} is the fleet's, about {q.instances}x "
-        "what one instance holds; re-measure with bench qmax (it pins the endpoint to one instance)",
-    )
-
-
-def finding_derate(measured: int, planned: int, qmax_derate: float) -> Finding:
-    if qmax_derate >= 1.0:
-        return Finding(name="qmax_derate", level="ok", message=f"planned with the measured Q_max {measured}")
-    return Finding(
-        name="qmax_derate",
-        level="warn",
-        message=f"planned with Q_max {planned} = floor({measured} x {qmax_derate:g}) until the endpoint is "
-        "re-measured (bench qmax, bench ttotal), then plan without --qmax-derate",
-    )
-
-
 def finding_scale_in_step(step: ScaleIn, cooldown_s: int, planning_total_s: float, c_max: float, c_min: float) -> Finding:
     """What the scale-in step, its window and its cooldown each protect."""
     lift = 1.0 / (1.0 - step.step_share) if step.step_share < 1 else float("inf")
@@ -376,91 +282,6 @@ def finding_scale_in_step(step: ScaleIn, cooldown_s: int, planning_total_s: floa
         f"(a lull between bursts is not a tide); cooldown {cooldown_s} s >= max(window, planning T_total "
         f"{planning_total_s:g} s): the next step sees the smaller fleet, and a share removed too early is back within it",
     )
-
-
-def clamp_schedule(schedule: FloorSchedule | None, floor_n: int, max_n: int) -> FloorSchedule | None:
-    """The schedule in force: each floor within [the fleet floor, max_instances]."""
-    if schedule is None:
-        return None
-    return schedule.model_copy(update={"floors": [
-        ScheduledFloor(at=f.at, min_instances=min(max_n, max(floor_n, f.min_instances))) for f in schedule.floors
-    ]})
-
-
-def finding_schedule(asked: FloorSchedule, deployed: FloorSchedule, floor_n: int, max_n: int) -> Finding:
-    raised = [f for f in deployed.floors if f.min_instances > floor_n]
-    capped = [a for a, d in zip(asked.floors, deployed.floors, strict=True) if a.min_instances > d.min_instances]
-    text = ", ".join(f"{f.at} -> {f.min_instances}" for f in deployed.floors)
-    if capped:
-        return Finding(
-            name="schedule",
-            level="warn",
-            message=f"daily floors ({deployed.timezone}): {text}; "
-            + ", ".join(f"{a.at} asks {a.min_instances}" for a in capped)
-            + f" above max_instances {max_n}, capped: raise the cap or re-derive the schedule (bench plan --schedule-from)",
-        )
-    return Finding(
-        name="schedule",
-        level="ok",
-        message=f"daily floors ({deployed.timezone}): {text}; {len(raised)} raise the fleet floor {floor_n}, the rest "
-        "release it",
-    )
-
-
-def share_shortfall(slo_share: float, within_share: float, rejected_share: float, q_max: int) -> str:
-    """Why a simulated share within the SLO fell below ``slo_share`` and what would keep it.
-
-    The missed share (1 - within) splits into requests refused at the admission gate (503 once an
-    instance holds Q_max) and requests answered after the SLO. Refusals are traffic that outran the
-    fleet: more floor absorbs the rise before a scale-out serves, else the :data:`LEVERS`. Late
-    answers are instances held too full: a lower target share, or a looser SLO."""
-    missed = max(0.0, 1.0 - within_share)
-    late = max(0.0, missed - rejected_share)
-    why = (f"{100 * missed:.2f}% missed: {100 * rejected_share:.2f}% refused at the gate (Q_max {q_max} in flight per "
-           f"instance) and {100 * late:.2f}% answered after the SLO")
-    if rejected_share >= late:
-        what = f"more floor (min_instances: instances already serving when traffic rises, not one that serves a T_total later), {LEVERS}"
-    else:
-        what = ("a lower target_share (instances held further below the SLO occupancy), or a looser SLO (Q_max grows "
-                "with it: re-run bench qmax --slo-ms)")
-    return f"{why}; what would keep {100 * slo_share:.2f}%: {what}"
-
-
-def finding_promise(promise, slo_share: float, q_max: int | None = None) -> Finding:
-    """The simulated promise against the SLO share the plan is sized for; below it, why and what
-    would keep it (:func:`share_shortfall`, given ``q_max``)."""
-    msg = (f"simulated on trace {promise.trace_sha256[:12]} (seed {promise.seed}, simulator {promise.simulator_version}): "
-           f"{_pct(promise.slo_share)} within the SLO, {_pct(promise.rejected_share)} refused, "
-           f"{promise.instance_hours:.1f} instance-hours, {promise.cost_vs_floor:.2f}x the floor"
-           + ("" if promise.slo_share_low is None else
-              f"; {_pct(promise.slo_share_low)}-{_pct(promise.slo_share_high)} within the SLO over its draws"))
-    if promise.slo_share + 1e-12 < slo_share:
-        why = ("re-run bench tune" if q_max is None else
-               share_shortfall(slo_share, promise.slo_share, promise.rejected_share, q_max)
-               + "; bench tune searched the deployable knobs and none kept it")
-        return Finding(name="promise", level="warn",
-                       message=f"{msg}: below the SLO share {_pct(slo_share)} the plan is sized for; {why}")
-    return Finding(name="promise", level="ok", message=msg)
-
-
-def tuned_values(inputs: PlanInputs, *, q: int, h: float, c_min: float, c_max: float, measured_total_s: float,
-                 planning_s: float, period: int) -> list[TunedValue]:
-    """Every input set away from its seed formula: (seed, value, unit, reason)."""
-    seeds = {
-        "target_share": (target_share_bound(h), inputs.target_share, "x Q_max"),
-        "scale_in_step_share": (min(max_safe_step_share(c_max, c_min), seed_step_share(c_max, c_min, 1 + h)),
-                                inputs.scale_in_step_share, "of the fleet"),
-        "scale_in_window_s": (scale_in_evaluation_periods(period) * period, inputs.scale_in_window_s, "s"),
-        "scale_in_cooldown_s": (scale_in_cooldown_s(planning_s), inputs.scale_in_cooldown_s, "s"),
-        "scale_out_cooldown_s": (scale_out_cooldown_s(measured_total_s), inputs.scale_out_cooldown_s, "s"),
-    }
-    out = []
-    for name, (seed, value, unit) in seeds.items():
-        if value is None:
-            continue
-        out.append(TunedValue(name=name, seed=round(float(seed), 6), value=float(value), unit=unit,
-                              reason=inputs.reasons.get(name, "set in stack config; no reason recorded")))
-    return out
 
 
 def verdict(findings: list[Finding]) -> Level:

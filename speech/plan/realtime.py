@@ -8,24 +8,15 @@ docstring states the rule and the units (docs/design.md §3).
 from __future__ import annotations
 
 from speech.plan.findings import (
-    clamp_schedule,
     finding_bracketed,
-    finding_cloudwatch_ratio,
-    finding_derate,
-    finding_fingerprint,
     finding_fleet,
-    finding_instances,
     finding_invocation,
-    finding_promise,
-    finding_provenance,
     finding_scale_in,
     finding_scale_in_step,
-    finding_schedule,
     finding_slo,
     finding_slo_share,
     finding_surge,
     require_one_model,
-    tuned_values,
     verdict,
     weakest_origin,
 )
@@ -44,7 +35,15 @@ from speech.plan.formulas import (
     unit_sizing,
     w_max_s,
 )
+from speech.plan.measured_findings import (
+    finding_cloudwatch_ratio,
+    finding_derate,
+    finding_fingerprint,
+    finding_instances,
+    finding_provenance,
+)
 from speech.plan.survival import saturation_rps
+from speech.plan.tuned_findings import clamp_schedule, finding_promise, finding_schedule, tuned_values
 from speech.schema.artifacts import Provenance, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import PlanInputs
 from speech.schema.plan_artifacts import (
