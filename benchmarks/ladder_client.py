@@ -21,7 +21,8 @@ import numpy as np
 
 from bench.load.ladder import geometric_levels, request_mix, search
 from bench.load.loadgen import Session, loop_kind, runqueue_wait_s
-from bench.load.synthetic import SyntheticServer, read_stamp
+from bench.load.synthetic import SyntheticServer
+from bench.load.synthetic_state import read_stamp
 from bench.load.targets import HttpTarget
 
 REF_LEVELS = [1, 5, 10, 20, 30, 40, 50, 60]

@@ -14,7 +14,8 @@ from bench.errors import TargetError, UsageError
 from bench.load.http1 import HttpProtocolError, RawHttpClient
 from bench.load.ladder import request_mix
 from bench.load.loadgen import Session, loop_kind, new_event_loop
-from bench.load.synthetic import SyntheticServer, read_stamp
+from bench.load.synthetic import SyntheticServer
+from bench.load.synthetic_state import read_stamp
 from bench.load.targets import HttpTarget
 
 
