@@ -11,6 +11,10 @@ The ranges bound what a value may cost as well as what makes sense: a ladder's l
 rounds and a trace's length are all derived from flags, so their ranges keep every allocation
 and loop small (``--factor`` >= 1.05 keeps a geometric ladder under ~200 levels, ``--starts``
 <= 100 rounds, durations <= 7 days of 1 s steps).
+
+A flag that sets a model's field takes the field's bound from :mod:`speech.schema.bounds`, the
+one statement the pydantic model's ``Field`` is built from (:func:`from_bound`); the table adds
+only a cost cap where the model leaves a side open (``--peak-rps`` <= 100_000).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from speech.cli import stack_name  # noqa: F401  (re-exported: --stack's type, the one rule in speech.stack.names)
+from speech.schema import bounds as fields
+from speech.schema.bounds import FieldBound
 from speech.schema.units import MAX_SURGE_RATIO
 
 DAY_S = 86_400.0
@@ -53,12 +59,30 @@ def _fmt(x: float) -> str:
     return f"{int(x):,}".replace(",", "_") if float(x).is_integer() and abs(x) >= 10_000 else f"{x:g}"
 
 
-POSITIVE_RPS = Range(0, 100_000, "requests/s", lo_open=True)
-SLO = Range(1, 600_000, "ms", hint="the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000")
-SURGE = Range(1, MAX_SURGE_RATIO, hi_open=True,
-              hint=f"e.g. --surge-ratio 1.25 (at {MAX_SURGE_RATIO:g} the scale-in threshold reaches 0)")
-DERATE = Range(0, 1, lo_open=True, hint="e.g. --qmax-derate 0.9")
-INSTANCES = Range(1, 10_000, "instances")
+def from_bound(b: FieldBound, unit: str = "", *, cap: float | None = None, hint: str = "") -> Range:
+    """The range of a flag that sets a model's field: the field's bound (the one its pydantic
+    ``Field`` is built from), with ``cap`` as the upper end where the bound has none (what a value
+    may cost)."""
+    if b.lo is None or (b.hi is None and cap is None):
+        raise ValueError(f"{b}: a flag's range needs both ends; pass cap")
+    hi = b.hi if b.hi is not None else cap
+    assert hi is not None
+    return Range(b.lo, hi, unit, lo_open=b.lo_open, hi_open=b.hi is not None and b.hi_open, hint=hint)
+
+
+RPS_CAP = 100_000.0
+"""Cost cap of a rate flag (the model bounds it below only)."""
+INSTANCES_CAP = 10_000
+"""Cost cap of an instance count (the model bounds it below only)."""
+SLO_MS_CAP = 600_000.0
+"""Cost cap of an SLO (ten minutes; the model bounds it below only)."""
+
+POSITIVE_RPS = from_bound(fields.RATE_RPS, "requests/s", cap=RPS_CAP)
+SLO = from_bound(fields.SLO_MS, "ms", cap=SLO_MS_CAP, hint="the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000")
+SURGE = from_bound(fields.SURGE_RATIO,
+                   hint=f"e.g. --surge-ratio 1.25 (at {MAX_SURGE_RATIO:g} the scale-in threshold reaches 0)")
+DERATE = from_bound(fields.QMAX_DERATE, hint="e.g. --qmax-derate 0.9")
+INSTANCES = Range(1, INSTANCES_CAP, "instances")
 CONCURRENCY = Range(1, 10_000, "requests in flight")
 SETTLE = Range(0, 3_600, "s")
 MEASURE = Range(0, 3_600, "s", lo_open=True)
@@ -69,23 +93,29 @@ SEED = Range(0, 2**32 - 1)
 
 RANGES: dict[str, Range] = {
     # plan, copies, simulate, demo
-    "--slo-share": Range(0, 1, lo_open=True, hi_open=True, hint="the share of requests within the SLO, e.g. --slo-share 0.995"),
+    "--slo-share": from_bound(fields.SLO_SHARE, hint="the share of requests within the SLO, e.g. --slo-share 0.995"),
     # tune: each simulated day costs about a quarter of a second on 2 cores
     "--train-days": Range(1, 50, "draws", hint="e.g. --train-days 5 (the old name of --draws)"),
     "--draws": Range(1, 50, "draws", hint="e.g. --draws 5"),
     "--holdout-days": Range(1, 30, "days", hint="e.g. --holdout-days 3"),
     "--jobs": Range(1, 256, "worker processes", hint="e.g. --jobs 4 (default: the cores)"),
-    "--peak-rps": Range(0, 100_000, "requests/s", lo_open=True, hint="the busiest-hour rate, e.g. --peak-rps 500"),
+    "--peak-rps": from_bound(fields.RATE_RPS, "requests/s", cap=RPS_CAP, hint="the busiest-hour rate, e.g. --peak-rps 500"),
     "--trough-rps": POSITIVE_RPS,
     "--slo-ms": SLO,
     "--surge-ratio": SURGE,
     "--qmax-derate": DERATE,
-    "--min-instances": INSTANCES,
-    "--max-instances": INSTANCES,
-    "--min-copies": Range(0, 1_000, "copies"),
-    "--margin": Range(0, 1, "(fraction of accelerator memory)", hi_open=True),
-    "--max-delay-s": Range(0, WEEK_S, "s", lo_open=True,
-                           hint="the acceptable completion delay of a batch request, e.g. --max-delay-s 900"),
+    "--min-instances": from_bound(fields.MIN_INSTANCES, "instances", cap=INSTANCES_CAP),
+    "--max-instances": from_bound(fields.MAX_INSTANCES, "instances", cap=INSTANCES_CAP),
+    "--min-copies": from_bound(fields.MIN_COPIES, "copies", cap=1_000),
+    "--margin": from_bound(fields.FOOTPRINT_MARGIN, "(fraction of accelerator memory)"),
+    # plan: the tuned inputs (the plan then holds each to its own rule, e.g. target share <= 1 - h)
+    "--target-share": from_bound(fields.TARGET_SHARE),
+    "--scale-in-step-share": from_bound(fields.SCALE_IN_STEP_SHARE),
+    "--scale-in-window-s": from_bound(fields.SCALE_IN_WINDOW_S, "s"),
+    "--scale-in-cooldown-s": from_bound(fields.SCALE_IN_COOLDOWN_S, "s"),
+    "--scale-out-cooldown-s": from_bound(fields.SCALE_OUT_COOLDOWN_S, "s"),
+    "--max-delay-s": from_bound(fields.MAX_DELAY_S, "s", cap=WEEK_S,
+                                hint="the acceptable completion delay of a batch request, e.g. --max-delay-s 900"),
     "--price-per-hour": Range(0, 1_000, "USD/h", lo_open=True),
     "--headroom-copies": Range(0, 1_000, "copies"),
     "--copies-fit": Range(1, 1_000, "copies"),

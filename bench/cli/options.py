@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # names for annotations only: the imports run where they are 
 
 from bench.errors import UsageError
 from speech.errors import describe_validation_error
+from speech.schema import bounds as fields
 from speech.schema.units import MAX_SURGE_RATIO
 
 
@@ -73,20 +74,24 @@ TUNED = ("slo_share", "target_share", "scale_in_step_share", "scale_in_window_s"
 
 
 FIX_OF = {
+    # Each bound is the one PlanInputs' field is built from (speech.schema.bounds), not restated.
     "--slo-ms": "pass the p95 TTFAB objective in milliseconds, e.g. --slo-ms 3000",
-    "--surge-ratio": f"choose 1 <= X < {MAX_SURGE_RATIO:g}, e.g. --surge-ratio 1.25 (at {MAX_SURGE_RATIO:g} the scale-in "
-                     "threshold reaches 0)",
+    "--surge-ratio": f"choose {fields.SURGE_RATIO.text()}, e.g. --surge-ratio 1.25 (at {MAX_SURGE_RATIO:g} the "
+                     "scale-in threshold reaches 0)",
     "--peak-rps": "pass the busiest-hour rate in requests per second, e.g. --peak-rps 500",
-    "--trough-rps": "pass the quietest-hour rate in requests per second (> 0)",
-    "--min-instances": "real-time variants need at least 1 instance",
+    "--trough-rps": f"pass the quietest-hour rate in requests per second ({fields.RATE_RPS.text()})",
+    "--min-instances": f"real-time variants need at least {fields.MIN_INSTANCES.lo:g} instance",
     "--max-delay-s": "pass the acceptable completion delay of a batch request in seconds, e.g. --max-delay-s 900",
-    "--qmax-derate": "choose 0 < X <= 1, e.g. --qmax-derate 0.9 (what bench observe recommends when the endpoint drifted)",
-    "--slo-share": "choose 0.5 <= X < 1, e.g. --slo-share 0.995",
-    "--target-share": "choose 0 < X < 1, at most 1 - h (2 - surge ratio)",
-    "--scale-in-step-share": "choose 0 < X < 1, at most 1 - C_scale_min / C_scale_max",
-    "--scale-in-window-s": "choose 30 <= S <= 86400 seconds",
-    "--scale-in-cooldown-s": "choose 0 <= S <= 86400 seconds (the plan then checks it against the window and T_total)",
-    "--scale-out-cooldown-s": "choose 0 <= S <= 3600 seconds (the plan then checks it against the metric period and T_total)",
+    "--qmax-derate": f"choose {fields.QMAX_DERATE.text()}, e.g. --qmax-derate 0.9 (what bench observe recommends when "
+                     "the endpoint drifted)",
+    "--slo-share": f"choose {fields.SLO_SHARE.text()}, e.g. --slo-share 0.995",
+    "--target-share": f"choose {fields.TARGET_SHARE.text()}, at most 1 - h (2 - surge ratio)",
+    "--scale-in-step-share": f"choose {fields.SCALE_IN_STEP_SHARE.text()}, at most 1 - C_scale_min / C_scale_max",
+    "--scale-in-window-s": f"choose {fields.SCALE_IN_WINDOW_S.text('S')} seconds",
+    "--scale-in-cooldown-s": f"choose {fields.SCALE_IN_COOLDOWN_S.text('S')} seconds (the plan then checks it against "
+                             "the window and T_total)",
+    "--scale-out-cooldown-s": f"choose {fields.SCALE_OUT_COOLDOWN_S.text('S')} seconds (the plan then checks it against "
+                              "the metric period and T_total)",
 }
 
 DEFAULTS = {"surge_ratio": 1.25, "min_instances": 1, "qmax_derate": 1.0}

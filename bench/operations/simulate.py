@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.cli.bounds import RANGES
 from bench.cli.options import plan_inputs
 from bench.cli.progress import RunProgress, wanted
 from bench.errors import UsageError
@@ -22,6 +23,7 @@ from speech.files import load_artifact, write_artifact
 from speech.plan.copies import packing
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.bounds import SLO_SHARE
 from speech.schema.instances import instance_spec
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.units import EPS
@@ -123,8 +125,8 @@ def simulate_trace(args: argparse.Namespace) -> Simulated:
         raise UsageError(
             f"--policies {args.policies!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(POLICY_NAMES)}"
         )
-    if not 0 < args.slo_share < 1:
-        raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
+    if not SLO_SHARE.holds(args.slo_share):  # a caller that did not parse the flag (its range is this bound)
+        raise UsageError(f"--slo-share {args.slo_share:g}: outside {RANGES['--slo-share'].text()} (e.g. 0.995)")
     if args.price_per_hour is not None and not args.price_per_hour > 0:
         raise UsageError(f"--price-per-hour {args.price_per_hour:g}: must be > 0 (USD per instance-hour)")
     if q.q_max < 1:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.cli.bounds import RANGES
 from bench.cli.parallel import process_map
 from bench.cli.progress import RunProgress, wanted
 from bench.errors import UsageError
@@ -24,6 +25,7 @@ from speech.files import load_artifact, write_artifact
 from speech.plan.forecast import forecast_rate
 from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
+from speech.schema.bounds import SLO_SHARE
 from speech.schema.config import PlanInputs
 from speech.schema.config import Promise as PlanPromise
 from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
@@ -84,8 +86,8 @@ class TuneOutcome:
 def tune(args: argparse.Namespace) -> TuneOutcome:
     """Tune the plan (or the HPA) for the parsed flags of ``bench tune`` and write the artifacts;
     :class:`~bench.errors.UsageError` for bad input (nothing written)."""
-    if not 0 < args.slo_share < 1:
-        raise UsageError(f"--slo-share {args.slo_share:g}: must be between 0 and 1 (e.g. 0.995)")
+    if not SLO_SHARE.holds(args.slo_share):  # a caller that did not parse the flag (its range is this bound)
+        raise UsageError(f"--slo-share {args.slo_share:g}: outside {RANGES['--slo-share'].text()} (e.g. 0.995)")
     if args.draws < 1 or args.holdout_days < 0:
         raise UsageError(f"--draws {args.draws} / --holdout-days {args.holdout_days}: need at least 1 draw "
                          "and 0 or more held-out days")

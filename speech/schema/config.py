@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from speech.schema.artifacts import DIGEST_RE, Fingerprint, Frozen, make_slug
 from speech.schema.aws_enums import check_instance_type
+from speech.schema.bounds import FOOTPRINT_MARGIN, MAX_INSTANCES, MIN_COPIES
 from speech.schema.kubernetes import KubernetesConfig
 from speech.schema.measurements import ARTIFACT_REF_KEYS, ArtifactRef, MeasuredOn, Measurements
 from speech.schema.plan_inputs import (
@@ -47,11 +48,11 @@ class ComponentsConfig(Frozen):
     """What a team chooses for ``hosting: components`` (the model as an inference component on an
     endpoint with managed instance scaling; the measurements come from ``measurements``)."""
 
-    min_copies: Annotated[int, Field(ge=0)] = 1
+    min_copies: Annotated[int, Field(**MIN_COPIES.field())] = 1
     """Copy floor. 0 lets idle copies, and then instances, go to zero: the first request after an
     idle spell fails while a copy (and an instance) starts. Choose 0 only where idle copies cost
     money and that cold start is acceptable."""
-    footprint_margin: Annotated[float, Field(ge=0.0, lt=1.0)] = FOOTPRINT_MARGIN_DEFAULT
+    footprint_margin: Annotated[float, Field(**FOOTPRINT_MARGIN.field())] = FOOTPRINT_MARGIN_DEFAULT
     """Each copy reserves its measured footprint x (1 + this): accelerator memory, host memory, CPU."""
 
 
@@ -72,7 +73,7 @@ class ModelConfig(Frozen):
     plan: PlanInputs
     measurements: Measurements | None = None
     """Absent until ``bench qmax`` and ``bench ttotal`` have run; then scaling stays off."""
-    max_instances: Annotated[int, Field(ge=1)] | None = None
+    max_instances: Annotated[int, Field(**MAX_INSTANCES.field())] | None = None
     """Optional hard cap on the fleet; when below the plan's need, the plan says so."""
     priority: Priority = "standard"
     """Who gives way when the stack's daily budget (``speech-endpoints:budget``) runs short at peak:

@@ -8,9 +8,22 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
-from speech.schema.artifacts import Frozen
 from speech.schema.aws_enums import nearest
-from speech.schema.units import MAX_SURGE_RATIO
+from speech.schema.base import Frozen
+from speech.schema.bounds import (
+    MAX_DELAY_S,
+    MIN_INSTANCES,
+    QMAX_DERATE,
+    RATE_RPS,
+    SCALE_IN_COOLDOWN_S,
+    SCALE_IN_STEP_SHARE,
+    SCALE_IN_WINDOW_S,
+    SCALE_OUT_COOLDOWN_S,
+    SLO_MS,
+    SLO_SHARE,
+    SURGE_RATIO,
+    TARGET_SHARE,
+)
 
 
 class ReactionPolicy(Frozen):
@@ -179,21 +192,21 @@ class Promise(Frozen):
 class PlanInputs(Frozen):
     """What a team chooses; everything else comes from measurements."""
 
-    slo_ms: Annotated[float, Field(gt=0)] = 3000.0
+    slo_ms: Annotated[float, Field(**SLO_MS.field())] = 3000.0
     """p95 TTFAB objective, milliseconds, queueing included."""
-    surge_ratio: Annotated[float, Field(ge=1.0, lt=MAX_SURGE_RATIO)] = 1.25
+    surge_ratio: Annotated[float, Field(**SURGE_RATIO.field())] = 1.25
     """Traffic growth the fleet must absorb within one scale-out (1.25 = +25 %)."""
-    peak_rps: Annotated[float, Field(gt=0)]
+    peak_rps: Annotated[float, Field(**RATE_RPS.field())]
     """Busiest-hour request rate across the endpoint, requests per second."""
-    trough_rps: Annotated[float, Field(gt=0)] = 1.0
+    trough_rps: Annotated[float, Field(**RATE_RPS.field())] = 1.0
     """Quietest-hour request rate, requests per second."""
-    min_instances: Annotated[int, Field(ge=1)] = 1
+    min_instances: Annotated[int, Field(**MIN_INSTANCES.field())] = 1
     """Instance floor the team insists on (real-time variants need at least 1)."""
     reaction: ReactionPolicy = ReactionPolicy()
-    qmax_derate: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    qmax_derate: Annotated[float, Field(**QMAX_DERATE.field())] = 1.0
     """Plan with floor(measured Q_max x this) until the endpoint is re-measured (``bench observe``
     recommends e.g. 0.9 when the deployed endpoint is slower than its ladder); 1.0 = as measured."""
-    max_delay_s: Annotated[float, Field(gt=0)] | None = Field(None, exclude_if=lambda v: v is None)
+    max_delay_s: Annotated[float, Field(**MAX_DELAY_S.field())] | None = Field(None, exclude_if=lambda v: v is None)
     """Batch (``hosting: async``) models only: acceptable completion delay, seconds, from a request's
     submission to its response in S3, a cold start from zero instances included (speech.plan.batch).
     Left out of dumps when unset, so real-time provenance documents keep their bytes."""
@@ -201,24 +214,24 @@ class PlanInputs(Frozen):
     # --- tuned values (bench tune searches them; None: the seed formula of speech.plan.realtime) ---
     # Every one is left out of dumps when unset, so plans and provenance documents without them keep
     # their bytes.
-    slo_share: Annotated[float, Field(ge=0.5, lt=1.0)] = Field(
+    slo_share: Annotated[float, Field(**SLO_SHARE.field())] = Field(
         DEFAULT_SLO_SHARE, exclude_if=lambda v: v == DEFAULT_SLO_SHARE)
     """Share of requests the fleet is sized to answer within the SLO (refused ones count as missed):
     the per-instance arrival rate of the fleet is the highest one whose birth-death chain keeps it
     (speech.plan.realtime.slo_rate). Default 0.995."""
-    target_share: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    target_share: Annotated[float, Field(**TARGET_SHARE.field())] | None = Field(None, exclude_if=lambda v: v is None)
     """Scale-out target as a share of Q_max; at most 1 - h (the surge rule: h of Q_max stays free
     for a surge). None: 1 - h."""
-    scale_in_step_share: Annotated[float, Field(gt=0.0, lt=1.0)] | None = Field(None, exclude_if=lambda v: v is None)
+    scale_in_step_share: Annotated[float, Field(**SCALE_IN_STEP_SHARE.field())] | None = Field(None, exclude_if=lambda v: v is None)
     """Share of the fleet one scale-in step removes; at most 1 - C_scale_min / C_scale_max (removing
     k of N lifts the rest by N / (N - k)). None: that bound."""
-    scale_in_window_s: Annotated[int, Field(ge=30, le=86400)] | None = Field(None, exclude_if=lambda v: v is None)
+    scale_in_window_s: Annotated[int, Field(**SCALE_IN_WINDOW_S.field())] | None = Field(None, exclude_if=lambda v: v is None)
     """Seconds every period must sit at or below C_scale_min before a step; at least 3 metric
     periods. None: max(3 periods, 300 s)."""
-    scale_in_cooldown_s: Annotated[int, Field(ge=0, le=86400)] | None = Field(None, exclude_if=lambda v: v is None)
+    scale_in_cooldown_s: Annotated[int, Field(**SCALE_IN_COOLDOWN_S.field())] | None = Field(None, exclude_if=lambda v: v is None)
     """Seconds between scale-in steps; at least the window and the planning T_total. None: max(300,
     3 x planning T_total)."""
-    scale_out_cooldown_s: Annotated[int, Field(ge=0, le=3600)] | None = Field(None, exclude_if=lambda v: v is None)
+    scale_out_cooldown_s: Annotated[int, Field(**SCALE_OUT_COOLDOWN_S.field())] | None = Field(None, exclude_if=lambda v: v is None)
     """Target tracking's scale-out cooldown; between the metric period and the measured T_total.
     None: clamp(T_total / 2, 10, 30)."""
     schedule: FloorSchedule | None = Field(None, exclude_if=lambda v: v is None)

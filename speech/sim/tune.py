@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from speech.errors import SimulationInputError
-from speech.schema.config import MAX_SURGE_RATIO
+from speech.schema.bounds import SURGE_RATIO
 from speech.schema.units import EPS
 from speech.sim.evaluate import Evaluator
 from speech.sim.fleet import Summary
@@ -204,7 +204,7 @@ class Tuner(Evaluator):
         bound = 1.0 - h
         planning = int(math.ceil(self.seed_numbers.planning_total_s))
         return {
-            "surge_ratio": [r for r in dict.fromkeys((self.inputs.surge_ratio, 1.1, 1.05)) if 1.0 <= r < MAX_SURGE_RATIO],
+            "surge_ratio": [r for r in dict.fromkeys((self.inputs.surge_ratio, 1.1, 1.05)) if SURGE_RATIO.holds(r)],
             "target_share": [None, round(bound, 4), round(0.9 * bound, 4), round(0.8 * bound, 4)],
             "datapoints_to_alarm": list(dict.fromkeys((self.inputs.reaction.datapoints_to_alarm, 1, 2))),
             "min_instances": [m for m in dict.fromkeys((self.inputs.min_instances, self.seed_numbers.min_instances * 5 // 4 + 1,
