@@ -4,7 +4,6 @@ file (:func:`speech.stack.read.parse_stack_config`). The only module that reads 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,24 +11,37 @@ from speech.schema.config import StackConfig
 from speech.stack.read import PROJECT, parse_stack_config
 
 
-def raw_project_config() -> dict[str, Any]:
-    """All ``speech-endpoints:*`` values the engine passed in, JSON-decoded where structured."""
-    from pulumi.runtime import config as rc
+def configured_keys() -> set[str]:
+    """Full keys (``project:key``) of the config this program was given.
 
-    keys = set(rc.CONFIG.get()) | set(rc.get_config_env())
+    ``pulumi.Config`` reads a key but cannot list them, and the unknown-key warning needs the list.
+    Under ``pulumi preview/up`` the language host hands the program its config as the JSON bag in
+    ``PULUMI_CONFIG`` (pulumi-language-python's ``pulumiConfigVar``), which the SDK's public
+    :func:`pulumi.runtime.get_config_env` returns. Under Pulumi's mocks the config is set with the
+    public :func:`pulumi.runtime.set_all_config`, which has no public reader of its keys: only
+    those are read from the SDK's own map (``pulumi.runtime.config.CONFIG``), the one internal read
+    left (docs/design.md, "Stack config in the program")."""
+    import pulumi.runtime
+    from pulumi.runtime import config as runtime_config
+
+    return set(pulumi.runtime.get_config_env()) | set(runtime_config.CONFIG.get())
+
+
+def raw_project_config() -> dict[str, Any]:
+    """All ``speech-endpoints:*`` values the engine passed in, read with ``pulumi.Config``,
+    JSON-decoded where structured."""
+    import pulumi
+
+    config = pulumi.Config(PROJECT)
+    prefix = f"{PROJECT}:"
     raw: dict[str, Any] = {}
-    for full in sorted(keys):
-        if not full.startswith(f"{PROJECT}:"):
-            continue
-        key = full.split(":", 1)[1]
-        value = rc.get_config(full)
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                # A bare string: structured keys then fail validation with their own key name.
-                pass
-        raw[key] = value
+    for full in sorted(k for k in configured_keys() if k.startswith(prefix)):
+        key = full.removeprefix(prefix)
+        try:
+            raw[key] = config.get_object(key)
+        except pulumi.ConfigTypeError:
+            # A bare string: structured keys then fail validation with their own key name.
+            raw[key] = config.get(key)
     return raw
 
 
