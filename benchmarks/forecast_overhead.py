@@ -70,7 +70,8 @@ def main() -> int:
     from speech.plan.schedule import _hhmm, minute_means
     from speech.schema.config import FloorSchedule, ScheduledFloor
     from speech.sim.fleet import run_policy, summarize
-    from speech.sim.floor import PerfectForecastPolicy, floor_schedule
+    from speech.sim.floor import floor_schedule
+    from speech.sim.floor_policies import PerfectForecastPolicy
     from speech.sim.policies import AwsPolicy
     from speech.sim.scaler import floor_at, scaling_numbers
     from speech.sim.tune import Tuner
