@@ -32,7 +32,8 @@ from speech.sim.kube import KubePolicy, plan_hpa_spec
 from speech.sim.names import POLICY_NAMES
 from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
 from speech.sim.predictive import PredictivePolicy
-from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, floor_at, m_of_n_alarm, scaling_numbers
+from speech.sim.scaler import (Ctx, Decision, Policy, ScalingNumbers, emergency_size, floor_at, jump_ratio_of, m_of_n_alarm,
+                               scaling_numbers)
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
 """Datapoints (of one metric period each, all breaching) of the scale-out alarm Application Auto
@@ -68,6 +69,7 @@ class AwsState:
     tt_base: int = 0
     surge_until: float = -1.0
     in_until: float = -1.0
+    jump_until: float = -1.0
 
 
 class AwsPolicy(Policy):
@@ -87,6 +89,10 @@ class AwsPolicy(Policy):
       count (rounded down, at least 1), at least ``MinAdjustmentMagnitude``; its own cooldown.
     * scale-in step: alarm <= C_scale_min for every one of the window's periods (a period without
       traffic breaches); the spec's step; its own cooldown.
+    * emergency step (``jump_ratio``, a simulator knob, not deployed): the window's arrivals at
+      least ``jump_ratio`` x the window before's -> the instances the new rate needs
+      (:func:`speech.sim.scaler.emergency_size`), at least what the surge step adds; its own cooldown, the planning T_total (one per
+      start-up).
     * several policies at once: scale-out if any wants it, the largest resulting capacity wins.
     * refused (endpoint Updating): the alarms keep their datapoints, no cooldown starts; the alarm
       still in ALARM invokes the policy again next period.
@@ -138,8 +144,20 @@ class AwsPolicy(Policy):
             new = min(self.max_n, desired + max(add, s.surge_min_added))
             if new > best:
                 best, why = new, "surge"
+        if s.jump_ratio is not None and now >= st.jump_until:
+            jump = jump_ratio_of(ctx.history.arrivals, ctx.t, s.jump_window_s)
+            if jump >= s.jump_ratio:
+                recent = sum(ctx.window(ctx.history.arrivals, s.jump_window_s))
+                # never less than the surge step would add: the step's start-up blocks the surge's
+                add = desired * s.surge_percent / 100.0
+                surge_to = desired + max(max(1, math.floor(add)) if add > 0 else 0, s.surge_min_added)
+                new = min(self.max_n, max(surge_to, emergency_size(recent, s.jump_window_s, s.x_target_rps)))
+                if new > best:
+                    best, why = new, "emergency step"
         if best > desired:
-            if why == "target-tracking":
+            if why == "emergency step":
+                st = replace(st, jump_until=now + s.planning_total_s)
+            elif why == "target-tracking":
                 st = replace(st, tt_base=desired if now >= st.tt_until else st.tt_base,
                              tt_until=now + s.scale_out_cooldown_s)
             else:

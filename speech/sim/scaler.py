@@ -47,6 +47,12 @@ class ScalingNumbers:
     """MinAdjustmentMagnitude of the scale-in step."""
     floors: tuple[tuple[str, str, int], ...] = ()
     """Scheduled floors (cron schedule, time zone, min capacity), by time of day."""
+    jump_ratio: float | None = None
+    """The emergency step (:func:`emergency_size`): when a window's arrivals reach this many times
+    the window before's, the fleet goes at once to the instances the new rate needs. The QPS
+    design's rule is 3.0 (more than 200 % up in one window); None: no emergency step."""
+    jump_window_s: int = 60
+    """The emergency step's window, s (its rate is arrivals over this many seconds)."""
 
     def scale_in_to(self, desired: int) -> int:
         """Desired count after one scale-in step from ``desired``, as Application Auto Scaling
@@ -56,6 +62,24 @@ class ScalingNumbers:
             return max(self.min_instances, desired + self.scale_in_step)
         remove = max(self.scale_in_min_removed, math.floor(desired * -self.scale_in_percent / 100.0 + EPS))
         return max(self.min_instances, desired - remove)
+
+
+def jump_ratio_of(arrivals: list, t: int, window_s: int) -> float:
+    """Arrivals in the ``window_s`` seconds up to second ``t`` over those in the window before (0
+    before two whole windows have passed or when the earlier one is empty)."""
+    if t + 1 < 2 * window_s:
+        return 0.0
+    before = sum(arrivals[t + 1 - 2 * window_s : t + 1 - window_s])
+    return sum(arrivals[t + 1 - window_s : t + 1]) / before if before > 0 else 0.0
+
+
+def emergency_size(arrivals_in_window: float, window_s: int, x_target_rps: float) -> int:
+    """The emergency step's fleet: the instances the window's rate (requests/s) needs at the plan's
+    per-instance throughput at the target (``x_target_rps``), rounded up. Sized from the rate after
+    the jump, not from the occupancy metric: an instance's occupancy stops at Q_max however large
+    the jump, so target tracking and the surge step see at most Q_max / target of it per decision,
+    while the new instances take a planning T_total to serve (the step's cooldown)."""
+    return max(1, math.ceil(arrivals_in_window / window_s / x_target_rps - EPS))
 
 
 CRON_RE = re.compile(r"^cron\((\d+) (\d+) \* \* \? \*\)$")
