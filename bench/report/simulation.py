@@ -34,6 +34,11 @@ def promise_lines(a: SimulationArtifact, tuned: PlanArtifact) -> list[str]:
             lines.append(f"  promised interval over its draws: {100 * pr.slo_share_low:.2f}-{100 * pr.slo_share_high:.2f}% "
                          f"within the SLO, {pr.instance_hours_low:.1f}-{pr.instance_hours_high:.1f} inst-h; this trace is "
                          f"{where}")
+        if pr.slo_share_bound is not None:
+            # the promise for a draw it did not see is the bound; below the draws' lowest alone is
+            # what one draw in n + 1 does (bench.report.tuned.PromiseCheck.below_low)
+            lines.append(f"  promised for a draw it did not see: {100 * pr.slo_share_bound:.2f}% within the SLO; this trace "
+                         + ("is BELOW that promise" if check.below_bound else "keeps it"))
     else:
         lines.append("  the tuned plan carries no promise (not written by bench tune): nothing to compare with")
     if seed is not None and seed.instance_hours > 0:

@@ -41,11 +41,21 @@ class PromiseCheck:
     promised_low: float | None = None
     """Lowest share within the SLO over the promise's draws (``bench tune --draws``); None: no interval."""
     promised_high: float | None = None
+    promised_bound: float | None = None
+    """The share the promise states for a draw the tuner did not see (``slo_share_bound``); None: an
+    artifact made before the rule."""
 
     @property
     def below_low(self) -> bool:
-        """This simulation kept less than the lowest draw the promise was judged on."""
+        """This simulation kept less than the lowest draw the promise was judged on: expected now and
+        then (of n training draws and one more, the new one is the lowest with chance 1 / (n + 1)),
+        not a broken promise; :attr:`below_bound` is."""
         return self.promised_low is not None and self.simulated_share + EPS < self.promised_low
+
+    @property
+    def below_bound(self) -> bool:
+        """This simulation kept less than the share the promise states for an unseen draw."""
+        return self.promised_bound is not None and self.simulated_share + EPS < self.promised_bound
 
 
 def promise_check(tuned: PlanArtifact, simulation: SimulationArtifact) -> PromiseCheck | None:
@@ -62,6 +72,7 @@ def promise_check(tuned: PlanArtifact, simulation: SimulationArtifact) -> Promis
         matches_promise=None if pr is None else abs(row.within_slo_share - pr.slo_share) <= PROMISE_MATCH,
         why=None if kept else share_shortfall(want, row.within_slo_share, row.rejected_share, tuned.q_max),
         promised_low=None if pr is None else pr.slo_share_low, promised_high=None if pr is None else pr.slo_share_high,
+        promised_bound=None if pr is None else pr.slo_share_bound,
     )
 
 
@@ -77,11 +88,24 @@ def verdict_line(c: PromiseCheck) -> str:
                 f"; over its draws the promise spans {100 * c.promised_low:.2f}-{100 * c.promised_high:.2f}%, and this "
                 f"trace is " + ("BELOW its low end" if c.below_low else
                                 "above its high end" if c.simulated_share > c.promised_high + EPS else "within it"))
+    interval += bound_clause(c)
     if c.matches_promise:
         return head + f", as promised ({100 * c.promised_share:.2f}% on its training trace){interval}."
     d = 100 * (c.simulated_share - c.promised_share)
     return head + (f"; the promise was {100 * c.promised_share:.2f}% (the mean of its draws), this trace "
                    f"{d:+.2f} points{interval}.")
+
+
+def bound_clause(c: PromiseCheck) -> str:
+    """What the promise states for a draw the tuner did not see, and whether this trace kept it:
+    the sentence that says a promise broke (a trace below the draws' lowest alone did not)."""
+    if c.promised_bound is None:
+        return ""
+    if c.below_bound:
+        return (f"; it promised {100 * c.promised_bound:.2f}% for a draw it did not see, and this trace is BELOW that "
+                "promise")
+    low = (" (below the lowest training draw, as about one draw in n + 1 is)" if c.below_low else "")
+    return f"; it promised {100 * c.promised_bound:.2f}% for a draw it did not see, and this trace keeps that{low}"
 
 
 def tuned_summary(tuned: PlanArtifact, simulation: SimulationArtifact | None) -> tuple[str, str] | None:

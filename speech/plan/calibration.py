@@ -181,7 +181,8 @@ def finding_promise(r: RejectionCheck, plan: PlanArtifact) -> Finding:
     """What happened against what the plan's simulation promised (only for a plan with a promise):
     the refused share the gate reported vs ``promise.rejected_share``; and, when the promise has an
     interval over draws, the share production answered (an upper bound on its share within the SLO:
-    a refused request never is) against the interval's low end."""
+    a refused request never is) against the share it promised for traffic the tuner did not see
+    (``slo_share_bound``; before the bound existed: the lowest of its draws)."""
     pr = plan.promise
     if pr is None:
         return Finding(name="promise", level="ok", message="the plan has no promise (advisory): nothing to compare")
@@ -190,12 +191,17 @@ def finding_promise(r: RejectionCheck, plan: PlanArtifact) -> Finding:
            f"{pr.trace_sha256[:12]}, seed {pr.seed}, simulator {pr.simulator_version}; promised "
            f"{100 * pr.slo_share:.2f}% within the SLO{promise_interval(pr)} at {pr.cost_vs_floor:.2f}x the floor)")
     answered = 1.0 - r.fraction
-    if pr.slo_share_low is not None and r.admitted + r.rejected > 0 and answered + 1e-12 < pr.slo_share_low:
+    # what the promise states for traffic the tuner did not see is its bound (slo_share_bound); the
+    # lowest of its draws is where an unseen day lands below now and then (one in n + 1), so it is
+    # the line only for a promise made before the bound
+    bound, what = ((pr.slo_share_bound, "the share it promised for traffic the tuner did not see")
+                   if pr.slo_share_bound is not None else (pr.slo_share_low, "the lowest of its draws"))
+    if bound is not None and r.admitted + r.rejected > 0 and answered + 1e-12 < bound:
         return Finding(name="promise", level="warn",
                        message=f"{msg}: production answered {100 * answered:.2f}% of its requests, so at most that "
-                       f"within the SLO: BELOW the promise's low end {100 * pr.slo_share_low:.2f}% (the lowest of its "
-                       "draws); the traffic is not the trace simulated, or the endpoint is not the one measured: re-run "
-                       "bench tune on this window's traffic, or re-measure")
+                       f"within the SLO: BELOW the promise's low end {100 * bound:.2f}% ({what}); the traffic is not the "
+                       "trace simulated, or the endpoint is not the one measured: re-run bench tune on this window's "
+                       "traffic, or re-measure")
     if r.fraction > limit:
         return Finding(name="promise", level="warn",
                        message=f"{msg}: above {100 * limit:.2f}%; the traffic is not the trace simulated, or the endpoint "

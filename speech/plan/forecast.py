@@ -233,6 +233,12 @@ def busy_headroom(fc: Forecast, headroom: float, busy_share: float = BUSY_SHARE)
     return np.where(busy, upper * headroom, upper)
 
 
+def headroom_peak_rps(fc: Forecast, headroom: float, busy_share: float = BUSY_SHARE) -> float:
+    """The busiest minute of the forecast's first day with ``headroom`` over its busy hours
+    (:func:`busy_headroom`), requests/s: the peak a plan's cap must hold for those floors to stand."""
+    return float(busy_headroom(fc, headroom, busy_share).max())
+
+
 def crowd_ratio(fc: Forecast, days: Sequence[np.ndarray]) -> float:
     """The largest crowd the ``days`` (per-second arrivals, each starting at the forecast's start)
     show: the highest ratio of a minute's rate to the forecast's mean at that minute, over the busy

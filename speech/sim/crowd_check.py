@@ -19,11 +19,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from speech.schema.units import EPS
 from speech.sim.crowds import find_crowds, move_crowds
+from speech.sim.knobs import FORECAST_QUANTILES, Candidate
+
+if TYPE_CHECKING:
+    from speech.sim.tune import Tuner
 
 MOVED_DAY_ID = 10_000
 """Ids of moved draws in the tuner's cache: apart from the training draws' ids (0, 1, ...)."""
@@ -43,17 +48,23 @@ class CrowdCheck:
     crowds: int
     """Crowds found in the training draws (speech.sim.crowds.find_crowds)."""
     moved_draws: int
-    winner: object
+    winner: Candidate
     """The search's winner (a speech.sim.tune.Candidate) judged on the training and moved draws."""
-    chosen: object
-    """What is kept: the winner when its bound keeps the target there, else the cheapest raise that
-    does, else the fixed fleet, else the highest bound."""
-    tried: list = field(default_factory=list)
-    """(label, candidate) of every raise judged, in order."""
+    chosen: Candidate
+    """What is kept: the winner when its bound keeps the target there, else the first raise that
+    does, else the winner (its promise then below the target: :attr:`kept` False)."""
+    tried: list[tuple[str, Candidate | None]] = field(default_factory=list)
+    """(label, candidate or None where it fell below the target on a draw) of every raise judged."""
+    slo_share: float = 0.0
 
     @property
     def raised(self) -> bool:
         return self.chosen is not self.winner
+
+    @property
+    def kept(self) -> bool:
+        """The chosen plan's share bound on the training and moved draws keeps the target."""
+        return self.chosen.share_bound.bound >= self.slo_share
 
 
 def headroom_ladder(current: float | None, top: float, step: float = HEADROOM_STEP) -> list[float]:
@@ -66,13 +77,16 @@ def headroom_ladder(current: float | None, top: float, step: float = HEADROOM_ST
     return [round(min(top, start + step * i), 4) for i in range(1, n + 1)]
 
 
-def check_on_moved_crowds(tuner, winner, days: Sequence[tuple[int, np.ndarray]], seed: int = MOVE_SEED,
+def check_on_moved_crowds(tuner: Tuner, winner: Candidate, days: Sequence[tuple[int, np.ndarray]], seed: int = MOVE_SEED,
                           moves: int = MOVES_PER_DAY) -> CrowdCheck | None:
     """``winner`` (the search's, a speech.sim.tune.Candidate) on ``days`` plus ``moves`` copies of
-    them with their crowds moved (seeds ``seed``, ``seed + 1``, ...); None when the days show no crowds (or are not whole days of one length).
+    them with their crowds moved (seeds ``seed``, ``seed + 1``, ...); None when the days show no
+    crowds (or are not whole days of one length).
     Raises, in order, each busy-hour headroom of :func:`headroom_ladder` (forecast floors at the
-    winner's quantile, or the tuner's default), then the fixed-peak floor without forecast floors;
-    keeps the first whose share bound on all the draws keeps the target."""
+    winner's quantile, or the tuner's default; from a winner that is the fixed fleet, on the seed's
+    floor with forecast floors at the lowest quantile), then the fixed-peak floor without forecast floors;
+    keeps the first whose share bound on all the draws keeps the target; none: the winner, its
+    bound on these draws (below the target) what the promise states."""
     arrays = [a for _, a in days]
     if len(arrays) < 3 or len({a.size for a in arrays}) != 1 or arrays[0].size % 60:
         return None
@@ -83,29 +97,38 @@ def check_on_moved_crowds(tuner, winner, days: Sequence[tuple[int, np.ndarray]],
              enumerate(a for m in range(moves) for a in move_crowds(arrays, seed + m, crowds))]
     judged = [*days, *moved]
     first = tuner.candidate(winner.knobs, judged)
-    check = CrowdCheck(crowds=len(crowds), moved_draws=len(moved), winner=first, chosen=first)
+    if first is None:  # the winner's plan was built by the search: not reached
+        return None
+    check = CrowdCheck(crowds=len(crowds), moved_draws=len(moved), winner=first, chosen=first, slo_share=tuner.slo_share)
     if first.share_bound.bound >= tuner.slo_share:
         return check
     k = winner.knobs
     raises = []
+    fixed = tuner.fixed_peak_instances()
     if tuner.forecast_history is not None:
         top = max([1.0, *tuner.headrooms()])
-        raises += [(f"busy headroom x{h:g}", replace(k, busy_headroom=h, scheduled_floors=False))
-                   for h in headroom_ladder(k.busy_headroom, top)]
-    fixed = tuner.fixed_peak_instances()
+        base, start = k, k.busy_headroom
+        if fixed is not None and k.min_instances >= fixed:
+            # the winner is the fixed fleet of the busiest minute seen: the crowd knobs are tried on
+            # the reactive plan under it (the seed's floor, forecast floors at the cheapest quantile),
+            # which is what "a fixed fleet only when nothing reactive keeps the promise" asks
+            base = replace(k, min_instances=tuner.seed_knobs().min_instances,
+                           forecast_quantile=k.forecast_quantile or FORECAST_QUANTILES[0])
+            start = None
+        raises += [(f"busy headroom x{h:g}", replace(base, busy_headroom=h, scheduled_floors=False))
+                   for h in headroom_ladder(start, top)]
     if fixed is not None and fixed > k.min_instances:
         raises.append((f"fixed fleet of {fixed}", replace(k, min_instances=fixed, scheduled_floors=False,
                                                            forecast_quantile=None, busy_headroom=None)))
-    best = first
+    # each raise stops at its first draw below the target (its bound is at most its lowest draw),
+    # the winner's lowest draws first
+    order = sorted(range(len(judged)), key=lambda j: first.days[j].within_slo_share)
     for label, knobs in raises:
-        c = tuner.candidate(knobs, judged)
-        if c is None:
+        if tuner.plan_for(knobs) is None:
             continue
+        c, _ = tuner._judge(knobs, judged, order, math.inf, stop_on_miss=True)
         check.tried.append((label, c))
-        if c.share_bound.bound >= tuner.slo_share:
+        if c is not None and c.share_bound.bound >= tuner.slo_share:
             check.chosen = c
             return check
-        if c.share_bound.bound > best.share_bound.bound + EPS:
-            best = c
-    check.chosen = best
     return check

@@ -25,7 +25,10 @@ KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", 
 ``scheduled_floors``: daily floors derived (speech.plan.schedule.derive_schedule) from the
 training draws' mean traffic only, tried on and off. ``forecast_quantile``: floors from a seasonal
 forecast of the history before the judged days (speech.plan.forecast), sized for that upper quantile;
-off (None) or one of :data:`FORECAST_QUANTILES`. The scale-out cooldown stays as the team set it."""
+off (None) or one of :data:`FORECAST_QUANTILES`. The scale-out cooldown stays as the team set it.
+``Knobs.jump_ratio`` (the simulator's emergency step) is not searched: no plan input deploys it, and
+a tuned plan must deploy what its promise simulated; benchmarks/plan_cost.py measures it beside the
+tuned plan."""
 FORECAST_QUANTILES = (0.5, 0.75, 0.9)
 """The forecast's upper quantiles the tuner tries as floors: a floor is a minimum the reactive
 policy builds on, so a lower quantile can be cheaper and still keep the share."""
@@ -77,7 +80,13 @@ class Knobs:
     busy_headroom: float | None = None
     """Forecast floors raised by this ratio in the busy hours (a scheduled surge ratio, for crowds
     nobody can place; at :data:`DEFAULT_HEADROOM_QUANTILE` when ``forecast_quantile`` is None);
-    None: no headroom."""
+    None: no headroom. The plan's cap is raised to hold it at the forecast's busiest minute
+    (speech.plan.forecast.headroom_peak_rps)."""
+    jump_ratio: float | None = None
+    """The simulator's emergency step (speech.sim.policies.AwsPolicy): a ``jump_window_s`` window's
+    arrivals at least this many times the window before's takes the fleet at once to the new
+    rate's instances; None: off. Not a plan input: nothing deploys it yet."""
+    jump_window_s: int = 10
 
     def inputs(self, base: PlanInputs) -> PlanInputs:
         return base.model_copy(update={
@@ -171,7 +180,7 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "scheduled_floors": f"{len(numbers.floors)} daily floors" if numbers.floors and k.scheduled_floors else "none",
         "forecast_quantile": (f"{k.forecast_quantile or DEFAULT_HEADROOM_QUANTILE:g} ({len(numbers.floors)} forecast floors)"
                               if k.forecast_quantile is not None or k.busy_headroom is not None else "none"),
-        "busy_headroom": "none" if k.busy_headroom is None else f"x{k.busy_headroom:g} in the busy hours",
+        "busy_headroom": "none" if k.busy_headroom is None else f"x{k.busy_headroom:g} in the busy hours, cap {numbers.max_instances}",
     }
 
 

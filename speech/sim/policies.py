@@ -32,8 +32,7 @@ from speech.sim.kube import KubePolicy, plan_hpa_spec
 from speech.sim.names import POLICY_NAMES
 from speech.sim.peers import DEFAULT_SLO_SHARE, FixedPolicy, FloorAtTargetPolicy, KpaPolicy, PressurePolicy, QpsEwmaPolicy
 from speech.sim.predictive import PredictivePolicy
-from speech.sim.scaler import (Ctx, Decision, Policy, ScalingNumbers, emergency_size, floor_at, jump_ratio_of, m_of_n_alarm,
-                               scaling_numbers)
+from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, emergency_size, floor_at, jump_ratio_of, m_of_n_alarm, scaling_numbers
 
 TARGET_TRACKING_HIGH_DATAPOINTS = 3
 """Datapoints (of one metric period each, all breaching) of the scale-out alarm Application Auto

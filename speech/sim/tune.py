@@ -39,6 +39,7 @@ import numpy as np
 from speech.errors import SimulationInputError
 from speech.schema.bounds import SURGE_RATIO
 from speech.schema.units import EPS
+from speech.sim.crowd_check import CrowdCheck, check_on_moved_crowds
 from speech.sim.evaluate import Evaluator
 from speech.sim.fleet import Summary
 from speech.sim.knobs import (
@@ -81,6 +82,10 @@ class Tuner(Evaluator):
     simulated_plain: int | None = None
     """With a forecast history: the days :meth:`search` had simulated when its plain descent ended
     (the rest of :attr:`simulated` is the forecast descent's)."""
+
+    crowd_check: CrowdCheck | None = None
+    """What the last :meth:`search` found on the training days with their crowds moved (None: not
+    run, no forecast history, or no crowds)."""
 
     def headrooms(self) -> list[float]:
         """The busy-hour headroom candidates: :data:`HEADROOMS` and the largest crowd the training
@@ -237,7 +242,12 @@ class Tuner(Evaluator):
         second descent from the seed: descent is greedy (on diurnal:peak=5000 the cheapest first
         move that kept the target was forecast floors, and the descent from there ended at 1.29x the
         floor where the plain one found 1.16x), and it doubled the tuning time; from the plain
-        winner every move that is not a forecast move is one the plain descent already simulated."""
+        winner every move that is not a forecast move is one the plain descent already simulated.
+
+        Then, where the days show crowds, the winner is judged again on them together with copies
+        whose crowds were moved to other hours (:func:`speech.sim.crowd_check.check_on_moved_crowds`),
+        and the busy-hour headroom raised until its share bound there keeps the target; the winner
+        returned is then judged on all those draws (:attr:`crowd_check` says what was found)."""
         if self.forecast_history is None:
             return self._search(days, passes, pairs)
         history, self.forecast_history = self.forecast_history, None  # choices() then offer no forecast knobs
@@ -247,7 +257,11 @@ class Tuner(Evaluator):
             self.forecast_history = history
         self.simulated_plain = self.simulated
         _, forecast = self._search(days, passes, pairs, start=plain)
-        return seed, (forecast if self.better(forecast, plain) else plain)
+        best = forecast if self.better(forecast, plain) else plain
+        # the promise on the same days with their crowds at other hours (speech.sim.crowd_check):
+        # the crowds of the next day fall where no forecast places them
+        self.crowd_check = check_on_moved_crowds(self, best, days)
+        return seed, (best if self.crowd_check is None else self.crowd_check.chosen)
 
     def _search(self, days: Sequence[tuple[int, np.ndarray]], passes: int, pairs: int,
                 start: Candidate | None = None) -> tuple[Candidate, Candidate]:

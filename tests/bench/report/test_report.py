@@ -319,3 +319,24 @@ def test_the_report_shows_the_promises_interval_and_says_when_a_trace_falls_belo
     inside = promise_check(tuned, _pair(plan, tuned, 0.997, 0.998, 0.001))
     assert inside is not None and not inside.below_low and verdict_line(inside).endswith("and this trace is within it.")
 
+
+def test_below_the_draws_lowest_is_not_a_broken_promise_below_the_bound_is(ref):
+    """The promise for a draw the tuner did not see is its bound (slo_share_bound): one unseen draw
+    in n + 1 lands below the lowest of n training draws (issue 45: 2 of 5 below the low end), so
+    only the bound says the promise broke."""
+    from bench.report.tuned import promise_check, verdict_line
+    from speech.schema.config import Promise
+
+    q, t, plan = ref
+    promise = Promise(slo_share=0.998, rejected_share=0.001, instance_hours=16.0, cost_vs_floor=1.2, trace_sha256="b" * 64,
+                      seed=1, simulator_version="sim-3", slo_share_low=0.9975, slo_share_high=0.9985,
+                      slo_share_bound=0.9965, instance_hours_low=15.0, instance_hours_high=17.0)
+    tuned = build_plan(q, t, PlanInputs(peak_rps=200, trough_rps=10, min_instances=2, promise=promise))
+    low = promise_check(tuned, _pair(plan, tuned, 0.997, 0.997, 0.003))
+    assert low is not None and low.below_low and not low.below_bound
+    assert verdict_line(low).endswith("it promised 99.65% for a draw it did not see, and this trace keeps that (below the "
+                                      "lowest training draw, as about one draw in n + 1 is).")
+    broken = promise_check(tuned, _pair(plan, tuned, 0.997, 0.996, 0.004))
+    assert broken is not None and broken.below_bound
+    assert verdict_line(broken).endswith("it promised 99.65% for a draw it did not see, and this trace is BELOW that promise.")
+
