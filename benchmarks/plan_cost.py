@@ -26,7 +26,8 @@ consecutive days ending at the 00:00 the unseen draws start at; the tuner's fore
 (forecast_quantile, busy_headroom: speech.plan.forecast) learn from it, and beside the tuned plan
 run the baselines a user would pick instead: ``predictive`` (speech.sim.predictive, the tuned
 knobs' reactive policy underneath, the same history) and, when the tuned plan has forecast floors,
-the same knobs with today's learned daily floors and with a seasonal-naive forecast.
+the same knobs with today's learned daily floors and with a seasonal-naive forecast (when the
+forecast the backtest kept is not seasonal-naive itself; when it is, a verdict line says so).
 
 The targets, each marked held or not: the tuned plan keeps >= 99.5 % on every unseen draw (on
 two-peak also on the 25 further draws); no deployable policy keeps its share on every draw for
@@ -276,7 +277,7 @@ def baselines(tt: TunedTrace, q, model) -> dict:
             nl = tu.numbers_for(learned)
             out["tuned knobs + learned daily floors"] = lambda a: AwsPolicy(nl, model.cloudwatch_ratio, model.q_max)
         naive = Tuner(tu.qmax, tu.ttotal, tu.inputs, model, SLO_SHARE, forecast_history=hist, forecast_model="seasonal-naive")
-        if naive.plan_for(k) is not None:
+        if _forecast_model(tt) != "seasonal-naive" and naive.plan_for(k) is not None:  # else it is the tuned plan's row
             nn = naive.numbers_for(k)
             out["tuned knobs + seasonal-naive floors"] = lambda a: AwsPolicy(nn, model.cloudwatch_ratio, model.q_max)
     return out
@@ -312,6 +313,16 @@ def ablation(tt: TunedTrace, model) -> dict:
         n = tu.numbers_for(replace(k, jump_ratio=r))
         out[f"tuned + emergency step x{r:g} in 10 s"] = lambda a, n=n: AwsPolicy(n, model.cloudwatch_ratio, model.q_max)
     return out
+
+
+def _forecast_model(tt: TunedTrace) -> str | None:
+    """The model of the forecast under the tuned plan's floors (the backtest's choice), None without one."""
+    from speech.sim.tune import DEFAULT_HEADROOM_QUANTILE
+
+    k = tt.best.knobs
+    if k.forecast_quantile is None and k.busy_headroom is None:
+        return None
+    return str(tt.tuner.forecast(k.forecast_quantile or DEFAULT_HEADROOM_QUANTILE).model)
 
 
 def judge(tt: TunedTrace, q, model, draws: list[tuple[int, np.ndarray]], extra: dict | None = None,
@@ -487,6 +498,9 @@ def main() -> int:
                 verdicts.append(f"tuned plan on {tt.spec} against {r.label}: {tp.mean_hours:,.1f} vs {r.mean_hours:,.1f} "
                                 f"inst-h (lowest share {100 * tp.low:.2f}% vs {100 * r.low:.2f}%) -> "
                                 f"{'beats it' if cheaper or r.low < SLO_SHARE else 'does NOT beat it'}")
+        if _forecast_model(tt) == "seasonal-naive":
+            verdicts.append(f"tuned plan on {tt.spec}: its forecast floors are seasonal-naive's (the backtest kept it: "
+                            "no model beat it on the history's last days) -> a forecast beating seasonal-naive NOT held")
         if KNOWN in by:
             ins = by[KNOWN]
             gap = tp.mean_hours - by["floor"].mean_hours
