@@ -15,6 +15,7 @@ from pydantic import (
 
 from speech.schema.artifacts import SCHEMA_VERSION, Fingerprint, Frozen, Level, Provenance, canonical_sha256  # noqa: F401
 from speech.schema.config import FloorSchedule, Promise
+from speech.schema.plan_inputs import PlanInputs
 
 
 class Finding(Frozen):
@@ -148,6 +149,19 @@ class PlanInputsRecord(Frozen):
     scale_in_cooldown_s: int | None = None
     scale_out_cooldown_s: int | None = None
     """The tuned inputs as given (None: seed formula)."""
+
+    @classmethod
+    def of(cls, inputs: PlanInputs, *, qmax_sha256: str, ttotal_sha256: str, qmax_slug: str, ttotal_slug: str,
+           allow_config_mismatch: bool) -> PlanInputsRecord:
+        """The record of the inputs a plan was built from: every field it shares with
+        :class:`~speech.schema.plan_inputs.PlanInputs` copied by name (a field added to both is
+        recorded without a line here), the reaction policy's two flattened, and what the inputs do
+        not hold (the artifacts' hashes and slugs, the mismatch switch)."""
+        shared = {name: getattr(inputs, name) for name in cls.model_fields if name in type(inputs).model_fields}
+        return cls(**shared, metric_period_s=inputs.reaction.metric_period_s,
+                   datapoints_to_alarm=inputs.reaction.datapoints_to_alarm, qmax_sha256=qmax_sha256,
+                   ttotal_sha256=ttotal_sha256, qmax_slug=qmax_slug, ttotal_slug=ttotal_slug,
+                   allow_config_mismatch=allow_config_mismatch)
 
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler: Any) -> Any:

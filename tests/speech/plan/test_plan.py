@@ -359,6 +359,23 @@ def test_tuned_values_are_bounded_recorded_and_explained(qmax_ref, ttotal_ref):
     assert seed.tuning == [] and "target_share" not in seed.inputs.model_dump() and "tuning" not in seed.model_dump()
 
 
+def test_the_plan_records_every_input_it_shares_by_name(qmax_ref, ttotal_ref):
+    # PlanInputsRecord.of copies by name: each input the record has a field for is recorded as
+    # given (the tuned ones too), the reaction flattened; no field list to keep in step by hand.
+    from speech.schema.plan_artifacts import PlanInputsRecord
+
+    tuned = REF_INPUTS.model_copy(update={"target_share": 0.3, "scale_in_step_share": 0.25, "scale_in_window_s": 600,
+                                          "scale_in_cooldown_s": 700, "scale_out_cooldown_s": 20, "qmax_derate": 0.9,
+                                          "slo_share": 0.99})
+    rec = build_plan(qmax_ref, ttotal_ref, tuned).inputs
+    shared = set(PlanInputsRecord.model_fields) & set(PlanInputs.model_fields)
+    assert len(shared) == 12
+    assert {f: getattr(rec, f) for f in shared} == {f: getattr(tuned, f) for f in shared}
+    assert (rec.metric_period_s, rec.datapoints_to_alarm) == (tuned.reaction.metric_period_s,
+                                                              tuned.reaction.datapoints_to_alarm)
+    assert rec.qmax_slug == qmax_ref.fingerprint.slug and rec.ttotal_sha256.startswith("sha256:")
+
+
 @pytest.mark.parametrize("update,match", [
     ({"target_share": 0.8}, "above 1 - h = 0.75"),
     ({"scale_in_step_share": 0.4}, "above 1 - C_scale_min / C_scale_max"),
