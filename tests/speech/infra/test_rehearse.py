@@ -14,7 +14,8 @@ import pytest
 
 from speech.deploy import weights
 from speech.infra.preview import run_preview
-from speech.infra.rehearse import image_environment, isolation_problem, rehearse
+from speech.infra.rehearse import image_environment, rehearse
+from speech.infra.rehearse_build import isolation_problem
 
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow
