@@ -83,8 +83,8 @@ def _stats(due_s: np.ndarray, late_ms: np.ndarray, ttfab_ms: np.ndarray, ok: np.
 
 
 def run_local(target, times: np.ndarray, warmup_s: float) -> dict:
-    from bench.commands.replay import open_loop_slots, replay_async
     from bench.load.loadgen import new_event_loop
+    from bench.operations.replay import open_loop_slots, replay_async
 
     texts = ["Hello there."] * times.size
     loop = new_event_loop()

@@ -1,5 +1,5 @@
 """The terminal report of the commands whose result is one artifact (``bench qmax``, ``ttotal``,
-``tcopy``, ``copies``, ``capacity``, ``forecast``, ``observe``): what the command prints after
+``tcopy``, ``copies``, ``capacity``, ``forecast``, ``observe``, ``replay``): what the command prints after
 writing it. The plan's own report is
 :mod:`bench.report.text`."""
 
@@ -17,10 +17,13 @@ from speech.plan.formulas import planning_t_total
 from speech.plan.placement import RESOURCES, describe
 from speech.schema.config import ReactionPolicy
 
+LATE_WARN_MS = 50.0
+"""A replay whose p99 send lateness is above this understates the offered load (the client fell behind)."""
+
 if TYPE_CHECKING:
     from speech.plan.capacity import CapacityEvaluation
     from speech.plan.fleet import FleetState
-    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, TtotalArtifact
+    from speech.schema.artifacts import CopyArtifact, QmaxArtifact, ReplayArtifact, TtotalArtifact
     from speech.schema.copy_plan import CopyPlan
     from speech.schema.forecast_artifact import ForecastArtifact
     from speech.schema.plan_artifacts import CalibrationArtifact
@@ -223,3 +226,21 @@ def render_capacity(ev: CapacityEvaluation, fleet: FleetState) -> None:
     for f in ev.findings:
         console.print(f"{mark[f.level]} {f.name}: {escape(f.message)}", highlight=False)
     console.print(f"verdict: {ev.verdict}")
+
+
+def render_replay(art: ReplayArtifact) -> str:
+    """``bench replay``: the requests' outcome, TTFAB percentiles and share within the SLO, how late
+    the client sent (a warning past 50 ms p99), the engine's workers."""
+    lines: list[str] = []
+    p = lambda x: "-" if x is None else f"{x:.0f}"  # noqa: E731
+    lines.append(f"{art.requests} requests: {art.ok} ok, {art.rejected} rejected ({100 * art.rejected / art.requests:.2f}%), "
+                 f"{art.errors} errors")
+    lines.append(f"TTFAB p50 / p95 / p99: {p(art.ttfab_p50_ms)} / {p(art.ttfab_p95_ms)} / {p(art.ttfab_p99_ms)} ms"
+                 + (f"; within SLO {100 * art.within_slo_share:.2f}%" if art.within_slo_share is not None else ""))
+    warn = "  (client fell behind: results understate the offered load)" if art.send_late_p99_ms > LATE_WARN_MS else ""
+    lines.append(f"sent late p99 {art.send_late_p99_ms:.1f} ms{warn}")
+    if art.engine == "locust":
+        lines.append(f"engine locust, {art.workers} worker(s); {art.requests} of {art.scheduled} scheduled requests measured")
+    for dead in art.dead_workers:
+        lines.append(f"dead worker: {dead}")
+    return "\n".join(lines)

@@ -9,7 +9,9 @@ import pytest
 
 from bench.cli.main import build_parser, main
 from bench.commands import tcopy as tcopy_cmd
+from bench.errors import BenchError, CopyNotReady
 from bench.load.targets import HttpTarget, local_fingerprint
+from bench.operations import tcopy as tcopy_ops
 from speech.files import load_artifact
 from speech.plan.copies import COPY_SCALABLE_DIMENSION, copy_resource_id
 from speech.schema.artifacts import CopyArtifact
@@ -222,7 +224,7 @@ def test_sagemaker_failed_copy_is_exit_1_and_the_count_goes_back(tmp_path, capsy
     sess, clock = StubbedSession(), Clock()
     _stub_run(sess, polls_to_ready=[2], fail_at=0)
     with sess.stubs["sagemaker"], sess.stubs["application-autoscaling"]:
-        with pytest.raises(tcopy_cmd.CopyNotReady, match="out of accelerator memory") as exc:
+        with pytest.raises(CopyNotReady, match="out of accelerator memory") as exc:
             tcopy_cmd.run(_args(tmp_path, "--starts", "1"), session=sess, clock=clock, sleep=clock.sleep)
         sess.stubs["sagemaker"].assert_no_pending_responses()  # the give-back call was made
     assert exc.value.exit_code == 1
@@ -258,10 +260,10 @@ def test_copy_footprint_takes_the_largest_start_in_mib():
                "accelerator_source": "nvml", "accelerator_name": "NVIDIA A10G", "accelerator_total_bytes": 23 * gib},
               {"device": "cuda", "processes": 3, "rss_bytes": 2 * gib, "rss_peak_bytes": 2 * gib, "accelerator_bytes": 6 * gib,
                "accelerator_source": "nvml", "accelerator_name": "NVIDIA A10G", "accelerator_total_bytes": 23 * gib}]
-    fp = tcopy_cmd.copy_footprint(starts)
+    fp = tcopy_ops.copy_footprint(starts)
     assert fp.accelerator_memory_mib == 6144.0 and fp.host_memory_mib == 3072.0
     assert fp.accelerator_name == "NVIDIA A10G" and fp.accelerator_memory_total_mib == 23552.0
-    with pytest.raises(tcopy_cmd.BenchError, match="none reported accelerator memory"):
-        tcopy_cmd.copy_footprint([{**starts[0], "accelerator_bytes": None, "accelerator_source": None}])
-    with pytest.raises(tcopy_cmd.BenchError, match="different devices"):
-        tcopy_cmd.copy_footprint([starts[0], {**starts[1], "device": "cpu"}])
+    with pytest.raises(BenchError, match="none reported accelerator memory"):
+        tcopy_ops.copy_footprint([{**starts[0], "accelerator_bytes": None, "accelerator_source": None}])
+    with pytest.raises(BenchError, match="different devices"):
+        tcopy_ops.copy_footprint([starts[0], {**starts[1], "device": "cpu"}])
