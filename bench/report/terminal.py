@@ -1,5 +1,5 @@
 """The terminal report of the commands whose result is one artifact (``bench qmax``, ``ttotal``,
-``tcopy``, ``copies``, ``capacity``, ``forecast``, ``observe``, ``replay``): what the command prints after
+``tcopy``, ``copies``, ``capacity``, ``forecast``, ``observe``, ``replay``, ``validate``): what the command prints after
 writing it. The plan's own report is
 :mod:`bench.report.text`."""
 
@@ -21,6 +21,7 @@ LATE_WARN_MS = 50.0
 """A replay whose p99 send lateness is above this understates the offered load (the client fell behind)."""
 
 if TYPE_CHECKING:
+    from bench.aws.scaling_check import Issue
     from speech.plan.capacity import CapacityEvaluation
     from speech.plan.fleet import FleetState
     from speech.schema.artifacts import CopyArtifact, QmaxArtifact, ReplayArtifact, TtotalArtifact
@@ -243,4 +244,16 @@ def render_replay(art: ReplayArtifact) -> str:
         lines.append(f"engine locust, {art.workers} worker(s); {art.requests} of {art.scheduled} scheduled requests measured")
     for dead in art.dead_workers:
         lines.append(f"dead worker: {dead}")
+    return "\n".join(lines)
+
+
+def render_validation(issues: list[Issue], live_rows: list[dict]) -> str:
+    """``bench validate``: each issue with its kind, each live check's row, the verdict."""
+    lines = [f"[{i.kind}] {i.message}" for i in issues]
+    for row in live_rows:
+        cw = (f", CloudWatch max {row['cloudwatch_max']:g} at {row['client_inflight_per_instance']:g} in flight per "
+              f"instance" if row.get("cloudwatch_max") is not None else f", {row['cloudwatch']}" if "cloudwatch" in row else "")
+        lines.append(f"live {row['check']}: concurrency {row['concurrency']}, p95 {row['p95_ms']:.1f} ms, "
+                     f"rejected {row['rejected']}, errors {row['errors']}{cw}")
+    lines.append("validate: pass" if not issues else f"validate: FAIL ({len(issues)} issue(s))")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from bench.cli.main import build_parser
 from bench.commands import validate as validate_cmd
 from bench.load.synthetic import SyntheticServer
 from bench.load.targets import HttpTarget
+from bench.operations.validate import cloudwatch_units_issue
 from speech.files import write_artifact
 
 from ..conftest import ENDPOINT
@@ -71,7 +72,7 @@ def test_live_reads_the_target_in_cloudwatch_units(deployed, ref_plan, tmp_path,
 
 
 def test_units_check_is_quiet_within_tolerance_and_names_the_trigger_point(ref_plan):
-    assert validate_cmd.cloudwatch_units_issue(ref_plan, 30.0, 33.0) is None  # ratio 1.1, within 20 %
-    issue = validate_cmd.cloudwatch_units_issue(ref_plan, 30.0, 15.0)  # ratio 0.5: acts at 2 x the target
+    assert cloudwatch_units_issue(ref_plan, 30.0, 33.0) is None  # ratio 1.1, within 20 %
+    issue = cloudwatch_units_issue(ref_plan, 30.0, 15.0)  # ratio 0.5: acts at 2 x the target
     want = f"acts at {2 * ref_plan.thresholds.c_scale_max:.1f} in flight per instance"
     assert issue is not None and want in issue.message
