@@ -36,7 +36,6 @@ processes import it, never the rest of the package.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import socket
@@ -56,6 +55,15 @@ import gevent.pool
 from locust import User, events, task
 from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
+from bench.load.locust_worker import (
+    DRAIN_S,
+    W,
+    fire_request,
+    prepare_part,
+    row_status,
+    start_part,
+    target_of,
+)
 from bench.load.schedule import Schedule, schedule_from_spec
 
 GO_LEAD_S = 1.0
@@ -63,9 +71,6 @@ GO_LEAD_S = 1.0
 message must reach them all first)."""
 READY_WAIT_S = 60.0
 """How long the master waits for the workers to prepare (build their client) before naming the late ones."""
-DRAIN_S = 75.0
-"""After the last due time, how long a worker waits for answers (the clients time out at 70 s)."""
-REQUEST_NAME = "ttfab"
 
 
 @events.init_command_line_parser.add_listener
@@ -85,147 +90,6 @@ def _arguments(parser: Any) -> None:
                    help="send to this SageMaker endpoint (credentials and region as boto3 finds them)")
     g.add_argument("--inference-component", default="", env_var="LOCUST_INFERENCE_COMPONENT")
     g.add_argument("--aws-region", default="", env_var="LOCUST_AWS_REGION")
-
-
-class _Worker:
-    """This process's part: the client, its share, the rows not yet sent to the master."""
-
-    def __init__(self) -> None:
-        self.client: Any = None
-        self.rows: list[list] = []
-        self.active = 0
-        self.mode = "open"
-        self.t0 = 0.0
-        self.end_s = 0.0
-        self.bodies: list[bytes] = []
-        self.next_body = 0
-        self.running = False
-        self.share: dict = {}
-        self.go = gevent.event.Event()
-
-    def take_rows(self) -> list[list]:
-        rows, self.rows = self.rows, []
-        return rows
-
-
-W = _Worker()
-
-
-def _target_of(environment: Any) -> dict:
-    """What the master tells its workers to load (they need nothing on their own command line)."""
-    opts = environment.parsed_options
-    if opts.sagemaker_endpoint:
-        return {"sagemaker_endpoint": opts.sagemaker_endpoint, "aws_region": opts.aws_region,
-                "inference_component": opts.inference_component}
-    if not environment.host:
-        raise RuntimeError("no target: pass --host http://HOST:PORT (a container) or --sagemaker-endpoint NAME")
-    return {"host": environment.host}
-
-
-def _client(target: dict) -> Any:
-    if W.client is None:
-        if target.get("sagemaker_endpoint"):
-            import boto3
-
-            from bench.load.eventstream import SageMakerStream
-
-            session = boto3.Session(region_name=target.get("aws_region") or None)
-            W.client = SageMakerStream(target["sagemaker_endpoint"], session, target.get("inference_component") or None)
-        else:
-            from bench.load.ghttp import HttpStream
-
-            W.client = HttpStream(target["host"])
-    return W.client
-
-
-def _fire(environment: Any, r: Any) -> None:
-    """Locust's statistics: TTFAB as the response time of an answered request; the time to the
-    error for a failed one (a gate rejection is a failure named by its code)."""
-    if r.ok:
-        environment.events.request.fire(request_type="POST", name=REQUEST_NAME, response_time=r.ttfab_s * 1000,
-                                        response_length=r.nbytes, exception=None, context={})
-    else:
-        environment.events.request.fire(request_type="POST", name=REQUEST_NAME, response_time=(r.end - r.start) * 1000,
-                                        response_length=r.nbytes, exception=RuntimeError(r.error or "error"), context={})
-
-
-def _status(r: Any) -> str:
-    return "ok" if r.ok else "rejected" if r.rejected else (r.error or "error")
-
-
-def _run_open(environment: Any, times: Any, ids: Any) -> int:
-    """Each request from its own greenlet at its due time; returns how many were sent."""
-    client = W.client
-    group = gevent.pool.Group()
-    perf = time.perf_counter
-    t0 = W.t0
-
-    def one(due: float, body: bytes) -> None:
-        late_ms = (perf() - t0 - due) * 1000
-        r = client.invoke(body)
-        W.rows.append([due, late_ms, r.ttfab_s * 1000 if r.ok else None, _status(r), r.start - t0, r.end - t0])
-        _fire(environment, r)
-
-    sent = 0
-    bodies = W.bodies
-    for due, bid in zip(times.tolist(), ids.tolist(), strict=True):
-        delay = t0 + due - perf()
-        if delay > 0:
-            gevent.sleep(delay)
-        group.spawn(one, due, bodies[bid])
-        sent += 1
-    group.join(timeout=DRAIN_S)
-    group.kill(block=False)
-    return sent
-
-
-def _wait_closed_end() -> None:
-    """Closed mode: until the level's end, then until this worker's users have their answers."""
-    gevent.sleep(max(0.0, W.t0 + W.end_s - time.perf_counter()))
-    deadline = time.perf_counter() + DRAIN_S
-    while W.active and time.perf_counter() < deadline:
-        gevent.sleep(0.05)
-
-
-def _prepare(environment: Any, share: dict, report) -> bool:
-    """Everything before the start that costs time (the client: botocore loads its models; a full
-    garbage collection), so that none of it lands on the first requests' send times."""
-    W.mode = share["mode"]
-    W.bodies = [bytes(b) for b in share.get("bodies", [])]
-    W.end_s = share.get("end_s", 0.0)
-    try:
-        _client(share["target"])
-    except Exception as err:  # noqa: BLE001 - the master names this worker and why; the others go on
-        report({"index": share["index"], "sent": 0, "rows": [], "error": f"{err.__class__.__name__}: {err}"})
-        return False
-    # What the process imported (Locust, botocore's models) moves out of the collector's sight: a
-    # full collection during the run walks all of it, tens of ms in which no request leaves.
-    gc.collect()
-    gc.freeze()
-    return True
-
-
-def _go(environment: Any, share: dict, start_at: float, report) -> None:
-    """Start this process's part at ``start_at`` (wall clock, the same for every worker)."""
-    W.t0 = time.perf_counter() + (start_at - time.time())
-    W.running = True
-    W.go.set()
-
-    def part() -> None:
-        import numpy as np
-
-        cpu0 = time.process_time()
-        sent = 0
-        if W.mode == "open":
-            times = np.frombuffer(share["times"], dtype=np.float64)
-            ids = np.frombuffer(share["ids"], dtype=np.int32)
-            sent = _run_open(environment, times, ids)
-        else:
-            _wait_closed_end()
-        W.running = False
-        report({"index": share["index"], "sent": sent, "rows": W.take_rows(), "cpu_s": time.process_time() - cpu0})
-
-    gevent.spawn(part)
 
 
 class TraceUser(User):
@@ -252,8 +116,8 @@ class TraceUser(User):
                 r = client.invoke(body)
             finally:
                 W.active -= 1
-            W.rows.append([None, None, r.ttfab_s * 1000 if r.ok else None, _status(r), r.start - W.t0, r.end - W.t0])
-            _fire(env, r)
+            W.rows.append([None, None, r.ttfab_s * 1000 if r.ok else None, row_status(r), r.start - W.t0, r.end - W.t0])
+            fire_request(env, r)
             if not r.ok:
                 gevent.sleep(0.005)  # a rejection answers at once: without a pause the slot would spin
         gevent.sleep(3600)
@@ -313,7 +177,7 @@ def _schedule(opts: Any) -> Schedule:
 
 def _shares(environment: Any, workers: int) -> tuple[list[dict], dict]:
     opts = environment.parsed_options
-    target = _target_of(environment)
+    target = target_of(environment)
     if opts.trace_mode == "closed":
         from bench.load.ladder import MIXES
         from bench.load.schedule import request_body
@@ -398,14 +262,14 @@ def _on_init(environment: Any, **_: Any) -> None:
             environment.runner.send_message("trace_hello", {"pid": os.getpid(), "host": socket.gethostname()})
 
             def prepare() -> None:
-                if _prepare(environment, msg.data, report):
+                if prepare_part(environment, msg.data, report):
                     W.share = msg.data
                     environment.runner.send_message("trace_ready", {"index": msg.data["index"]})
 
             gevent.spawn(prepare)
 
         def on_go(environment: Any, msg: Any, **_: Any) -> None:
-            _go(environment, W.share, msg.data["start_at"], report)
+            start_part(environment, W.share, msg.data["start_at"], report)
 
         runner.register_message("trace_share", on_share)
         runner.register_message("trace_go", on_go)
@@ -454,13 +318,13 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         M.expected = [0]
         _sink().write({"type": "meta", **meta, "workers": 1, "clients": {0: "local"}})
         M.who["local"] = {"pid": os.getpid(), "host": socket.gethostname()}
-        if _prepare(environment, shares[0], _record_done):
+        if prepare_part(environment, shares[0], _record_done):
             M.ready.add(0)
             M.started = True
             M.start_at = time.time() + GO_LEAD_S
             M.deadline = M.start_at + M.span_s + DRAIN_S + 10
             _sink().write({"type": "go", "start_at": M.start_at, "ready": [0]})
-            _go(environment, shares[0], M.start_at, _record_done)
+            start_part(environment, shares[0], M.start_at, _record_done)
     gevent.spawn(_quit_when_done, environment)
 
 
