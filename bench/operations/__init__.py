@@ -8,6 +8,8 @@ the result the command renders. Nothing here prints a report or imports :mod:`be
 - :mod:`bench.operations.tcopy`: ``bench tcopy``'s copy starts (:func:`~bench.operations.tcopy.measure_tcopy`).
 - :mod:`bench.operations.replay`: ``bench replay``'s open loop (:func:`~bench.operations.replay.replay_trace`).
 - :mod:`bench.operations.validate`: ``bench validate``'s checks (:func:`~bench.operations.validate.validate_deployment`).
+- :mod:`bench.operations.observe`: ``bench observe``'s calibration (:func:`~bench.operations.observe.observe_endpoint`).
+- :mod:`bench.operations.drift`: ``bench drift --stack``'s reconciliation (:func:`~bench.operations.drift.stack_drift`).
 - :mod:`bench.operations.thaw`: ``bench thaw``'s restore (:func:`~bench.operations.thaw.thaw`).
 - :mod:`bench.operations.tune`: ``bench tune``'s search and checks (:func:`~bench.operations.tune.tune`);
   :mod:`bench.operations.tune_k8s` for ``--platform kubernetes``.

@@ -15,7 +15,7 @@ import pytest
 
 from bench.aws import client as aws
 from bench.cli.main import main
-from bench.commands.observe import EMF_NAMESPACE
+from bench.operations.observe import EMF_NAMESPACE
 from container import telemetry
 from speech.files import load_artifact, write_artifact
 from speech.plan.realtime import build_plan

@@ -221,7 +221,7 @@ def test_drift_of_a_stack_reads_its_kubernetes_models_from_the_cluster(stand_in,
     """bench drift --stack: a hosting: kubernetes model is read from the cluster (no AWS call): its HPA
     against the plan as the stack renders it (1.35: with the per-direction tolerances), and the
     Deployment's image digest against the stack's."""
-    from bench.commands.drift import load_stack
+    from bench.operations.drift import load_stack
     from speech.plan.realtime import build_plan
     from speech.sim.hpa_artifact import hpa_fields
     from speech.sim.kube import plan_hpa_spec
