@@ -1,69 +1,20 @@
 """``bench forecast``: the next day's scheduled floors from the request-rate history, by a seasonal
-model checked against seasonal-naive (speech.plan.forecast, docs/design.md §10.11)."""
+model checked against seasonal-naive (speech.plan.forecast, docs/design.md §10.11).
+Parses (bench/cli/parsers/forecast.py), calls :func:`bench.operations.forecast.forecast_floors`,
+renders (:mod:`bench.report.terminal`)."""
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
-from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 
-import numpy as np
-
-from bench.errors import UsageError
-from bench.load.traces import load_history
+from bench.operations.forecast import forecast_floors
 from bench.report.terminal import render_forecast
-from speech.errors import PlanInputError
-from speech.files import load_artifact, write_artifact
-from speech.plan.forecast import DAY_MIN, forecast_rate, forecast_schedule
-from speech.schema.artifacts import canonical_sha256
-from speech.schema.config import FloorSchedule, ForecastProvenance
-from speech.schema.forecast_artifact import ForecastArtifact
-from speech.schema.plan_artifacts import PlanArtifact
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0.5 <= args.quantile < 1.0:
-        raise UsageError(f"--quantile {args.quantile:g}: must be in [0.5, 1) (e.g. 0.9: the floors cover the forecast's 90th percentile)")
-    plan = load_artifact(args.plan, PlanArtifact)
-    try:
-        FloorSchedule(timezone=args.timezone, floors=[{"at": "00:00", "min_instances": 1}, {"at": "00:01", "min_instances": 1}])
-    except ValueError as err:
-        raise UsageError(f"--timezone {args.timezone!r}: {err}") from None
-
-    end, arrivals = load_history(args.history, args.history_end)
-
-    local_start = (end - timedelta(seconds=int(arrivals.size))).astimezone(ZoneInfo(args.timezone))
-    try:
-        fc = forecast_rate(arrivals, start_minute=local_start.hour * 60 + local_start.minute, season_days=args.season_days,
-                           model=args.model, quantile=args.quantile)
-    except PlanInputError as err:
-        raise UsageError(f"--history {args.history!r}: {err}") from None
-    digest = hashlib.sha256(np.asarray(arrivals, dtype=np.float64).tobytes()).hexdigest()
-    refresh = " ".join(["python -m bench forecast", f"--plan {args.plan}", f"--history '{args.history}'",
-                        f"--model {args.model}", f"--quantile {args.quantile:g}", f"--season-days {args.season_days}",
-                        f"--timezone {args.timezone}", f"--out {args.out}"])
-    prov = ForecastProvenance(model=fc.model, quantile=args.quantile, history_sha256=digest,
-                              history_end=end.isoformat().replace("+00:00", "Z"), horizon_s=86400,
-                              valid_until=(end + timedelta(days=1)).isoformat().replace("+00:00", "Z"),
-                              backtest_loss={k: round(v, 4) for k, v in fc.backtest.losses.items()}, refresh=refresh)
-    per = plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps
-    try:
-        schedule = forecast_schedule(fc, per_instance_rps=per, lead_s=plan.t_total.planning_s, floor=plan.fleet.min_instances,
-                                     max_instances=plan.fleet.max_instances, timezone=args.timezone, provenance=prov,
-                                     trace_sha256=digest)
-    except PlanInputError as err:
-        raise UsageError(f"--plan {args.plan}: {err}") from None
-    season = arrivals[-fc.season_min * 60:]
-    last = season[: (season.size // 60) * 60].reshape(-1, 60).mean(axis=1)
-    art = ForecastArtifact(history=args.history, history_hours=round(arrivals.size / 3600, 3), plan_sha256=canonical_sha256(plan),
-                           per_instance_rps=per, lead_s=plan.t_total.planning_s, start_minute=fc.start_minute,
-                           point_rps=[round(float(x), 3) for x in fc.point_rps[:DAY_MIN]],
-                           upper_rps=[round(float(x), 3) for x in fc.upper_rps[:DAY_MIN]],
-                           last_season_rps=[round(float(x), 3) for x in last], schedule=schedule, created_at=datetime.now(UTC))
-    out = write_artifact(args.out / f"forecast-{plan.model}.json", art)
+    art, out = forecast_floors(args)
     if args.json:
         print(json.dumps(art.model_dump(mode="json"), indent=2))
     else:

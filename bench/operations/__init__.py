@@ -10,6 +10,9 @@ the result the command renders. Nothing here prints a report or imports :mod:`be
 - :mod:`bench.operations.validate`: ``bench validate``'s checks (:func:`~bench.operations.validate.validate_deployment`).
 - :mod:`bench.operations.observe`: ``bench observe``'s calibration (:func:`~bench.operations.observe.observe_endpoint`).
 - :mod:`bench.operations.drift`: ``bench drift --stack``'s reconciliation (:func:`~bench.operations.drift.stack_drift`).
+- :mod:`bench.operations.copies`, :mod:`~bench.operations.capacity`, :mod:`~bench.operations.forecast`: ``bench copies``,
+  ``capacity`` and ``forecast`` (:func:`~bench.operations.copies.plan_copies`, :func:`~bench.operations.capacity.evaluate`,
+  :func:`~bench.operations.forecast.forecast_floors`).
 - :mod:`bench.operations.thaw`: ``bench thaw``'s restore (:func:`~bench.operations.thaw.thaw`).
 - :mod:`bench.operations.tune`: ``bench tune``'s search and checks (:func:`~bench.operations.tune.tune`);
   :mod:`bench.operations.tune_k8s` for ``--platform kubernetes``.
