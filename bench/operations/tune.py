@@ -29,6 +29,7 @@ from speech.schema.bounds import SLO_SHARE
 from speech.schema.config import PlanInputs
 from speech.schema.config import Promise as PlanPromise
 from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
+from speech.sim.crowd_check import check_record
 from speech.sim.hpa_artifact import HpaTuneArtifact
 from speech.sim.instance import build_instance
 from speech.sim.traces import TraceError, parse_spec, peak_rps
@@ -191,6 +192,7 @@ def tune(args: argparse.Namespace) -> TuneOutcome:
         seed=_promise(seed, args.slo_share, args.trace, sha, args.seed),
         values=values, checks=checks, held=all(c.tuned_keeps_share for c in checks) and best.worst_share >= args.slo_share,
         evaluations=tuner.evaluations, created_at=datetime.now(UTC),
+        crowd_check=None if tuner.crowd_check is None else check_record(tuner.crowd_check),
     )
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in parse_spec(args.trace)[0])
     written = [write_artifact(args.out / f"plan-{q.model}-tuned.json", tuned_plan),

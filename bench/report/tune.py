@@ -30,6 +30,12 @@ def render_tune(a: TuneArtifact) -> str:
         t = "" if p.slo_share_bound_t is None else f" - t {p.slo_share_bound_t:.2f} x sd {sd_points:.3f} points x sqrt(1 + 1/n)"
         lines.append(f"  bound: the share a draw the tuner did not see is predicted to keep, min(low, mean{t}); the tuned "
                      f"plan is the cheapest whose bound keeps {p.slo_share_target:.2%}")
+    if a.crowd_check is not None:
+        cc = a.crowd_check
+        lines.append(f"  crowds: {cc.crowds} in the training draws; the tuned row is judged on them and {cc.moved_draws} copies with "
+                     f"their crowds at other hours (the seed's on the training draws only): the search's winner bounds "
+                     f"{cc.winner_bound:.3%} there" + ("" if not cc.tried else "; raised: " + "; ".join(cc.tried))
+                     + f"; kept: {cc.chosen}" + ("" if cc.kept else " (its bound there is BELOW the target)"))
     lines += ["", "checks                 seed in SLO  seed inst-h  tuned in SLO  tuned inst-h  keeps"]
     for c in a.checks:
         lines.append(f"{c.day:<22} {c.seed_within_slo_share:10.3%}  {c.seed_instance_hours:11.1f}  {c.tuned_within_slo_share:11.3%}  "

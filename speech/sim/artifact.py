@@ -265,6 +265,23 @@ class TuneCheck(Frozen):
     without_floors_instance_hours: float | None = None
 
 
+class CrowdCheckRecord(Frozen):
+    """What ``bench tune``'s promise check on moved crowds found (speech.sim.crowd_check): the
+    training draws' crowds, the copies judged with them moved, the search's winner's bound there,
+    each raise tried, and the plan kept (the promise's draws then count the copies)."""
+
+    crowds: int
+    moved_draws: int
+    winner_bound: float
+    """The search's winner's share bound on the training and moved draws."""
+    tried: list[str] = []
+    """Each raise judged: its label and its bound, or that it fell below the target on a draw."""
+    chosen: str
+    """"the search's winner" or the raise kept."""
+    kept: bool
+    """The plan kept has a share bound at or above the target on all those draws."""
+
+
 class TuneArtifact(Frozen):
     """Result of ``bench tune``: the tuned knobs next to the seed formulas, the promise, the checks."""
 
@@ -286,3 +303,6 @@ class TuneArtifact(Frozen):
     evaluations: int
     created_at: datetime | None = None
     tool: str = "speech.sim.tune"
+    crowd_check: CrowdCheckRecord | None = Field(None, exclude_if=lambda v: v is None)
+    """The promise judged on the training draws with their crowds moved (None: no forecast history
+    or no crowds; then the promise's draws are the training draws)."""

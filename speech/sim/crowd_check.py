@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from speech.schema.units import EPS
+from speech.sim.artifact import CrowdCheckRecord
 from speech.sim.crowds import find_crowds, move_crowds
 from speech.sim.knobs import FORECAST_QUANTILES, Candidate
 
@@ -65,6 +66,16 @@ class CrowdCheck:
     def kept(self) -> bool:
         """The chosen plan's share bound on the training and moved draws keeps the target."""
         return self.chosen.share_bound.bound >= self.slo_share
+
+
+def check_record(c: CrowdCheck) -> CrowdCheckRecord:
+    """The check as ``bench tune``'s artifact records it."""
+    label = next((lab for lab, x in c.tried if x is c.chosen), "the search's winner")
+    return CrowdCheckRecord(
+        crowds=c.crowds, moved_draws=c.moved_draws, winner_bound=round(c.winner.share_bound.bound, 6),
+        tried=[f"{lab}: " + ("below the target on a draw" if x is None else f"bound {100 * x.share_bound.bound:.3f}%")
+               for lab, x in c.tried],
+        chosen=label, kept=c.kept)
 
 
 def headroom_ladder(current: float | None, top: float, step: float = HEADROOM_STEP) -> list[float]:

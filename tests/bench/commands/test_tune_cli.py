@@ -164,3 +164,26 @@ def test_five_draws_by_default(capsys):
 
     assert main(["tune", "--help"]) == 0
     assert DEFAULT_DRAWS == 5 and "--draws" in capsys.readouterr().out
+
+
+def test_the_moved_crowds_check_is_recorded_and_said(tuned):
+    """A trace without a forecast history runs no crowd check: the artifact has no such key (older
+    readers unaffected). With one, the text says what it judged and what it kept, and a kept plan
+    whose bound there misses the target says so."""
+    from bench.report.tune import render_tune
+    from speech.sim.artifact import CrowdCheckRecord
+
+    _, out = tuned
+    art = load_artifact(out / "tune-kokoro-82m-diurnal.json", TuneArtifact)
+    assert art.crowd_check is None and "crowd_check" not in art.model_dump(mode="json")
+    rec = CrowdCheckRecord(crowds=15, moved_draws=15, winner_bound=0.99445,
+                           tried=["busy headroom x1.1: below the target on a draw", "busy headroom x1.3: bound 99.689%"],
+                           chosen="busy headroom x1.3", kept=True)
+    text = render_tune(art.model_copy(update={"crowd_check": rec}))
+    assert ("crowds: 15 in the training draws; the tuned row is judged on them and 15 copies with their crowds at other "
+            "hours") in text
+    assert "winner bounds 99.445% there; raised: busy headroom x1.1: below the target on a draw; busy headroom x1.3: " \
+           "bound 99.689%; kept: busy headroom x1.3" in text
+    missed = render_tune(art.model_copy(update={"crowd_check": rec.model_copy(update={"kept": False})}))
+    assert "(its bound there is BELOW the target)" in missed
+    assert TuneArtifact.model_validate_json(art.model_copy(update={"crowd_check": rec}).model_dump_json()).crowd_check == rec
