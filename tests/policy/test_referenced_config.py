@@ -23,6 +23,7 @@ def _verdicts(report) -> list[tuple]:
 
 
 @pytest.mark.parametrize("path", STACKS, ids=lambda p: p.name)
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_pack_verdicts_equal_for_referenced_and_embedded_artifacts(pack, tmp_path, path):
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     embedded = tmp_path / path.name

@@ -179,6 +179,7 @@ def _stack_with_other_image(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("entry", ["preview", "rehearse", "policy"])
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_config_error_inside_the_program_is_one_line_exit_2(tmp_path, capsys, entry):
     stack_dir = _stack_with_other_image(tmp_path)
     argv = ["--stack", "other", "--stack-dir", str(stack_dir)]

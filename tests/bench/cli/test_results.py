@@ -182,6 +182,7 @@ def test_ttotal(synthetic_40ms, ref_artifacts, tmp_path, capsys):
     assert len(_check_outputs(tmp_path, "ttotal", ["phases"]).images) == 1
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_simulate(tmp_path, capsys):
     rc = main(["simulate", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "200", "--trough-rps", "10",
                "--trace", "steady:rps=50,duration=600", "--policies", "plan,floor", "--out", str(tmp_path),
@@ -195,6 +196,7 @@ def test_simulate(tmp_path, capsys):
     assert len(_check_outputs(tmp_path, "simulate", ["policies", "minutes"]).images) == 2
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_tune(tmp_path, capsys):
     rc = main(["tune", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "200", "--trough-rps", "10", "--trace", TRACE,
                "--train-days", "1", "--holdout-days", "1", "--out", str(tmp_path), "--no-progress", "--json",
@@ -207,6 +209,7 @@ def test_tune(tmp_path, capsys):
         assert doc["error"]["exit_code"] == EXIT_THRESHOLD
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_tune_csv_html(tmp_path, capsys):
     rc = main(["tune", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "200", "--trough-rps", "10", "--trace", TRACE,
                "--train-days", "1", "--holdout-days", "1", "--out", str(tmp_path), "--no-progress", "-q",
@@ -247,6 +250,7 @@ def test_validate(tmp_path, capsys):
     _check_outputs(tmp_path, "validate", ["live"])
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_observe(setup, tmp_path, capsys):  # noqa: F811
     from ..commands.test_observe import activity, emf_history
 

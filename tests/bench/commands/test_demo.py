@@ -188,6 +188,7 @@ def planned_and_tuned(tmp_path_factory):
     return root, plan, tune_step(args, out, qp, tp, plan)
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_tune_step_tunes_the_plan_just_made_on_the_demos_hour(planned_and_tuned, capsys):
     from bench.commands.demo import TUNE_HOLDOUT_DAYS, simulation_trace
 

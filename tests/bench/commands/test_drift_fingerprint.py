@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.aws import client as aws
 from bench.cli.main import main
 from speech.schema.artifacts import Fingerprint
@@ -58,6 +60,7 @@ def test_deployed_image_differs_from_stack_config_and_measurements(deployed, tmp
         assert f"runs {deployed_slug} ({INSTANCE}, {OTHER_DIGEST})" in msg and "bench qmax" in msg
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_measurements_of_another_instance_type_are_drift(deployed, tmp_path, capsys, model_config):
     # The stack config matches what runs; the measurements describe the reference g5.xlarge.
     g5 = Fingerprint.of("ml.g5.xlarge", DIGEST)

@@ -56,6 +56,7 @@ def _target(spec: dict) -> Decimal:
     return Decimal(value[:-1]) / 1000 if value.endswith("m") else Decimal(value)
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_render_after_storing_deploys_the_tuned_hpa_and_the_pack_passes(tuned, tmp_path, capsys):
     stack_file = copy_stack(ROOT / "examples/Pulumi.k8s-gpu.yaml", tmp_path)
     before = _rendered_autoscaler(stack_file, "k8s-gpu", tmp_path / "before")
@@ -127,6 +128,7 @@ def _edited(tuned: Path, tmp_path: Path, **changes) -> Path:
     ("gpu", {}, "no hosting: kubernetes entry"),
     ("k8s-keda", {"autoscaler": "keda", "scheduledFloors": {"06:00": 4}}, "has scheduled floors"),
 ])
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_an_artifact_of_another_entry_is_refused_and_nothing_is_written(tuned, tmp_path, capsys, stack, changes, needle):
     stack_file = copy_stack(ROOT / f"examples/Pulumi.{stack}.yaml", tmp_path)
     for name in (QMAX, TTOTAL):  # the gpu example references other files: give it the tuned measurements' too
@@ -177,6 +179,7 @@ def test_the_short_form_refuses_a_measurement_file_changed_since_it_was_stored(t
     assert stack_file.read_bytes() == before and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_a_keda_artifact_reaches_the_scaled_object(tmp_path, capsys):
     """``--autoscaler keda``: the tuned scale-down in the ScaledObject's advanced behavior, the target as
     its threshold, minReplicas as minReplicaCount; the stack's scheduled floors stay, and bench says the

@@ -24,6 +24,7 @@ QMAX = str(QMAX_REF)
 TTOTAL = str(TTOTAL_REF)
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_simulate_cli_on_the_reference_prints_every_policy(tmp_path, capsys):
     rc = main(["simulate", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "5000", "--trough-rps", "10",
                "--trace", "diurnal:peak=5000,hours=6,spikes=1", "--price-per-hour", "1.5", "--out", str(tmp_path),
@@ -43,6 +44,7 @@ def test_simulate_cli_on_the_reference_prints_every_policy(tmp_path, capsys):
                                                              "simulation-kokoro-82m-diurnal-timeline.png"]
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_simulate_json_with_a_plan_file_and_a_shipped_trace(tmp_path, capsys):
     assert main(["plan", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "300", "--trough-rps", "20", "--out",
                  str(tmp_path), "--json"]) == 0

@@ -40,6 +40,7 @@ def _simulate(out: Path, *extra: str) -> list[str]:
     return ["simulate", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--trace", TRACE, "--out", str(out), *extra]
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_both_plans_side_by_side_and_the_promise_reproduced(pair, tmp_path, capsys):
     seed_path, tuned_path, tune_path = pair
     seed, tuned = load_artifact(seed_path, PlanArtifact), load_artifact(tuned_path, PlanArtifact)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import boto3
+import pytest
 from ruamel.yaml import YAML
 
 from bench.cli.main import main
@@ -119,6 +120,7 @@ def _embedded_entry(model_config) -> dict:
     return json.loads(model_config.model_dump_json(exclude_none=True))
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_drift_is_the_same_on_the_referenced_and_the_embedded_form(deployed, tmp_path, capsys, model_config):
     ref_dir, emb_dir = tmp_path / "ref", tmp_path / "emb"
     emb_dir.mkdir()
@@ -133,6 +135,7 @@ def test_drift_is_the_same_on_the_referenced_and_the_embedded_form(deployed, tmp
     assert results[0] == results[1] and results[0][0] == 0
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_drift_uses_the_stacks_aws_region(aws_env, tmp_path, capsys, model_config, ref_plan):
     # The endpoint lives in eu-west-1; the environment's default region is us-east-1.
     eu = boto3.session.Session(region_name="eu-west-1")

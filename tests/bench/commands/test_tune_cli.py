@@ -23,6 +23,7 @@ def tuned(tmp_path_factory):
     return rc, out
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_tune_writes_plan_and_promise(tuned, capsys):
     rc, out = tuned
     assert rc in (0, 1)
@@ -91,6 +92,7 @@ def test_help_explains(capsys):
     assert "seed formulas" in text and "--slo-share" in text and json is not None
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_path):
     """--draws 3: the tuned plan keeps the share on its LOWEST draw (when the seed does), and the
     promise's low and high are the lowest and highest of its own runs on those draws (re-simulated
@@ -144,6 +146,7 @@ def test_draws_judge_every_candidate_and_the_promise_records_the_interval(tmp_pa
             "slo_share"} <= set(on)
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_artifacts_do_not_depend_on_jobs(tuned, tmp_path):
     """--jobs 2 (two worker processes, draws run ahead) writes what the fixture's default run wrote,
     byte for byte but for the creation time."""

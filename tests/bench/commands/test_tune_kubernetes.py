@@ -25,6 +25,7 @@ from tests.conftest import QMAX_REF, TTOTAL_REF
 TRACE = "diurnal:peak=200,trough=10,hours=2"
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_tune_kubernetes_writes_an_hpa_the_api_accepts(tmp_path, capsys):
     rc = main(["tune", "--platform", "kubernetes", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--trace", TRACE,
                "--draws", "2", "--holdout-days", "1", "--out", str(tmp_path), "--no-progress", "--jobs", "1", "--json"])

@@ -96,6 +96,7 @@ def _restored(err: str) -> bool:
     return f"restored {ENDPOINT}: min 1, max 3, suspended {ORIGINAL}" in err
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_throttling_within_the_budget_is_retried_and_the_checks_pass(deployed, runtime, faults, ref_plan, tmp_path,
                                                                      capsys):
     before = _snapshot(deployed)
@@ -130,6 +131,7 @@ def test_throttling_past_the_budget_restores_scaling_and_is_one_line_exit_2(depl
     assert runtime.invocations == 0  # stopped before any load
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_a_dropped_connection_is_retried(deployed, runtime, faults, ref_plan, tmp_path, capsys):
     faults.plan["RegisterScalableTarget"] = ["drop", None]
     faults.plan["DescribeScalableTargets"] = ["drop", None]
@@ -139,6 +141,7 @@ def test_a_dropped_connection_is_retried(deployed, runtime, faults, ref_plan, tm
     assert faults.calls["RegisterScalableTarget"] == 3 and _restored(err)
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_access_denied_while_restoring_names_the_thaw_command_that_restores(deployed, runtime, faults, ref_plan,
                                                                            tmp_path, capsys):
     before = _snapshot(deployed)
@@ -174,6 +177,7 @@ def test_access_denied_before_anything_changes_freezes_nothing(deployed, runtime
     assert runtime.invocations == 0
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_endpoint_going_failed_mid_load_stops_restores_and_names_the_way_back(deployed, runtime, ref_plan, tmp_path,
                                                                              capsys):
     from moto.backends import get_backend
@@ -199,6 +203,7 @@ def test_endpoint_going_failed_mid_load_stops_restores_and_names_the_way_back(de
     assert _restored(err) and _snapshot(deployed) == before and not state_path(None, ENDPOINT).exists()
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_ctrl_c_mid_load_exits_130_and_restores_scaling(deployed, runtime, ref_plan, tmp_path, capsys):
     """A real SIGINT, sent while the load runs: Python raises KeyboardInterrupt in the main thread
     wherever it is; the run exits 130 and scaling is as it was."""
@@ -211,6 +216,7 @@ def test_ctrl_c_mid_load_exits_130_and_restores_scaling(deployed, runtime, ref_p
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_a_later_level_gets_all_its_requests_in_flight(deployed, runtime):
     """One load session for both checks (and for a qmax ladder): the second, higher level must
     reach the endpoint with all its requests at once, not with the first level's pool."""

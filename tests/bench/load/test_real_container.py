@@ -40,6 +40,9 @@ def container_url():
             time.sleep(0.1)
         else:
             pytest.fail("container did not answer /ping within 180 s")
+        # One synthesis before any measurement: the first run of an onnx session pays for its
+        # allocations, which on a busy machine alone can outlast a short measuring window.
+        assert httpx.post(url + "/invocations", json={"text": "Warm up."}, timeout=120).status_code == 200
         yield url
     finally:
         proc.terminate()
@@ -47,9 +50,12 @@ def container_url():
 
 
 def test_short_ladder_and_ttotal_feed_bench_plan(container_url, tmp_path):
+    # Every first byte from the start counts (no settling), and the window is long enough for a
+    # short sentence on a machine running the rest of the suite beside it: the test asserts the
+    # chain, not the speed (it failed with a 3 s window under a load average of 10).
     out = tmp_path / "a"
     assert main(["qmax", "--url", container_url, "--slo-ms", "3000", "--levels", "1,2", "--no-refine",
-                 "--settle-s", "0.5", "--measure-s", "3", "--mix", "short", "--out", str(out), "--json"]) == 0
+                 "--settle-s", "0", "--measure-s", "6", "--mix", "short", "--out", str(out), "--json"]) == 0
     [q] = out.glob("qmax-*.json")
     assert main(["ttotal", "--qmax", str(q), "--url", container_url, "--serve-cmd", SERVE, "--out", str(out), "--json"]) == 0
     [t] = out.glob("ttotal-*.json")

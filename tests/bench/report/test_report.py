@@ -136,6 +136,7 @@ def tuned_run(tmp_path_factory):
             load_artifact(d / "simulation-kokoro-82m-diurnal.json", SimulationArtifact))
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_report_shows_the_tuned_inputs_beside_the_seed_and_the_promise_against_the_simulation(ref, tuned_run):
     import html as h
 

@@ -5,12 +5,14 @@ ending where the next floor starts, every trigger valid for KEDA's cron scaler."
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from speech.deploy.kubernetes.objects import cron_triggers
 from speech.deploy.kubernetes.rules import scaled_object_problems
 from speech.plan.forecast import forecast_rate, forecast_schedule
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_forecast_floors_become_contiguous_valid_cron_triggers():
     t = np.arange(1440)
     day = 20 + 780 * (1 - np.cos(2 * np.pi * t / 1440)) / 2

@@ -32,6 +32,7 @@ def _days(n: int, noise: float, seed: int = 3) -> np.ndarray:
     return np.concatenate([shape * (1 + noise * rng.standard_normal(1440)) for _ in range(n)]).clip(0)
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_a_smoothing_model_beats_seasonal_naive_on_noisy_days():
     # Yesterday's minutes carry yesterday's noise; a model that smooths across days does not, so
     # the backtest must keep the model and say seasonal-naive lost.
@@ -42,6 +43,7 @@ def test_a_smoothing_model_beats_seasonal_naive_on_noisy_days():
     assert fc.point_rps.size == 1440 and fc.start_minute == 0
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_upper_quantile_covers_about_that_share_of_a_new_day():
     hist = _days(6, 0.1)
     fc = forecast_rate(hist[:-1440], step_s=60, quantile=0.9)
@@ -51,6 +53,7 @@ def test_the_upper_quantile_covers_about_that_share_of_a_new_day():
     assert fc.ratio > 1.0
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_forecast_starts_where_the_history_ends():
     fc = forecast_rate(_days(4, 0.05)[:-600], step_s=60, start_minute=0)
     assert fc.start_minute == 840  # 4 days less 600 minutes end at 14:00
@@ -85,6 +88,7 @@ def test_a_forecast_below_the_floor_schedules_nothing():
     assert forecast_schedule(fc, per_instance_rps=10.0, lead_s=60, floor=1, max_instances=10) is None
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_schedule_carries_the_forecast_provenance():
     fc = forecast_rate(_days(4, 0.05), step_s=60)
     prov = ForecastProvenance(model=fc.model, quantile=0.9, history_sha256="x", history_end="2026-12-03T00:00:00Z",
@@ -136,6 +140,7 @@ def test_get_metric_data_json_is_read_and_bad_rows_are_named():
 # --- headroom for crowds -----------------------------------------------------------------------
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_headroom_applies_only_in_the_busy_hours_and_the_crowd_ratio_reads_the_largest_crowd():
     from speech.plan.forecast import busy_headroom, crowd_ratio
 

@@ -284,6 +284,7 @@ def test_threshold_invariants(q, surge, dq, ds):
     x=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=6),
     surge=st.floats(1.01, 1.49),
 )
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_plan_survival_is_a_probability(x, surge):
     ttotal_ref = load_artifact(TTOTAL_REF, TtotalArtifact)
     xs = sorted(x)

@@ -23,6 +23,7 @@ def test_max_move_is_the_largest_change_from_the_default_among_the_unknowns():
     assert (m.keeps_slo_share, m.readings) == (2, 3)  # 0.997 and 0.998 keep 0.995; the rule-off row is not counted
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_one_trace_every_reading_both_plans(capsys):
     assert main(["--traces", "azure-conv", "--train-days", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -40,6 +40,7 @@ def diurnal_day(ref):
     return plan, trace, runs, {s.policy: s for s in sums}
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_diurnal_day_all_policies(diurnal_day):
     plan, trace, runs, by = diurnal_day
     assert list(by) == list(POLICY_NAMES)

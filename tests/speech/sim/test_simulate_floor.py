@@ -67,6 +67,7 @@ traces = st.tuples(st.integers(0, 10**6), st.integers(3, 20), st.sampled_from([4
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces)
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_floor_keeps_its_share_through_the_simulator(ref, case):
     _, _, model = ref
     seed, minutes, top, bursty, share = case
@@ -80,6 +81,7 @@ def test_the_floor_keeps_its_share_through_the_simulator(ref, case):
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(traces, st.integers(0, 10**6))
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_no_per_minute_schedule_keeps_the_share_for_less(ref, case, pseed):
     """Schedules next to the floor's (each minute up to two instances more or fewer), and fixed
     fleets of every size: whichever keeps the share costs at least the floor."""
@@ -99,6 +101,7 @@ def test_no_per_minute_schedule_keeps_the_share_for_less(ref, case, pseed):
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, 10**6), st.sampled_from([150.0, 400.0]), st.booleans())
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_no_simulated_policy_keeps_the_share_for_less(ref, seed, top, bursty):
     q, t, model = ref
     a = _trace(seed, 30, top, bursty)
@@ -115,6 +118,7 @@ def test_no_simulated_policy_keeps_the_share_for_less(ref, seed, top, bursty):
             assert s.instance_hours >= floor.instance_hours * (1 - COST_TOL) - 1e-9, s.policy
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_floor_changes_once_a_minute_at_most_with_no_start_up(ref):
     _, _, model = ref
     a = generate("diurnal:peak=800,hours=1,seed=3").arrivals
@@ -124,6 +128,7 @@ def test_the_floor_changes_once_a_minute_at_most_with_no_start_up(ref):
     assert np.array_equal(run.billed, run.serving) and run.actions == []  # in service at once, gone at once
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_floor_spends_misses_where_they_are_cheapest(ref):
     """Over the whole trace, not minute by minute: some minutes keep less than the target, the
     trace keeps it, and keeping it in every minute costs more."""

@@ -47,6 +47,7 @@ def test_percent_scale_in_rounds_like_application_auto_scaling(tuner):
     assert replace(s, scale_in_min_removed=2).scale_in_to(5) == 3
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_search_keeps_the_share_and_costs_no_more(tuner):
     days = [(1, generate("diurnal:peak=800,hours=4,spikes=1,spike_s=120,seed=1").arrivals)]
     seed, best = tuner.search(days, passes=1)
@@ -163,6 +164,7 @@ def test_a_cheap_candidate_whose_spread_puts_unseen_draws_at_risk_loses_to_a_saf
     assert tuner.better(tight, wide)
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_fixed_peak_fleet_is_a_floor_the_search_tries(tuner):
     """After the search has seen its draws, min_instances offers exactly the fleet bench simulate's
     fixed-peak runs for their busiest minute (capped by the plan's max), and the plan pinned there builds."""
@@ -208,6 +210,7 @@ def _conv_days(n: int) -> list:
                               opts={"peak": "500", "seed": str(s)}).arrivals) for s in range(1, n + 1)]
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_from_a_seed_that_misses_the_cheapest_one_knob_move_that_keeps_the_target_wins():
     """Not the first knob in KNOBS that helps, nor the one with the highest bound: on three draws of
     the conversation trace the seed misses, and several single moves keep the target at different
@@ -227,6 +230,7 @@ def test_from_a_seed_that_misses_the_cheapest_one_knob_move_that_keeps_the_targe
     assert tuner.cheapest_keeping(seed, days).knobs == keeping[0].knobs
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_pair_moves_find_a_cheaper_plan_one_knob_at_a_time_cannot_on_a_bursty_hour():
     """The shipped conversation trace at 500 rps, three draws: one knob at a time the search ends
     where no single cheaper move keeps the share, but a higher floor with a shorter scale-in window
@@ -243,6 +247,7 @@ def test_pair_moves_find_a_cheaper_plan_one_knob_at_a_time_cannot_on_a_bursty_ho
     assert {"min_instances", "scale_in_window_s"} <= moved
 
 
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_a_search_through_a_process_pool_reads_the_same_days_and_finds_the_same_plan():
     """Days run side by side in real worker processes, two at a time, with challengers' next draws
     run ahead: what the search reads is what it reads one by one, so the seed, the winner, its

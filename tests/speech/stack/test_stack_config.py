@@ -58,6 +58,7 @@ def test_dev_stack_is_under_2kb_per_model():
 
 
 @pytest.mark.parametrize("path", STACKS, ids=lambda p: p.name)
+@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_reference_and_embedded_forms_preview_the_same(tmp_path, path):
     stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     embedded = _write_json_stack(tmp_path / path.name, embedded_stack(path))
