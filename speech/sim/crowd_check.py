@@ -101,7 +101,9 @@ def check_on_moved_crowds(tuner: Tuner, winner: Candidate, days: Sequence[tuple[
     arrays = [a for _, a in days]
     if len(arrays) < 3 or len({a.size for a in arrays}) != 1 or arrays[0].size % 60:
         return None
-    crowds = find_crowds(arrays)
+    # a crowd rises beyond the surge ratio the plan's target already absorbs (the seed's: the
+    # user's); diurnal's x1.2 spikes under a 1.25 surge ratio are not crowds, two-peak's x1.5 are
+    crowds = find_crowds(arrays, core_ratio=tuner.inputs.surge_ratio)
     if not crowds:
         return None
     moved = [(MOVED_DAY_ID + i, a) for i, a in

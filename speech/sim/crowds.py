@@ -9,8 +9,10 @@ training days themselves show fixes that without looking at a judged day:
 
 * :func:`find_crowds`: per minute, each day's rate against the median of the days at that minute
   (the tide; with crowds at random hours the median of three or more days is a day without
-  them); a run of at least :data:`MIN_CROWD_MIN` minutes at least :data:`CROWD_RATIO` x the
-  median, widened by a minute on each side, is a crowd, kept as its per-minute ratio profile.
+  them), divided by the day's own level (:func:`day_levels`); a run of at least
+  :data:`MIN_CROWD_MIN` minutes at least :data:`CROWD_RATIO` x the median, widened by a minute on
+  each side, is a crowd, kept as its per-minute ratio profile (the promise check keeps only runs
+  that also rise beyond the seed's surge ratio: ``core_ratio``).
 * :func:`move_crowds`: each day with its own crowds taken out (each second thinned by the
   profile's ratio, a binomial draw: what the day would have had without them) and put back at
   other hours (each second gets Poisson(median rate x (ratio - 1)) more: the crowd as a ratio over
@@ -66,15 +68,22 @@ def minute_rates(days: Sequence[np.ndarray]) -> np.ndarray:
     return np.stack([np.asarray(a, dtype=float).reshape(-1, 60).mean(axis=1) for a in days])
 
 
-def find_crowds(days: Sequence[np.ndarray], ratio: float = CROWD_RATIO, min_minutes: int = MIN_CROWD_MIN) -> list[Crowd]:
+def find_crowds(days: Sequence[np.ndarray], ratio: float = CROWD_RATIO, min_minutes: int = MIN_CROWD_MIN,
+                core_ratio: float | None = None) -> list[Crowd]:
     """The crowds of ``days`` (per-second arrivals, all starting at the same time of day): runs of
     at least ``min_minutes`` minutes at ``ratio`` x the days' median or more, widened by one minute
-    each side. Fewer than three days: none (a median of two is their mean, and a crowd raises it)."""
+    each side; with ``core_ratio``, only runs with at least ``min_minutes`` minutes at that ratio or
+    more (a rise the plan's surge ratio absorbs is no crowd; the run keeps its ramps). Fewer than
+    three days: none (a median of two is their mean, and a crowd raises it)."""
     if len(days) < 3:
         return []
     m = minute_rates(days)
     median = np.median(m, axis=0)
     rel = np.where(median >= MIN_RATE_RPS, m / np.maximum(median, EPS), 1.0)
+    # each day against its own level: a day whose whole tide runs higher (diurnal's days are
+    # rescaled to one peak, so a day whose spike missed the peak runs ~1.2x above one whose spike
+    # hit it) is not hours of crowd
+    rel = rel / day_levels(rel, median)[:, None]
     found: list[Crowd] = []
     for d in range(m.shape[0]):
         hot = np.concatenate([[False], rel[d] >= ratio, [False]])
@@ -82,9 +91,20 @@ def find_crowds(days: Sequence[np.ndarray], ratio: float = CROWD_RATIO, min_minu
         for start, end in zip(edges[::2], edges[1::2], strict=True):
             if end - start < min_minutes:
                 continue
+            if core_ratio is not None and int((rel[d, start:end] >= core_ratio).sum()) < min_minutes:
+                continue
             lo, hi = max(0, int(start) - 1), min(m.shape[1], int(end) + 1)
             found.append(Crowd(day=d, start_min=lo, ratios=tuple(float(max(1.0, r)) for r in rel[d, lo:hi])))
     return found
+
+
+def day_levels(rel: np.ndarray, median: np.ndarray) -> np.ndarray:
+    """Each day's level against the days' median: the median of its minutes' ratios where the
+    median rate is at least :data:`MIN_RATE_RPS` (1 where none is)."""
+    busy = median >= MIN_RATE_RPS
+    if not busy.any():
+        return np.ones(rel.shape[0])
+    return np.median(rel[:, busy], axis=1)
 
 
 def crowd_hours(crowds: Sequence[Crowd]) -> tuple[int, int] | None:

@@ -81,3 +81,15 @@ def test_headroom_ladder_climbs_to_the_largest_crowd():
     assert headroom_ladder(1.15, 1.55) == [1.25, 1.35, 1.45, 1.55]
     assert headroom_ladder(None, 1.3) == [1.1, 1.2, 1.3]
     assert headroom_ladder(1.55, 1.55) == []
+
+
+def test_a_day_running_higher_all_day_is_no_crowd_and_a_rise_within_the_surge_ratio_neither():
+    """diurnal's draws are rescaled to one peak, so whole days run ~1.2x above others: each day is
+    read against its own level. With ``core_ratio`` (the seed's surge ratio), a x1.2 rise the plan's
+    target already absorbs is no crowd; a x1.5 one is."""
+    days = _days([None, None, None, None])
+    days[0] = days[0] * 1.2
+    assert find_crowds(days) == []
+    low = _days([30, 120, 200], factor=1.2)
+    assert len(find_crowds(low)) == 3 and find_crowds(low, core_ratio=1.25) == []
+    assert len(find_crowds(_days([30, 120, 200]), core_ratio=1.25)) == 3
