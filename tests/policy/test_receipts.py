@@ -19,6 +19,10 @@ from tests.policy.conftest import ROOT
 from tests.policy.policy_edits import messages, named, with_evidence, with_receipt_keys
 from tests.stack_files import embedded_config
 
+# Each test here runs a tune, a preview or the pack on whole stacks (seconds apiece, the setup's fixture
+# tens): make test runs them, make test-fast (the inner loop) leaves them out.
+pytestmark = pytest.mark.slow
+
 MODELS = "speech-endpoints:models"
 EP = "dev-kokoro-82m"
 BUCKET = "kokoro-82m-weights"

@@ -63,6 +63,7 @@ def test_a_dropped_connection_is_retried(deployed, faults, capsys):
     assert faults.calls["DescribeScalableTargets"] == 2
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_access_denied_while_restoring_says_exactly_what_to_run(deployed, faults, capsys, tmp_path):
     """qmax froze the target; AWS refuses the restore: the state file stays, the message names the
     thaw command, and that command restores exactly what was there."""

@@ -106,6 +106,7 @@ def before():
     return _program()
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 @pytest.mark.parametrize("edit", list(EDITS))
 def test_one_spec_edit_and_program_pack_validate_follow(edit, before, monkeypatch, aws_env, ref_plan):
     change, (res_name, path, old, new), pack_msgs, bench_msgs, (sim_field, sim_old, sim_new) = EDITS[edit]
@@ -147,6 +148,7 @@ def _one_floor(monkeypatch) -> None:
     monkeypatch.setattr(scaling, "floor_actions", floors)
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_a_scheduled_floor_in_the_spec_and_every_reader_follows(before, monkeypatch, aws_env, ref_plan):
     create_endpoint(aws_env)
     deploy_scaling(aws_env, ref_plan)

@@ -205,6 +205,7 @@ def _stack_write(data) -> None:
             assert read_stack_file(stack)["config"]["speech-endpoints:models"]["kokoro-82m"]
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 @settings(max_examples=FAST, **COMMON)
 @given(data=st.data())
 def test_plans_written_into_corrupted_stack_files(data):

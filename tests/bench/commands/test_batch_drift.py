@@ -3,6 +3,8 @@ compared with the batch plan rebuilt from the stack config, and real-time scalin
 
 from __future__ import annotations
 
+import pytest
+
 from bench.aws import client as aws
 from bench.cli.main import main
 from speech.deploy.scaling import batch_scaling_spec
@@ -44,6 +46,7 @@ def deploy_batch_scaling(sess, plan) -> None:
                         AlarmActions=[arn])
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_drift_batch_route(aws_env, tmp_path, capsys, model_config):
     cfg = _batch_config(model_config)
     m = cfg.measurements

@@ -97,6 +97,7 @@ def test_unpinned_deployed_image(deployed, tmp_path, capsys, model_config):
     assert rc == 1 and "not pinned by digest" in msg and ":latest'" in msg and DIGEST in msg
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_alarm_window_and_surge_size_edited_after_deploy(deployed, tmp_path, capsys, model_config, ref_plan):
     # Same figures as the policy pack checks before deploy: a 3-period scale-in window gives back an
     # instance after 30 s of calm instead of 5 min; a +10 % surge adds one instance, not the plan's.

@@ -113,6 +113,7 @@ def _writer(args):
         write_model_entry(Path(path), model, entry)
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_concurrent_writers_lose_no_change(tmp_path, model_config):
     """Four processes each write their own model into one stack file, again and again: every model
     is there at the end (without the lock, read-modify-write races drop entries)."""

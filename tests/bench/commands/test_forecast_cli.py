@@ -34,6 +34,7 @@ def _export(path: Path, days: int = 3) -> Path:
     return path
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_an_export_becomes_forecast_floors_the_plan_takes(tmp_path, plan_file, capsys):
     history = _export(tmp_path / "inv.csv")
     assert main(["forecast", "--plan", str(plan_file), "--history", f"cloudwatch:{history}", "--out", str(tmp_path),
@@ -56,6 +57,7 @@ def test_an_export_becomes_forecast_floors_the_plan_takes(tmp_path, plan_file, c
     assert [f["at"] for f in plan["schedule"]["floors"]] == [f["at"] for f in floors]
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_floors_from_keeps_the_stack_entrys_cap(tmp_path, plan_file, capsys):
     # The re-plan that takes the forecast's floors is bounded by the cap the entry stores (no
     # --max-instances this time), as the plan before it is: the peak needs far more than 5.

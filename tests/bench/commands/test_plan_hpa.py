@@ -22,6 +22,10 @@ from speech.stack.read import load_stack_file
 from speech.stack.render import read_yaml, render_stack, to_yaml
 from tests.stack_files import copy_stack
 
+# Each test here runs a tune, a preview or the pack on whole stacks (seconds apiece, the setup's fixture
+# tens): make test runs them, make test-fast (the inner loop) leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 QMAX = "artifacts/qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json"
 TTOTAL = "artifacts/ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from ruamel.yaml import YAML
 
 from bench.cli.main import main
@@ -24,6 +25,7 @@ def stack_copy(directory: Path, daily_usd: float | None = None, stack: str = "mu
     return path
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_every_model_replanned_under_the_budget(tmp_path, capsys):
     stack_copy(tmp_path)
     out = tmp_path / "out"

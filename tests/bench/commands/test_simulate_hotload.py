@@ -10,6 +10,10 @@ from bench.cli.main import main
 
 from ..conftest import REF, ROOT
 
+# Each test here runs a tune, a preview or the pack on whole stacks (seconds apiece, the setup's fixture
+# tens): make test runs them, make test-fast (the inner loop) leaves them out.
+pytestmark = pytest.mark.slow
+
 Q = str(REF / "qmax-kokoro-82m-stream-g5xlarge-8b1b96bc.json")
 T = str(REF / "ttotal-kokoro-82m-forced-desired-g5xlarge-8b1b96bc.json")
 COPY = ROOT / "artifacts" / "local" / "copy-kokoro-82m-local-4ed3d00a.json"

@@ -17,6 +17,10 @@ from speech.sim.artifact import SEED_ROW, TUNED_ROW, SimulationArtifact, TuneArt
 from speech.sim.policies import POLICY_NAMES
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
+# Each test here runs a tune, a preview or the pack on whole stacks (seconds apiece, the setup's fixture
+# tens): make test runs them, make test-fast (the inner loop) leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 TTOTAL_LOCAL = ROOT / "artifacts/local/ttotal-kokoro-82m-local-process-local-4ed3d00a.json"
 TRACE = "diurnal:peak=200,trough=10,hours=1,seed=1"

@@ -154,6 +154,7 @@ def test_drift_uses_the_stacks_aws_region(aws_env, tmp_path, capsys, model_confi
     assert main(["drift", "--stack", STACK, "--stack-dir", str(tmp_path), "--region", "us-east-1"]) == 2
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_validate_takes_the_region_from_the_stack(aws_env, tmp_path, capsys, ref_plan):
     from speech.files import write_artifact
 

@@ -44,6 +44,7 @@ def test_tune_kubernetes_writes_an_hpa_the_api_accepts(tmp_path, capsys):
     assert art.promise.slo_share_bound >= art.seed_promise.slo_share_bound or art.seed_promise.slo_share_bound >= 0.995
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_the_search_keeps_the_cheapest_that_keeps_the_target():
     """On two draws of a short diurnal day every candidate judged is in the cache: the winner is
     no dearer than any judged candidate whose share bound keeps the target, and keeps it itself

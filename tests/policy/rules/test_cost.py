@@ -54,6 +54,7 @@ def test_multi_stack_passes_with_standard_capped(pack, multi, _multi):
     assert scaling["assistant"]["budget"]["max_instances"] == 12 == scaling["assistant"]["max"]
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_budget_below_critical_need_blocks_with_one_message(pack, tmp_path):
     resources, result = preview_resources(lowered(tmp_path, 400), "low")
     report = pack.check(resources)

@@ -75,6 +75,7 @@ def test_stack_owned_data_is_destroyed_with_the_stack(fresh):
     assert repo["forceDelete"] is True and repo["imageTagMutability"] == "IMMUTABLE"
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_built_image_other_than_measured_stops_before_the_model(kokoro_entry, write_stack):
     del kokoro_entry["image"]  # measurements of sha256:8b1b..., the mock build pushes another digest
     path = write_stack({"kokoro-82m": kokoro_entry}, stack="drifted")

@@ -37,6 +37,7 @@ def test_cli_previews_the_dev_stack():
     assert "kokoro-82m: scaling:" in out
 
 
+@pytest.mark.slow  # seconds each (a tune, previews or the pack on several stacks): make test, not test-fast
 def test_four_gate_cases_in_one_stack_and_one_process(kokoro_entry, write_stack, tmp_path):
     """Several models per stack, each gated on its own; then a second preview in the same process."""
     import copy
