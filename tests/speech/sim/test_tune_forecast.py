@@ -85,3 +85,22 @@ def test_a_forecast_move_from_learned_floors_replaces_them(tuners):
         assert with_history.plan_for(k) is not None and with_history.plan_for(k).schedule is not None
     back = move(replace(with_history.seed_knobs(), forecast_quantile=0.9, busy_headroom=1.3), "scheduled_floors", True)
     assert back.scheduled_floors and back.forecast_quantile is None and back.busy_headroom is None
+
+
+def test_busy_headroom_raises_the_cap_to_hold_it_at_the_forecast_peak(tuners):
+    """The cap (max_instances, from peak_rps) must hold the headroom at the busiest minute: a cap at
+    the seed's peak would clip the floors exactly where a crowd costs the most (two-peak: 374
+    instances under a x1.55 headroom over 5,000 requests/s)."""
+    from speech.plan.forecast import headroom_peak_rps
+
+    with_history, _ = tuners
+    seed = with_history.seed_knobs()
+    plain = with_history.plan_for(replace(seed, forecast_quantile=0.9))
+    raised = with_history.plan_for(replace(seed, forecast_quantile=0.9, busy_headroom=1.5))
+    assert plain is not None and raised is not None
+    peak = headroom_peak_rps(with_history.forecast(0.9), 1.5)
+    assert peak > 1.4 * 400  # the forecast's 400 requests/s block, x1.5 in its busy hours
+    # the plain plan's cap is sized for the seed's 400 requests/s; the raised one for that peak
+    assert raised.fleet.max_instances >= 1.4 * plain.fleet.max_instances
+    n = with_history.numbers_for(replace(seed, forecast_quantile=0.9, busy_headroom=1.5))
+    assert max(c for _, _, c in n.floors) > plain.fleet.max_instances  # the floors are no longer clipped at the old cap
