@@ -64,35 +64,74 @@ def thaw_command(endpoint: str, state_dir: Path | None = None, region: str | Non
     return cmd + (f" --region {region}" if region else "")
 
 
+REDELIVER_S = 0.5
+"""How often a SIGTERM whose exception was dropped is delivered again (see :func:`sigterm_as_interrupt`)."""
+
+_held = 0  # interrupts_held blocks open in the main thread: a SIGTERM then waits, it is not raised
+_redelivering: list[threading.Event] = []  # one per open sigterm_as_interrupt block: set stops its redelivery
+
+
 @contextmanager
 def interrupts_held() -> Iterator[None]:
-    """Ignore Ctrl-C while restoring: a second Ctrl-C mid-restore would leave scaling changed.
-    Only the main thread can set signal handlers; elsewhere this holds nothing."""
+    """Hold Ctrl-C and SIGTERM while restoring: a second signal mid-restore would leave scaling changed.
+    A restore beginning also ends the redelivery of a SIGTERM already received (the run is
+    unwinding). Only the main thread can set signal handlers; elsewhere this holds nothing."""
+    global _held
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _held += 1
+    for stop in _redelivering:
+        stop.set()
     try:
         yield
     finally:
+        _held -= 1
         signal.signal(signal.SIGINT, old)
 
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises :class:`Terminated` in the main thread for the length of the block, so a
-    ``kill`` unwinds through the same restore as Ctrl-C."""
+    ``kill`` unwinds through the same restore as Ctrl-C.
+
+    Python runs a signal handler wherever the main thread happens to be, and an exception raised
+    inside a ``__del__`` or a garbage-collector callback is printed and dropped: a kill landing
+    there would be lost and the run would go on measuring. So once a SIGTERM has come, it is
+    delivered again every ``REDELIVER_S`` seconds until a restore begins (:func:`interrupts_held`)
+    or the block ends."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stop = threading.Event()
+    sending = threading.Lock()  # the handler is not put back while a redelivery is on its way
+
+    def redeliver() -> None:
+        while not stop.wait(REDELIVER_S):
+            with sending:
+                if not stop.is_set():
+                    # To its own process from a thread that takes it: Linux runs the C-level handler
+                    # before kill() returns, so the Python handler is due before the lock is let go.
+                    os.kill(os.getpid(), signal.SIGTERM)
 
     def on_term(signum, frame):
+        if _held or stop.is_set():
+            return  # restoring or leaving the block already: the run is on its way out
+        if stop not in _redelivering:
+            _redelivering.append(stop)
+            threading.Thread(target=redeliver, name="sigterm-redeliver", daemon=True).start()
         raise Terminated()
 
     old = signal.signal(signal.SIGTERM, on_term)
     try:
         yield
     finally:
+        stop.set()
+        with sending:  # a redelivery already on its way lands (and is let pass) before the handler goes back
+            pass
+        if stop in _redelivering:
+            _redelivering.remove(stop)
         signal.signal(signal.SIGTERM, old)
 
 
