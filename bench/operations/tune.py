@@ -27,8 +27,7 @@ from speech.plan.realtime import build_plan
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.bounds import SLO_SHARE
 from speech.schema.config import PlanInputs
-from speech.schema.config import Promise as PlanPromise
-from speech.sim.artifact import Promise, TuneArtifact, TuneCheck, TunedValue
+from speech.sim.artifact import TuneArtifact, TuneCheck, TunedValue, TunePromise
 from speech.sim.crowd_check import check_record
 from speech.sim.hpa_artifact import HpaTuneArtifact
 from speech.sim.instance import build_instance
@@ -53,13 +52,15 @@ def draw(spec: str, seed: int) -> np.ndarray:
     return load_trace(with_options(spec, seed=seed)).arrivals
 
 
-def _promise(c: Candidate, target: float, spec: str, sha: str, seed: int) -> Promise:
-    return Promise(
-        slo_share_target=target, within_slo_share=round(float(np.mean([d.within_slo_share for d in c.days])), 6),
-        within_slo_share_worst_day=round(c.worst_share, 6), rejected_share=round(c.rejected, 6),
-        instance_hours=round(c.hours, 3), cost_vs_floor=round(c.x_floor, 4), trace=spec, trace_sha256=sha, seed=seed,
-        simulator_version=SIMULATOR_VERSION, **_interval(c), draws=len(c.days),
-        slo_share_bound_sd=round(c.share_bound.sd, 6), slo_share_bound_t=None if c.share_bound.t is None else round(c.share_bound.t, 4),
+def _promise(c: Candidate, target: float, spec: str, digest: str, seed: int, trace_hours: float) -> TunePromise:
+    """What ``c`` promises over its draws: the plan's promise (:meth:`TunePromise.plan_promise`) and the
+    search's numbers beside it."""
+    return TunePromise(
+        slo_share=round(c.share, 6), rejected_share=round(c.rejected, 6), instance_hours=round(c.hours, 3),
+        cost_vs_floor=round(c.x_floor, 4), trace_sha256=digest, seed=seed, simulator_version=SIMULATOR_VERSION,
+        trace_hours=trace_hours, **_interval(c), slo_share_target=target, within_slo_share_worst_day=round(c.worst_share, 6),
+        trace=spec, slo_share_bound_sd=round(c.share_bound.sd, 6),
+        slo_share_bound_t=None if c.share_bound.t is None else round(c.share_bound.t, 4), draws=len(c.days),
     )
 
 
@@ -170,16 +171,13 @@ def tune(args: argparse.Namespace) -> TuneOutcome:
             progress.close()
 
     digest = hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
-    sha = "sha256:" + digest
     sd, bd = describe_plan(tuner.seed_numbers, seed.knobs), describe_plan(tuner.numbers_for(best.knobs), best.knobs)
     reasons = {k: REASONS[k] for k in KNOBS if getattr(seed.knobs, k) != getattr(best.knobs, k)}
-    promise = PlanPromise(slo_share=round(best.share, 6), rejected_share=round(best.rejected, 6),
-                          instance_hours=round(best.hours, 3), cost_vs_floor=round(best.x_floor, 4), trace_sha256=digest,
-                          seed=args.seed, simulator_version=SIMULATOR_VERSION, trace_hours=round(first.size / 3600, 3),
-                          **_interval(best))
+    trace_hours = round(first.size / 3600, 3)
+    promised = _promise(best, args.slo_share, args.trace, digest, args.seed, trace_hours)
     best_inputs = tuner.inputs_for(best.knobs)
     assert best_inputs is not None  # the search only keeps knobs whose plan was built
-    tuned_inputs = best_inputs.model_copy(update={"promise": promise, "reasons": reasons})
+    tuned_inputs = best_inputs.model_copy(update={"promise": promised.plan_promise(), "reasons": reasons})
 
     tuned_plan = build_plan(q, t, tuned_inputs, allow_config_mismatch=True)
     values = [TunedValue(knob=k, seed=sd[k], tuned=bd[k], deployable_now=True,
@@ -188,8 +186,7 @@ def tune(args: argparse.Namespace) -> TuneOutcome:
     art = TuneArtifact(
         model=q.model, qmax_sha256=canonical_sha256(q), ttotal_sha256=canonical_sha256(t),
         seed_plan_sha256=canonical_sha256(tuner.seed_plan), tuned_plan_sha256=canonical_sha256(tuned_plan),
-        promise=_promise(best, args.slo_share, args.trace, sha, args.seed),
-        seed=_promise(seed, args.slo_share, args.trace, sha, args.seed),
+        promise=promised, seed=_promise(seed, args.slo_share, args.trace, digest, args.seed, trace_hours),
         values=values, checks=checks, held=all(c.tuned_keeps_share for c in checks) and best.worst_share >= args.slo_share,
         evaluations=tuner.evaluations, created_at=datetime.now(UTC),
         crowd_check=None if tuner.crowd_check is None else check_record(tuner.crowd_check),

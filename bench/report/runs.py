@@ -226,13 +226,13 @@ def simulation_report(art, runs=None, model=None, plan=None) -> RunReport:
 
 def tune_report(a) -> RunReport:
     p, s = a.promise, a.seed
-    summary = {"within_slo_share": p.within_slo_share, "within_slo_share_worst_day": p.within_slo_share_worst_day,
+    summary = {"within_slo_share": p.slo_share, "within_slo_share_worst_day": p.within_slo_share_worst_day,
                "rejected_share": p.rejected_share, "instance_hours": p.instance_hours, "cost_vs_floor": p.cost_vs_floor,
                "instance_hours_vs_seed": _share(p.instance_hours, s.instance_hours),
                "checks_failed": sum(1 for c in a.checks if not c.tuned_keeps_share)}
     return RunReport(
         command="tune", title=f"bench tune: {a.model} on {p.trace}", summary=summary, status="ok" if a.held else "stop",
-        headline=[("Tuned plan", f"{100 * p.within_slo_share:.2f}% within the SLO (worst day "
+        headline=[("Tuned plan", f"{100 * p.slo_share:.2f}% within the SLO (worst day "
                                  f"{100 * p.within_slo_share_worst_day:.2f}%), {p.instance_hours:,.1f} instance-hours vs the "
                                  f"seed's {s.instance_hours:,.1f}"),
                   ("Held", "on every check" if a.held else "NOT on every check")],

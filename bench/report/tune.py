@@ -19,11 +19,11 @@ def render_tune(a: TuneArtifact) -> str:
                   "low       high      x floor"]
     for name, x in (("seed", s), ("tuned", p)):
         low = x.slo_share_low if x.slo_share_low is not None else x.within_slo_share_worst_day
-        high = x.slo_share_high if x.slo_share_high is not None else x.within_slo_share
+        high = x.slo_share_high if x.slo_share_high is not None else x.slo_share
         h_lo = x.instance_hours_low if x.instance_hours_low is not None else x.instance_hours
         h_hi = x.instance_hours_high if x.instance_hours_high is not None else x.instance_hours
         bound = "-" if x.slo_share_bound is None else f"{x.slo_share_bound:.3%}"
-        lines.append(f"{name:<22} {x.within_slo_share:12.3%}  {low:7.3%}  {high:7.3%}  {bound:>7}  {x.rejected_share:8.3%}  "
+        lines.append(f"{name:<22} {x.slo_share:12.3%}  {low:7.3%}  {high:7.3%}  {bound:>7}  {x.rejected_share:8.3%}  "
                      f"{x.instance_hours:12.1f}  {h_lo:8.1f}  {h_hi:8.1f}  {x.cost_vs_floor:7.2f}")
     if p.slo_share_bound is not None:
         sd_points = 100 * (p.slo_share_bound_sd or 0.0)

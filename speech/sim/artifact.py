@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, field_serializer, field_validator
 
 from speech.schema.artifacts import SCHEMA_VERSION, Frozen, QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.plan_artifacts import PlanArtifact
+from speech.schema.promise import Promise
 from speech.sim.fleet import Summary
 from speech.sim.instance import InstanceModel
 
@@ -209,37 +210,48 @@ def simulation_artifact(*, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: Ttota
 # --- bench tune --------------------------------------------------------------------------------
 
 
-class Promise(Frozen):
-    """What the tuned plan promises, as simulated: the mean over the draws, with their low and high."""
+def _tune_key(name: str) -> str:
+    """The JSON key of a :class:`TunePromise` field: tune artifacts have always called the mean share
+    ``within_slo_share`` (as the simulation's rows do); every other key is the field's name."""
+    return "within_slo_share" if name == "slo_share" else name
+
+
+class TunePromise(Promise):
+    """The plan's :class:`~speech.schema.promise.Promise` as ``bench tune`` records it in its artifact
+    (the same numbers, ``slo_share`` the mean over the draws), with the search's own: the target, the
+    worst draw, the trace spec, the bound's sd and t, the number of draws.
+
+    Its JSON keeps the keys and values tune artifacts were written with (``within_slo_share`` for
+    ``slo_share``; ``trace_sha256`` with its ``sha256:`` prefix), so artifacts already written load
+    and ``bench tune --json`` reads as before; the field order now starts with the plan's fields."""
+
+    model_config = ConfigDict(alias_generator=_tune_key, validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     slo_share_target: float
-    within_slo_share: float
-    """Mean over the training days."""
     within_slo_share_worst_day: float
-    rejected_share: float
-    instance_hours: float
-    """Mean per training day."""
-    cost_vs_floor: float
-    """Instance-hours over the floor's (speech.sim.floor), mean over the draws."""
+    """The lowest draw's share within the SLO (``slo_share_low`` where the promise has the interval)."""
     trace: str
-    trace_sha256: str
-    """sha256 of the training days' per-second arrivals (float64 bytes, concatenated)."""
-    seed: int
-    simulator_version: str
-    slo_share_low: float | None = None
-    """Lowest share within the SLO over the draws (``within_slo_share`` is their mean)."""
-    slo_share_high: float | None = None
-    slo_share_bound: float | None = None
-    """The share predicted for a draw the tuner did not see (speech.sim.tune.unseen_share_bound), the
-    rule the candidates were judged by; None: an artifact made before the rule."""
+    """The trace spec the draws were made from (``bench tune --trace``)."""
     slo_share_bound_sd: float | None = None
     """Sample standard deviation of the draws' shares the bound used (0 with one draw)."""
     slo_share_bound_t: float | None = None
     """The Student-t quantile the bound used (None with one draw)."""
-    instance_hours_low: float | None = None
-    instance_hours_high: float | None = None
     draws: int | None = None
     """Independent draws of the traffic every candidate was judged on (``bench tune --draws``)."""
+
+    @field_validator("trace_sha256", mode="before")
+    @classmethod
+    def _bare_digest(cls, v: object) -> object:
+        return v.removeprefix("sha256:") if isinstance(v, str) else v
+
+    @field_serializer("trace_sha256")
+    def _prefixed_digest(self, v: str) -> str:
+        return "sha256:" + v
+
+    def plan_promise(self) -> Promise:
+        """The promise the tuned plan records: this one's plan fields, nothing of the search."""
+        return Promise(**{name: getattr(self, name) for name in Promise.model_fields})
 
 
 class TunedValue(Frozen):
@@ -293,8 +305,8 @@ class TuneArtifact(Frozen):
     seed_plan_sha256: str
     tuned_plan_sha256: str
     """The plan written next to this artifact (its deployable knobs tuned)."""
-    promise: Promise
-    seed: Promise
+    promise: TunePromise
+    seed: TunePromise
     """The seed plan's numbers on the same training days."""
     values: list[TunedValue]
     checks: list[TuneCheck]
