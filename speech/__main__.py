@@ -11,6 +11,7 @@ Each subcommand's --help explains it. Exit 0 ok, 1 a failed step (rehearse), 2 b
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
@@ -29,14 +30,15 @@ from speech.cli import (
 COMMANDS = {
     "preview": ("speech.commands.preview", "run the Pulumi program under mocks against Pulumi.NAME.yaml (no AWS calls)"),
     "rehearse": ("speech.commands.rehearse", "build the weight cache and start the container as SageMaker would, locally"),
-    "render": ("speech.stack.render", "write a stack's Kubernetes models as plain YAML manifests (kubectl, Argo CD, Flux)"),
+    "render": ("speech.commands.render", "write a stack's Kubernetes models as plain YAML manifests (kubectl, Argo CD, Flux)"),
 }
+"""name -> (the command's module, one-line help). ``speech/commands/parsers/<name>.py`` holds its
+DESCRIPTION, EPILOG and add_arguments(parser); the command's module defines run(args) -> int."""
 
 
 def build_parser(command: str = "") -> argparse.ArgumentParser:
-    """Only ``command``'s module is imported, so --help and --version answer at once."""
-    import importlib
-
+    """Only ``command``'s parser module is imported (the others are listed by name), and no command
+    module: --help, --version and a refused argument answer before the stack reader or Pulumi load."""
     parser = JsonAwareParser(prog="speech-deploy", description=__doc__.split("\n\n", 1)[1].strip(),
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common(parser)
@@ -45,13 +47,12 @@ def build_parser(command: str = "") -> argparse.ArgumentParser:
         if name != command:
             sub.add_parser(name, help=help_, add_help=False)
             continue
-        mod = importlib.import_module(module)
+        parsers = importlib.import_module(f"speech.commands.parsers.{name}")
         p = sub.add_parser(name, help=help_, formatter_class=argparse.RawDescriptionHelpFormatter,
-                           description=getattr(mod, "DESCRIPTION", None) or (mod.__doc__ or help_).split("\n\n")[0],
-                           epilog=getattr(mod, "EPILOG", None))
-        mod.add_arguments(p)
+                           description=parsers.DESCRIPTION, epilog=parsers.EPILOG)
+        parsers.add_arguments(p)
         add_verbosity(p)
-        p.set_defaults(_module=mod)
+        p.set_defaults(_module=module)
     return parser
 
 
@@ -69,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = verbosity(args)
     args.quiet = level < 0
     configure_logging(level)
-    return guarded(lambda: args._module.run(args), as_json=as_json)
+    # The command's module only now: it imports the stack reader, pydantic and Pulumi at its top.
+    return guarded(lambda: importlib.import_module(args._module).run(args), as_json=as_json)
 
 
 if __name__ == "__main__":

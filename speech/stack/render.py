@@ -1,5 +1,5 @@
-"""``speech-deploy render`` (``python -m speech render``): a stack's Kubernetes models as plain
-manifests, for kubectl, Argo CD, Flux or Helm users who do not run Pulumi.
+"""A stack's Kubernetes models as plain manifests, for kubectl, Argo CD, Flux or Helm users who do
+not run Pulumi (``speech-deploy render``, :mod:`speech.commands.render`, calls it).
 
 The objects are the ones the Pulumi program creates (speech.deploy.kubernetes.objects, one spec for
 both): per model one file ``<stack>-<model>.yaml`` with its objects in apply order (the provenance
@@ -7,8 +7,6 @@ ConfigMap, Deployment, Service, PodDisruptionBudget and, when a measured, feasib
 HorizontalPodAutoscaler or KEDA ScaledObject). Everything is rendered and checked before the first
 file is written, and each file is written atomically: a refused stack leaves the output directory as
 it was. Apply with ``kubectl apply -f DIR`` (the namespace must exist).
-
-Exit 0 written, 2 bad input (nothing written), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -23,13 +21,10 @@ from speech.deploy.gate import ModelDeployment, plan_models
 from speech.deploy.hosting import endpoint_name
 from speech.deploy.kubernetes.objects import model_objects
 from speech.errors import ConfigError
+from speech.files import atomic_write_text
 from speech.schema.config import StackConfig
 from speech.schema.kubernetes import TOLERANCE_SINCE_MINOR
-
-DESCRIPTION = __doc__.split("\n\n")[1].replace("\n", " ")
-EPILOG = ("exit 0 written, 2 bad input (nothing written), 130 interrupted. "
-          "example: python -m speech render --stack-dir examples --stack k8s-gpu --out out/k8s-gpu && "
-          "kubectl apply -f out/k8s-gpu (docs/kubernetes.md)")
+from speech.stack.read import load_stack_file, stack_file, stack_name
 
 
 @dataclass
@@ -94,9 +89,20 @@ def read_yaml(text: str) -> list[dict[str, Any]]:
     return [json.loads(json.dumps(doc)) for doc in YAML(typ="safe").load_all(text) if doc is not None]
 
 
-def write(rendered: list[RenderedModel]) -> None:
-    from speech.files import atomic_write_text
+def render_stack_file(stack_dir: Path, stack: str, out: Path) -> list[RenderedModel]:
+    """``Pulumi.<stack>.yaml`` in ``stack_dir`` read, its Kubernetes models rendered and checked, then
+    written to ``out`` (nothing written when any is refused); ``stack`` as ``--stack`` takes it
+    (NAME, ORG/NAME or ORG/PROJECT/NAME)."""
+    path = stack_file(stack_dir, stack)
+    bare = stack_name(stack)
+    if not path.is_file():
+        raise ConfigError(f"--stack {stack}: no {path}; pass --stack-dir DIR where Pulumi.{bare}.yaml lives")
+    rendered = render_stack(load_stack_file(path, bare), bare, out)
+    write(rendered)
+    return rendered
 
+
+def write(rendered: list[RenderedModel]) -> None:
     texts = [(r.path, to_yaml(r.objects)) for r in rendered]
     for path, text in texts:
         atomic_write_text(path, text)
@@ -117,28 +123,3 @@ def text(rendered: list[RenderedModel]) -> str:
         lines.append(f"  autoscaling: {'on' if r.gate_enabled else 'withheld'}: {r.gate_reason}")
         lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)
-
-
-def add_arguments(parser) -> None:
-    from speech.cli import stack_name
-
-    parser.add_argument("--stack", required=True, type=stack_name, metavar="NAME",
-                        help="stack name, reads Pulumi.NAME.yaml (NAME, ORG/NAME or ORG/PROJECT/NAME)")
-    parser.add_argument("--stack-dir", type=Path, default=Path("."), metavar="DIR",
-                        help="where Pulumi.NAME.yaml lives (default .); artifact paths in it are relative to it")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
-                        help="directory the manifests are written to (created; a model's file is replaced whole)")
-    parser.add_argument("--json", action="store_true", help="print what was written as JSON (errors too)")
-
-
-def run(args) -> int:
-    from speech.stack.read import load_stack_file, stack_file, stack_name
-
-    path = stack_file(args.stack_dir, args.stack)
-    if not path.is_file():
-        raise ConfigError(f"--stack {args.stack}: no {path}; pass --stack-dir DIR where Pulumi.{stack_name(args.stack)}.yaml lives")
-    stack = stack_name(args.stack)
-    rendered = render_stack(load_stack_file(path, stack), stack, args.out)
-    write(rendered)
-    print(json.dumps(summary(rendered), indent=2) if args.json else text(rendered))
-    return 0

@@ -106,6 +106,22 @@ def test_deploy_and_policy_help_load_nothing_heavy(argv):
         assert out["rc"] == 0 and not set(out["mods"]) & set(HEAVY), (module, sorted(set(out["mods"]) & set(HEAVY)))
 
 
+@pytest.mark.parametrize("argv", [[c, *rest] for c in ("preview", "rehearse", "render")
+                                  for rest in (["--help"], ["--stack", "../x", "--out", "o"])])
+def test_deploy_subcommand_help_and_argument_error_load_no_command(argv):
+    """speech-deploy's parsers are apart from its commands (speech/commands/parsers): a subcommand's
+    --help and a refused argument answer before its command module, the stack reader, pydantic or
+    Pulumi are imported (before, ``preview --help`` imported the stack reader and pydantic)."""
+    code = (f"import sys\nfrom speech.__main__ import main\ntry:\n    rc = main({argv!r})\nexcept SystemExit as e:\n"
+            "    rc = e.code\nimport json\nprint(json.dumps({'rc': rc, 'mods': sorted(sys.modules)}))")
+    r = run([sys.executable, "-c", code])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["rc"] == (0 if argv[-1] == "--help" else 2), (argv, r.stderr)
+    loaded = set(out["mods"])
+    assert not {m.split(".")[0] for m in loaded} & set(HEAVY), (argv, sorted({m.split(".")[0] for m in loaded} & set(HEAVY)))
+    assert not loaded & {f"speech.commands.{argv[0]}", "speech.stack.read", "speech.infra", "speech.schema"}, argv
+
+
 @pytest.mark.parametrize("name,argv", [("speech-bench", ["nope"]), ("speech-deploy", ["preview"]),
                                        ("speech-policy", ["check", "--stack", "../x"]), ("speech-bench", ["plan", "--json", "--bogus"])])
 def test_usage_errors_are_one_line_exit_2(name, argv):
