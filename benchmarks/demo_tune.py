@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/demo_tune.py [--from out/demo] [--repeat 3]
 
-Runs the demo's own step functions (bench.commands.demo) on measured artifacts copied into a temporary
-directory: the baseline is the simulate step as the demo ran it before the tune step (the plan
+Runs the demo's own step functions (bench.operations.demo, driven as the command drives them) on
+measured artifacts copied into a temporary directory: the baseline is the simulate step as the demo ran it before the tune step (the plan
 against every policy, with the PNGs), measured in the same run as the tune step and the simulate
 step with the tuned plan beside the seed. ``--from DIR``: the newest qmax, ttotal and plan
 artifacts a demo left there (the local container's measurements); without it, or when DIR has
@@ -35,8 +35,8 @@ TARGET_S = 30.0
 
 def _sources(src: Path | None) -> tuple[Path, Path, Path | None, list[str], str]:
     """(qmax, ttotal, plan or None, demo flags, label)."""
-    from bench.commands.demo import newest_artifact, seed_plan_path
     from bench.errors import BenchError
+    from bench.operations.demo import newest_artifact, seed_plan_path
 
     if src is not None:
         try:
@@ -55,7 +55,8 @@ def main() -> int:
 
     from bench.cli.main import main as bench
     from bench.cli.parsers.demo import add_arguments
-    from bench.commands.demo import seed_plan_path, simulate_step, tune_step
+    from bench.commands.demo import drive
+    from bench.operations.demo import seed_plan_path, simulate_step, tune_step
     from speech.files import load_artifact
     from speech.schema.plan_artifacts import PlanArtifact
 
@@ -81,11 +82,11 @@ def main() -> int:
                 plan_path = seed_plan_path(out)
                 plan = load_artifact(plan_path, PlanArtifact)
                 t0 = time.perf_counter()
-                simulate_step(args, out, qp, tp, plan_path, plan)
+                drive(simulate_step(args, out, qp, tp, plan_path, plan))
                 t1 = time.perf_counter()
-                tuned = tune_step(args, out, qp, tp, plan)
+                tuned = drive(tune_step(args, out, qp, tp, plan))
                 t2 = time.perf_counter()
-                simulate_step(args, out, qp, tp, plan_path, plan, tuned)
+                drive(simulate_step(args, out, qp, tp, plan_path, plan, tuned))
                 t3 = time.perf_counter()
             evaluations = tuned.tune.evaluations if tuned is not None and tuned.tune is not None else 0
             for name, s in zip(times, (t1 - t0, t2 - t1, t3 - t2), strict=True):

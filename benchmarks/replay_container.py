@@ -43,7 +43,7 @@ NO_SHEDDING_SLO_MS = 600000
 
 
 def _container(out: Path, name: str, queue_max_depth: int):
-    from bench.commands.demo import Container
+    from bench.operations.demo import Container
 
     serve = (f"{shlex.quote(sys.executable)} -m container serve --queue-max-depth {queue_max_depth} "
              f"--slo-ms {NO_SHEDDING_SLO_MS} --log-level warning")

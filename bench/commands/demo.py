@@ -1,343 +1,45 @@
-"""``bench demo``: the whole chain on this machine, on real parts, in a few minutes.
+"""``bench demo``: the whole chain on this machine, on real parts, in a few minutes. Parses
+(bench/cli/parsers/demo.py), calls :func:`bench.operations.demo.demo`, renders
+(:mod:`bench.report.demo`).
 
-Starts the inference container with the real Kokoro-82M (onnx, CPU), measures Q_max with a
-short ladder, measures T_total by starting a second container process, plans with stated
-inputs, writes a stack config, tunes the plan on the demo's one-hour trace (bench tune),
-simulates the seed and the tuned plan against the other scaling policies on that trace, previews
-the Pulumi program under mocks with the policy pack, and writes one HTML report. Every step is
-the same code a user runs by hand.
-"""
+The chain's measuring and planning steps are the commands a user types: the chain yields each
+command line and this command runs it through the entry point (``speech-bench``), so the chain
+never calls back up into the commands."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-import signal
-import subprocess
-import time
-from dataclasses import dataclass
-from pathlib import Path
-
-import httpx
+from typing import TypeVar
 
 from bench.cli.main import main
-from bench.errors import BenchError, TargetError, UsageError
-from bench.load.synthetic import free_port
-from bench.report.html import PolicyViolation, write_report
-from bench.report.plots import plot_qmax, plot_ttotal
-from bench.report.tuned import promise_check, verdict_line
-from policy.check import preview_resources, run_check
-from speech.files import load_artifact
-from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
-from speech.schema.plan_artifacts import PlanArtifact
-from speech.sim.artifact import SimulationArtifact, TuneArtifact
-from speech.stack.read import stack_file as stack_path
+from bench.operations.demo import Chain, Say, demo
+from bench.report.demo import render_demo
 
-STEPS = ("container", "qmax", "ttotal", "plan", "tune", "simulate", "preview+policy", "report")
-
-TUNE_TRAIN_DAYS = 1
-"""The tuner chooses on the demo's own hour (seed 1, the trace the simulation runs), so the tuned
-plan's promise is what the simulation must reproduce."""
-TUNE_HOLDOUT_DAYS = 2
-"""... and checks the winner on two other hours (seeds 2 and 3) and the perturbed first hour."""
+T = TypeVar("T")
 
 
-def _say(step: str, text: str) -> None:
-    print(f"[{step}] {text}", flush=True)
-
-
-def _bench(argv: list[str]) -> int:
-    return main(argv)
-
-
-class Container:
-    """The local inference container as a child process, stopped on every exit path."""
-
-    def __init__(self, serve_cmd: str, log_path: Path, slo_ms: float):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        argv = [*shlex.split(serve_cmd), "--host", "127.0.0.1", "--port", str(self.port)]
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = open(log_path, "wb")
-        # Its own process group: a Ctrl-C in the terminal reaches us, and we stop it in order.
-        self.proc = subprocess.Popen(
-            argv, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, "SLO_MS": f"{slo_ms:g}", "HF_HUB_OFFLINE": "1"},
-        )
-
-    def wait_ready(self, timeout_s: float = 240.0) -> dict:
-        deadline = time.monotonic() + timeout_s
-        last = "no answer"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise TargetError(f"the container exited with code {self.proc.returncode}; see {self.log_path}")
+def drive(chain: Chain[T]) -> T:
+    """Run ``chain`` to its end: print each line it says as ``[step] text``, run each command line it
+    yields through the entry point and send back the exit code; return what it returns. Closed on
+    every exit path, so an interrupted chain stops its container."""
+    reply: int | None = None
+    try:
+        while True:
             try:
-                r = httpx.get(self.url + "/ping", timeout=2)
-                if r.status_code == 200:
-                    return r.json()
-                last = r.text[:200]
-            except httpx.HTTPError as err:
-                last = type(err).__name__
-            time.sleep(0.25)
-        raise TargetError(f"the container did not become ready within {timeout_s:.0f} s ({last}); see {self.log_path}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # drains in-flight requests, then exits 0
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
-
-
-def newest_artifact(out: Path, pattern: str, *, exclude: str | None = None) -> Path:
-    found = sorted((p for p in out.glob(pattern) if exclude is None or not p.match(exclude)), key=lambda p: p.stat().st_mtime)
-    if not found:
-        raise BenchError(f"no {pattern} in {out} after the step; see its output above")
-    return found[-1]
-
-
-def seed_plan_path(out: Path) -> Path:
-    """bench plan's plan-<model>.json (not bench tune's plan-<model>-tuned.json beside it)."""
-    return newest_artifact(out, "plan-*.json", exclude="plan-*-tuned.json")
-
-
-@dataclass(frozen=True)
-class Tuned:
-    """bench tune's output in --out: the tuned plan and the tune artifact (knobs, checks)."""
-
-    plan_path: Path
-    plan: PlanArtifact
-    tune_path: Path | None
-    tune: TuneArtifact | None
-
-
-def _step(name: str, rc: int, ok: tuple[int, ...] = (0,)) -> None:
-    if rc == 130:  # the step saw Ctrl-C first; unwind the demo the same way
-        raise KeyboardInterrupt
-    if rc not in ok:
-        raise BenchError(f"step {name} failed with exit code {rc}; see its output above")
+                event = chain.send(reply)
+            except StopIteration as done:
+                return done.value
+            if isinstance(event, Say):
+                print(f"[{event.step}] {event.text}", flush=True)
+                reply = None
+            else:
+                reply = main(event.argv)
+    finally:
+        chain.close()
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.slo_ms <= 0 or args.peak_rps <= 0 or args.max_concurrency < 2:
-        raise UsageError("--slo-ms and --peak-rps must be > 0 and --max-concurrency >= 2")
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    t_start = time.monotonic()
-    # SIGTERM (e.g. from a CI runner) takes the same path as Ctrl-C: stop the container, write nothing half.
-    previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    if getattr(args, "report_only", False):
-        signal.signal(signal.SIGTERM, previous)
-        qmax_path, ttotal_path = newest_artifact(out, "qmax-*.json"), newest_artifact(out, "ttotal-*.json")
-        qmax, ttotal = load_artifact(qmax_path, QmaxArtifact), load_artifact(ttotal_path, TtotalArtifact)
-        plan = load_artifact(seed_plan_path(out), PlanArtifact)
-        _say("report", f"re-using {qmax_path.name}, {ttotal_path.name} and the plan in {out}")
-        tuned = _reuse_tuned(out, plan, qmax, ttotal)
-
-        plot_qmax(qmax, qmax_path.with_suffix(".png"))
-        plot_ttotal(ttotal, ttotal_path.with_suffix(".png"))
-    else:
-        qmax_path, ttotal_path, qmax, ttotal, plan = _measure_and_plan(args, out, previous)
-        tuned = tune_step(args, out, qmax_path, ttotal_path, plan)
-    return _after_plan(args, out, t_start, qmax_path, ttotal_path, qmax, ttotal, plan, tuned)
-
-
-def _measure_and_plan(args: argparse.Namespace, out: Path, previous):
-    """container -> qmax -> ttotal -> plan; the container stopped on every path."""
-
-    container: Container | None = None
-    try:
-        _say("container", "starting the inference container (real Kokoro-82M, onnx on CPU)...")
-        container = Container(args.serve_cmd, out / "container.log", args.slo_ms)
-        ident = container.wait_ready()
-        _say("container", f"ready at {container.url} ({ident.get('backend')}, weights {str(ident.get('weights_sha256', '?'))[:19]})")
-
-        levels = ["--levels", "1,2", "--no-refine"] if args.quick else ["--max-concurrency", str(args.max_concurrency)]
-        settle, measure = ("1", "4") if args.quick else (f"{args.settle_s:g}", f"{args.measure_s:g}")
-        _say("qmax", f"closed-loop ladder against {container.url}, SLO {args.slo_ms:g} ms")
-        _step("qmax", _bench(["qmax", "--url", container.url, "--slo-ms", f"{args.slo_ms:g}", *levels,
-                              "--settle-s", settle, "--measure-s", measure, "--mix", "short", "--out", str(out), "--plot"]),
-              ok=(0, 1))  # 1: Q_max 0; the demo goes on so the plan's stop and the report show why
-        qmax_path = newest_artifact(out, "qmax-*.json")
-
-        _say("ttotal", "timing a second container process from start to first served request")
-        _step("ttotal", _bench(["ttotal", "--qmax", str(qmax_path), "--url", container.url, "--serve-cmd", args.serve_cmd,
-                                "--recover-window-s", "3" if args.quick else "5", "--out", str(out), "--plot"]))
-        ttotal_path = newest_artifact(out, "ttotal-*.json")
-
-        _say("plan", f"peak {args.peak_rps:g} rps, trough {args.trough_rps:g} rps, surge x{args.surge_ratio:g}")
-        rc = _bench(["plan", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--slo-ms", f"{args.slo_ms:g}",
-                     "--peak-rps", f"{args.peak_rps:g}", "--trough-rps", f"{args.trough_rps:g}",
-                     "--surge-ratio", f"{args.surge_ratio:g}", "--out", str(out), "--stack", args.stack,
-                     "--stack-dir", str(args.stack_dir), "--instance-type", args.instance_type, "--allow-config-mismatch"])
-        _step("plan", rc, ok=(0, 1))
-        qmax = load_artifact(qmax_path, QmaxArtifact)
-        ttotal = load_artifact(ttotal_path, TtotalArtifact)
-        plan = load_artifact(seed_plan_path(out), PlanArtifact)
-    finally:
-        try:
-            if container is not None:
-                container.stop()
-                _say("container", "stopped")
-        finally:  # even when stopping failed: the caller's SIGTERM handler comes back
-            signal.signal(signal.SIGTERM, previous)
-    return qmax_path, ttotal_path, qmax, ttotal, plan
-
-
-def tune_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan: PlanArtifact) -> Tuned | None:
-    """``bench tune`` on the demo's trace with the plan's own inputs (so its seed is the plan just
-    made): trained on that hour, checked on other hours; the tuned plan and the tune artifact land
-    in --out. Exit 1 (a check missed the share) is a result the report shows, not a failure."""
-
-    if plan.q_max < 1:
-        _say("tune", "skipped: Q_max is 0 (no ladder level met the SLO), there is nothing to tune")
-        return None
-    spec = simulation_trace(args)
-    _say("tune", f"bench tune on {spec}: {TUNE_TRAIN_DAYS} training hour (the one simulated next), "
-                 f"{TUNE_HOLDOUT_DAYS} held-out hours, spikes x{args.surge_ratio:g} and a shifted hour")
-    started = time.monotonic()
-    rc = _bench(["tune", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--trace", spec,
-                 "--slo-ms", f"{args.slo_ms:g}", "--peak-rps", f"{args.peak_rps:g}",
-                 "--trough-rps", f"{min(args.trough_rps, args.peak_rps):g}", "--surge-ratio", f"{args.surge_ratio:g}",
-                 "--train-days", str(TUNE_TRAIN_DAYS), "--holdout-days", str(TUNE_HOLDOUT_DAYS), "--out", str(out)])
-    _step("tune", rc, ok=(0, 1))
-    tuned_path = out / f"plan-{plan.model}-tuned.json"
-    tune_path = newest_artifact(out, f"tune-{plan.model}-*.json")
-    tuned = Tuned(tuned_path, load_artifact(tuned_path, PlanArtifact), tune_path, load_artifact(tune_path, TuneArtifact))
-    _say("tune", f"done in {time.monotonic() - started:.1f} s: " + ("the promise held on every check" if rc == 0 else
-                 "a check missed the SLO share (the report shows which)"))
-    return tuned
-
-
-def _reuse_tuned(out: Path, plan: PlanArtifact, qmax: QmaxArtifact, ttotal: TtotalArtifact) -> Tuned | None:
-    """--report-only: the tuned plan a previous demo left in --out, when it was tuned from the
-    artifacts re-used (else the report goes without it, and says why here)."""
-
-    path = out / f"plan-{plan.model}-tuned.json"
-    if not path.exists():
-        _say("tune", f"no {path.name} in {out} (a demo from before bench tune ran in it): the report shows the seed plan only")
-        return None
-    tuned = load_artifact(path, PlanArtifact)
-    if (tuned.inputs.qmax_sha256, tuned.inputs.ttotal_sha256) != (canonical_sha256(qmax), canonical_sha256(ttotal)):
-        _say("tune", f"{path.name} was tuned from other qmax/ttotal artifacts than the newest ones: left out; "
-                     "run the whole demo to tune again")
-        return None
-    tune_path, tune = None, None
-    for p in sorted(out.glob(f"tune-{plan.model}-*.json"), key=lambda p: p.stat().st_mtime, reverse=True):
-        candidate = load_artifact(p, TuneArtifact)
-        if candidate.tuned_plan_sha256 == canonical_sha256(tuned):  # the tuning that wrote this tuned plan
-            tune_path, tune = p, candidate
-            break
-    _say("tune", f"re-using {path.name}" + (f" and {tune_path.name}" if tune_path is not None else ""))  # set with tune
-    return Tuned(path, tuned, tune_path if tune is not None else None, tune)
-
-
-def _after_plan(args: argparse.Namespace, out: Path, t_start: float, qmax_path: Path, ttotal_path: Path,
-                qmax: QmaxArtifact, ttotal: TtotalArtifact, plan: PlanArtifact, tuned: Tuned | None = None) -> int:
-    plan_path = seed_plan_path(out)
-    simulation, simulation_pngs = simulate_step(args, out, qmax_path, ttotal_path, plan_path, plan, tuned)
-
-    stack_file = stack_path(args.stack_dir, args.stack)
-    _say("preview+policy", f"the Pulumi program under mocks on {stack_file}, every resource sent to the policy pack")
-    violations, gates = _preview_and_policy(stack_file, args.stack)
-    for g in gates:
-        _say("preview+policy", f"gate: {g}")
-    mandatory = [v for v in violations if v.level == "mandatory"]
-    _say("preview+policy", f"{len(mandatory)} mandatory, {len(violations) - len(mandatory)} advisory violation(s)")
-    for v in violations:
-        _say("preview+policy", f"  {v.level}: [{v.policy}] {v.resource}: {v.message}")
-
-    next_steps = [
-        # The bucket is the stack output endpoints.<model>.provenance_bucket: measured figures scale only with receipts.
-        f"python -m bench qmax --endpoint <stack>-{plan.model} --slo-ms <SLO> --plot --receipt-bucket <bucket>",
-        f"python -m bench ttotal --endpoint <stack>-{plan.model} --qmax artifacts/qmax-....json --plot --receipt-bucket <bucket>",
-        "python -m bench plan --qmax ... --ttotal ... --peak-rps <N> --stack <stack>",
-        "pulumi preview --policy-pack policy && pulumi up",
-        f"python -m bench validate --plan artifacts/plan-{plan.model}.json --endpoint <stack>-{plan.model} --live",
-    ]
-    report = write_report(
-        out / "report.html", plan=plan, qmax=qmax, ttotal=ttotal,
-        ladder_png=_png_for(qmax_path), waterfall_png=_png_for(ttotal_path),
-        violations=violations, policy_ran=True, next_steps=next_steps,
-        simulation=simulation, simulation_pngs=simulation_pngs,
-        policy_note=(f"These measurements describe this machine ({plan.fingerprint.slug}), not {args.instance_type}: "
-                     "the demo plans scaling from them anyway so the numbers reach real resources, and the pack "
-                     "shows it would block deploying them there. On AWS, measure the endpoint itself."),
-        title="speech-endpoints demo: measured on this machine",
-        instance_type=args.instance_type,
-        tuned_plan=tuned.plan if tuned is not None else None, tune=tuned.tune if tuned is not None else None,
-    )
-    elapsed = time.monotonic() - t_start
+    summary = drive(demo(args))
     print()
-    print(f"demo finished in {elapsed / 60:.1f} min: Q_max {plan.q_max} at SLO {args.slo_ms:g} ms, "
-          f"T_total {plan.t_total.planning_s:.1f} s (measured {plan.t_total.measured_s:.1f} s), plan verdict {plan.verdict}")
-    print(f"  qmax artifact   {qmax_path}  (+ {qmax_path.with_suffix('.png').name})")
-    print(f"  ttotal artifact {ttotal_path}  (+ {ttotal_path.with_suffix('.png').name})")
-    print(f"  plan            {plan_path}")
-    if tuned is not None:
-        print(f"  tuned plan      {tuned.plan_path}" + (f"  (+ {tuned.tune_path.name})" if tuned.tune_path else ""))
-        check = _promise_line(tuned.plan, simulation)
-        if check:
-            print(f"                  {check}")
-    if simulation is not None:
-        print(f"  simulation      {newest_artifact(out, 'simulation-*.json')}  (+ {len(simulation_pngs)} PNGs)")
-    print(f"  stack config    {stack_file}")
-    print(f"  report          {report}")
-    if mandatory:
-        print(f"\nThe policy pack blocks this stack ({', '.join(sorted({v.policy for v in mandatory}))}): the measurements "
-              f"describe this machine, not {args.instance_type}. That is the guard doing its job.")
-    print("\nWith an AWS account, measure the endpoint itself and deploy (<bucket>: the stack output "
-          "endpoints.<model>.provenance_bucket, where the runs leave their receipts):")
-    for s in next_steps:
-        print(f"  {s}")
+    print(render_demo(summary))
     return 0
-
-
-def simulation_trace(args: argparse.Namespace) -> str:
-    """One hour of the diurnal tide between the planned trough and peak (1 s steps, seeded): long
-    enough for every policy to scale out and back in, short enough to add seconds, not minutes."""
-    return f"diurnal:peak={args.peak_rps:g},trough={min(args.trough_rps, args.peak_rps):g},hours=1,seed=1"
-
-
-def _promise_line(tuned: PlanArtifact, simulation: SimulationArtifact | None) -> str | None:
-    c = promise_check(tuned, simulation) if simulation is not None else None
-    return verdict_line(c) if c is not None else None
-
-
-def simulate_step(args: argparse.Namespace, out: Path, qmax_path: Path, ttotal_path: Path, plan_path: Path,
-              plan: PlanArtifact, tuned: Tuned | None = None) -> tuple[SimulationArtifact | None, list[Path]]:
-    """``bench simulate`` on the plan just made (and the tuned plan beside it): the comparison table
-    in the output, the artifact and the PNGs next to the others."""
-
-    if plan.q_max < 1:
-        _say("simulate", "skipped: Q_max is 0 (no ladder level met the SLO), there is no instance to simulate")
-        return None, []
-    spec = simulation_trace(args)
-    pair = ["--tuned-plan", str(tuned.plan_path)] if tuned is not None else []
-    _say("simulate", ("the seed plan and the tuned plan" if tuned is not None else "the plan")
-         + f" against every scaling policy on {spec}")
-    _step("simulate", _bench(["simulate", "--qmax", str(qmax_path), "--ttotal", str(ttotal_path), "--plan", str(plan_path),
-                              *pair, "--trace", spec, "--out", str(out), "--plot"]))
-    path = newest_artifact(out, "simulation-*.json")
-    art = load_artifact(path, SimulationArtifact)
-    stem = path.with_suffix("")
-    pngs = [Path(f"{stem}-cost-vs-slo.png"), Path(f"{stem}-timeline.png")]
-    return art, [p for p in pngs if p.exists()]
-
-
-def _png_for(artifact: Path) -> Path | None:
-    png = artifact.with_suffix(".png")
-    return png if png.exists() else None
-
-
-def _preview_and_policy(stack_file: Path, stack: str):
-    resources, preview = preview_resources(stack_file, stack)
-    report = run_check(resources, None, stack)
-    violations = [PolicyViolation(d.level, d.policy, d.resource or "(stack)", d.message) for d in report.diagnostics]
-    gates = [f"{g.model}: {'scaling' if g.enabled else 'no scaling'}: {g.reason}" for g in preview.gates]
-    return violations, gates

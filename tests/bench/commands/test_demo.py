@@ -150,13 +150,13 @@ DEMO_FLAGS = ["--slo-ms", "3000"]
 
 
 def test_tune_runs_after_plan_and_before_simulate():
-    from bench.commands.demo import STEPS
+    from bench.operations.demo import STEPS
 
     assert STEPS.index("plan") + 1 == STEPS.index("tune") == STEPS.index("simulate") - 1
 
 
 def test_the_seed_plan_is_never_the_tuned_one(tmp_path):
-    from bench.commands.demo import seed_plan_path
+    from bench.operations.demo import seed_plan_path
 
     (tmp_path / "plan-kokoro-82m.json").write_text("{}")
     time.sleep(0.01)
@@ -172,7 +172,8 @@ def planned_and_tuned(tmp_path_factory):
 
     from bench.cli.main import main
     from bench.cli.parsers.demo import add_arguments
-    from bench.commands.demo import tune_step
+    from bench.commands.demo import drive
+    from bench.operations.demo import tune_step
 
     root = tmp_path_factory.mktemp("demo")
     out = root / "out"
@@ -185,12 +186,12 @@ def planned_and_tuned(tmp_path_factory):
     add_arguments(p)
     args = p.parse_args(["--out", str(out), "--stack-dir", str(root), *DEMO_FLAGS])
     plan = load_artifact(out / "plan-kokoro-82m.json", PlanArtifact)
-    return root, plan, tune_step(args, out, qp, tp, plan)
+    return root, plan, drive(tune_step(args, out, qp, tp, plan))
 
 
 @pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_the_tune_step_tunes_the_plan_just_made_on_the_demos_hour(planned_and_tuned, capsys):
-    from bench.commands.demo import TUNE_HOLDOUT_DAYS, simulation_trace
+    from bench.operations.demo import TUNE_HOLDOUT_DAYS, simulation_trace
 
     _, plan, tuned = planned_and_tuned
     assert tuned is not None and tuned.tune is not None
@@ -263,3 +264,53 @@ def test_report_only_leaves_out_a_tuned_plan_of_other_artifacts(planned_and_tune
     sim = load_artifact(root / "out" / "simulation-kokoro-82m-diurnal.json", SimulationArtifact)
     assert sim.tuned_plan_sha256 is None and sim.results[0].policy == "plan"
     assert "<h2>The tuned plan" not in (root / "out" / "report.html").read_text()
+
+
+# --- the command drives the chain: what it says is printed, what it runs is run, a close stops it ---
+
+
+def test_drive_prints_runs_and_sends_back_the_exit_code(capsys):
+    from bench.commands.demo import drive
+    from bench.operations.demo import Run, Say
+
+    got: list[int | None] = []
+
+    def chain():
+        yield Say("one", "hello")
+        got.append((yield Run(["plan", "--qmax"])))  # a usage error: exit 2, sent back to the chain
+        return "done"
+
+    assert drive(chain()) == "done"
+    assert got == [2]
+    out = capsys.readouterr()
+    assert out.out.startswith("[one] hello\n") and "--qmax" in out.out + out.err
+
+
+def test_drive_closes_the_chain_when_the_caller_is_interrupted(monkeypatch):
+    """A Ctrl-C that lands in the command (here: while it prints, not in a step) still runs the
+    chain's cleanup (the container's stop), and the chain yields nothing more while being closed."""
+    import builtins
+
+    from bench.commands.demo import drive
+    from bench.operations.demo import Say
+
+    cleaned: list[str] = []
+
+    def chain():
+        try:
+            yield Say("container", "up")
+            yield Say("qmax", "ladder")
+        finally:
+            cleaned.append("stopped")
+
+    real_print = builtins.print
+
+    def print_until_qmax(*args, **kwargs):
+        if args and "[qmax]" in str(args[0]):
+            raise KeyboardInterrupt
+        real_print(*args, **kwargs)
+
+    monkeypatch.setattr(builtins, "print", print_until_qmax)
+    with pytest.raises(KeyboardInterrupt):
+        drive(chain())
+    assert cleaned == ["stopped"]

@@ -23,7 +23,8 @@ ABOVE = ("bench.commands", "bench.cli.main", "bench.cli.results")
 def climbs(run: Callable[[], int]) -> tuple[int, list[str], set[str]]:
     """Run ``run`` with a profiler that records every Python call into ``bench.commands`` made while a
     frame of any other package of ours is on the stack beneath it; and which lower rooms were entered
-    (so a test can tell that the command did reach down)."""
+    (so a test can tell that the command did reach down), each as its room (``bench.operations``) and
+    its module (``bench.operations.demo``)."""
     found: list[str] = []
     rooms: set[str] = set()
 
@@ -34,7 +35,7 @@ def climbs(run: Callable[[], int]) -> tuple[int, list[str], set[str]]:
         if not name.startswith(("bench.", "speech.", "policy.")):
             return
         if not name.startswith(ABOVE):
-            rooms.add(".".join(name.split(".")[:2]))
+            rooms.update((".".join(name.split(".")[:2]), name))
             return
         if not name.startswith("bench.commands"):
             return
@@ -84,6 +85,28 @@ def test_simulate_stays_below_the_command(tmp_path, capsys):
     assert rc == 0, capsys.readouterr()
     assert "plan done" in capsys.readouterr().err  # the callback did run
     assert {"bench.operations", "speech.sim"} <= rooms
+    assert found == []
+
+
+# The pack process previews the stack: slow tier.
+@pytest.mark.slow
+def test_demo_stays_below_the_command(tmp_path, capsys):
+    """``bench demo --report-only`` on a directory a demo's measuring steps left (the reference
+    artifacts, bench plan's plan and stack): the chain runs in bench.operations.demo, and the
+    steps it hands up (bench simulate) run from the command, not beneath the chain."""
+    import shutil
+
+    out = tmp_path / "out"
+    out.mkdir()
+    qp, tp = Path(shutil.copy(QMAX_REF, out)), Path(shutil.copy(TTOTAL_REF, out))
+    assert main(["plan", "--qmax", str(qp), "--ttotal", str(tp), "--slo-ms", "3000", "--peak-rps", "20", "--trough-rps", "1",
+                 "--out", str(out), "--stack", "local", "--stack-dir", str(tmp_path), "--instance-type", "ml.g5.xlarge",
+                 "--allow-config-mismatch"]) in (0, 1)
+    rc, found, rooms = climbs(lambda: main(["demo", "--report-only", "--out", str(out), "--stack-dir", str(tmp_path),
+                                            "--slo-ms", "3000"]))
+    assert rc == 0, capsys.readouterr()
+    assert {"bench.operations.demo", "bench.operations.simulate", "speech.sim"} <= rooms
+    assert (out / "report.html").exists()
     assert found == []
 
 
