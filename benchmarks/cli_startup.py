@@ -1,6 +1,6 @@
-"""How long each entry point takes to answer --version/--help, every bench command's own --help, and
-one argument error per bench command (a value outside its range, or a missing required flag),
-against the bare interpreter start measured in the same run. Prints a markdown table of medians
+"""How long each entry point takes to answer --version/--help, every bench and speech-deploy command's own
+--help, and one argument error per bench command and one of speech-deploy's (a value outside its range, a
+missing required flag, a bad stack name), against the bare interpreter start measured in the same run. Prints a markdown table of medians
 and whether each row is under the target (--target-s, default 0.5 s).
 
     PYTHONPATH=. .venv/bin/python benchmarks/cli_startup.py            # 7 runs per row
@@ -52,7 +52,8 @@ ROWS = [
     *((f"speech-bench {c} --help", ["speech-bench", c, "--help"], 0) for c in BENCH_COMMANDS),
     *((f"speech-bench {c} {' '.join(BAD_ARGS[c])}", ["speech-bench", c, *BAD_ARGS[c]], 2) for c in BENCH_COMMANDS),
     ("speech-deploy --help", ["speech-deploy", "--help"], 0),
-    ("speech-deploy preview --help", ["speech-deploy", "preview", "--help"], 0),
+    *((f"speech-deploy {c} --help", ["speech-deploy", c, "--help"], 0) for c in ("preview", "rehearse", "render")),
+    ("speech-deploy render --stack ../x --out o", ["speech-deploy", "render", "--stack", "../x", "--out", "o"], 2),
     ("speech-policy --help", ["speech-policy", "--help"], 0),
     ("speech-policy check --help", ["speech-policy", "check", "--help"], 0),
     ("speech-container --help", ["speech-container", "--help"], 0),
