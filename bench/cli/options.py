@@ -146,21 +146,42 @@ def _reasons(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _promise(path: Path | None):
-    from pydantic import ValidationError
+PROMISE_FILES = "bench tune's tune-<model>-<trace>.json, the tuned plan it wrote, or a promise's JSON"
 
+
+def _promise(path: Path | None):
+    """``--promise FILE``'s promise: the plan part of a tune artifact's promise, a (tuned) plan's own,
+    or a promise's JSON in either shape (the plan's or the tune artifact's)."""
     if path is None:
         return None
-    from speech.schema.config import Promise
+    import json
 
+    from speech.errors import ArtifactError
+    from speech.files import load_artifact
+    from speech.schema.plan_artifacts import PlanArtifact
+    from speech.schema.promise import Promise
+    from speech.sim.artifact import TuneArtifact, TunePromise
+
+    try:  # a peek at the shape only: load_artifact reads it again and says what is wrong with it
+        peek = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        peek = None
+    kind = peek.get("kind") if isinstance(peek, dict) else None
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise UsageError(f"--promise {path}: cannot read it ({err.strerror}); pass the JSON bench tune wrote") from None
-    try:
-        return Promise.model_validate_json(text)
-    except ValidationError as err:
-        raise UsageError(describe_validation_error(err, f"--promise {path}")) from None
+        if kind == "tune":
+            return load_artifact(path, TuneArtifact).promise.plan_promise()
+        if kind == "plan":
+            promise = load_artifact(path, PlanArtifact).promise
+            if promise is None:
+                raise UsageError(f"--promise {path}: the plan holds no promise (an untuned plan); pass {PROMISE_FILES}")
+            return promise
+        if kind is not None:
+            raise UsageError(f"--promise {path}: a {kind!r} artifact holds no plan promise; pass {PROMISE_FILES}")
+        if isinstance(peek, dict) and "within_slo_share" in peek:
+            return load_artifact(path, TunePromise).plan_promise()
+        return load_artifact(path, Promise)
+    except ArtifactError as err:
+        raise UsageError(f"--promise {err}") from None
 
 
 # --- local servers (bench ttotal, tcopy) ----------------------------------------------------------

@@ -87,8 +87,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--reason", action="append", default=[], metavar="NAME=WHY",
                    help="why a tuned value differs from its seed (recorded and printed next to it); repeatable")
     t.add_argument("--promise", type=Path, default=None, metavar="FILE",
-                   help="JSON of the simulated promise (bench tune): SLO share, rejected share, instance-hours, cost vs "
-                        "floor, trace sha256, seed, simulator version; without it the plan is advisory")
+                   help="the simulated promise (SLO share, rejected share, instance-hours, cost vs floor, trace sha256, "
+                        "seed, simulator version): bench tune's tune-<model>-<trace>.json, the tuned plan it wrote, or "
+                        "the promise's JSON alone; without it the plan is advisory")
     sch = p.add_argument_group("scheduled floors")
     sch.add_argument("--schedule-from", metavar="TRACE",
                      help="derive daily floors from your traffic: a trace spec as for bench simulate (csv:PATH, "
