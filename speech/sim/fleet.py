@@ -23,6 +23,7 @@ receiving requests, finishes the ones it holds and is billed until then.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -105,6 +106,78 @@ def fluid_step(occ_grid: list, dep: list, blk: list, m: float, lam: float) -> tu
     return occ_grid[k], blk[k], k, 0.0
 
 
+class FluidGrid:
+    """:func:`fluid_step` on one instance model's grid, searched from the grid index of the step
+    before (the fleet's occupancy moves a few grid points a second) instead of bisecting the whole
+    grid: the same (m', P_block, k, w), bit for bit.
+
+    Why the same: ``g(k) = (occ[k] + dep[k]) + lam (blk[k] - 1)`` is evaluated with the same
+    operations in the same order, and with ``occ + dep`` and ``blk`` nondecreasing along the grid
+    (``monotone``) and ``lam >= 0``, g computed in floating point is nondecreasing in k (rounding
+    is monotone), so "g(k) <= m" holds on a prefix of the grid and its last index, which the
+    bisection finds, is unique: any search for it finds the same k. Where the grid is not
+    monotone (no instance model built here, but a guard costs nothing) or lam < 0, the bisection
+    itself runs."""
+
+    __slots__ = ("occ", "dep", "blk", "monotone", "step")
+
+    def __init__(self, model: InstanceModel) -> None:
+        self.occ, self.dep, self.blk = model.occupancy.tolist(), model.depart_rps.tolist(), model.block.tolist()
+        u = [o + d for o, d in zip(self.occ, self.dep, strict=True)]
+        v = [b - 1.0 for b in self.blk]
+        self.monotone = len(u) >= 2 and all(x <= y for x, y in itertools.pairwise(u)) \
+            and all(x <= y for x, y in itertools.pairwise(v))
+        self.step = self._searched(u, v) if self.monotone else self._bisected
+        """step(m, lam, hint) -> (m', P_block(m'), k, w): :func:`fluid_step` (m, lam), looking first
+        at grid index ``hint`` (the last step's k)."""
+
+    def _bisected(self, m: float, lam: float, hint: int) -> tuple[float, float, int, float]:
+        return fluid_step(self.occ, self.dep, self.blk, m, lam)
+
+    def _searched(self, u: list, v: list) -> Callable[[float, float, int], tuple[float, float, int, float]]:
+        """The step as a closure over the grid (local lookups: it runs once per simulated second)."""
+        occ, blk, dep, bisected = self.occ, self.blk, self.dep, fluid_step
+        kmax = len(u) - 1
+        u0, v0, u_top, v_top = u[0], v[0], u[kmax], v[kmax]
+        occ0, blk0, occ_top, blk_top = occ[0], blk[0], occ[kmax], blk[kmax]
+
+        def step(m: float, lam: float, hint: int) -> tuple[float, float, int, float]:
+            if not lam >= 0.0:  # never from a fleet (arrivals / instances), but g is monotone only for lam >= 0
+                return bisected(occ, dep, blk, m, lam)
+            if u_top + lam * v_top <= m:
+                return occ_top, blk_top, kmax, 0.0
+            if u0 + lam * v0 >= m:
+                return occ0, blk0, 0, 0.0
+            # the last k with g(k) <= m, in [0, kmax - 1] (g(0) < m < g(kmax)): gallop from the hint
+            # to a bracket g(lo) <= m < g(hi), then bisect it
+            k = hint if hint < kmax else kmax - 1
+            jump = 1
+            if u[k] + lam * v[k] <= m:
+                lo, hi = k, k + 1
+                while u[hi] + lam * v[hi] <= m:
+                    lo, jump = hi, jump * 2
+                    hi = hi + jump if hi + jump < kmax else kmax
+            else:
+                hi, lo = k, k - 1  # k >= 1: g(0) < m < g(k)
+                while u[lo] + lam * v[lo] > m:
+                    hi, jump = lo, jump * 2
+                    lo = lo - jump if lo > jump else 0
+            while hi - lo > 1:
+                mid = (lo + hi) >> 1
+                if u[mid] + lam * v[mid] <= m:
+                    lo = mid
+                else:
+                    hi = mid
+            g_lo = u[lo] + lam * v[lo]
+            g_hi = u[lo + 1] + lam * v[lo + 1]
+            w = (m - g_lo) / (g_hi - g_lo) if g_hi > g_lo else 0.0
+            if w > 0.0:
+                return occ[lo] + w * (occ[lo + 1] - occ[lo]), blk[lo] + w * (blk[lo + 1] - blk[lo]), lo, w
+            return occ[lo], blk[lo], lo, 0.0
+
+        return step
+
+
 WARM_WINDOW_S = 60
 
 
@@ -121,12 +194,12 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readi
     per instance (the plan's X(C_scale_max)), within the policy's bounds, as if it had been running:
     a trace's first second is not a cold endpoint. None: the policy's own initial count."""
     readings = readings or AwsReadings()
-    occ_grid = model.occupancy.tolist()
-    dep = model.depart_rps.tolist()
-    blk = model.block.tolist()
+    grid = FluidGrid(model)
+    dep = grid.dep
     arr = np.asarray(arrivals, dtype=float).tolist()
     T = len(arr)
     hist = History(occupancy=[0.0] * T, arrivals=arr, rejected=[0.0] * T, serving=[0] * T)
+    occ_out, rej_out, serving_out = hist.occupancy, hist.rejected, hist.serving
     pos_out, adm_out, billed_out = [0.0] * T, [0.0] * T, [0] * T
     actions: list[Action] = []
     scaler = Scaler(policy)
@@ -143,23 +216,28 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readi
     updating_until = -1.0
     refused: list[Action] = []
     m = 0.0
+    k = 0
+    step = grid.step
+    tick = scaler.tick_s
+    drained_at = math.inf  # the earliest end among the draining instances
     for t in range(T):
         while pending and pending[0] <= t:
             pending.popleft()
             m = m * n / (n + 1)
             n += 1
         a = arr[t]
-        m, pb, k, w = fluid_step(occ_grid, dep, blk, m, a / n)
+        m, pb, k, w = step(m, a / n, k)
         rej = a * pb
-        hist.occupancy[t] = m
-        hist.rejected[t] = rej
-        hist.serving[t] = n
+        occ_out[t] = m
+        rej_out[t] = rej
+        serving_out[t] = n
         pos_out[t] = k + w
         adm_out[t] = a - rej
-        if draining:
+        if drained_at <= t:
             draining = [e for e in draining if e > t]
+            drained_at = min(draining, default=math.inf)
         billed_out[t] = n + len(pending) + len(draining)
-        if not scaler.due(t, T):
+        if (t + 1) % tick or t + 1 >= T:  # Scaler.due
             continue
         out = scaler.step(t, desired, hist, updating=one_at_a_time and t + 1 < updating_until)
         if out is None:
@@ -186,6 +264,7 @@ def run_policy(model: InstanceModel, arrivals: np.ndarray, policy: Policy, readi
                     # The instance leaves routing and drains what it holds.
                     rate = dep[k] if dep[k] > 0 else model.saturation_rps
                     draining.append(t + 1 + math.ceil(m / rate) if m > 0 else t + 1)
+                    drained_at = min(drained_at, draining[-1])
                     n -= 1
         desired = new
     return Run(

@@ -130,7 +130,8 @@ class AwsPolicy(Policy):
         tt, tt_fire = m_of_n_alarm(st.tt, metric > s.target_value, k, k)
         surge, surge_fire = m_of_n_alarm(st.surge, metric >= s.saturation_threshold, s.surge_periods, s.surge_periods)
         low, low_fire = m_of_n_alarm(st.low, traffic <= 0 or metric <= s.scale_in_threshold, s.scale_in_periods, s.scale_in_periods)
-        st = replace(st, tt=tt, surge=surge, low=low)
+        # AwsState(...) rather than dataclasses.replace: this runs once per metric period of every simulated day
+        st = AwsState(tt, surge, low, st.tt_until, st.tt_base, st.surge_until, st.in_until, st.jump_until)
         best, why = desired, ""
         if tt_fire:
             base = st.tt_base if now < st.tt_until else desired

@@ -3,6 +3,8 @@ context, the Policy protocol and the Scaler (bounds, tick, state) — in Ray Ser
 
 from __future__ import annotations
 
+import bisect
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -92,16 +94,23 @@ def floor_at(numbers: ScalingNumbers, t_s: float) -> int:
     below the plan's floor."""
     if not numbers.floors:
         return numbers.min_instances
+    entries = floor_entries(numbers.floors)
+    minute = int(t_s // 60) % 1440
+    past = bisect.bisect_right(entries, (minute, math.inf))  # entries at or before this minute
+    return max(numbers.min_instances, entries[past - 1][1] if past else entries[-1][1])
+
+
+@functools.lru_cache(maxsize=256)
+def floor_entries(floors: tuple[tuple[str, str, int], ...]) -> tuple[tuple[int, int], ...]:
+    """The scheduled floors as (minute of the day, instances), sorted; parsed once per schedule
+    (the policy asks every metric period of every simulated day)."""
     entries = []
-    for cron, _tz, n in numbers.floors:
+    for cron, _tz, n in floors:
         m = CRON_RE.match(cron)
         if m is None:
             raise SimulationInputError(f"scheduled floor {cron!r} is not cron(M H * * ? *)")
         entries.append((int(m.group(2)) * 60 + int(m.group(1)), n))
-    entries.sort()
-    minute = int(t_s // 60) % 1440
-    past = [n for at, n in entries if at <= minute]
-    return max(numbers.min_instances, past[-1] if past else entries[-1][1])
+    return tuple(sorted(entries))
 
 
 def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
