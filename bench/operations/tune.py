@@ -155,9 +155,10 @@ def tune(args: argparse.Namespace) -> TuneOutcome:
             days = [(f"held-out seed {args.seed + args.draws + i}", i_a) for i, i_a in enumerate(hold)]
             days += [(name, (2000 + j, a)) for j, (name, a) in enumerate(perturbed.items())]
             bare = replace(best.knobs, scheduled_floors=False) if best.knobs.scheduled_floors else None
-            # every check at once: seed, winner (and without its floors) on every day, and the days' floors
+            # every check at once: seed, winner (and without its floors) on every day (the checks read no
+            # floor), with the floors the promises' cost_vs_floor reads, while the pool runs
             tuner.prefetch((k, day) for _, day in days for k in (seed.knobs, best.knobs, bare) if k is not None)
-            tuner.prefetch_floors([day for _, day in days])
+            tuner.ensure_floors(seed, best)
             for name, day in days:
                 s_c, b_c = tuner.candidate(seed.knobs, [day]), tuner.candidate(best.knobs, [day])
                 assert s_c is not None and b_c is not None  # search returns knobs that have a plan

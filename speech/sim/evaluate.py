@@ -181,9 +181,53 @@ class Evaluator:
             hours = self.map_fn(floor_day_hours, [(self.model, a, self.inputs.slo_ms, self.slo_share) for a in todo.values()])
             self._floor.update(zip(todo, hours, strict=True))
 
+    def floors_of(self, days: Sequence[tuple[int, np.ndarray]]) -> DayFloors:
+        """The floor's hours of ``days``, computed when first read (:class:`DayFloors`)."""
+        return DayFloors(self, days)
+
+    def ensure_floors(self, *candidates: Candidate) -> None:
+        """Every floor the candidates' :attr:`Candidate.x_floor` will read, at once through
+        :attr:`map_fn` (call it while that map can still run: a process pool is closed after the search)."""
+        self.prefetch_floors([d for c in candidates if isinstance(c.floor_hours, DayFloors) for d in c.floor_hours.days])
+
     def candidate(self, k: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         if self.plan_for(k) is None:
             return None
         self.prefetch((k, d) for d in days)
-        self.prefetch_floors(days)
-        return Candidate(k, [self.run(k, i, a) for i, a in days], [self.floor_hours(i, a) for i, a in days], self.miss_chance)
+        return Candidate(k, [self.run(k, i, a) for i, a in days], self.floors_of(days), self.miss_chance)
+
+
+class DayFloors(Sequence[float]):
+    """The floor's instance-hours of each of ``days`` (:meth:`Evaluator.floor_hours`), computed at the
+    first read (or before, side by side, by :meth:`Evaluator.ensure_floors`).
+
+    Why lazy: a floor costs more than a simulated day (a day's Lagrangian over per-minute counts,
+    judged by the fluid step: 1-3 s against 0.2-0.4 s), and only a candidate's ``x_floor`` reads
+    it, which the search never does. ``bench tune`` reads it for the seed and the winner; the
+    crowd check's fifteen moved draws (speech.sim.crowd_check) need a floor only when their
+    candidate is the one kept. The numbers are those computed eagerly before: the same function
+    of the same (model, arrivals, SLO, share)."""
+
+    def __init__(self, evaluator: Evaluator, days: Sequence[tuple[int, np.ndarray]]) -> None:
+        self.days = list(days)
+        self._evaluator = evaluator
+        self._hours: list[float] | None = None
+
+    def _known(self) -> list[float]:
+        if self._hours is None:  # in this process (the map may be a pool closed since): Evaluator.ensure_floors batches them
+            self._hours = [self._evaluator.floor_hours(i, a) for i, a in self.days]
+        return self._hours
+
+    def __len__(self) -> int:
+        return len(self.days)
+
+    def __getitem__(self, i):  # type: ignore[override]  # Sequence's int and slice overloads, both answered by the list
+        return self._known()[i]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking, as the list it replaces
+
+    def __repr__(self) -> str:
+        return f"DayFloors({self._hours if self._hours is not None else f'{len(self.days)} days, not yet computed'})"

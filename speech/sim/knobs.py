@@ -102,7 +102,8 @@ class Knobs:
 class Candidate:
     knobs: Knobs
     days: list[Summary]
-    floor_hours: list[float]
+    floor_hours: Sequence[float]
+    """The floor's instance-hours of each day (the tuner's are computed when first read: speech.sim.evaluate.DayFloors)."""
     miss_chance: float = PROMISE_MISS_CHANCE
     """What :attr:`share_bound` allows (:func:`unseen_share_bound`); the tuner's own."""
 

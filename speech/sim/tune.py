@@ -134,7 +134,7 @@ class Tuner(Evaluator):
                 mean_so_far = sum(x.instance_hours for x in got.values()) / len(got)
                 return None, (mean_so_far if mean_so_far < cap_hours - EPS else None)
         got_all = [got[j] for j in range(len(days))]
-        return Candidate(k, got_all, [self.floor_hours(i, a) for i, a in days], self.miss_chance), None
+        return Candidate(k, got_all, self.floors_of(days), self.miss_chance), None
 
     def _prefetch_first(self, moves: Sequence[Knobs], days: Sequence[tuple[int, np.ndarray]], at: Candidate) -> None:
         """Each move on the draw where ``at`` has its lowest share: the first each challenge runs."""
