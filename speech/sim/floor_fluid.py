@@ -79,8 +79,19 @@ def queues_at_minute_starts(model: InstanceModel, per_second: np.ndarray, counts
     queue reaches back only as far as overloaded minutes chain, so this settles in a few rounds)."""
     n = counts.astype(float)
     queue = np.zeros(counts.size) if guess is None else guess.copy()
+    end: np.ndarray | None = None
+    before = queue
     for _ in range(JACOBI_ROUNDS):
-        _, end = fluid_steps(model, per_second, n, slo_ms, queue, with_end=True)
+        if end is None:
+            _, end = fluid_steps(model, per_second, n, slo_ms, queue, with_end=True)
+        else:
+            # a minute is a function of its own seconds, count and start alone (fluid_steps works row
+            # by row): only the minutes whose start moved are stepped again, the rest keep their end
+            moved = queue != before
+            if moved.any():
+                end = end.copy()
+                _, end[moved] = fluid_steps(model, per_second[moved], n[moved], slo_ms, queue[moved], with_end=True)
+        before = queue
         new = np.concatenate([[0.0], (end * n)[:-1]])
         if np.allclose(new, queue, rtol=1e-6, atol=1e-6):
             return new
