@@ -221,7 +221,7 @@ class DayFloors(Sequence[float]):
     def __len__(self) -> int:
         return len(self.days)
 
-    def __getitem__(self, i):  # type: ignore[override]  # Sequence's int and slice overloads, both answered by the list
+    def __getitem__(self, i):  # an index or a slice, as the list it stands for
         return self._known()[i]
 
     def __eq__(self, other: object) -> bool:
