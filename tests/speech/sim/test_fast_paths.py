@@ -128,7 +128,7 @@ def test_a_candidates_floors_are_the_floor_schedules_hours_read_when_asked(model
     from speech.sim.tune import Tuner
 
     q, t, m = model
-    days = [(i, generate(f"diurnal:peak=300,hours=1,seed={i + 1}").arrivals) for i in range(2)]
+    days = [(i, generate(f"step:base=60,factor=3,at=300,duration=900,seed={i + 1}").arrivals) for i in range(2)]
     tu = Tuner(q, t, PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=300, trough_rps=15), m, 0.995)
     c = tu.candidate(tu.seed_knobs(), days)
     assert c is not None
