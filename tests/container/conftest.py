@@ -1,6 +1,13 @@
-"""Real uvicorn servers as subprocesses on 127.0.0.1, one free port each."""
+"""Real uvicorn servers as subprocesses on 127.0.0.1, one free port each, and what needs the real
+model shared per session: a test process (pytest-xdist hands it whole files) starts each at most once.
+
+Session-scoped here: the onnx server, a sine server in the default configuration, the random
+upstream-layout torch checkpoint and one in-process torch backend loaded from it. Tests only read
+from them; a test that changes a server's state (shedding, drain, signals, counters it compares
+exactly) or needs another configuration starts its own through `server_factory`."""
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -57,6 +64,20 @@ class ServerProc:
             time.sleep(0.1)
         raise TimeoutError(f"server not ready: {last and last.text} {''.join(self.stderr)[-2000:]}")
 
+    def wait_for_stdout(self, holds, timeout: float = 60.0) -> list[str]:
+        """The server's stdout lines (JSON: stage markers, EMF) once `holds(lines)` is true: an
+        event waited for, where a fixed sleep is outlasted by a loaded machine's delays."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = list(self.stdout)
+            if holds(lines):
+                return lines
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no such stdout within {timeout} s; last lines: {lines[-5:]}")
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited {self.proc.returncode}: {''.join(self.stderr)[-2000:]}")
+            time.sleep(0.05)
+
     def rss_mb(self) -> float:
         """Resident memory of the server process (Linux /proc), MiB."""
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -99,3 +120,68 @@ def onnx_server():
         yield srv
     finally:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def sine_server():
+    """The sine backend in its default configuration, for tests that send requests and read the
+    answers (documents, /ping, validation): each start costs an interpreter, the app's imports and
+    a port. Counters on it move with every test that uses it: compare differences, not totals."""
+    srv = ServerProc({"BACKEND": "sine"})
+    try:
+        srv.wait_ready()
+        yield srv
+    finally:
+        srv.stop()
+
+
+def _need_torch():
+    # Not in the CPU image; the Makefile installs them from container/requirements-torch.txt.
+    pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
+    pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
+
+
+@pytest.fixture(scope="session")
+def torch_model_dir(tmp_path_factory) -> Path:
+    """MODEL_DIR in the upstream layout (config.json, kokoro-v1_0.pth, voices/af_random.pt): the real
+    Kokoro-82M architecture, random weights (seed 0), the duration head fixed at 2 frames per token,
+    written by the GPU benchmark's own writer. Building KModel and saving its 330 MB checkpoint is
+    the expensive part of every torch test's setup: once per session. Read-only for the tests."""
+    _need_torch()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from gpu_throughput import write_random_upstream_model
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return write_random_upstream_model(tmp_path_factory.mktemp("kokoro-random"))
+
+
+@contextlib.contextmanager
+def torch_process_settings():
+    """What a torch backend's init_framework changes for the whole process (denormals flushed, the
+    intra-op thread count), put back afterwards: right for a server, wrong for the rest of a test
+    process (hypothesis and numpy expect IEEE subnormals)."""
+    import torch
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def torch_backend(torch_model_dir):
+    """One in-process TorchBackend (TORCH_WORKERS=0, INFER_CORES=1, CPU) on `torch_model_dir`,
+    loaded once (its weight_norm folded). A test that runs it re-applies the process settings
+    with `with torch_process_settings(): backend.init_framework()` (cheap: no model load)."""
+    _need_torch()
+    from container.backends.torch_backend import TorchBackend
+    from container.settings import Settings
+    backend = TorchBackend(Settings(backend="torch", model_dir=torch_model_dir, torch_device="cpu",
+                                    torch_workers=0, infer_cores=1))
+    with torch_process_settings():
+        backend.init_framework()
+        backend.load_weights()
+    yield backend
+    backend.close()

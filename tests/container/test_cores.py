@@ -121,13 +121,13 @@ def test_settings_read_cpu_cores(monkeypatch):
         "cores": 3, "source": "CPU_CORES", "affinity": None, "quota": None, "infer_cores": 1}
 
 
-def test_ping_and_log_report_cores(server_factory):
+def test_ping_and_log_report_cores(server_factory, sine_server):
     srv = server_factory({"BACKEND": "sine", "CPU_CORES": "5"})
     body = httpx.get(srv.url + "/ping", timeout=10).json()
     assert body["cores"]["cores"] == 5 and body["cores"]["source"] == "CPU_CORES"
     assert body["cores"]["infer_cores"] == 5
     assert any("cores: 5 usable (CPU_CORES" in line for line in srv.stderr)
-    # without the override: this machine's affinity or quota, never more than it has
-    srv = server_factory({"BACKEND": "sine"})
-    cores = httpx.get(srv.url + "/ping", timeout=10).json()["cores"]
+    # without the override (the session's default server): this machine's affinity or quota,
+    # never more than it has
+    cores = httpx.get(sine_server.url + "/ping", timeout=10).json()["cores"]
     assert cores["source"] != "CPU_CORES" and 1 <= cores["cores"] <= len(os.sched_getaffinity(0))

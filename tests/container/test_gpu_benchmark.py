@@ -1,5 +1,6 @@
 """benchmarks/gpu_throughput.py runs unchanged on CPU at a tiny size (the GPU run uses the same
-code with CUDA found), and the torch backend's CPU layout and weight-norm folding hold."""
+code with CUDA found). The torch backend's CPU layout and weight-norm folding are checked in
+tests/container/backends/test_torch_backend.py, on the session's loaded backend."""
 from __future__ import annotations
 
 import json
@@ -54,43 +55,3 @@ def test_bad_levels_is_exit_2_without_traceback():
     r = subprocess.run([sys.executable, "benchmarks/gpu_throughput.py", "--levels", "1,x"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--levels" in r.stderr and "Traceback" not in r.stderr
-
-
-def test_weight_norm_folding_is_exact(tmp_path):
-    """Folding the decoder's weight_norm once must not change a single sample."""
-    import torch
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from gpu_throughput import VOICE, write_random_upstream_model
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    from container.backends.torch_backend import TorchBackend
-    from container.settings import Settings
-
-    write_random_upstream_model(tmp_path)
-    backend = TorchBackend(Settings(backend="torch", model_dir=tmp_path, torch_device="cpu", infer_cores=1))
-    threads = torch.get_num_threads()
-    try:
-        backend.init_framework()
-        backend.load_weights()  # folds
-        assert backend.parallel_runs == 1 and backend.width_matters is False
-        assert not backend.pack_segments
-        p = backend.prepare("Hello there.", VOICE, 1.0)
-        torch.manual_seed(7)  # the decoder's source adds noise
-        folded = backend.infer([p], threads=1)[0]
-        from kokoro import KModel
-        ref_model = KModel(repo_id="hexgrad/Kokoro-82M", config=str(tmp_path / "config.json"),
-                           model=str(tmp_path / "kokoro-v1_0.pth")).eval()
-        assert backend.local.fold_weight_norm() == 0  # nothing left to fold
-        unfolded_hooks = sum(type(h).__name__ == "WeightNorm" for m in ref_model.modules()
-                             for h in m._forward_pre_hooks.values())
-        assert unfolded_hooks == 89
-        table = backend.local.style[VOICE]
-        torch.manual_seed(7)
-        with torch.inference_mode():
-            want = ref_model(p.payload, table[len(p.payload) - 1], 1.0).numpy()
-        assert folded.shape == want.shape and float(abs(folded - want).max()) == 0.0
-    finally:
-        torch.set_flush_denormal(False)
-        torch.set_num_threads(threads)

@@ -45,9 +45,8 @@ def test_a_lone_client_that_hangs_up_and_asks_again_is_served(server_factory):
     assert _counter(metrics, "speech_requests_total", "admitted") == 2
 
 
-def test_pause_tags_are_silence_of_the_asked_length(server_factory):
-    srv = server_factory({"BACKEND": "sine"})
-    r = httpx.post(srv.url + "/invocations", json={"text": "Hi [pause:1.5s] there [PAUSE:99s]",
+def test_pause_tags_are_silence_of_the_asked_length(sine_server):
+    r = httpx.post(sine_server.url + "/invocations", json={"text": "Hi [pause:1.5s] there [PAUSE:99s]",
                                                    "response_format": "pcm"}, timeout=60)
     assert r.status_code == 200, r.text
     pcm = np.frombuffer(r.content, dtype="<i2")

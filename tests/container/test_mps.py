@@ -43,12 +43,12 @@ def test_serve_script_says_what_it_found_for_mps(tmp_path, tools, env, found):
     assert f"SPEECH_MPS={found}" in out.stdout.splitlines()[-1]
 
 
-def test_ping_reports_the_mps_state_serve_found(server_factory):
+def test_ping_reports_the_mps_state_serve_found(server_factory, sine_server):
     srv = server_factory({"BACKEND": "sine", "SPEECH_MPS": "absent"})
     body = httpx.get(f"{srv.url}/ping", timeout=5).json()
     assert body["status"] == "ok" and body["mps"] == "absent"
-    other = server_factory({"BACKEND": "sine"})
-    assert "mps" not in httpx.get(f"{other.url}/ping", timeout=5).json()  # not started by the script
+    # the session's default server was not started by the script
+    assert "mps" not in httpx.get(f"{sine_server.url}/ping", timeout=5).json()
 
 
 @pytest.mark.slow  # runs the serve script as a subprocess

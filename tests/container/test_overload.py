@@ -105,8 +105,8 @@ def test_body_limits_while_reading(server_factory):
     assert httpx.get(srv.url + "/ping", timeout=5).status_code == 200
 
 
-def test_deep_json_is_a_400_everywhere(server_factory):
-    srv = server_factory({"BACKEND": "sine"})
+def test_deep_json_is_a_400_everywhere(sine_server):
+    srv = sine_server
     deep = b"[" * 10000 + b"]" * 10000
     for path in ("/invocations", "/v1/audio/speech"):
         r = httpx.post(srv.url + path, content=deep, headers=J, timeout=10)

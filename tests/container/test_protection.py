@@ -121,9 +121,14 @@ def test_emf_metrics_on_stdout(server_factory):
                           "VARIANT_NAME": "AllTraffic"})
     results = asyncio.run(_post_many(srv.url, 3, {"text": TEXT}))
     assert sorted(r.status_code for r, _ in results) == [200, 503, 503]
-    time.sleep(0.8)
-    recs = [json.loads(l) for l in list(srv.stdout) if '"_aws"' in l]
-    assert recs
+
+    def emf(lines):
+        return [json.loads(line) for line in lines if '"_aws"' in line]
+    # Flushed every 0.3 s: wait until the flushes have counted all three and the service time, rather
+    # than sleeping for a few intervals (a loaded machine delays them).
+    lines = srv.wait_for_stdout(lambda lines: sum(r["Admitted"] + r["Rejected"] for r in emf(lines)) >= 3
+                                and any("ServiceTimep95" in r for r in emf(lines)))
+    recs = emf(lines)
     cw = recs[-1]["_aws"]["CloudWatchMetrics"][0]
     assert cw["Namespace"] == "SpeechEndpoints/Container"
     assert cw["Dimensions"] == [["EndpointName", "VariantName", "Model"]]

@@ -1,12 +1,11 @@
-import pytest
-
-"""The real int8 Kokoro-82M on onnxruntime, through a real server."""
+"""The real int8 Kokoro-82M on onnxruntime, through the session's real server and in this process."""
 import io
 import json
 import time
 
 import httpx
 import numpy as np
+import pytest
 import soundfile as sf
 
 from container.markers import STAGES, parse_stage_line
@@ -91,16 +90,25 @@ def test_ping_names_the_weights_it_serves(onnx_server):
     assert len(hashlib.sha256(b"").hexdigest()) == len(expected)
 
 
-def test_onnx_sessions_layout_and_no_spinning_between_runs():
-    """Two sessions on the real model: INFER_CORES intra-op threads for a lone segment and one
-    thread for parallel runs; the pool stops spinning after each run (its idle spin took CPU
-    from the 1-thread runs that follow), and both give the same audio."""
+@pytest.fixture(scope="module")
+def onnx_backend():
+    """The real model in this process (INFER_CORES=2: a 2-thread and a 1-thread session), loaded
+    once for the tests below; they only run it."""
     from container.backends.onnx import OnnxBackend
     from container.settings import Settings
 
     be = OnnxBackend(Settings(backend="onnx", infer_cores=2))
     be.init_framework()
     be.load_weights()
+    yield be
+    be.close()
+
+
+def test_onnx_sessions_layout_and_no_spinning_between_runs(onnx_backend):
+    """Two sessions on the real model: INFER_CORES intra-op threads for a lone segment and one
+    thread for parallel runs; the pool stops spinning after each run (its idle spin took CPU
+    from the 1-thread runs that follow), and both give the same audio."""
+    be = onnx_backend
     assert sorted(be._sessions) == [1, 2]
     for sess in be._sessions.values():
         opts = sess.get_session_options()
@@ -110,3 +118,26 @@ def test_onnx_sessions_layout_and_no_spinning_between_runs():
     wide, narrow = be.infer([p], 2)[0], be.infer([p], 1)[0]
     assert wide.size == narrow.size > 24000
     assert np.allclose(wide, narrow, atol=1e-3)
+
+
+def test_durations_output_leaves_the_audio_bit_identical(onnx_backend):
+    """The extra graph output (the predicted durations that word timestamps are read from) must not
+    change a sample: compare with the export as shipped, run on its own session."""
+    import onnxruntime as ort
+
+    from container.backends.onnx import resolve_model_files, with_durations_output
+
+    be = onnx_backend
+    assert be.supports_timestamps
+    p = be.prepare("Hello there.", be.voices[0], 1.0)
+    timed = be.infer([p], 1)[0]
+    model, _, _ = resolve_model_files(None)
+    plain = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    assert [o.name for o in plain.get_outputs()] == ["audio"]
+    ref = be.style[be.voices[0]][len(p.payload) - 1].reshape(1, 256)
+    want = plain.run(None, {"tokens": np.array([[0, *p.payload, 0]], np.int64), "style": ref,
+                            "speed": np.array([1.0], np.float32)})[0]
+    assert timed.shape == want.shape and float(np.abs(timed - want).max()) == 0.0
+    # one duration per model input (both pads included), 600 samples per frame
+    assert p.durations.shape == (len(p.payload) + 2,) and int(p.durations.sum()) * 600 == timed.size
+    assert with_durations_output(b"no such tensor here") is None

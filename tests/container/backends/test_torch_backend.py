@@ -1,9 +1,10 @@
-"""BACKEND=torch (kokoro.KModel) through a real server, on CPU, with random weights.
+"""BACKEND=torch (kokoro.KModel) through a real server and in process, on CPU, with random weights.
 
-MODEL_DIR is built here in the upstream layout (config.json, kokoro-v1_0.pth, voices/*.pt): the
-real Kokoro-82M architecture from the published hyperparameters (kokoro-onnx ships the upstream
-config.json), random weights, except that the duration head is fixed so every token lasts exactly
-FRAMES frames. That makes the output length a known number while the audio itself is noise.
+MODEL_DIR is the session's `torch_model_dir` (tests/container/conftest.py), in the upstream layout
+(config.json, kokoro-v1_0.pth, voices/*.pt): the real Kokoro-82M architecture from the published
+hyperparameters (kokoro-onnx ships the upstream config.json), random weights, except that the
+duration head is fixed so every token lasts exactly FRAMES frames. That makes the output length a
+known number while the audio itself is noise.
 """
 from __future__ import annotations
 
@@ -11,13 +12,11 @@ import base64
 import hashlib
 import io
 import json
-import math
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
-from importlib import resources
 from pathlib import Path
 
 import httpx
@@ -65,36 +64,13 @@ NETGUARD = textwrap.dedent('''
 ''')
 
 
-def _parts(model) -> dict:
-    # Upstream's kokoro-v1_0.pth was saved from DataParallel: every key starts with "module.".
-    return {part: {f"module.{k}": v for k, v in getattr(model, part).state_dict().items()}
-            for part in ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")}
-
-
 @pytest.fixture(scope="module")
-def upstream_dir(tmp_path_factory):
-    from kokoro import KModel
-
-    d = tmp_path_factory.mktemp("kokoro-upstream")
-    config = resources.files("kokoro_onnx") / "config.json"
-    shutil.copyfile(str(config), d / "config.json")
-    cfg = json.loads((d / "config.json").read_text())
-    # An empty checkpoint leaves KModel at its random initialisation without touching the hub.
-    torch.save({}, d / "empty.pth")
-    torch.manual_seed(0)
-    model = KModel(repo_id="hexgrad/Kokoro-82M", config=cfg, model=str(d / "empty.pth"))
-    (d / "empty.pth").unlink()
-    head = model.predictor.duration_proj.linear_layer
-    p = FRAMES / cfg["max_dur"]  # duration = sum over max_dur sigmoids, each p
-    with torch.no_grad():
-        head.weight.zero_()
-        head.bias.fill_(math.log(p / (1 - p)))
-    torch.save(_parts(model), d / "kokoro-v1_0.pth")
-    (d / "voices").mkdir()
-    torch.save(torch.randn(510, 1, 256) * 0.1, d / "voices" / f"{VOICE}.pt")
+def upstream_dir(torch_model_dir, tmp_path_factory):
+    """(the session's random checkpoint in the upstream layout, a directory holding the network
+    guard's sitecustomize.py, the model's vocabulary)."""
     guard = tmp_path_factory.mktemp("netguard")
     (guard / "sitecustomize.py").write_text(NETGUARD)
-    return d, guard, cfg["vocab"]
+    return torch_model_dir, guard, json.loads((torch_model_dir / "config.json").read_text())["vocab"]
 
 
 def _env(model_dir, guard) -> dict[str, str]:
@@ -295,3 +271,31 @@ def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstre
         ps = client.post("/dev/phonemize", json={"text": "Hello world."}).json()["phonemes"]
         g = client.post("/dev/generate_from_phonemes", json={"phonemes": ps, "voice": VOICE, "response_format": "pcm"})
         assert g.status_code == 200 and len(g.content) // 2 == (len(ps) + 2) * FRAMES * SAMPLES_PER_FRAME
+
+
+def test_weight_norm_folding_is_exact(torch_backend, torch_model_dir):
+    """Folding the decoder's weight_norm once (load_weights does) must not change a single sample:
+    the session's loaded backend against KModel as upstream builds it from the same files."""
+    from kokoro import KModel
+
+    from tests.container.conftest import torch_process_settings
+
+    backend = torch_backend
+    with torch_process_settings():
+        backend.init_framework()
+        assert backend.parallel_runs == 1 and backend.width_matters is False
+        assert not backend.pack_segments
+        p = backend.prepare("Hello there.", VOICE, 1.0)
+        torch.manual_seed(7)  # the decoder's source adds noise
+        folded = backend.infer([p], threads=1)[0]
+        ref_model = KModel(repo_id="hexgrad/Kokoro-82M", config=str(torch_model_dir / "config.json"),
+                           model=str(torch_model_dir / "kokoro-v1_0.pth")).eval()
+        assert backend.local.fold_weight_norm() == 0  # nothing left to fold
+        unfolded_hooks = sum(type(h).__name__ == "WeightNorm" for m in ref_model.modules()
+                             for h in m._forward_pre_hooks.values())
+        assert unfolded_hooks == 89
+        table = backend.local.style[VOICE]
+        torch.manual_seed(7)
+        with torch.inference_mode():
+            want = ref_model(p.payload, table[len(p.payload) - 1], 1.0).numpy()
+    assert folded.shape == want.shape and float(abs(folded - want).max()) == 0.0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,18 +23,6 @@ import torch  # noqa: E402
 from container.backends.torch_backend import TorchBackend  # noqa: E402
 from container.backends.torch_workers import WorkerDied  # noqa: E402
 from container.settings import Settings  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        from gpu_throughput import write_random_upstream_model
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return write_random_upstream_model(tmp_path_factory.mktemp("kokoro-random"))
 
 
 def _children(pid: int) -> list[int]:
@@ -58,15 +45,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_workers_match_in_process_audio_and_a_dead_worker_is_an_error(model_dir):
+def test_workers_match_in_process_audio_and_a_dead_worker_is_an_error(torch_model_dir, torch_backend):
     threads = torch.get_num_threads()
-    local = TorchBackend(Settings(backend="torch", model_dir=model_dir, torch_device="cpu",
-                                  torch_workers=0, infer_cores=1))
-    pooled = TorchBackend(Settings(backend="torch", model_dir=model_dir, torch_device="cpu",
+    local = torch_backend  # the session's in-process copy of the same checkpoint, loaded once
+    pooled = TorchBackend(Settings(backend="torch", model_dir=torch_model_dir, torch_device="cpu",
                                    torch_workers=2, infer_cores=2))
     try:
-        local.init_framework()
-        local.load_weights()
+        local.init_framework()  # its process settings (denormals flushed, 1 thread), as a server has them
         pooled.init_framework()
         pooled.load_weights()
         assert pooled.parallel_runs == 2 and "2 worker processes" in pooled.layout
@@ -118,10 +103,10 @@ def test_workers_match_in_process_audio_and_a_dead_worker_is_an_error(model_dir)
         pooled.infer([p], 1)
 
 
-def test_worker_that_cannot_load_is_a_load_error_with_no_process_left(model_dir, tmp_path):
+def test_worker_that_cannot_load_is_a_load_error_with_no_process_left(torch_model_dir, tmp_path):
     from container.errors import ModelLoadError
     for name in ("config.json", "voices"):
-        (tmp_path / name).symlink_to(model_dir / name)
+        (tmp_path / name).symlink_to(torch_model_dir / name)
     (tmp_path / "kokoro-v1_0.pth").write_bytes(b"not a checkpoint")
     b = TorchBackend(Settings(backend="torch", model_dir=tmp_path, torch_device="cpu",
                               torch_workers=2, infer_cores=2))
@@ -135,8 +120,8 @@ def test_worker_that_cannot_load_is_a_load_error_with_no_process_left(model_dir,
     assert not [pid for pid in set(_children(os.getpid())) - before if _alive(pid)]
 
 
-def test_server_with_workers_dead_worker_is_503_and_sigterm_leaves_no_process(model_dir, server_factory):
-    srv = server_factory({"BACKEND": "torch", "MODEL_DIR": str(model_dir), "TORCH_WORKERS": "2",
+def test_server_with_workers_dead_worker_is_503_and_sigterm_leaves_no_process(torch_model_dir, server_factory):
+    srv = server_factory({"BACKEND": "torch", "MODEL_DIR": str(torch_model_dir), "TORCH_WORKERS": "2",
                           "INFER_CORES": "2", "TORCH_DEVICE": "cpu"}, wait=False)
     assert srv.wait_ready(timeout=180).status_code == 200
     workers = [pid for pid in _children(srv.proc.pid)

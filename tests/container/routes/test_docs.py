@@ -6,15 +6,19 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 from openapi_spec_validator import validate
 from starlette.routing import Route
 
 from container.app import build_app
 from container.settings import Settings
 
+# Reads the session's sine server (a real server): not in the fast tier.
+pytestmark = pytest.mark.slow
 
-def test_openapi_document_validates_and_covers_every_route(server_factory):
-    srv = server_factory({"BACKEND": "sine"})
+
+def test_openapi_document_validates_and_covers_every_route(sine_server):
+    srv = sine_server
     r = httpx.get(srv.url + "/openapi.json", timeout=10)
     assert r.status_code == 200 and r.headers["content-type"] == "application/json"
     doc = r.json()
@@ -44,8 +48,8 @@ def test_openapi_document_validates_and_covers_every_route(server_factory):
     assert "X-Download-Path" in paths["/v1/audio/speech"]["post"]["responses"]["200"]["headers"]
 
 
-def test_docs_is_swagger_ui_served_from_here(server_factory):
-    srv = server_factory({"BACKEND": "sine"})
+def test_docs_is_swagger_ui_served_from_here(sine_server):
+    srv = sine_server
     r = httpx.get(srv.url + "/docs", timeout=10)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     srcs = re.findall(r"(?:src|href)=['\"]([^'\"]+)", r.text)
@@ -60,8 +64,8 @@ def test_docs_is_swagger_ui_served_from_here(server_factory):
     assert "SwaggerUIBundle" in bundle
 
 
-def test_plain_docs_page_is_self_contained(server_factory):
-    srv = server_factory({"BACKEND": "sine"})
+def test_plain_docs_page_is_self_contained(sine_server):
+    srv = sine_server
     r = httpx.get(srv.url + "/docs/plain", timeout=10)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     page = r.text

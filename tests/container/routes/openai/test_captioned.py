@@ -6,7 +6,6 @@ import io
 import json
 
 import httpx
-import numpy as np
 import pytest
 import soundfile as sf
 
@@ -60,36 +59,10 @@ def test_captioned_speech_streamed_as_ndjson(onnx_server):
     assert lines[0]["timestamps"] and lines[0]["audio_format"] == "audio/pcm"
 
 
-def test_return_timestamps_false_and_no_durations_backend(onnx_server, server_factory):
+def test_return_timestamps_false_and_no_durations_backend(onnx_server, sine_server):
     r = httpx.post(onnx_server.url + "/dev/captioned_speech", timeout=120,
                    json={"input": "Hello.", "return_timestamps": False, "stream": False})
     assert r.status_code == 200 and r.json()["timestamps"] == []
-    sine = server_factory({"BACKEND": "sine"})
-    r = httpx.post(sine.url + "/dev/captioned_speech", json={"input": "Hello.", "voice": "sine_a4"}, timeout=10)
+    r = httpx.post(sine_server.url + "/dev/captioned_speech", json={"input": "Hello.", "voice": "sine_a4"}, timeout=10)
     assert r.status_code == 400
     assert "durations" in r.json()["error"]["message"] and "onnx" in r.json()["error"]["message"]
-
-
-def test_durations_output_leaves_the_audio_bit_identical():
-    """The extra graph output must not change a sample: compare with the export as shipped."""
-    import onnxruntime as ort
-
-    from container.backends.onnx import OnnxBackend, resolve_model_files, with_durations_output
-    from container.settings import Settings
-
-    be = OnnxBackend(Settings(backend="onnx", infer_cores=1))
-    be.init_framework()
-    be.load_weights()
-    assert be.supports_timestamps
-    p = be.prepare("Hello there.", be.voices[0], 1.0)
-    timed = be.infer([p], 1)[0]
-    model, _, _ = resolve_model_files(None)
-    plain = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-    assert [o.name for o in plain.get_outputs()] == ["audio"]
-    ref = be.style[be.voices[0]][len(p.payload) - 1].reshape(1, 256)
-    want = plain.run(None, {"tokens": np.array([[0, *p.payload, 0]], np.int64), "style": ref,
-                            "speed": np.array([1.0], np.float32)})[0]
-    assert timed.shape == want.shape and float(np.abs(timed - want).max()) == 0.0
-    # one duration per model input (both pads included), 600 samples per frame
-    assert p.durations.shape == (len(p.payload) + 2,) and int(p.durations.sum()) * 600 == timed.size
-    assert with_durations_output(b"no such tensor here") is None
