@@ -45,15 +45,20 @@ def test_gate_rejects_exactly_the_overflow(server_factory):
 
 
 def test_stale_requests_are_shed(server_factory):
-    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 500, "INFER_CORES": 1, "SINE_MAX_BATCH": 1,
+    # A run takes 3 s (a sleep: load only lengthens it) and the SLO is 1.2 s: the first request is
+    # served, the others cannot have their first audio in time and are shed by the deadline.
+    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 3000, "INFER_CORES": 1, "SINE_MAX_BATCH": 1,
                           "SLO_MS": 1200})
     results = asyncio.run(_post_many(srv.url, 5, {"text": TEXT}))
     codes = [r.status_code for r, _ in results]
+    ok = [t for r, t in results if r.status_code == 200]
     shed = [(r, t) for r, t in results if r.status_code == 503]
-    assert codes.count(200) >= 1 and shed, codes
-    for r, t in shed:
+    assert ok and shed, codes
+    for r, _ in shed:
         assert r.json()["error"] == "shed_deadline"
-        assert t < 1.2 + 0.3  # answered by the deadline, not after queueing to the end
+    # Answered by the deadline, not after queueing to the end: every refusal before the first served
+    # request (3 s of service at least) completes. An order, which load does not reverse.
+    assert max(t for _, t in shed) < min(ok), [t for _, t in results]
     assert codes.count(200) + len(shed) == 5
 
 
