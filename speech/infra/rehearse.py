@@ -13,7 +13,9 @@ done locally before an account pays for it.
    buildspec's script from there with the buildspec's variables: a fresh virtualenv, real wheels
    from the package index, nothing from the repository on the exporter's path (its sys.path is
    checked). A module the exporter imports that the archive lacks fails here, named. The hf and s3
-   builds stage the checkpoint above instead of downloading (WEIGHTS_LOCAL_SOURCE).
+   builds stage the checkpoint above instead of downloading (WEIGHTS_LOCAL_SOURCE). With
+   ``--cache-dir`` the virtualenv (per interpreter and wheel set) and the checkpoint are kept there
+   and reused by the next rehearsal (:mod:`speech.infra.rehearse_cache`).
 3. **read-only**: the directory becomes the model directory, write permission removed and its
    files fingerprinted (SageMaker mounts /opt/ml/model read-only).
 4. **serve**: ``python -m container serve`` with the ENV of the image the program builds for the
@@ -50,6 +52,7 @@ from speech.errors import RehearsalError
 from speech.infra.components.image import DOCKERFILE as GPU_DOCKERFILE
 from speech.infra.components.image import dockerfile_for
 from speech.infra.rehearse_build import checkpoint_for, make_read_only, make_writable, run_build, snapshot
+from speech.infra.rehearse_cache import cache_root
 from speech.infra.rehearse_serve import free_port, stop, synthesize, wait_ready
 from speech.infra.rehearse_steps import Check, Plan, Rehearsal
 
@@ -134,14 +137,19 @@ def container_env(plan: Plan, model_dir: Path, port: int) -> tuple[dict[str, str
 def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_dir: Path | None = None,
              weights_out: Path | None = None, edit_env: Callable[[dict[str, str]], None] | None = None,
              edit_checkpoint: Callable[[Path], None] | None = None,
-             progress: Callable[[Check], None] = lambda c: None, until: str | None = None) -> Rehearsal:
+             progress: Callable[[Check], None] = lambda c: None, until: str | None = None,
+             cache_dir: Path | None = None) -> Rehearsal:
     """Run every step; stops at the first failure. ``weights_dir`` reuses a directory an earlier
     rehearsal built (copied, so it stays untouched); ``weights_out`` keeps this build there;
     ``edit_env`` lets a caller change the Model's environment before the container starts;
     ``edit_checkpoint`` changes the stand-in upstream checkpoint before the build reads it;
     ``until="build"`` stops once the weight cache is built (and kept in ``weights_out``), without
-    serving it: for a source whose build differs and whose layout an earlier rehearsal served."""
+    serving it: for a source whose build differs and whose layout an earlier rehearsal served;
+    ``cache_dir`` keeps the build's virtualenv and the torch stand-in checkpoint for the next rehearsal
+    and reuses what an earlier one kept (:mod:`speech.infra.rehearse_cache`)."""
     t0 = time.monotonic()
+    if cache_dir is not None:
+        cache_root(cache_dir)  # a bad --cache-dir is refused before anything runs
     plan = from_preview(stack_file, stack, model)
     if edit_env is not None:
         env = dict(plan.environment)
@@ -169,9 +177,9 @@ def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_
             else:
                 local = None
                 if plan.buildspec.get("env", {}).get("variables", {}).get("WEIGHTS_KIND") in ("hf", "s3"):
-                    made, local = checkpoint_for(plan, tmpdir, edit_checkpoint)
+                    made, local = checkpoint_for(plan, tmpdir, edit_checkpoint, cache_dir)
                     record(made)
-                if not record(run_build(plan, model_dir, tmpdir / "build.log", local)):
+                if not record(run_build(plan, model_dir, tmpdir / "build.log", local, cache_dir)):
                     return result
             if weights_out is not None and weights_dir is None:
                 shutil.copytree(model_dir, weights_out)

@@ -23,4 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="NAME", help="model to rehearse when the stack has several")
     p.add_argument("--weights-dir", type=Path, metavar="DIR", help="skip the build: use a directory --weights-out kept")
     p.add_argument("--weights-out", type=Path, metavar="DIR", help="also keep the built model directory in DIR (new)")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR",
+                   help="keep what the next rehearsal can reuse in DIR (created if missing): the build's virtualenv, "
+                        "one per interpreter and pinned wheel set, and the torch stand-in checkpoint; a later "
+                        "rehearsal with the same inputs skips making them (delete DIR to start over)")
     p.add_argument("--json", action="store_true", help="print the checks as JSON (errors too)")
