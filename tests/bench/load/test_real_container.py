@@ -52,9 +52,11 @@ def container_url():
 def test_short_ladder_and_ttotal_feed_bench_plan(container_url, tmp_path):
     # Every first byte from the start counts (no settling), and the window is long enough for a
     # short sentence on a machine running the rest of the suite beside it: the test asserts the
-    # chain, not the speed (it failed with a 3 s window under a load average of 10).
+    # chain, not the speed (it failed with a 3 s window under a load average of 10). The SLO is
+    # a minute for the same reason: with 3 s, a loaded machine's first bytes at concurrency 1
+    # (p95 3.2 s) left no level within it and qmax rightly said so (exit 1).
     out = tmp_path / "a"
-    assert main(["qmax", "--url", container_url, "--slo-ms", "3000", "--levels", "1,2", "--no-refine",
+    assert main(["qmax", "--url", container_url, "--slo-ms", "60000", "--levels", "1,2", "--no-refine",
                  "--settle-s", "0", "--measure-s", "6", "--mix", "short", "--out", str(out), "--json"]) == 0
     [q] = out.glob("qmax-*.json")
     assert main(["ttotal", "--qmax", str(q), "--url", container_url, "--serve-cmd", SERVE, "--out", str(out), "--json"]) == 0
