@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# The tolerances tests/bench/commands/test_simulate_replay.py asserts on bench.load.synthetic.
+# The tolerances benchmarks/replay_synthetic.py measures bench.load.synthetic against.
 REJECTED_ABS_TOL = 0.05
 P95_REL_TOL = 0.15
 """Issue 23's target for the fitted instance model (the bench.load.synthetic test asserts 25 %)."""
