@@ -47,8 +47,9 @@ def test_local_process_phases_from_real_markers(synthetic_40ms, ref_artifacts, t
     assert offsets == sorted(offsets)
     by = {p.name: p for p in a.phases}
     assert by["instance_logging"].applicable is False
-    # --startup-s 0.4 is spread over the markers: weights_ready..ready take ~0.27 s of real time
-    assert 0.2 <= by["ready"].offset_s - by["framework_init"].offset_s <= 2.0
+    # --startup-s 0.4 is spread over the markers: weights_ready..ready sleep ~0.27 s, so at least 0.2 s
+    # apart; the upper bound only catches a unit slip (milliseconds read as seconds), never a busy machine
+    assert 0.2 <= by["ready"].offset_s - by["framework_init"].offset_s <= 60.0
     assert a.measured_total_s == by["traffic_recovered"].offset_s
     assert path.with_suffix(".png").exists()
 
