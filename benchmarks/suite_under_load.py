@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 CLOSING = re.compile(r"^=*\s*(\d+ (passed|failed).*?)\s*=*$")
 
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs in a row (default 5)")
     ap.add_argument("--load", type=int, default=2, help="busy processes beside the suite (default 2)")
     ap.add_argument("--jobs", default="auto", help="pytest-xdist processes (default auto: one a core)")
+    ap.add_argument("--keep-failed", type=Path, metavar="DIR", help="write each failed run's whole output to DIR/run-N.log")
     ap.add_argument("--max-hours", type=float, default=6.0, help="the busy processes stop after this at the latest")
     args, extra = ap.parse_known_args(argv)
     if extra[:1] == ["--"]:
@@ -68,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
             if proc.returncode != 0:
                 failed = [ln for ln in proc.stdout.splitlines() if ln.startswith("FAILED") or ln.startswith("ERROR")]
                 print("\n".join(failed[:20]), flush=True)
+                if args.keep_failed:
+                    # The whole output of a failed run: the tracebacks say whether load or behaviour failed it.
+                    args.keep_failed.mkdir(parents=True, exist_ok=True)
+                    log = args.keep_failed / f"run-{run}.log"
+                    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
+                    print(f"full output: {log}", flush=True)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
