@@ -65,25 +65,21 @@ def thaw_command(endpoint: str, state_dir: Path | None = None, region: str | Non
 
 
 REDELIVER_S = 0.5
-"""How often a SIGTERM whose exception was dropped is delivered again (see :func:`sigterm_as_interrupt`)."""
+"""How soon a SIGTERM whose exception Python dropped is delivered again (see :func:`sigterm_as_interrupt`)."""
 
 _held = 0  # interrupts_held blocks open in the main thread: a SIGTERM then waits, it is not raised
-_redelivering: list[threading.Event] = []  # one per open sigterm_as_interrupt block: set stops its redelivery
 
 
 @contextmanager
 def interrupts_held() -> Iterator[None]:
     """Hold Ctrl-C and SIGTERM while restoring: a second signal mid-restore would leave scaling changed.
-    A restore beginning also ends the redelivery of a SIGTERM already received (the run is
-    unwinding). Only the main thread can set signal handlers; elsewhere this holds nothing."""
+    Only the main thread can set signal handlers; elsewhere this holds nothing."""
     global _held
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     old = signal.signal(signal.SIGINT, signal.SIG_IGN)
     _held += 1
-    for stop in _redelivering:
-        stop.set()
     try:
         yield
     finally:
@@ -97,10 +93,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
     ``kill`` unwinds through the same restore as Ctrl-C.
 
     Python runs a signal handler wherever the main thread happens to be, and an exception raised
-    inside a ``__del__`` or a garbage-collector callback is printed and dropped: a kill landing
-    there would be lost and the run would go on measuring. So once a SIGTERM has come, it is
-    delivered again every ``REDELIVER_S`` seconds until a restore begins (:func:`interrupts_held`)
-    or the block ends."""
+    inside a ``__del__`` or a garbage-collector callback is dropped (handed to
+    ``sys.unraisablehook``): a kill landing there would be lost and the run would go on measuring.
+    So a dropped :class:`Terminated` is sent again ``REDELIVER_S`` seconds later; one that
+    propagated is never sent twice (a second one would land in the unwinding's own cleanup)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -108,30 +104,36 @@ def sigterm_as_interrupt() -> Iterator[None]:
     sending = threading.Lock()  # the handler is not put back while a redelivery is on its way
 
     def redeliver() -> None:
-        while not stop.wait(REDELIVER_S):
-            with sending:
-                if not stop.is_set():
-                    # To its own process from a thread that takes it: Linux runs the C-level handler
-                    # before kill() returns, so the Python handler is due before the lock is let go.
-                    os.kill(os.getpid(), signal.SIGTERM)
+        if stop.wait(REDELIVER_S):
+            return
+        with sending:
+            if not stop.is_set():
+                # To its own process from a thread that takes it: Linux runs the C-level handler
+                # before kill() returns, so the Python handler is due before the lock is let go.
+                os.kill(os.getpid(), signal.SIGTERM)
 
     def on_term(signum, frame):
         if _held or stop.is_set():
             return  # restoring or leaving the block already: the run is on its way out
-        if stop not in _redelivering:
-            _redelivering.append(stop)
-            threading.Thread(target=redeliver, name="sigterm-redeliver", daemon=True).start()
         raise Terminated()
 
+    old_hook = sys.unraisablehook
+
+    def dropped(unraisable) -> None:
+        if isinstance(unraisable.exc_value, Terminated) and not stop.is_set():
+            threading.Thread(target=redeliver, name="sigterm-redeliver", daemon=True).start()
+        else:
+            old_hook(unraisable)
+
     old = signal.signal(signal.SIGTERM, on_term)
+    sys.unraisablehook = dropped
     try:
         yield
     finally:
         stop.set()
         with sending:  # a redelivery already on its way lands (and is let pass) before the handler goes back
             pass
-        if stop in _redelivering:
-            _redelivering.remove(stop)
+        sys.unraisablehook = old_hook
         signal.signal(signal.SIGTERM, old)
 
 
