@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -156,7 +157,8 @@ def test_qmax(synthetic_40ms, tmp_path, capsys):
                "--settle-s", "0", "--measure-s", "0.6", "--out", str(tmp_path), "--threshold", "q_max>=64",
                *_outputs(tmp_path, "qmax")])
     err = capsys.readouterr().err
-    assert rc == EXIT_THRESHOLD and "q_max >= 64: q_max = 4, misses by 60" in err
+    # 4 on a quiet machine; 1 where load pushed the p95 at 4 in flight past 340 ms (16 cannot meet it)
+    assert rc == EXIT_THRESHOLD and re.search(r"q_max >= 64: q_max = (4, misses by 60|1, misses by 63)", err), err
     levels = read_csv(tmp_path / "csv" / "qmax-levels.csv")
     assert [int(r["concurrency"]) for r in levels] == [1, 4, 16] and float(levels[0]["ttfab_p95_ms"]) > 0
     assert len(_check_outputs(tmp_path, "qmax", ["levels"]).images) == 1
@@ -198,23 +200,17 @@ def test_simulate(tmp_path, capsys):
 
 @pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
 def test_tune(tmp_path, capsys):
+    # One tune for both: --json with a broken threshold, and the CSV and HTML written beside it (a
+    # threshold decides the exit code only; it must not keep the files from being written).
     rc = main(["tune", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "200", "--trough-rps", "10", "--trace", TRACE,
                "--train-days", "1", "--holdout-days", "1", "--out", str(tmp_path), "--no-progress", "--json",
-               "--threshold", "instance_hours_vs_seed<0.1"])
+               "--threshold", "instance_hours_vs_seed<0.1", *_outputs(tmp_path, "tune")])
     doc = json.loads(capsys.readouterr().out)
     assert rc in (EXIT_THRESHOLD, 1) and doc["kind"] == "tune"
     [t] = doc["thresholds"]
     assert t["metric"] == "instance_hours_vs_seed" and not t["passed"] and t["actual"] > 0.1
     if rc == EXIT_THRESHOLD:
         assert doc["error"]["exit_code"] == EXIT_THRESHOLD
-
-
-@pytest.mark.slow  # tens of seconds (simulated days, a tune, previews or a load run on moto): make test, not test-fast
-def test_tune_csv_html(tmp_path, capsys):
-    rc = main(["tune", "--qmax", QMAX, "--ttotal", TTOTAL, "--peak-rps", "200", "--trough-rps", "10", "--trace", TRACE,
-               "--train-days", "1", "--holdout-days", "1", "--out", str(tmp_path), "--no-progress", "-q",
-               *_outputs(tmp_path, "tune")])
-    assert rc in (0, 1)
     knobs = read_csv(tmp_path / "csv" / "tune-knobs.csv")
     assert {"knob", "seed", "tuned", "reason"} == set(knobs[0])
     _check_outputs(tmp_path, "tune", ["knobs", "checks"])
