@@ -55,15 +55,16 @@ def test_the_knob_is_offered_only_with_a_history_and_never_with_learned_floors(t
     assert with_history.inputs_for(both) is None
 
 
-@pytest.mark.slow  # two descents over two simulated days each: about a minute
+@pytest.mark.slow  # two descents over a simulated day each: tens of seconds
 def test_with_a_history_the_search_keeps_the_better_of_with_and_without_the_forecast(tuners):
     # the same tuner without a history runs the plain descent; with one, the winner is never worse
     # on the training draws than that plain winner (descent is greedy: a first forecast move can lead
-    # away from a cheaper plain optimum)
+    # away from a cheaper plain optimum). One training day shows it as two did: the comparison is of
+    # the two winners on whatever days they were judged on, and each more day doubled the cost.
     from speech.sim.traces import generate
 
     with_history, without = tuners
-    days = [(i, generate(f"diurnal:peak=400,trough=20,hours=24,spikes=0,seed={i}").arrivals) for i in (1, 2)]
+    days = [(1, generate("diurnal:peak=400,trough=20,hours=24,spikes=0,seed=1").arrivals)]
     _, plain = without.search(days, passes=1, pairs=0)
     _, best = with_history.search(days, passes=1, pairs=0)
     assert not without.better(plain, best)  # best is at least as good as the plain winner
