@@ -17,7 +17,7 @@ SLO_MS = 340.0  # floor(340 / 40) = 8: at 8, p95 ~ 320 ms; at 9, ~360 ms
 
 
 def test_qmax_finds_known_capacity_bracketed(synthetic_40ms, tmp_path, capsys):
-    rc = main(["qmax", "--url", synthetic_40ms.url, "--slo-ms", str(SLO_MS), "--settle-s", "0.2", "--measure-s", "1.2",
+    rc = main(["qmax", "--url", synthetic_40ms.url, "--slo-ms", str(SLO_MS), "--settle-s", "0.2", "--measure-s", "0.8",
                "--out", str(tmp_path), "--json", "--plot"])
     assert rc == 0
     [path] = tmp_path.glob("qmax-*.json")
@@ -58,13 +58,17 @@ def test_qmax_zero_is_a_failed_run(synthetic_40ms, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_bidirectional_transport(tmp_path):
+    # 10 ms one at a time within 60 ms: 8 in flight cannot meet it (80 ms at least), 1 in flight
+    # does on however busy a machine; which of 1-4 is the last to meet it is this machine's speed
+    # (the 35 ms SLO before asked for 2-3, and a loaded machine's p95 at 2 in flight missed it).
     with SyntheticServer(service_ms=10) as s:
-        rc = main(["qmax", "--url", s.url, "--transport", "bidirectional", "--slo-ms", "35", "--levels", "1,2,4,8",
-                   "--settle-s", "0.1", "--measure-s", "0.6", "--out", str(tmp_path), "--json"])
+        rc = main(["qmax", "--url", s.url, "--transport", "bidirectional", "--slo-ms", "60", "--levels", "1,2,4,8",
+                   "--no-refine", "--settle-s", "0.1", "--measure-s", "0.6", "--out", str(tmp_path), "--json"])
     assert rc == 0
     [path] = tmp_path.glob("qmax-*-bidirectional-*.json")
     a = load_artifact(path, QmaxArtifact)
-    assert a.transport == "bidirectional" and a.bracketed and 2 <= a.q_max <= 3
+    assert a.transport == "bidirectional" and a.bracketed and a.q_max in (1, 2, 4)
+    assert a.first_failing_concurrency == 2 * a.q_max
 
 
 @pytest.mark.slow
