@@ -91,7 +91,7 @@ def test_replay_against_synthetic_and_the_simulation_of_what_it_sent(tmp_path, c
     qmax = load_artifact(next(tmp_path.glob("qmax-*.json")), QmaxArtifact)
     assert 1 <= qmax.q_max <= 7
     capsys.readouterr()
-    spec = "step:base=20,factor=4,at=4,duration=12,seed=3"
+    spec = "step:base=20,factor=4,at=3,duration=8,seed=3"  # 60 before the step, 400 after: 460
     with SyntheticServer(service_ms=SERVICE_MS, queue_max=qmax.q_max) as s:
         rc = main(["replay", "--trace", spec, "--url", s.url, "--slo-ms", str(SLO_MS), "--out", str(tmp_path), "--json"])
     assert rc == 0
@@ -103,7 +103,7 @@ def test_replay_against_synthetic_and_the_simulation_of_what_it_sent(tmp_path, c
     real_rej = summary["rejected"] / summary["requests"]
     assert real_rej > 0.2  # the overload phase really overloaded the server
 
-    arrivals = np.bincount(np.floor([r["due_s"] for r in reqs]).astype(int), minlength=12).astype(float)
+    arrivals = np.bincount(np.floor([r["due_s"] for r in reqs]).astype(int), minlength=8).astype(float)
     model = build_instance(qmax, None)
     sim = summarize(run_policy(model, arrivals, FixedPolicy("one", 1)), model, SLO_MS, planning_total_s=60)
     assert sim.rejected_share > 0.2  # the simulation of the same arrivals refuses the overload too
