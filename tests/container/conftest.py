@@ -96,6 +96,15 @@ class ServerProc:
                 self.proc.wait()
 
 
+def counter(metrics: str, name: str, outcome: str | None = None) -> int:
+    """A counter's value in a /metrics text (Prometheus exposition), `outcome` picking the labelled
+    series: servers shared by a session are compared before and after, as differences."""
+    for line in metrics.splitlines():
+        if line.startswith(name + "{") and (outcome is None or f'outcome="{outcome}"' in line):
+            return int(float(line.rsplit(" ", 1)[1]))
+    raise AssertionError(f"{name} {outcome} not in /metrics")
+
+
 @pytest.fixture
 def server_factory():
     started: list[ServerProc] = []

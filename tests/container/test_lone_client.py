@@ -10,17 +10,12 @@ import httpx
 import numpy as np
 import pytest
 
+from tests.container.conftest import counter
+
 # Starts servers (subprocesses): not in the fast tier.
 pytestmark = pytest.mark.slow
 
 LONG = " ".join(f"Sentence number {w} of a long answer." for w in ("one", "two", "three", "four", "five"))
-
-
-def _counter(metrics: str, name: str, outcome: str | None = None) -> int:
-    for line in metrics.splitlines():
-        if line.startswith(name + "{") and (outcome is None or f'outcome="{outcome}"' in line):
-            return int(float(line.rsplit(" ", 1)[1]))
-    raise AssertionError(f"{name} {outcome} not in /metrics")
 
 
 def test_a_lone_client_that_hangs_up_and_asks_again_is_served(server_factory):
@@ -38,11 +33,11 @@ def test_a_lone_client_that_hangs_up_and_asks_again_is_served(server_factory):
         assert again.status_code == 200, again.text
         assert len(again.content) == 2 * int(len("Short one.") * 0.07 * 24000)
         metrics = c.get("/metrics").text
-    assert _counter(metrics, "speech_requests_total", "shed") == 0
-    assert _counter(metrics, "speech_requests_total", "cancelled") == 1
+    assert counter(metrics, "speech_requests_total", "shed") == 0
+    assert counter(metrics, "speech_requests_total", "cancelled") == 1
     # the abandoned request's run in flight was stopped, and none of its later sentences ran
-    assert _counter(metrics, "speech_runs_aborted_total") == 1
-    assert _counter(metrics, "speech_requests_total", "admitted") == 2
+    assert counter(metrics, "speech_runs_aborted_total") == 1
+    assert counter(metrics, "speech_requests_total", "admitted") == 2
 
 
 def test_pause_tags_are_silence_of_the_asked_length(sine_server):
@@ -73,7 +68,7 @@ def test_real_model_aborts_the_abandoned_run(onnx_server):
                                                  "response_format": "pcm", "stream": False})
         assert again.status_code == 200 and len(again.content) > 4800
         after = c.get("/metrics").text
-    delta = {k: _counter(after, *k) - _counter(before, *k) for k in
+    delta = {k: counter(after, *k) - counter(before, *k) for k in
              (("speech_requests_total", "shed"), ("speech_requests_total", "cancelled"),
               ("speech_runs_aborted_total", None))}
     assert delta[("speech_requests_total", "shed")] == 0

@@ -1,7 +1,6 @@
 """The real int8 Kokoro-82M on onnxruntime, through the session's real server and in this process."""
 import io
 import json
-import time
 
 import httpx
 import numpy as np
@@ -45,20 +44,18 @@ def test_speed_changes_duration(onnx_server):
     assert dur(1.6) < 0.8 * dur(1.0)
 
 
-def test_stream_first_chunk_before_last_is_produced(onnx_server):
-    t0 = time.monotonic()
-    chunks = []
+def test_stream_of_three_sentences_is_all_there(onnx_server):
+    # The whole stream, every sentence of it. That the first sentence leaves before the last is
+    # synthesized is an order, checked where load cannot reverse it: a client that hangs up after
+    # the first bytes leaves a cancelled request (test_official_client.py's streaming MP3 test,
+    # test_lone_client.py's real-model abort), which a response sent only at the end could not.
     with httpx.stream("POST", onnx_server.url + "/invocations", timeout=60,
                       json={"text": PARAGRAPH, "response_format": "pcm"}) as r:
         assert r.status_code == 200
-        for c in r.iter_raw():
-            chunks.append((time.monotonic() - t0, c))
-    first_at, total_at = chunks[0][0], chunks[-1][0]
-    pcm = np.frombuffer(b"".join(c for _, c in chunks), dtype="<i2").astype(np.float32) / 32767
+        data = b"".join(r.iter_raw())
+    pcm = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32767
     assert len(pcm) / 24000 > 6.0  # three sentences
     assert _rms(pcm) > 0.02
-    # The first sentence arrived while the other two were still being synthesized.
-    assert first_at < 0.6 * total_at, (first_at, total_at)
 
 
 def test_openai_alias_streams_wav_with_streaming_header(onnx_server):
