@@ -5,6 +5,7 @@ slowed on purpose so requests overlap predictably)."""
 import asyncio
 import json
 import signal
+import socket
 import time
 
 import httpx
@@ -146,14 +147,54 @@ def test_emf_metrics_on_stdout(server_factory):
     assert max(r["PressureIndex"] for r in recs) > 0
 
 
+def _metrics(url: str) -> dict[str, int]:
+    """/metrics as {series: value}, the series named without its labels but the outcome's."""
+    out = {}
+    for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():
+        if line.startswith("speech_"):
+            name, value = line.rsplit(" ", 1)
+            outcome = name.split('outcome="')[1].split('"')[0] if 'outcome="' in name else None
+            out[name.split("{")[0] + (f":{outcome}" if outcome else "")] = int(float(value))
+    return out
+
+
+def _until(url: str, holds, what: str, timeout_s: float = 60.0) -> dict[str, int]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        m = _metrics(url)
+        if holds(m):
+            return m
+        assert time.monotonic() < deadline, f"{what} not within {timeout_s:.0f} s: {m}"
+        time.sleep(0.05)
+
+
+def _send(port: int, text: str) -> socket.socket:
+    """A request on a raw socket whose answer is never read: it stays admitted until closed."""
+    s = socket.create_connection(("127.0.0.1", port))
+    body = json.dumps({"text": text, "response_format": "pcm"}).encode()
+    s.sendall(b"POST /invocations HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    return s
+
+
 def test_batching_scheduler_groups_equal_length_segments(server_factory):
-    # sine charges one delay per batch; 4 equal-length requests batched finish together, in one call.
-    # Served one at a time their completions would lie at least 3 delays (1.8 s) apart, a lower bound
-    # that load only widens; batched they lie within one event-loop turn of each other. Asserting
-    # under 2 delays between the first and last completion tells the two apart on any machine.
-    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 600, "INFER_CORES": 1, "SINE_MAX_BATCH": 4,
-                          "SLO_MS": 60000})
-    results = asyncio.run(_post_many(srv.url, 4, {"text": TEXT}))
-    assert all(r.status_code == 200 for r, _ in results)
-    done = [t for _, t in results]  # sent together (spacing 0): completion times
-    assert max(done) - min(done) < 2 * 0.6, done
+    # The server's own gauges, not completion times: a blocker runs alone (one run at a time,
+    # each two minutes of sleep, which abort() cuts short), four equal-length requests queue behind
+    # it, the blocker's client leaves, and the four leave the queue together: queue depth 0 with
+    # four in flight. One at a time, three would wait two minutes more behind the first; the test
+    # gives the scheduler a minute. Their clients then leave too: the four were one run, aborted once.
+    srv = server_factory({"BACKEND": "sine", "SINE_DELAY_MS": 120000, "INFER_CORES": 1, "SINE_MAX_BATCH": 4,
+                          "SLO_MS": 600000, "QUEUE_MAX_DEPTH": 8})
+    blocker = _send(srv.port, "Hold on.")
+    _until(srv.url, lambda m: m["speech_concurrent_requests"] == 1 and m["speech_queue_depth"] == 0,
+           "the blocker running")
+    four = [_send(srv.port, TEXT) for _ in range(4)]
+    _until(srv.url, lambda m: m["speech_queue_depth"] == 4, "four requests queued behind the blocker")
+    blocker.close()
+    m = _until(srv.url, lambda m: m["speech_queue_depth"] == 0, "the four taken off the queue")
+    assert m["speech_concurrent_requests"] == 4 and m["speech_runs_aborted_total"] == 1, m
+    for s in four:
+        s.close()
+    m = _until(srv.url, lambda m: m["speech_requests_total:cancelled"] == 5, "five requests cancelled")
+    m = _until(srv.url, lambda m: m["speech_concurrent_requests"] == 0, "nothing in flight")
+    assert m["speech_runs_aborted_total"] == 2, m  # the blocker's run, and the four's one run
