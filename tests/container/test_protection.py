@@ -84,9 +84,14 @@ def test_drain_on_sigterm(server_factory):
             for _ in range(4):
                 await asyncio.wait_for(started.get(), 30)
             srv.proc.send_signal(signal.SIGTERM)
-            await asyncio.sleep(0.1)
+            # Until the server has seen the signal (its /ping turns 503), not a fixed 0.1 s that a
+            # loaded machine can outlast: a request sent before that is rightly still admitted.
+            for _ in range(600):
+                ping = await c.get(srv.url + "/ping")
+                if ping.status_code == 503:
+                    break
+                await asyncio.sleep(0.05)
             late = await c.post(srv.url + "/invocations", json={"text": TEXT})
-            ping = await c.get(srv.url + "/ping")
             return await asyncio.gather(*inflight), late, ping
 
     done, late, ping = asyncio.run(scenario())
