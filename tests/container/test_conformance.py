@@ -1,7 +1,10 @@
 """Conformance: the request shapes Kokoro-FastAPI v0.8's clients send (its README, its schemas'
 fields and routes) and the official openai client's, against the container. Two tiers run the
 same tests: `sine` in process (no model, no socket: the fast tier) and `onnx` on the real weights
-through one real server for the whole session (slow). A few checks need G2P and run on onnx only."""
+through one real server for the whole session (slow). A few checks need G2P and run on onnx only;
+a few are the engine's or the route's alone (pause and SSML silence, headers from the voice, the
+timing file, a script's warning) and run on sine only (`sine_api`): on onnx they ran the same code
+around the model's synthesis, which the other tests and tests/container/routes exercise."""
 from __future__ import annotations
 
 import base64
@@ -30,13 +33,19 @@ def _ready(client) -> None:
 def api(request):
     """(an httpx-compatible client on the container, the backend's name)."""
     if request.param == "sine":
-        with TestClient(build_app(Settings(backend="sine"))) as c:
-            _ready(c)
-            yield c, "sine"
+        yield request.getfixturevalue("sine_api")
     else:
         srv = request.getfixturevalue("onnx_server")
         with httpx.Client(base_url=srv.url, timeout=180) as c:
             yield c, "onnx"
+
+
+@pytest.fixture(scope="module")
+def sine_api():
+    """The sine tier alone, for checks that do not depend on the backend."""
+    with TestClient(build_app(Settings(backend="sine"))) as c:
+        _ready(c)
+        yield c, "sine"
 
 
 def _oai(client) -> openai.OpenAI:
@@ -68,8 +77,8 @@ def test_kfa_readme_request_with_its_default_voice(api):
     assert r.headers["content-language"] == "en-us"  # lang_code from the voice's first letter
 
 
-def test_lang_code_follows_the_voice_and_lang_code_wins(api):
-    client, _ = api
+def test_lang_code_follows_the_voice_and_lang_code_wins(sine_api):
+    client, _ = sine_api
     heads = {v: client.post("/v1/audio/speech", json={"input": "Hi.", "voice": v, "response_format": "pcm"})
              .headers["content-language"] for v in ("bf_emma", "am_adam", "fable")}
     assert heads == {"bf_emma": "en-gb", "am_adam": "en-us", "fable": "en-gb"}  # fable = bm_fable upstream
@@ -99,8 +108,8 @@ def test_v08_fields_are_accepted_and_do_what_they_say(api):
     assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_voice"
 
 
-def test_pause_tags_are_silence_and_ssml_breaks_too(api):
-    client, _ = api
+def test_pause_tags_are_silence_and_ssml_breaks_too(sine_api):
+    client, _ = sine_api
     body = {"voice": "alloy", "response_format": "pcm", "stream": False}
     paused = _pcm(client.post("/v1/audio/speech", json=body | {"input": "Hello there. [pause:1.5s] Bye now."}))
     assert _longest_zero_run(paused) >= 36000  # 1.5 s of exact silence at 24 kHz
@@ -141,8 +150,8 @@ def test_kfa_routes_health_test_dialogue(api):
     assert _longest_zero_run(_pcm(r)) >= 24000
 
 
-def test_download_name_and_kfa_return_timing(api):
-    client, _ = api
+def test_download_name_and_kfa_return_timing(sine_api):
+    client, _ = sine_api
     r = client.post("/v1/audio/speech", json={"input": "First part. [pause:0.5s] Second part.", "voice": "nova",
                                               "response_format": "mp3", "return_download_link": True,
                                               "download_format": "wav", "return_timing": True})
@@ -162,8 +171,8 @@ def test_download_name_and_kfa_return_timing(api):
     assert float(r.headers["x-audio-seconds"]) == pytest.approx(len(r.content) / 48000, abs=0.002)
 
 
-def test_foreign_script_warns_with_the_language_and_voice(api):
-    client, _ = api
+def test_foreign_script_warns_with_the_language_and_voice(sine_api):
+    client, _ = sine_api
     r = client.post("/v1/audio/speech", json={"input": "Hello 你好，世界。", "voice": "alloy", "response_format": "pcm"})
     assert r.status_code == 200 and "Chinese text" in r.headers["warning"] and "zf_" in r.headers["warning"]
 
