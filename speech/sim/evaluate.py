@@ -16,6 +16,7 @@ from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.fleet import Summary
+from speech.sim.hotload import CopyFleet
 from speech.sim.instance import InstanceModel
 from speech.sim.knobs import DEFAULT_HEADROOM_QUANTILE, Candidate, Knobs, Mapper, floor_day_hours, simulate_day
 from speech.sim.names import PROMISE_MISS_CHANCE
@@ -30,12 +31,15 @@ class Evaluator:
                  slo_share: float, on_eval: Callable[[], None] | None = None,
                  schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE,
                  map_fn: Mapper = map, width: int = 1, forecast_history: np.ndarray | None = None,
-                 forecast_model: str = "auto") -> None:
+                 forecast_model: str = "auto", copy_fleet: CopyFleet | None = None) -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
         self.forecast_history = forecast_history
         """Per-second arrivals of the days before the judged ones, ending at 00:00 (forecast floors are
         learned from it); None: the forecast knob is not tried."""
         self.forecast_model = forecast_model
+        self.copy_fleet = copy_fleet
+        """Where the hot-load knob's copies go (speech.sim.hotload.tuner_copy_fleet: several copies per
+        instance, T_copy); None: the knob is not tried (a plain variant, or one copy per instance)."""
         self._forecasts: dict[float, Any] = {}
         self.train_days: list[np.ndarray] = []
         self._headrooms: list[float] = []
@@ -124,6 +128,10 @@ class Evaluator:
         """The plan of these inputs, None when one is outside its bound (the plan refuses it) or there
         are no floors to schedule."""
         if k not in self._plans:
+            if k.hot_load_headroom_copies is not None and self.copy_fleet is None:
+                self.skipped.append(f"{k}: hot loading needs a copy fleet of several copies per instance")
+                self._plans[k] = None
+                return None
             try:
                 inputs = self.inputs_for(k)
                 self._plans[k] = None if inputs is None else build_plan(self.qmax, self.ttotal, inputs,
@@ -144,10 +152,19 @@ class Evaluator:
             return numbers
         return replace(numbers, jump_ratio=k.jump_ratio, jump_window_s=k.jump_window_s)
 
+    def task(self, k: Knobs, arrivals: np.ndarray) -> tuple:
+        """What :func:`simulate_day` runs for ``k`` on ``arrivals``: with the hot-load knob, the copy
+        fleet with its headroom as the fifth item."""
+        head = (self.model, self.numbers_for(k), self.inputs.slo_ms, arrivals)
+        if k.hot_load_headroom_copies is None:
+            return head
+        assert self.copy_fleet is not None  # plan_for refuses the knob without one
+        return (*head, replace(self.copy_fleet, headroom_copies=k.hot_load_headroom_copies))
+
     def run(self, k: Knobs, day_id: int, arrivals: np.ndarray) -> Summary:
         key = (k, day_id)
         if key not in self._cache:
-            self._cache[key] = simulate_day((self.model, self.numbers_for(k), self.inputs.slo_ms, arrivals))
+            self._cache[key] = simulate_day(self.task(k, arrivals))
             self.simulated += 1
         if key not in self._read:
             self._read.add(key)
@@ -159,11 +176,11 @@ class Evaluator:
         """Simulate at once, through :attr:`map_fn`, the (knobs, day) runs not yet cached, skipping
         knobs the plan refuses; :meth:`run` then finds them. Callers ask only for runs the search
         reads next, so with ``map`` this costs what running them in turn would."""
-        todo: dict[tuple, tuple[InstanceModel, ScalingNumbers, float, np.ndarray]] = {}
+        todo: dict[tuple, tuple] = {}
         for k, (day_id, arrivals) in wanted:
             key = (k, day_id)
             if key not in self._cache and key not in todo and self.plan_for(k) is not None:
-                todo[key] = (self.model, self.numbers_for(k), self.inputs.slo_ms, arrivals)
+                todo[key] = self.task(k, arrivals)
         if len(todo) > 1:  # one run is no faster elsewhere
             self._cache.update(zip(todo, self.map_fn(simulate_day, list(todo.values())), strict=True))
             self.simulated += len(todo)

@@ -40,10 +40,11 @@ import numpy as np
 from speech.errors import SimulationInputError
 from speech.plan.capacity import evaluate_capacity
 from speech.plan.fleet import FleetInstance, FleetModel, FleetState
+from speech.schema.artifacts import CopyArtifact
 from speech.schema.units import EPS
-from speech.sim.fleet import Action, Run, Summary, fluid_step, summarize
+from speech.sim.fleet import WARM_WINDOW_S, Action, Run, Summary, fluid_step, summarize
 from speech.sim.instance import InstanceModel
-from speech.sim.scaler import History, Policy, Scaler
+from speech.sim.scaler import History, Policy, Scaler, ScalingNumbers
 
 HOT_LOAD_POLICIES = ("instance-only", "hot-load")
 _MODEL = "model"
@@ -131,8 +132,12 @@ def _fleet_state(instances: list[_Instance], fleet: CopyFleet, t_total_s: float)
 
 
 def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet: CopyFleet,
-               mode: Literal["instance-only", "hot-load"]) -> CopyRun:
-    """Step the copies through the trace one second at a time; ``policy`` decides the copy count."""
+               mode: Literal["instance-only", "hot-load"], warm_x_rps: float | None = None) -> CopyRun:
+    """Step the copies through the trace one second at a time; ``policy`` decides the copy count.
+
+    ``warm_x_rps``: the fleet opens with the copies the trace's opening minute needs at this
+    throughput per copy, within the policy's bounds (as :func:`speech.sim.fleet.run_policy` does:
+    a trace's first second is not a cold endpoint); None: the policy's own initial count."""
     if mode not in HOT_LOAD_POLICIES:
         raise SimulationInputError(f"mode {mode!r}: choose from {', '.join(HOT_LOAD_POLICIES)}")
     occ_grid, dep, blk = model.occupancy.tolist(), model.depart_rps.tolist(), model.block.tolist()
@@ -144,11 +149,17 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
     instances: list[_Instance] = []
     scaler = Scaler(policy)
     start_copies = scaler.initial()
+    if warm_x_rps and T:
+        opening = sum(arr[:WARM_WINDOW_S]) / min(T, WARM_WINDOW_S)
+        start_copies = max(start_copies, scaler.bound(math.ceil(opening / warm_x_rps - EPS)))
     n_start = max(fleet.initial_instances, math.ceil(start_copies / per))
     for _ in range(n_start):
         instances.append(_Instance(next(names), 0.0))
     for c in range(start_copies):  # round-robin: the floor's copies spread as SageMaker spreads them
         instances[c % n_start].copies.append(0.0)
+    if mode == "hot-load" and fleet.headroom_copies:  # the headroom is kept from the start, as after every scale-out
+        spare = n_start * per - start_copies
+        instances.extend(_Instance(next(names), 0.0) for _ in range(math.ceil(max(0, fleet.headroom_copies - spare) / per)))
     pending: list[float] = []  # heap of ready times of copies not yet serving
     n = start_copies
     desired = start_copies
@@ -253,6 +264,42 @@ def run_copies(model: InstanceModel, arrivals: np.ndarray, policy: Policy, fleet
     return CopyRun(policy=mode, run=run, instances=np.array(alive), copies_serving=np.array(hist.serving),
                    first_scale_out_s=first_out, first_added_serving_s=first_serving, hot_loaded=hot_loaded,
                    new_instances=added_instances)
+
+
+def tuner_copy_fleet(copy: CopyArtifact, instance_type: str) -> CopyFleet | None:
+    """The copy fleet the tuner's hot-load knob runs on (``speech.sim.tune``, docs/design.md §10.10):
+    the copies one ``instance_type`` holds as SageMaker places them (:func:`speech.plan.copies.packing`:
+    whole accelerator devices per copy, host memory, CPU cores), one slot each, and the copy's T_copy.
+    None where one copy fills an instance (every added copy waits for a new instance, as on a plain
+    variant: hot loading has nothing to offer there). :class:`speech.errors.PlanInputError` for an
+    instance type the packing does not know."""
+    from speech.plan.copies import packing
+    from speech.schema.instances import instance_spec
+
+    fit = packing(copy, instance_spec(instance_type)).copies_per_instance
+    if fit < 2:
+        return None
+    return CopyFleet(instance_memory_mib=float(fit), copy_memory_mib=1.0, t_copy_s=copy.t_copy_s, instance_type=instance_type)
+
+
+def hot_load_day(task: tuple[InstanceModel, ScalingNumbers, float, np.ndarray, CopyFleet]) -> Summary:
+    """One day of ``arrivals`` under the plan policy of ``numbers`` on the copy count, hot-loaded
+    into ``fleet`` (its ``headroom_copies`` kept spare): the tuner's unit of work for a candidate
+    with the hot-load knob (speech.sim.knobs.simulate_day). The numbers' floor and cap count copies;
+    the fleet's instance floor holds the copy floor. ``instance_hours`` counts copy slots
+    (instance-hours x copies per instance: device-hours where a copy takes one device), so a
+    candidate compares with the one-copy-per-instance plan and the floor in the same unit."""
+    from speech.sim.policies import AwsPolicy
+
+    model, numbers, slo_ms, arrivals, fleet = task
+    per = fleet.copies_fit
+    floor = max(1, math.ceil(numbers.min_instances / per))
+    fleet = replace(fleet, initial_instances=floor, min_instances=floor)
+    r = run_copies(model, arrivals, AwsPolicy(numbers, model.cloudwatch_ratio, model.q_max), fleet, "hot-load",
+                   warm_x_rps=numbers.x_target_rps)
+    s = summarize(r.run, model, slo_ms, numbers.planning_total_s)
+    return replace(s, policy=f"hot-load +{fleet.headroom_copies}", instance_hours=s.instance_hours * per,
+                   peak_instances=int(r.instances.max()) * per if r.instances.size else 0)
 
 
 @dataclass(frozen=True)

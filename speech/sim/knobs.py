@@ -13,6 +13,7 @@ import numpy as np
 from speech.schema.config import PlanInputs, ReactionPolicy
 from speech.sim.fleet import Summary, run_policy, summarize
 from speech.sim.floor import floor_schedule
+from speech.sim.hotload import CopyFleet, hot_load_day
 from speech.sim.instance import InstanceModel
 from speech.sim.names import PROMISE_MISS_CHANCE
 from speech.sim.policies import AwsPolicy
@@ -38,6 +39,12 @@ MAX_HEADROOM = 2.0
 largest crowd the training draws show (:func:`speech.plan.forecast.crowd_ratio`)."""
 DEFAULT_HEADROOM_QUANTILE = 0.9
 """The forecast quantile headroom is laid over when the forecast knob itself is off."""
+HOT_LOAD_KNOBS = ("hot_load_headroom_copies",)
+"""Knobs the search tries only with a copy fleet (``hosting: components`` where several copies fit
+an instance: speech.sim.hotload.tuner_copy_fleet): scale-out into spare room first. Not plan
+inputs: simulated, not deployable (docs/design.md §10.10): the component stack deploys the copy
+plan's own scaling (speech.plan.copies), which states none of the tuned scale-in knobs nor spare
+room kept for the next surge, so a tuned plan cannot deploy what a promise with it simulated."""
 
 
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
@@ -45,9 +52,14 @@ Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
 the items' order."""
 
 
-def simulate_day(task: tuple[InstanceModel, ScalingNumbers, float, np.ndarray]) -> Summary:
+def simulate_day(task: tuple[InstanceModel, ScalingNumbers, float, np.ndarray]
+                 | tuple[InstanceModel, ScalingNumbers, float, np.ndarray, CopyFleet]) -> Summary:
     """One day of ``arrivals`` under the plan policy of ``numbers`` (model, numbers, SLO ms,
-    arrivals): the unit of work the tuner counts and caches. Module-level, so a process pool can run it."""
+    arrivals): the unit of work the tuner counts and caches. With a fifth item, a copy fleet: the
+    copies hot-loaded into it (:func:`speech.sim.hotload.hot_load_day`). Module-level, so a process
+    pool can run it."""
+    if len(task) == 5:
+        return hot_load_day(task)
     model, numbers, slo_ms, arrivals = task
     pol = AwsPolicy(numbers, model.cloudwatch_ratio, model.q_max)
     run = run_policy(model, arrivals, pol, warm_x_rps=numbers.x_target_rps)
@@ -87,6 +99,11 @@ class Knobs:
     arrivals at least this many times the window before's takes the fleet at once to the new
     rate's instances; None: off. Not a plan input: nothing deploys it yet."""
     jump_window_s: int = 10
+    hot_load_headroom_copies: int | None = None
+    """Hot loading (speech.sim.hotload.hot_load_day): the plan's scaling decides copies, added
+    copies go into spare room of running instances first (serving after T_copy), new instances
+    only for the rest, and this many copies' worth of room is kept spare; None: a plain variant,
+    one copy per instance. Offered only with a copy fleet (:data:`HOT_LOAD_KNOBS`)."""
 
     def inputs(self, base: PlanInputs) -> PlanInputs:
         return base.model_copy(update={
@@ -163,6 +180,9 @@ REASONS = {
                      "draws show): capacity for crowds no forecast places, bought only while the traffic is high",
     "forecast_quantile": "floors from a seasonal forecast of the days before (speech.plan.forecast) at this upper quantile, "
                          "raised a planning T_total ahead: the reactive policy adds only what the forecast missed",
+    "hot_load_headroom_copies": "added copies go into spare room of running instances first (serving after T_copy, not "
+                                "an instance start-up), with this many copies' room kept spare for the next burst; "
+                                "simulated, not deployable",
 }
 
 
@@ -182,6 +202,8 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "forecast_quantile": (f"{k.forecast_quantile or DEFAULT_HEADROOM_QUANTILE:g} ({len(numbers.floors)} forecast floors)"
                               if k.forecast_quantile is not None or k.busy_headroom is not None else "none"),
         "busy_headroom": "none" if k.busy_headroom is None else f"x{k.busy_headroom:g} in the busy hours, cap {numbers.max_instances}",
+        **({} if k.hot_load_headroom_copies is None else
+           {"hot_load_headroom_copies": f"hot-load, {k.hot_load_headroom_copies} copies of headroom (simulated, not deployable)"}),
     }
 
 

@@ -46,6 +46,7 @@ from speech.sim.knobs import (
     DEFAULT_HEADROOM_QUANTILE,
     FORECAST_QUANTILES,
     HEADROOMS,
+    HOT_LOAD_KNOBS,
     KNOBS,
     MAX_HEADROOM,
     REASONS,
@@ -62,7 +63,7 @@ from speech.sim.promise import SPREAD_TEST_LEVEL, ShareBound, block_share_sd, un
 from speech.sim.traces import peak_rps
 
 __all__ = [
-    "DEFAULT_HEADROOM_QUANTILE", "FORECAST_QUANTILES", "HEADROOMS", "KNOBS", "MAX_HEADROOM", "MAX_PAIR_MOVES", "REASONS",
+    "DEFAULT_HEADROOM_QUANTILE", "FORECAST_QUANTILES", "HEADROOMS", "HOT_LOAD_KNOBS", "KNOBS", "MAX_HEADROOM", "MAX_PAIR_MOVES", "REASONS",
     "SIMULATOR_VERSION", "SPREAD_TEST_LEVEL", "Candidate", "Evaluator", "Knobs", "Mapper", "ShareBound", "Tuner",
     "block_share_sd", "describe_plan", "floor_day_hours", "perturbations", "simulate_day", "unseen_share_bound",
 ]
@@ -151,7 +152,7 @@ class Tuner(Evaluator):
         :data:`KNOBS` that keeps the target (a lower surge ratio) costs a third more than a later
         one (a higher floor). First-improvement descent would settle near the expensive one."""
         order = sorted(range(len(days)), key=lambda j: at.days[j].within_slo_share)
-        moves = [k for name in KNOBS for v in self.choices(at.knobs)[name]
+        moves = [k for name in self.knob_names() for v in self.choices(at.knobs)[name]
                  if v != getattr(at.knobs, name) and self.plan_for(k := move(at.knobs, name, v)) is not None]
         # screen on the draw where a miss is likeliest, then judge the cheapest there first, so the
         # first move that keeps the target caps what the rest may cost
@@ -201,6 +202,10 @@ class Tuner(Evaluator):
             return None
         return min(self.seed_numbers.max_instances, fixed_peak_size(self.seed_numbers, self.train_peak_rps))
 
+    def knob_names(self) -> tuple[str, ...]:
+        """The knobs the search moves: :data:`KNOBS`, and with a copy fleet :data:`HOT_LOAD_KNOBS`."""
+        return KNOBS if self.copy_fleet is None else (*KNOBS, *HOT_LOAD_KNOBS)
+
     def choices(self, at: Knobs) -> dict[str, list]:
         """Each knob's candidates around ``at`` (the seed formula, None, always among them); the plan
         refuses the ones outside their bounds. ``min_instances``: the seed's, a quarter above the
@@ -220,7 +225,15 @@ class Tuner(Evaluator):
             "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
             "forecast_quantile": [None, *FORECAST_QUANTILES] if self.forecast_history is not None else [None],
             "busy_headroom": [None, *self._headrooms] if self.forecast_history is not None else [None],
+            **({} if self.copy_fleet is None else {"hot_load_headroom_copies": self.hot_load_choices()}),
         }
+
+    def hot_load_choices(self) -> list[int | None]:
+        """The hot-load knob's candidates (only with a copy fleet): off (one copy per instance), and
+        copies into spare room with no headroom, an instance's worth and two instances' worth kept spare."""
+        assert self.copy_fleet is not None
+        per = self.copy_fleet.copies_fit
+        return [None, 0, per, 2 * per]
 
     def see_training(self, days: Sequence[tuple[int, np.ndarray]]) -> None:
         """Record what the choices read from the training draws (their busiest minute, for the
@@ -279,7 +292,7 @@ class Tuner(Evaluator):
                 if step is not best:
                     best, moved = step, True
             near: list[tuple[str, Any, float]] = []
-            for name in KNOBS:
+            for name in self.knob_names():
                 moves = [move(best.knobs, name, v) for v in self.choices(best.knobs)[name]
                          if getattr(best.knobs, name) != v]
                 # every move of this knob is judged on the incumbent's lowest draw first (a new
