@@ -251,12 +251,8 @@ def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstre
         assert float(r.headers["x-audio-seconds"]) == pytest.approx(want / 24000, abs=0.002)
         kept = client.get(r.headers["x-download-path"])
         assert kept.status_code == 200 and kept.content[:4] == b"RIFF" and (len(kept.content) - 44) // 2 == want
-        loud = client.post("/v1/audio/speech", json=body | {"volume_multiplier": 1.0}).content
-        q, lo = (np.frombuffer(x, "<i2").astype(np.float64) for x in (r.content, loud))
-        # Kokoro's decoder adds random noise to its harmonic source, so two runs differ: the gain
-        # shows in the RMS, not sample by sample (the onnx test checks it exactly).
-        rms = [float(np.sqrt(np.mean(x ** 2))) for x in (q, lo)]
-        assert 0.35 < rms[0] / rms[1] < 0.65, rms
+        # The gain (volume_multiplier 0.5) is the engine's, whatever the backend: checked exactly
+        # on sine in tests/container/routes/openai/test_kokoro_fastapi.py, without a second run here.
 
         # combine: upstream's .pt, the same mix the speech route uses
         c = client.post("/v1/audio/voices/combine", json=f"{VOICE}-am_other")
