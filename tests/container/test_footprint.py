@@ -7,7 +7,6 @@ import sys
 import time
 
 import httpx
-import numpy as np
 import pytest
 
 from container.footprint import FootprintCache, measure, process_tree
@@ -48,16 +47,8 @@ def test_footprint_marker_between_warmup_and_ready(onnx_server):
     assert events.count("footprint") == 1
 
 
-@pytest.mark.slow
-def test_ping_503_has_no_footprint_and_no_marker(server_factory, tmp_path):
-    """A model that never loads: /ping stays 503 (SageMaker's contract) and reports no footprint."""
-    (tmp_path / "m.onnx").write_bytes(b"not a model")
-    np.savez(tmp_path / "voices.npz", jf_alpha=np.zeros((510, 1, 256), np.float32))
-    (tmp_path / "vocab.json").write_text('{"vocab": {"a": 1}}')
-    srv = server_factory({"BACKEND": "onnx", "MODEL_DIR": str(tmp_path)}, wait=False)
-    r = srv.wait_ready(timeout=60, want=503)
-    assert r.json()["status"] == "error" and "footprint" not in r.json()
-    assert not any(parse_footprint_line(line) for line in list(srv.stdout))
+# A model that never loads reports no footprint (/ping and stdout): test_protection.py's
+# unloadable-model test, on the server it starts for that anyway.
 
 
 @pytest.mark.slow

@@ -11,6 +11,8 @@ import time
 import httpx
 import numpy as np
 
+from container.markers import parse_footprint_line
+
 # Starts servers, subprocesses or the real model: not in the fast tier (make test-fast).
 pytestmark = pytest.mark.slow
 
@@ -114,11 +116,16 @@ def _broken_onnx_dir(d):
 
 
 def test_unloadable_model_is_a_clear_503_not_a_crash(server_factory, tmp_path):
-    """Files present but broken are found while loading: the server stays up, /ping 503 names it.
+    """Files present but broken are found while loading: the server stays up, /ping 503 names it
+    and reports no footprint (SageMaker's contract: /ping stays 503 while the model never loads).
     (Files missing altogether stop the start: tests/container/test_preflight.py.)"""
     srv = server_factory({"BACKEND": "onnx", "MODEL_DIR": _broken_onnx_dir(tmp_path)}, wait=False)
     ping = srv.wait_ready(want=503, timeout=60)
     assert ping.json()["status"] == "error" and "kokoro.onnx" in ping.json()["detail"]
+    # No copy loaded, so no footprint: none in /ping, no footprint marker on stdout (this server
+    # was test_footprint.py's own, started a second time on the same broken files).
+    assert "footprint" not in ping.json()
+    assert not any(parse_footprint_line(line) for line in list(srv.stdout))
     r = httpx.post(srv.url + "/invocations", json={"text": "hi"}, timeout=10)
     assert r.status_code == 503 and r.json()["error"] == "model_unavailable"
     time.sleep(0.5)
