@@ -33,6 +33,21 @@ def ttotal_ref():
     return load_artifact(TTOTAL_REF, TtotalArtifact)
 
 
+@pytest.fixture(scope="session")
+def onnx_server():
+    """The real model (onnx, default settings) behind a real server, once per test process: the
+    container's tests and bench's chain against the real container (tests/bench/load) share it.
+    Tests only read from it; counters on it move with every test: compare differences."""
+    from tests.container.conftest import ServerProc
+
+    srv = ServerProc({"BACKEND": "onnx"})
+    try:
+        srv.wait_ready(timeout=120)
+        yield srv
+    finally:
+        srv.stop()
+
+
 # --- test tiers ----------------------------------------------------------------------------------
 # `make test` runs everything (CI). `make test-fast` (SPEECH_TEST_TIER=fast, -m "not slow") is the
 # inner loop: no model, no servers, no subprocesses. A test that needs any of them is marked `slow`

@@ -1,8 +1,9 @@
 """Real uvicorn servers as subprocesses on 127.0.0.1, one free port each, and what needs the real
 model shared per session: a test process (pytest-xdist hands it whole files) starts each at most once.
 
-Session-scoped here: the onnx server, a sine server in the default configuration, the random
-upstream-layout torch checkpoint and one in-process torch backend loaded from it. Tests only read
+Session-scoped here: a sine server in the default configuration, the random upstream-layout torch
+checkpoint and one in-process torch backend loaded from it (the real model's onnx server is
+tests/conftest.py's, shared with tests/bench/load). Tests only read
 from them; a test that changes a server's state (shedding, drain, signals, counters it compares
 exactly) or needs another configuration starts its own through `server_factory`."""
 from __future__ import annotations
@@ -119,16 +120,6 @@ def server_factory():
     yield make
     for s in started:
         s.stop()
-
-
-@pytest.fixture(scope="session")
-def onnx_server():
-    srv = ServerProc({"BACKEND": "onnx"})
-    try:
-        srv.wait_ready(timeout=120)
-        yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="session")

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
 from bench.cli.main import main
-from bench.load.synthetic import free_port
 from container.markers import STAGES
 from speech.files import load_artifact
 from speech.schema.artifacts import TtotalArtifact
@@ -24,29 +21,13 @@ SERVE = f"{sys.executable} -m container serve"
 
 
 @pytest.fixture(scope="module")
-def container_url():
-    port = free_port()
-    proc = subprocess.Popen([*SERVE.split(), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(url + "/ping", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        else:
-            pytest.fail("container did not answer /ping within 180 s")
-        # One synthesis before any measurement: the first run of an onnx session pays for its
-        # allocations, which on a busy machine alone can outlast a short measuring window.
-        assert httpx.post(url + "/invocations", json={"text": "Warm up."}, timeout=120).status_code == 200
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(30)
+def container_url(onnx_server):
+    """The session's real-model server (tests/conftest.py): a test process that ran tests/container
+    files before this one has it started already, and the chain below only reads from it."""
+    # One synthesis before any measurement: the first run of an onnx session pays for its
+    # allocations, which on a busy machine alone can outlast a short measuring window.
+    assert httpx.post(onnx_server.url + "/invocations", json={"text": "Warm up."}, timeout=120).status_code == 200
+    return onnx_server.url
 
 
 def test_short_ladder_and_ttotal_feed_bench_plan(container_url, tmp_path):
