@@ -1,5 +1,7 @@
 """ASYNC_INFERENCE (asynchronous endpoints): /invocations answers with one complete file, as
-SageMaker stores the response body in S3. The real int8 Kokoro-82M through a real server."""
+SageMaker stores the response body in S3. A real server on the sine backend: the whole file, its
+sizes and the Accept negotiation are the route's, whatever made the audio (the real model on
+/invocations is tests/container/backends/test_onnx.py's, streamed and whole)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ SENTENCE = "The quick brown fox jumps over the lazy dog."
 
 @pytest.fixture(scope="module")
 def async_server():
-    srv = ServerProc({"BACKEND": "onnx", "ASYNC_INFERENCE": "true"})
+    srv = ServerProc({"BACKEND": "sine", "ASYNC_INFERENCE": "true"})
     try:
         srv.wait_ready(timeout=120)
         yield srv
