@@ -94,21 +94,21 @@ def test_streaming_mp3_arrives_before_synthesis_ends(client, onnx_server):
     assert counter(after, "speech_requests_total", "shed") == counter(before, "speech_requests_total", "shed")
 
 
-def test_voice_blend_and_speed(client):
-    # SHORT: the checks compare voices and lengths with each other, so the four calls need no
+def test_voice_blend_and_object_form(client):
+    # SHORT: the checks compare voices with each other, so the three calls need no
     # longer text (a nine-word sentence cost twice the synthesis on 2 cores).
     def pcm(**kw):
         r = client.audio.speech.create(model="tts-1", input=SHORT, response_format="pcm", **kw)
         return np.frombuffer(r.content, "<i2").astype(np.float32) / 32767
 
-    a, b = pcm(voice="jf_alpha"), pcm(voice="jm_kumo")
+    # jf_alpha in the OpenAI voice object form. Speed on this route is test_kokoro_fastapi.py's
+    # (0.25 and 4.0 on the real model); a fourth call here checked it once more.
+    a, b = pcm(voice={"id": "jf_alpha"}), pcm(voice="jm_kumo")
     blend = pcm(voice="jf_alpha(1)+jm_kumo(1)")
     assert 0.02 < float(np.sqrt(np.mean(blend ** 2)))
     n = min(len(a), len(b), len(blend))
     assert not np.array_equal(blend[:n], a[:n]) and not np.array_equal(blend[:n], b[:n])
-    # the OpenAI voice object form, and speed
-    fast = pcm(voice={"id": "jf_alpha"}, speed=1.6)
-    assert len(fast) < 0.8 * len(a)
+    assert not np.array_equal(a[:n], b[:n])
 
 
 def test_models_list_and_retrieve(client):
