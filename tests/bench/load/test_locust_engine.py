@@ -130,8 +130,9 @@ def test_replay_on_two_locust_workers_writes_one_artifact_and_locusts_files(tmp_
     from bench.load.locust_engine import MASTER_NICE
 
     with _stand_in() as s, _Niceness() as nice:
-        rc = main(["replay", "--trace", "steady:rps=120,duration=3", "--url", s.url, "--engine", "locust", "--workers", "2",
-                   "--slo-ms", "500", "--out", str(tmp_path), "--csv", str(tmp_path / "csv"),
+        # The SLO is one no answer of a 40 ms stand-in misses on a loaded machine: the share is computed, not this CPU judged.
+        rc = main(["replay", "--trace", "steady:rps=60,duration=6", "--url", s.url, "--engine", "locust", "--workers", "2",
+                   "--slo-ms", "30000", "--out", str(tmp_path), "--csv", str(tmp_path / "csv"),
                    "--html", str(tmp_path / "replay.html"), "--json"])
     assert rc == 0
     # The master yields the cores to its workers: its bursts at every report must not delay a send.
@@ -142,7 +143,7 @@ def test_replay_on_two_locust_workers_writes_one_artifact_and_locusts_files(tmp_
     assert art["requests"] == art["scheduled"] == summary["requests"] == len(art["per_request"]) > 300
     assert art["ok"] == art["requests"] and art["within_slo_share"] == 1.0
     dues = [r["due_s"] for r in art["per_request"]]
-    assert dues == sorted(dues) and dues[-1] < 3
+    assert dues == sorted(dues) and dues[-1] < 6
     # TTFAB is the stand-in's delay plus the loopback: never below it. Above it only a bound that a
     # loaded machine cannot break (a unit slip would): how close the client comes to the delay, and
     # how late it sends, are measured by benchmarks/replay_scale.py, not judged here.
