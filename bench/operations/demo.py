@@ -178,7 +178,9 @@ def _measure_and_plan(args: argparse.Namespace, out: Path,
     container: Container | None = None
     closing = False
     try:
-        yield Say("container", "starting the inference container (real Kokoro-82M, onnx on CPU)...")
+        # The default command serves the real Kokoro-82M (onnx on CPU); --serve-cmd may start anything, so the
+        # line names the command and the next one the backend the server itself reports.
+        yield Say("container", f"starting the inference container: {args.serve_cmd}")
         container = Container(args.serve_cmd, out / "container.log", args.slo_ms)
         ident = container.wait_ready()
         yield Say("container", f"ready at {container.url} ({ident.get('backend')}, weights "

@@ -129,6 +129,9 @@ def test_ctrl_c_stops_the_container_and_writes_nothing_half(tmp_path):
             url = m.group(1)
             break
     assert url, "".join(lines)
+    # The lines name the command that was started and the backend that answered, not the default's model.
+    said = "".join(lines)
+    assert "starting the inference container: env BACKEND=sine" in said and "(sine, weights" in said, said
     time.sleep(1.0)  # inside the qmax ladder now
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
