@@ -17,6 +17,8 @@ METRIC = "ConcurrentRequestsPerModel"
 """The CloudWatch metric Q_max is measured against (per instance, in flight)."""
 ALARM_STATISTIC = "Maximum"
 """Per-instance peak concurrency, as measured; also the step policies' aggregation."""
+AVERAGE_STATISTIC = "Average"
+"""The surge alarm's statistic under ``PlanInputs.surge_average_share`` (speech.deploy.scaling.realtime)."""
 SCALE_OUT_METRIC_TYPE = "SageMakerVariantConcurrentRequestsPerModelHighResolution"
 """Target tracking's metric: ConcurrentRequestsPerModel at its 10 s resolution. Only this predefined
 type gives Application Auto Scaling the 10 s period the plan's reaction bound assumes (a

@@ -75,6 +75,8 @@ SLO_SHARE = FieldBound(0.5, 1.0, hi_open=True)
 """Share of requests within the SLO the fleet is sized for: at least half, never all."""
 TARGET_SHARE = FieldBound(0.0, 1.0, lo_open=True, hi_open=True)
 """Scale-out target as a share of Q_max (the plan then holds it to at most 1 - h)."""
+SURGE_AVERAGE_SHARE = FieldBound(0.0, 1.0, lo_open=True, hi_open=True)
+"""The surge alarm's threshold on the Average of ConcurrentRequestsPerModel, as a share of Q_max."""
 SCALE_IN_STEP_SHARE = FieldBound(0.0, 1.0, lo_open=True, hi_open=True)
 """Share of the fleet one scale-in removes (the plan then holds it to 1 - C_scale_min / C_scale_max)."""
 SCALE_IN_WINDOW_S = FieldBound(30, 86_400)

@@ -148,6 +148,7 @@ class PlanInputsRecord(Frozen):
     scale_in_window_s: int | None = None
     scale_in_cooldown_s: int | None = None
     scale_out_cooldown_s: int | None = None
+    surge_average_share: float | None = None
     """The tuned inputs as given (None: seed formula)."""
 
     @classmethod
@@ -168,7 +169,7 @@ class PlanInputsRecord(Frozen):
         data = handler(self)
         if isinstance(data, dict):
             for key in ("target_share", "scale_in_step_share", "scale_in_window_s", "scale_in_cooldown_s",
-                        "scale_out_cooldown_s"):
+                        "scale_out_cooldown_s", "surge_average_share"):
                 if data.get(key, 0) is None:
                     del data[key]
         return data

@@ -21,6 +21,7 @@ from speech.schema.bounds import (
     SCALE_OUT_COOLDOWN_S,
     SLO_MS,
     SLO_SHARE,
+    SURGE_AVERAGE_SHARE,
     SURGE_RATIO,
     TARGET_SHARE,
 )
@@ -194,6 +195,14 @@ class PlanInputs(Frozen):
     scale_out_cooldown_s: Annotated[int, Field(**SCALE_OUT_COOLDOWN_S.field())] | None = Field(None, exclude_if=lambda v: v is None)
     """Target tracking's scale-out cooldown; between the metric period and the measured T_total.
     None: clamp(T_total / 2, 10, 30)."""
+    surge_average_share: Annotated[float, Field(**SURGE_AVERAGE_SHARE.field())] | None = Field(
+        None, exclude_if=lambda v: v is None)
+    """The reactive layer on the Average of ConcurrentRequestsPerModel (speech.deploy.scaling.realtime):
+    the surge alarm fires when the period's Average reaches this share of Q_max, and target
+    tracking's target is Q_max itself (the gate holds concurrency there, so it never acts). For
+    plans over scheduled floors sized at the SLO rate: there some instance refuses in almost every
+    period, which holds the Maximum at Q_max, while the Average stays well below until the traffic
+    outgrows the floor (docs/plan-cost.md). None: target tracking and the surge on the Maximum."""
     schedule: FloorSchedule | None = Field(None, exclude_if=lambda v: v is None)
     """Daily scheduled floors (``bench plan --schedule-from TRACE``); None: the floor is constant."""
     promise: Promise | None = Field(None, exclude_if=lambda v: v is None)

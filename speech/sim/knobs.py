@@ -21,18 +21,25 @@ from speech.sim.promise import ShareBound, unseen_share_bound
 from speech.sim.scaler import ScalingNumbers
 
 KNOBS = ("surge_ratio", "target_share", "datapoints_to_alarm", "min_instances", "scale_in_step_share",
-         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors", "forecast_quantile", "busy_headroom")
+         "scale_in_window_s", "scale_in_cooldown_s", "scheduled_floors", "forecast_quantile", "busy_headroom",
+         "surge_average_share")
 """The plan inputs the search changes (speech.schema.config.PlanInputs; None: the seed formula).
 ``scheduled_floors``: daily floors derived (speech.plan.schedule.derive_schedule) from the
 training draws' mean traffic only, tried on and off. ``forecast_quantile``: floors from a seasonal
 forecast of the history before the judged days (speech.plan.forecast), sized for that upper quantile;
-off (None) or one of :data:`FORECAST_QUANTILES`. The scale-out cooldown stays as the team set it.
+off (None) or one of :data:`FORECAST_QUANTILES`. ``surge_average_share``: the surge alarm on the
+Average of ConcurrentRequestsPerModel at that share of Q_max, target tracking inert (off or one of
+:data:`SURGE_AVERAGE_SHARES`). The scale-out cooldown stays as the team set it.
 ``Knobs.jump_ratio`` (the simulator's emergency step) is not searched: no plan input deploys it, and
 a tuned plan must deploy what its promise simulated; benchmarks/plan_cost.py measures it beside the
 tuned plan."""
 FORECAST_QUANTILES = (0.5, 0.75, 0.9)
 """The forecast's upper quantiles the tuner tries as floors: a floor is a minimum the reactive
 policy builds on, so a lower quantile can be cheaper and still keep the share."""
+SURGE_AVERAGE_SHARES = (0.45, 0.5, 0.55)
+"""The Average surge thresholds (x Q_max) the tuner tries. At the floor the instances' Average
+stays at 0.2-0.5 x Q_max while some instance refuses in almost every period (diurnal:peak=5000,
+docs/plan-cost.md); a day the floors undershoot lifts it past these."""
 HEADROOMS = (1.15, 1.3)
 MAX_HEADROOM = 2.0
 """Scheduled headroom over the forecast floors in the busy hours the tuner tries, besides the
@@ -94,6 +101,9 @@ class Knobs:
     nobody can place; at :data:`DEFAULT_HEADROOM_QUANTILE` when ``forecast_quantile`` is None);
     None: no headroom. The plan's cap is raised to hold it at the forecast's busiest minute
     (speech.plan.forecast.headroom_peak_rps)."""
+    surge_average_share: float | None = None
+    """The surge alarm on the Average at this share of Q_max, target tracking inert
+    (PlanInputs.surge_average_share); None: target tracking and the surge on the Maximum."""
     jump_ratio: float | None = None
     """The simulator's emergency step (speech.sim.policies.AwsPolicy): a ``jump_window_s`` window's
     arrivals at least this many times the window before's takes the fleet at once to the new
@@ -110,7 +120,7 @@ class Knobs:
             "surge_ratio": self.surge_ratio, "target_share": self.target_share, "min_instances": self.min_instances,
             "reaction": ReactionPolicy(metric_period_s=base.reaction.metric_period_s, datapoints_to_alarm=self.datapoints_to_alarm),
             "scale_in_step_share": self.scale_in_step_share, "scale_in_window_s": self.scale_in_window_s,
-            "scale_in_cooldown_s": self.scale_in_cooldown_s,
+            "scale_in_cooldown_s": self.scale_in_cooldown_s, "surge_average_share": self.surge_average_share,
         })
 
 
@@ -180,6 +190,9 @@ REASONS = {
                      "draws show): capacity for crowds no forecast places, bought only while the traffic is high",
     "forecast_quantile": "floors from a seasonal forecast of the days before (speech.plan.forecast) at this upper quantile, "
                          "raised a planning T_total ahead: the reactive policy adds only what the forecast missed",
+    "surge_average_share": "the surge alarm on the Average of the instances' concurrency at this share of Q_max, target "
+                           "tracking left at Q_max: refusals at floors sized at the SLO rate hold the Maximum at Q_max "
+                           "in almost every period, the Average rises only when the traffic outgrows the fleet",
     "hot_load_headroom_copies": "added copies go into spare room of running instances first (serving after T_copy, not "
                                 "an instance start-up), with this many copies' room kept spare for the next burst; "
                                 "simulated, not deployable",
@@ -202,6 +215,9 @@ def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
         "forecast_quantile": (f"{k.forecast_quantile or DEFAULT_HEADROOM_QUANTILE:g} ({len(numbers.floors)} forecast floors)"
                               if k.forecast_quantile is not None or k.busy_headroom is not None else "none"),
         "busy_headroom": "none" if k.busy_headroom is None else f"x{k.busy_headroom:g} in the busy hours, cap {numbers.max_instances}",
+        "surge_average_share": ("none (target tracking, surge on the Maximum)" if k.surge_average_share is None else
+                                f"surge on the Average >= {numbers.saturation_threshold:g} ({k.surge_average_share:g} x Q_max), "
+                                "target tracking at Q_max"),
         **({} if k.hot_load_headroom_copies is None else
            {"hot_load_headroom_copies": f"hot-load, {k.hot_load_headroom_copies} copies of headroom (simulated, not deployable)"}),
     }

@@ -85,7 +85,10 @@ class AwsPolicy(Policy):
       capacity before it), so only a larger result acts; after the cooldown the base is the current
       desired count. Scale-in is disabled on this policy, so it never blocks the step scale-in.
     * surge step: alarm >= Q_max for ``datapoints_to_alarm`` periods; +percent of the desired
-      count (rounded down, at least 1), at least ``MinAdjustmentMagnitude``; its own cooldown.
+      count (rounded down, at least 1), at least ``MinAdjustmentMagnitude``; its own cooldown. With
+      ``surge_statistic`` Average the alarm reads the period's mean occupancy per instance
+      (:meth:`average`) against its threshold (``surge_average_share`` x Q_max), so refusals alone
+      do not fire it; target tracking's target is then Q_max and never reached.
     * scale-in step: alarm <= C_scale_min for every one of the window's periods (a period without
       traffic breaches); the spec's step; its own cooldown.
     * emergency step (``jump_ratio``, a simulator knob, not deployed): the window's arrivals at
@@ -122,13 +125,22 @@ class AwsPolicy(Policy):
         full = sum(ctx.window(h.rejected, self.tick_s)) >= 1.0
         return to_cloudwatch(self.q_max if full else occ, self.ratio), sum(ctx.window(h.arrivals, self.tick_s))
 
+    def average(self, ctx: Ctx) -> float:
+        """The period's ConcurrentRequestsPerModel Average in CloudWatch units: the mean of the
+        per-second mean occupancy per instance (a refusal does not raise it to Q_max)."""
+        occ = ctx.window(ctx.history.occupancy, self.tick_s)
+        return to_cloudwatch(sum(occ) / len(occ), self.ratio)
+
     def decide(self, ctx: Ctx) -> Decision:
         st: AwsState = ctx.state or AwsState()
         s, desired, now = self.s, ctx.desired, ctx.now
         metric, traffic = self.datapoint(ctx)
         k = self.readings.target_tracking_datapoints
-        tt, tt_fire = m_of_n_alarm(st.tt, metric > s.target_value, k, k)
-        surge, surge_fire = m_of_n_alarm(st.surge, metric >= s.saturation_threshold, s.surge_periods, s.surge_periods)
+        # under an Average surge the target is Q_max, which the gate never lets the metric pass (the
+        # deployed value is rounded to 4 decimals, the simulated Q_max is not: compare nothing)
+        tt, tt_fire = m_of_n_alarm(st.tt, s.surge_statistic == "Maximum" and metric > s.target_value, k, k)
+        surge_metric = metric if s.surge_statistic == "Maximum" else self.average(ctx)
+        surge, surge_fire = m_of_n_alarm(st.surge, surge_metric >= s.saturation_threshold, s.surge_periods, s.surge_periods)
         low, low_fire = m_of_n_alarm(st.low, traffic <= 0 or metric <= s.scale_in_threshold, s.scale_in_periods, s.scale_in_periods)
         # AwsState(...) rather than dataclasses.replace: this runs once per metric period of every simulated day
         st = AwsState(tt, surge, low, st.tt_until, st.tt_base, st.surge_until, st.in_until, st.jump_until)

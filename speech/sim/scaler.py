@@ -55,6 +55,9 @@ class ScalingNumbers:
     design's rule is 3.0 (more than 200 % up in one window); None: no emergency step."""
     jump_window_s: int = 60
     """The emergency step's window, s (its rate is arrivals over this many seconds)."""
+    surge_statistic: str = "Maximum"
+    """The surge alarm's statistic: ``Maximum`` (an instance at Q_max) or ``Average`` (the
+    instances' mean over the period, PlanInputs.surge_average_share)."""
 
     def scale_in_to(self, desired: int) -> int:
         """Desired count after one scale-in step from ``desired``, as Application Auto Scaling
@@ -140,6 +143,7 @@ def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:
         scale_in_percent=scale_in.scaling_adjustment if spec.scale_in.adjustment_type == "PercentChangeInCapacity" else None,
         scale_in_min_removed=spec.scale_in.min_adjustment_magnitude or 1,
         floors=tuple((a.schedule, a.timezone, a.min_capacity) for a in spec.scheduled),
+        surge_statistic=spec.surge_alarm.statistic,
     )
 
 

@@ -50,6 +50,7 @@ from speech.sim.knobs import (
     KNOBS,
     MAX_HEADROOM,
     REASONS,
+    SURGE_AVERAGE_SHARES,
     Candidate,
     Knobs,
     Mapper,
@@ -225,6 +226,7 @@ class Tuner(Evaluator):
             "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
             "forecast_quantile": [None, *FORECAST_QUANTILES] if self.forecast_history is not None else [None],
             "busy_headroom": [None, *self._headrooms] if self.forecast_history is not None else [None],
+            "surge_average_share": [None, *SURGE_AVERAGE_SHARES],
             **({} if self.copy_fleet is None else {"hot_load_headroom_copies": self.hot_load_choices()}),
         }
 
@@ -250,7 +252,8 @@ class Tuner(Evaluator):
         ``pairs`` two-knob moves of its near misses (:meth:`pair_moves`).
 
         With a forecast history the descent runs twice: without the forecast knobs from the seed,
-        then with them from that plain winner (a forecast move replaces learned floors,
+        then with them from that plain winner or from the best pair of :meth:`average_moves` that
+        beats it (a forecast move replaces learned floors,
         :func:`move`), so the winner is never worse than the plain one (:meth:`better`). Why not a
         second descent from the seed: descent is greedy (on diurnal:peak=5000 the cheapest first
         move that kept the target was forecast floors, and the descent from there ended at 1.29x the
@@ -269,12 +272,25 @@ class Tuner(Evaluator):
         finally:
             self.forecast_history = history
         self.simulated_plain = self.simulated
-        _, forecast = self._search(days, passes, pairs, start=plain)
+        start = plain
+        for k in self.average_moves(plain.knobs):
+            c = self.challenge(k, days, start)
+            if c is not None and self.better(c, start):
+                start = c
+        _, forecast = self._search(days, passes, pairs, start=start)
         best = forecast if self.better(forecast, plain) else plain
         # the promise on the same days with their crowds at other hours (speech.sim.crowd_check):
         # the crowds of the next day fall where no forecast places them
         self.crowd_check = check_on_moved_crowds(self, best, days)
         return seed, (best if self.crowd_check is None else self.crowd_check.chosen)
+
+    def average_moves(self, at: Knobs) -> list[Knobs]:
+        """Forecast floors with the Average surge over them, each quantile with each share: the
+        forecast descent's first challengers. Neither knob wins alone from learned floors (forecast
+        floors under target tracking cost as much, the Average surge over floors sized at the mean
+        misses the days above it), so a descent one knob at a time never reaches the pair."""
+        return [move(replace(at, surge_average_share=s), "forecast_quantile", q)
+                for q in FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES]
 
     def _search(self, days: Sequence[tuple[int, np.ndarray]], passes: int, pairs: int,
                 start: Candidate | None = None) -> tuple[Candidate, Candidate]:

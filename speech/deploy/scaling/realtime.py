@@ -17,6 +17,7 @@ from speech.deploy.scaling.spec import (
 )
 from speech.schema.aws import (
     ALARM_STATISTIC,
+    AVERAGE_STATISTIC,
     METRIC,
     METRIC_NAMESPACE,
     PERCENT_CHANGE,
@@ -125,22 +126,48 @@ def scale_in_alarm(plan: PlanArtifact, endpoint_name: str, variant: str) -> Alar
     )
 
 
+def surge_statistic(plan: PlanArtifact) -> str:
+    """The surge alarm's statistic (and its step's aggregation): the Maximum, an instance at Q_max;
+    the Average where the plan sets ``surge_average_share``."""
+    return ALARM_STATISTIC if plan.inputs.surge_average_share is None else AVERAGE_STATISTIC
+
+
+def surge_threshold(plan: PlanArtifact) -> float:
+    """The surge alarm's threshold, CloudWatch units: Q_max (saturation) on the Maximum, or
+    ``surge_average_share`` x Q_max on the Average."""
+    share = plan.inputs.surge_average_share
+    q = plan.alarms.saturation_concurrency
+    return q if share is None else round(share * q, 4)
+
+
+def tracking_target(plan: PlanArtifact) -> float:
+    """Target tracking's value, CloudWatch units: the plan's C_scale_max; Q_max under an Average
+    surge alarm, where the gate holds concurrency at or below it, so target tracking never acts and
+    the Average step alone answers (speech.schema.plan_inputs.PlanInputs.surge_average_share)."""
+    if plan.inputs.surge_average_share is None:
+        return plan.thresholds.scaling_target_value
+    return plan.alarms.saturation_concurrency
+
+
 def surge_alarm(plan: PlanArtifact, endpoint_name: str, variant: str, step: SurgeStep) -> AlarmSpec:
     """An instance reached Q_max (it already rejects): the emergency, fired after the plan's
-    datapoints to alarm. Missing data does not breach: nothing published is no surge."""
+    datapoints to alarm; or, with ``surge_average_share``, the instances' Average reached that share
+    of Q_max. Missing data does not breach: nothing published is no surge."""
     a = plan.alarms
+    share = plan.inputs.surge_average_share
+    what = (f"an instance reached Q_max ({a.saturation_concurrency:g})" if share is None else
+            f"the instances' average reached {share:g} x Q_max ({surge_threshold(plan):g})")
     return AlarmSpec(
         name=f"{endpoint_name}{SUFFIX_SURGE}",
-        description=f"an instance reached Q_max ({a.saturation_concurrency:g}): add "
-        f"{step.percent}% (at least {step.min_instances_added}) at once",
+        description=f"{what}: add {step.percent}% (at least {step.min_instances_added}) at once",
         namespace=METRIC_NAMESPACE,
         metric_name=METRIC,
         dimensions=tuple(sorted(metric_dimensions(endpoint_name, variant).items())),
-        statistic=ALARM_STATISTIC,
+        statistic=surge_statistic(plan),
         period_s=a.metric_period_s,
         evaluation_periods=a.datapoints_to_alarm,
         datapoints_to_alarm=a.datapoints_to_alarm,
-        threshold=a.saturation_concurrency,
+        threshold=surge_threshold(plan),
         comparison="GreaterThanOrEqualToThreshold",
         treat_missing_data="notBreaching",
     )
@@ -198,6 +225,15 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
         ("queue", "max_depth"): f"the container must reject above Q_max {plan.q_max}, the concurrency the SLO was "
                                 "measured at",
     }
+    if plan.inputs.surge_average_share is not None:
+        avg = (f"surge_average_share {plan.inputs.surge_average_share:g}: at floors sized at the SLO rate some instance "
+               "refuses in almost every period, which holds the Maximum at Q_max; the Average rises only when the "
+               "traffic outgrows the fleet")
+        why[("scale_out", "target_value")] = (f"Q_max {plan.q_max} x CloudWatch ratio: the gate holds concurrency at or "
+                                              f"below it, so target tracking never acts ({avg})")
+        why[("surge_alarm", "threshold")] = f"{plan.inputs.surge_average_share:g} x deployed Q_max ({avg})"
+        why[("surge_alarm", "statistic")] = f"Average over the instances and the period ({avg})"
+        why[("surge", "aggregation")] = "the alarm's statistic (Average)"
     why[("scheduled", "min_capacity")] = "the plan's scheduled floor: instances in service one planning T_total ahead of the ramp"
     why[("scheduled", "schedule")] = "every day at the floor's local time"
     for alarm in ("scale_in_alarm", "surge_alarm"):
@@ -206,14 +242,14 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
         endpoint_name=endpoint_name,
         variant=variant,
         target=variant_target(endpoint_name, variant, plan.fleet.min_instances, plan.fleet.max_instances),
-        scale_out=scale_out_tracking(f"{endpoint_name}{SUFFIX_SCALE_OUT}", SCALE_OUT_METRIC_TYPE, t.scaling_target_value,
+        scale_out=scale_out_tracking(f"{endpoint_name}{SUFFIX_SCALE_OUT}", SCALE_OUT_METRIC_TYPE, tracking_target(plan),
                                      c.scale_out_s, c.scale_in_s),
         scale_in=one_step_policy(f"{endpoint_name}{SUFFIX_SCALE_IN}", in_adjustment, cooldown_s=c.scale_in_s,
                                  aggregation=ALARM_STATISTIC, adjustment_type=in_kind, min_adjustment_magnitude=in_least),
         scale_in_alarm=scale_in_alarm(plan, endpoint_name, variant),
         surge=one_step_policy(f"{endpoint_name}{SUFFIX_SURGE}", step.percent, adjustment_type="PercentChangeInCapacity",
                               min_adjustment_magnitude=step.min_instances_added, cooldown_s=surge_cooldown_s(plan),
-                              aggregation=ALARM_STATISTIC),
+                              aggregation=surge_statistic(plan)),
         surge_alarm=surge_alarm(plan, endpoint_name, variant, step),
         queue=QueueSpec(max_depth=plan.queue_max_depth),
         scheduled=floor_actions(plan, endpoint_name),

@@ -23,7 +23,7 @@ import pulumi_aws as aws
 
 from container import telemetry
 from speech.deploy.iam import alarm_topic_key_policy, metrics_reader_policy
-from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, metric_dimensions
+from speech.deploy.scaling import METRIC, METRIC_NAMESPACE, VARIANT, metric_dimensions, surge_statistic, surge_threshold
 from speech.plan.calibration import expected_rejection_fraction
 from speech.schema.config import Alerts
 from speech.schema.plan_artifacts import PlanArtifact
@@ -239,11 +239,14 @@ def _ops_alarms(*, endpoint_name: str, model: str, plan: PlanArtifact | None, sl
         ),
         OpsAlarm(
             key="saturation", name=f"{ep}-saturation",
-            description=f"an instance at Q_max ({plan.alarms.saturation_concurrency:g} in flight): requests beyond it "
-            "get 503 queue_saturated",
-            namespace=SM, metric_name=METRIC, dimensions=sm_dims, statistic="Maximum",
+            # the surge alarm's own condition (speech.deploy.scaling.realtime), told to the team
+            description=(f"an instance at Q_max ({plan.alarms.saturation_concurrency:g} in flight): requests beyond it "
+                         "get 503 queue_saturated" if plan.inputs.surge_average_share is None else
+                         f"the instances' average concurrency reached {surge_threshold(plan):g} "
+                         f"({plan.inputs.surge_average_share:g} x Q_max): the traffic outgrew the scheduled floors"),
+            namespace=SM, metric_name=METRIC, dimensions=sm_dims, statistic=surge_statistic(plan),
             period_s=plan.alarms.metric_period_s, evaluation_periods=plan.alarms.datapoints_to_alarm,
-            datapoints_to_alarm=plan.alarms.datapoints_to_alarm, threshold=plan.alarms.saturation_concurrency,
+            datapoints_to_alarm=plan.alarms.datapoints_to_alarm, threshold=surge_threshold(plan),
             comparison="GreaterThanOrEqualToThreshold",
         ),
         _rate("queue_saturated_rate", f"{ep}-queue-saturated-rate",

@@ -367,10 +367,10 @@ def test_the_plan_records_every_input_it_shares_by_name(qmax_ref, ttotal_ref):
 
     tuned = REF_INPUTS.model_copy(update={"target_share": 0.3, "scale_in_step_share": 0.25, "scale_in_window_s": 600,
                                           "scale_in_cooldown_s": 700, "scale_out_cooldown_s": 20, "qmax_derate": 0.9,
-                                          "slo_share": 0.99})
+                                          "slo_share": 0.99, "surge_average_share": 0.5})
     rec = build_plan(qmax_ref, ttotal_ref, tuned).inputs
     shared = set(PlanInputsRecord.model_fields) & set(PlanInputs.model_fields)
-    assert len(shared) == 12
+    assert len(shared) == 13
     assert {f: getattr(rec, f) for f in shared} == {f: getattr(tuned, f) for f in shared}
     assert (rec.metric_period_s, rec.datapoints_to_alarm) == (tuned.reaction.metric_period_s,
                                                               tuned.reaction.datapoints_to_alarm)
