@@ -226,7 +226,9 @@ class Tuner(Evaluator):
             "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
             "forecast_quantile": [None, *FORECAST_QUANTILES] if self.forecast_history is not None else [None],
             "busy_headroom": [None, *self._headrooms] if self.forecast_history is not None else [None],
-            "surge_average_share": [None, *SURGE_AVERAGE_SHARES],
+            # not in the plain descent: there, on diurnal:peak=5000, it led the greedy search to 1.17x the
+            # floor where the descent from forecast floors with it (best_average_pair) found 1.05x
+            "surge_average_share": [None, *SURGE_AVERAGE_SHARES] if self.forecast_history is not None else [None],
             **({} if self.copy_fleet is None else {"hot_load_headroom_copies": self.hot_load_choices()}),
         }
 
@@ -251,10 +253,11 @@ class Tuner(Evaluator):
         target first takes :meth:`cheapest_keeping`; a pass that moves nothing then tries up to
         ``pairs`` two-knob moves of its near misses (:meth:`pair_moves`).
 
-        With a forecast history the descent runs twice: without the forecast knobs from the seed,
-        then with them from that plain winner or from the best pair of :meth:`average_moves` that
-        beats it (a forecast move replaces learned floors,
-        :func:`move`), so the winner is never worse than the plain one (:meth:`better`). Why not a
+        With a forecast history the descent runs twice: without the forecast knobs (and the
+        Average surge, which needs floors under it) from the seed, then with them from that plain
+        winner (a forecast move replaces learned floors, :func:`move`), so the winner is never worse
+        than the plain one (:meth:`better`); and a third time from the best pair of forecast floors
+        and the Average surge (:meth:`best_average_pair`), the best of the three winning. Why not a
         second descent from the seed: descent is greedy (on diurnal:peak=5000 the cheapest first
         move that kept the target was forecast floors, and the descent from there ended at 1.29x the
         floor where the plain one found 1.16x), and it doubled the tuning time; from the plain
@@ -272,25 +275,37 @@ class Tuner(Evaluator):
         finally:
             self.forecast_history = history
         self.simulated_plain = self.simulated
-        start = plain
-        for k in self.average_moves(plain.knobs):
-            c = self.challenge(k, days, start)
-            if c is not None and self.better(c, start):
-                start = c
-        _, forecast = self._search(days, passes, pairs, start=start)
+        _, forecast = self._search(days, passes, pairs, start=plain)
         best = forecast if self.better(forecast, plain) else plain
+        pair = self.best_average_pair(plain.knobs, days)
+        if pair is not None:
+            _, averaged = self._search(days, passes, pairs, start=pair)
+            best = averaged if self.better(averaged, best) else best
         # the promise on the same days with their crowds at other hours (speech.sim.crowd_check):
         # the crowds of the next day fall where no forecast places them
         self.crowd_check = check_on_moved_crowds(self, best, days)
         return seed, (best if self.crowd_check is None else self.crowd_check.chosen)
 
     def average_moves(self, at: Knobs) -> list[Knobs]:
-        """Forecast floors with the Average surge over them, each quantile with each share: the
-        forecast descent's first challengers. Neither knob wins alone from learned floors (forecast
-        floors under target tracking cost as much, the Average surge over floors sized at the mean
-        misses the days above it), so a descent one knob at a time never reaches the pair."""
-        return [move(replace(at, surge_average_share=s), "forecast_quantile", q)
+        """Forecast floors with the Average surge over them, each quantile with each share, the
+        surge alarm at one datapoint (a floor that undershoots is answered a start-up sooner)."""
+        return [move(replace(at, surge_average_share=s, datapoints_to_alarm=1), "forecast_quantile", q)
                 for q in FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES]
+
+    def best_average_pair(self, at: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
+        """The best of :meth:`average_moves` from ``at`` on ``days`` (:meth:`better`: the share
+        bound kept and cheapest, else the highest bound), where a third descent starts: neither
+        knob wins alone from learned floors (forecast floors under target tracking cost as much,
+        the Average surge over floors sized at the days' mean misses the days above it), and the
+        pair itself may miss the bound by what one more knob buys back (on diurnal:peak=5000 a
+        smaller scale-in step: a pass from an incumbent that misses takes the cheapest move that
+        keeps, :meth:`cheapest_keeping`). None: no pair within the bounds."""
+        best: Candidate | None = None
+        for k in self.average_moves(at):
+            c = self.candidate(k, days)
+            if c is not None and (best is None or self.better(c, best)):
+                best = c
+        return best
 
     def _search(self, days: Sequence[tuple[int, np.ndarray]], passes: int, pairs: int,
                 start: Candidate | None = None) -> tuple[Candidate, Candidate]:

@@ -28,6 +28,13 @@ def tuner():
     return Tuner(q, t, inputs, build_instance(q, t), 0.995, forecast_history=np.tile(day, 3))
 
 
+@pytest.fixture(scope="module")
+def without_history():
+    q, t = load_artifact(QMAX_REF, QmaxArtifact), load_artifact(TTOTAL_REF, TtotalArtifact)
+    inputs = PlanInputs(slo_ms=3000, surge_ratio=1.25, peak_rps=400, trough_rps=20)
+    return Tuner(q, t, inputs, build_instance(q, t), 0.995)
+
+
 def test_the_knob_reaches_the_deployed_spec_and_the_simulated_numbers(tuner):
     k = replace(tuner.seed_knobs(), surge_average_share=0.5)
     plan = tuner.plan_for(k)
@@ -42,12 +49,14 @@ def test_the_knob_reaches_the_deployed_spec_and_the_simulated_numbers(tuner):
     assert (seed.surge_statistic, seed.saturation_threshold) == ("Maximum", plan.alarms.saturation_concurrency)
 
 
-def test_offered_and_paired_with_forecast_floors(tuner):
+def test_offered_and_paired_with_forecast_floors(tuner, without_history):
     at = replace(tuner.seed_knobs(), scheduled_floors=True)
     assert tuner.choices(at)["surge_average_share"] == [None, *SURGE_AVERAGE_SHARES]
+    # offered with a forecast history only (where the third descent starts from it)
+    assert without_history.choices(without_history.seed_knobs())["surge_average_share"] == [None]
     pairs = tuner.average_moves(at)
-    assert {(k.forecast_quantile, k.surge_average_share) for k in pairs} == {
-        (q, s) for q in FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES}
+    assert {(k.forecast_quantile, k.surge_average_share, k.datapoints_to_alarm) for k in pairs} == {
+        (q, s, 1) for q in FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES}
     # a forecast move takes the learned floors off (a plan has one schedule)
     assert not any(k.scheduled_floors for k in pairs)
     assert all(tuner.inputs_for(k) is not None for k in pairs)
