@@ -173,6 +173,24 @@ def surge_alarm(plan: PlanArtifact, endpoint_name: str, variant: str, step: Surg
     )
 
 
+def _average_surge_reasons(plan: PlanArtifact) -> dict[tuple[str, str], str]:
+    """Why each setting differs when the surge alarm reads the Average (``inputs.surge_average_share``):
+    the reasons that replace :func:`scaling_spec`'s, none when the plan keeps the Maximum."""
+    share = plan.inputs.surge_average_share
+    if share is None:
+        return {}
+    avg = (f"surge_average_share {share:g}: at floors sized at the SLO rate some instance "
+           "refuses in almost every period, which holds the Maximum at Q_max; the Average rises only when the "
+           "traffic outgrows the fleet")
+    return {
+        ("scale_out", "target_value"): (f"Q_max {plan.q_max} x CloudWatch ratio: the gate holds concurrency at or "
+                                        f"below it, so target tracking never acts ({avg})"),
+        ("surge_alarm", "threshold"): f"{share:g} x deployed Q_max ({avg})",
+        ("surge_alarm", "statistic"): f"Average over the instances and the period ({avg})",
+        ("surge", "aggregation"): "the alarm's statistic (Average)",
+    }
+
+
 def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT) -> ScalingSpec:
     """The desired scaling state of ``endpoint_name``/``variant`` under ``plan``.
 
@@ -225,15 +243,7 @@ def scaling_spec(plan: PlanArtifact, endpoint_name: str, variant: str = VARIANT)
         ("queue", "max_depth"): f"the container must reject above Q_max {plan.q_max}, the concurrency the SLO was "
                                 "measured at",
     }
-    if plan.inputs.surge_average_share is not None:
-        avg = (f"surge_average_share {plan.inputs.surge_average_share:g}: at floors sized at the SLO rate some instance "
-               "refuses in almost every period, which holds the Maximum at Q_max; the Average rises only when the "
-               "traffic outgrows the fleet")
-        why[("scale_out", "target_value")] = (f"Q_max {plan.q_max} x CloudWatch ratio: the gate holds concurrency at or "
-                                              f"below it, so target tracking never acts ({avg})")
-        why[("surge_alarm", "threshold")] = f"{plan.inputs.surge_average_share:g} x deployed Q_max ({avg})"
-        why[("surge_alarm", "statistic")] = f"Average over the instances and the period ({avg})"
-        why[("surge", "aggregation")] = "the alarm's statistic (Average)"
+    why.update(_average_surge_reasons(plan))
     why[("scheduled", "min_capacity")] = "the plan's scheduled floor: instances in service one planning T_total ahead of the ramp"
     why[("scheduled", "schedule")] = "every day at the floor's local time"
     for alarm in ("scale_in_alarm", "surge_alarm"):
