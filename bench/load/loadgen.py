@@ -297,6 +297,14 @@ class Session:
                 raise
 
     def close(self) -> None:
+        if self.loop.is_running():
+            # uvloop marks its loop running before it installs its signal wake-up socket and clears the mark only
+            # in the finally that follows: an interrupt raised in between (Ctrl-C's KeyboardInterrupt, a SIGTERM's
+            # Terminated, both Python-level handlers) leaves a loop that can neither run nor close ("this event
+            # loop is already running", "Cannot close a running event loop"). The command is on its way out
+            # with that interrupt; raising here instead would replace it (exit 1, not 130). The sockets close with
+            # the process.
+            return
         try:
             # After Ctrl-C the level's tasks are still pending on this loop: end them first.
             pending = asyncio.all_tasks(self.loop)
