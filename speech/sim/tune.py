@@ -228,8 +228,7 @@ class Tuner(Evaluator):
             "busy_headroom": [None, *self._headrooms] if self.forecast_history is not None else [None],
             # not in the plain descent: there, on diurnal:peak=5000, it led the greedy search to 1.17x the
             # floor where the descent from forecast floors with it (best_average_pair) found 1.05x
-            "surge_average_share": ([None, *SURGE_AVERAGE_SHARES] if self.forecast_history is not None or self.averaging
-                                    else [None]),
+            "surge_average_share": [None, *SURGE_AVERAGE_SHARES] if self.forecast_history is not None else [None],
             **({} if self.copy_fleet is None else {"hot_load_headroom_copies": self.hot_load_choices()}),
         }
 
@@ -258,8 +257,7 @@ class Tuner(Evaluator):
         Average surge, which needs floors under it) from the seed, then with them from that plain
         winner (a forecast move replaces learned floors, :func:`move`), so the winner is never worse
         than the plain one (:meth:`better`); and a third time from the best pair of forecast floors
-        and the Average surge (:meth:`best_average_pair`), the best of the three winning (without a
-        history: a second descent from the best Average surge over the plain winner). Why not a
+        and the Average surge (:meth:`best_average_pair`), the best of the three winning. Why not a
         second descent from the seed: descent is greedy (on diurnal:peak=5000 the cheapest first
         move that kept the target was forecast floors, and the descent from there ended at 1.29x the
         floor where the plain one found 1.16x), and it doubled the tuning time; from the plain
@@ -270,8 +268,7 @@ class Tuner(Evaluator):
         and the busy-hour headroom raised until its share bound there keeps the target; the winner
         returned is then judged on all those draws (:attr:`crowd_check` says what was found)."""
         if self.forecast_history is None:
-            seed, plain = self._search(days, passes, pairs)
-            return seed, self._with_average(plain, plain, days, passes, pairs)
+            return self._search(days, passes, pairs)
         history, self.forecast_history = self.forecast_history, None  # choices() then offer no forecast knobs
         try:
             seed, plain = self._search(days, passes, pairs)
@@ -280,45 +277,24 @@ class Tuner(Evaluator):
         self.simulated_plain = self.simulated
         _, forecast = self._search(days, passes, pairs, start=plain)
         best = forecast if self.better(forecast, plain) else plain
-        best = self._with_average(plain, best, days, passes, pairs)
+        pair = self.best_average_pair(plain.knobs, days)
+        if pair is not None:
+            _, averaged = self._search(days, passes, pairs, start=pair)
+            best = averaged if self.better(averaged, best) else best
         # the promise on the same days with their crowds at other hours (speech.sim.crowd_check):
         # the crowds of the next day fall where no forecast places them
         self.crowd_check = check_on_moved_crowds(self, best, days)
         return seed, (best if self.crowd_check is None else self.crowd_check.chosen)
 
-    averaging = False
-    """True during the descent from :meth:`best_average_pair`: :meth:`choices` then offers the
-    Average surge without a forecast history too."""
-
     def average_moves(self, at: Knobs) -> list[Knobs]:
-        """The Average surge at each share, the surge alarm at one datapoint (a floor that
-        undershoots is answered a start-up sooner); with a forecast history, over forecast floors
-        at each quantile."""
-        moves = [replace(at, surge_average_share=s, datapoints_to_alarm=1) for s in SURGE_AVERAGE_SHARES]
-        if self.forecast_history is None:
-            return moves
-        return [move(k, "forecast_quantile", q) for k in moves for q in FORECAST_QUANTILES]
-
-    def _with_average(self, plain: Candidate, best: Candidate, days: Sequence[tuple[int, np.ndarray]], passes: int,
-                      pairs: int) -> Candidate:
-        """``best``, or the winner of a descent from :meth:`best_average_pair` of ``plain`` where
-        it beats ``best``. Not with a copy fleet: the component stack deploys the copy plan's own
-        scaling, which has no Average surge."""
-        if self.copy_fleet is not None:
-            return best
-        pair = self.best_average_pair(plain.knobs, days)
-        if pair is None:
-            return best
-        self.averaging = True
-        try:
-            _, averaged = self._search(days, passes, pairs, start=pair)
-        finally:
-            self.averaging = False
-        return averaged if self.better(averaged, best) else best
+        """Forecast floors with the Average surge over them, each quantile with each share, the
+        surge alarm at one datapoint (a floor that undershoots is answered a start-up sooner)."""
+        return [move(replace(at, surge_average_share=s, datapoints_to_alarm=1), "forecast_quantile", q)
+                for q in FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES]
 
     def best_average_pair(self, at: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         """The best of :meth:`average_moves` from ``at`` on ``days`` (:meth:`better`: the share
-        bound kept and cheapest, else the highest bound), where a further descent starts: neither
+        bound kept and cheapest, else the highest bound), where a third descent starts: neither
         knob wins alone from learned floors (forecast floors under target tracking cost as much,
         the Average surge over floors sized at the days' mean misses the days above it), and the
         pair itself may miss the bound by what one more knob buys back (on diurnal:peak=5000 a
