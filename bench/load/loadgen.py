@@ -258,26 +258,37 @@ async def run_level_async(
 @contextmanager
 def _ctrl_c_cancels(loop: asyncio.AbstractEventLoop, task: asyncio.Task) -> Iterator[list[bool]]:
     """Ctrl-C while a level runs cancels the level's task, and the caller raises KeyboardInterrupt
-    once the loop has stopped. Python's own handler would raise it inside whichever loop callback
-    was running (uvloop then logs that callback's traceback before the command's one line).
-    Only where Ctrl-C has Python's default handler and in the main thread; otherwise (SIGINT
-    ignored, or a command's own handler) nothing changes. The handler found is put back."""
+    once the loop has stopped; a second Ctrl-C raises at once. Python's own handler would raise it
+    inside whichever loop callback was running (uvloop then logs that callback's traceback before
+    the command's one line). Only where Ctrl-C has Python's default handler and in the main thread;
+    otherwise (SIGINT ignored, or a command's own handler) nothing changes. The handler found is put
+    back.
+
+    A Python-level handler (``signal.signal``), as ``asyncio.Runner`` installs for ``asyncio.run``,
+    not ``loop.add_signal_handler``: uvloop's handler only records the signal and acts when a byte
+    reaches its wake-up socket, which it creates when the loop starts running, so a Ctrl-C landing
+    between the two was kept and never acted on (the level ran to its end). Python runs this one at
+    the next bytecode in the main thread wherever that is, and the call_soon_threadsafe wakes a loop
+    that is already waiting."""
     interrupted: list[bool] = []
     previous = signal.getsignal(signal.SIGINT)
     if previous is not signal.default_int_handler or threading.current_thread() is not threading.main_thread():
         yield interrupted
         return
 
-    def on_ctrl_c() -> None:
+    def on_ctrl_c(signum, frame) -> None:
+        if interrupted or task.done():
+            raise KeyboardInterrupt
         interrupted.append(True)
         task.cancel()
+        loop.call_soon_threadsafe(lambda: None)
 
-    loop.add_signal_handler(signal.SIGINT, on_ctrl_c)
+    signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         yield interrupted
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
         signal.signal(signal.SIGINT, previous)
+
 
 @dataclass
 class Session:

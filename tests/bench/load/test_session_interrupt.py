@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 import pytest
@@ -38,3 +40,25 @@ def test_an_interrupt_inside_the_loops_start_up_leaves_the_session_closable():
         sys.setprofile(None)
     assert session.loop.is_running()  # the state the interrupt left: neither runnable nor closable
     session.close()  # must not raise: the interrupt is what the command exits with
+
+
+def test_ctrl_c_while_the_loop_is_starting_stops_the_level():
+    # The mid-ladder Ctrl-C test once ran its whole 30 s level after the signal (exit 2: the level's errors,
+    # not 130): the signal landed after the level's handler was set and before uvloop's wake-up socket
+    # existed. Here it is sent from exactly there, and the level must end as interrupted, not run out.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    session = Session(HttpTarget("http://127.0.0.1:1"))
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "socketpair":
+            sys.setprofile(None)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sys.setprofile(hook)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            session.level(1, 0.0, 30.0, ["a"])  # 30 s of level: the interrupt, not the clock, ends it
+    finally:
+        sys.setprofile(None)
+        signal.signal(signal.SIGINT, previous)
+        session.close()
