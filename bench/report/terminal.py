@@ -185,9 +185,10 @@ def render_forecast(a: ForecastArtifact) -> str:
     if s is None:
         lines.append("no minute of the forecast needs more than the plan's floor: no floors written")
         return "\n".join(lines)
-    lines.append(f"{len(s.floors)} scheduled floors ({s.timezone}), capacity {a.lead_s:g} s ahead at {a.per_instance_rps:g} "
+    kind = "weekly" if s.weekly else "daily"
+    lines.append(f"{len(s.floors)} {kind} scheduled floors ({s.timezone}), capacity {a.lead_s:g} s ahead at {a.per_instance_rps:g} "
                  "requests/s an instance:")
-    lines.append("  " + ", ".join(f"{f.at} {f.min_instances}" for f in s.floors))
+    lines.append("  " + ", ".join(f"{f.when} {f.min_instances}" for f in s.floors))
     return "\n".join(lines)
 
 

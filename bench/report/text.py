@@ -107,8 +107,8 @@ def tuning_lines(p: PlanArtifact) -> list[str]:
         out += ["", "tuned (seed -> value, why):"]
         out += [f"  {v.name}: {v.seed:g} -> {v.value:g} {v.unit}: {v.reason}" for v in p.tuning]
     if p.schedule is not None:
-        out += ["", f"scheduled floors ({p.schedule.timezone}, daily):"]
-        out += ["  " + ", ".join(f"{f.at} -> {f.min_instances}" for f in p.schedule.floors)]
+        out += ["", f"scheduled floors ({p.schedule.timezone}, {'weekly' if p.schedule.weekly else 'daily'}):"]
+        out += ["  " + ", ".join(f"{f.when} -> {f.min_instances}" for f in p.schedule.floors)]
     if p.promise is not None:
         pr = p.promise
         out += ["", "promise (simulated):",

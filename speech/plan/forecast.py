@@ -280,6 +280,8 @@ def stale_forecast(prov: ForecastProvenance, now: datetime) -> str | None:
     if now < until:
         return None
     late = now - until
+    week = prov.horizon_s >= 7 * 86400
     return (f"the scheduled floors are a {prov.model} forecast from history ending {prov.history_end}, valid until "
-            f"{prov.valid_until} ({late.total_seconds() / 3600:.1f} h ago): yesterday's forecast would size today's floors; "
+            f"{prov.valid_until} ({late.total_seconds() / 3600:.1f} h ago): {'last week' if week else 'yesterday'}'s "
+            f"forecast would size {'this week' if week else 'today'}'s floors; "
             f"fix: {prov.refresh or 'python -m bench forecast'}, then bench plan --stack NAME --floors-from the new artifact")

@@ -25,26 +25,28 @@ def clamp_schedule(schedule: FloorSchedule | None, floor_n: int, max_n: int) -> 
     if schedule is None:
         return None
     return schedule.model_copy(update={"floors": [
-        ScheduledFloor(at=f.at, min_instances=min(max_n, max(floor_n, f.min_instances))) for f in schedule.floors
+        ScheduledFloor(at=f.at, weekday=f.weekday, min_instances=min(max_n, max(floor_n, f.min_instances)))
+        for f in schedule.floors
     ]})
 
 
 def finding_schedule(asked: FloorSchedule, deployed: FloorSchedule, floor_n: int, max_n: int) -> Finding:
     raised = [f for f in deployed.floors if f.min_instances > floor_n]
     capped = [a for a, d in zip(asked.floors, deployed.floors, strict=True) if a.min_instances > d.min_instances]
-    text = ", ".join(f"{f.at} -> {f.min_instances}" for f in deployed.floors)
+    text = ", ".join(f"{f.when} -> {f.min_instances}" for f in deployed.floors)
+    kind = "weekly" if deployed.weekly else "daily"
     if capped:
         return Finding(
             name="schedule",
             level="warn",
-            message=f"daily floors ({deployed.timezone}): {text}; "
-            + ", ".join(f"{a.at} asks {a.min_instances}" for a in capped)
+            message=f"{kind} floors ({deployed.timezone}): {text}; "
+            + ", ".join(f"{a.when} asks {a.min_instances}" for a in capped)
             + f" above max_instances {max_n}, capped: raise the cap or re-derive the schedule (bench plan --schedule-from)",
         )
     return Finding(
         name="schedule",
         level="ok",
-        message=f"daily floors ({deployed.timezone}): {text}; {len(raised)} raise the fleet floor {floor_n}, the rest "
+        message=f"{kind} floors ({deployed.timezone}): {text}; {len(raised)} raise the fleet floor {floor_n}, the rest "
         "release it",
     )
 

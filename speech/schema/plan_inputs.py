@@ -4,7 +4,7 @@ promise a tuned plan carries. Pure pydantic, read from stack config by speech.sc
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -51,16 +51,25 @@ DEFAULT_SLO_SHARE = 0.995
 """Share of requests the fleet is sized to answer within the SLO by default: refused requests and
 answered ones over the SLO together at most 0.5 % at the planned per-instance rate."""
 HHMM_RE = re.compile(r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]$")
+WEEKDAYS = ("MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN")
+"""Day-of-week names as Application Auto Scaling's cron writes them, Monday first (ISO 8601's order:
+``datetime.weekday()`` is the index)."""
+Weekday = Literal["MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"]
+WEEK_MIN = 7 * 1440
 
 
 class ScheduledFloor(Frozen):
-    """From ``at`` (local time of the schedule's time zone, every day) until the next entry, the
-    fleet keeps at least ``min_instances`` (never fewer than the plan's floor)."""
+    """From ``at`` (local time of the schedule's time zone, every day, or only on ``weekday``) until
+    the next entry, the fleet keeps at least ``min_instances`` (never fewer than the plan's floor)."""
+
 
     at: str
     """Local time ``HH:MM`` (24 h) the floor takes effect."""
     min_instances: Annotated[int, Field(ge=1)]
     """The floor from then on; an entry at or below the plan's floor releases the raised floor."""
+    weekday: Weekday | None = Field(None, exclude_if=lambda v: v is None)
+    """The day of the week the entry runs on (a weekly schedule: ``cron(M H ? * MON *)``); None: every
+    day (``cron(M H * * ? *)``). Left out of dumps when unset, so daily schedules keep their bytes."""
 
     @field_validator("at")
     @classmethod
@@ -73,6 +82,16 @@ class ScheduledFloor(Frozen):
     def minute_of_day(self) -> int:
         hh, mm = self.at.split(":")
         return int(hh) * 60 + int(mm)
+
+    @property
+    def minute_of_week(self) -> int:
+        """Minutes since Monday 00:00 (a daily entry: its minute of Monday)."""
+        return (0 if self.weekday is None else WEEKDAYS.index(self.weekday)) * 1440 + self.minute_of_day
+
+    @property
+    def when(self) -> str:
+        """``HH:MM``, or ``MON HH:MM`` for a weekly entry: how reports and findings name it."""
+        return self.at if self.weekday is None else f"{self.weekday} {self.at}"
 
 
 MAX_SCHEDULED_FLOORS = 200
@@ -103,16 +122,19 @@ class ForecastProvenance(Frozen):
 
 
 class FloorSchedule(Frozen):
-    """A daily schedule of minimum capacity (``bench plan --schedule-from TRACE`` derives it, or
-    ``bench forecast`` from a forecast): rendered as Application Auto Scaling scheduled actions,
-    cron in ``timezone``."""
+    """A daily or weekly schedule of minimum capacity (``bench plan --schedule-from TRACE`` derives
+    it, or ``bench forecast`` from a forecast): rendered as Application Auto Scaling scheduled
+    actions, cron in ``timezone``. Weekly when its entries name a ``weekday`` (all of them: a daily
+    entry among weekly ones would run on every day, between the weekly ones, which no reading
+    of the schedule intends)."""
 
     timezone: Annotated[str, Field(min_length=1)] = "UTC"
     """IANA time zone the ``at`` times are in (Application Auto Scaling's Timezone), e.g. Europe/Berlin:
     a canonical name (UTC, or a zone of the tz database, not a link such as US/Eastern; the preview
     names the canonical zone of a link)."""
-    floors: Annotated[list[ScheduledFloor], Field(min_length=2, max_length=MAX_SCHEDULED_FLOORS)]
-    """At least one raise and one release; at most :data:`MAX_SCHEDULED_FLOORS` (the quota)."""
+    floors: Annotated[list[ScheduledFloor], Field(min_length=2)]
+    """At least one raise and one release; at most :data:`MAX_SCHEDULED_FLOORS` (the quota; a
+    weekly schedule shares it among its seven days)."""
     trace_sha256: str | None = Field(None, exclude_if=lambda v: v is None)
     """sha256 of the trace the schedule was derived from (None: written by hand)."""
     forecast: ForecastProvenance | None = Field(None, exclude_if=lambda v: v is None)
@@ -142,12 +164,32 @@ class FloorSchedule(Frozen):
     @field_validator("floors")
     @classmethod
     def _distinct_times(cls, v: list[ScheduledFloor]) -> list[ScheduledFloor]:
+        if len(v) > MAX_SCHEDULED_FLOORS:
+            raise ValueError(
+                f"{len(v)} scheduled floors exceed Application Auto Scaling's quota of {MAX_SCHEDULED_FLOORS} scheduled "
+                "actions per scalable target (not adjustable): coarsen the schedule (longer slots, e.g. bench forecast "
+                "--slot-minutes 60, or daily floors in place of per-weekday ones)")
+        weekly = {f.weekday is not None for f in v}
+        if len(weekly) > 1:
+            daily = ", ".join(f.at for f in v if f.weekday is None)
+            raise ValueError(f"floors at {daily} name no weekday while others do: a schedule is daily (no entry names a "
+                             "weekday) or weekly (every entry names one, MON..SUN); give these a weekday")
         seen: set[str] = set()
         for f in v:
-            if f.at in seen:
-                raise ValueError(f"two floors at {f.at}; keep one entry per time")
-            seen.add(f.at)
-        return sorted(v, key=lambda f: f.minute_of_day)
+            if f.when in seen:
+                raise ValueError(f"two floors at {f.when}; keep one entry per time")
+            seen.add(f.when)
+        return sorted(v, key=lambda f: f.minute_of_week)
+
+    @property
+    def weekly(self) -> bool:
+        """Entries per weekday (``cron(M H ? * MON *)``) rather than every day."""
+        return self.floors[0].weekday is not None
+
+    @property
+    def period_min(self) -> int:
+        """Minutes after which the schedule repeats: a day, or a week."""
+        return WEEK_MIN if self.weekly else 1440
 
 
 class PlanInputs(Frozen):

@@ -38,7 +38,7 @@ from speech.sim.hpa import (
     stabilized,
 )
 from speech.sim.instance import InstanceModel
-from speech.sim.scaler import CRON_RE, Ctx, Decision, Policy, ScalingNumbers
+from speech.sim.scaler import Ctx, Decision, Policy, ScalingNumbers, floor_entries
 
 Kind = Literal["hpa", "keda"]
 
@@ -59,8 +59,11 @@ class HpaSpec:
     metric_window_s: int = SYNC_PERIOD_S
     """Seconds the pod metric averages (a Prometheus scrape each sync)."""
     floors: tuple[tuple[int, int], ...] = ()
-    """Scheduled minReplicas (minute of the day, replicas): a CronJob (or KEDA's cron trigger)
-    raising the floor; the latest at or before the time of day holds (the day's last before the first)."""
+    """Scheduled minReplicas (minute of the day, or of the week from Monday 00:00 when
+    ``floors_period_min`` is a week, replicas): a CronJob (or KEDA's cron trigger) raising the floor;
+    the latest at or before the time of day (week) holds (the period's last before the first)."""
+    floors_period_min: int = 1440
+    """Minutes the floors repeat after: a day, or a week (10080) for per-weekday floors."""
     kind: Kind = "hpa"
 
     def __post_init__(self) -> None:
@@ -71,10 +74,11 @@ class HpaSpec:
                                        "(the simulator keeps one pod; KEDA's scale to zero is not simulated)")
 
     def floor_at(self, t_s: float) -> int:
-        """minReplicas at ``t_s`` seconds into the trace (the trace starts at 00:00)."""
+        """minReplicas at ``t_s`` seconds into the trace (the trace starts at 00:00; on Monday for
+        weekly floors)."""
         if not self.floors:
             return self.min_replicas
-        minute = int(t_s // 60) % 1440
+        minute = int(t_s // 60) % self.floors_period_min
         entries = sorted(self.floors)
         past = [n for at, n in entries if at <= minute]
         return max(self.min_replicas, min(self.max_replicas, past[-1] if past else entries[-1][1]))
@@ -89,14 +93,14 @@ def rules_of(rendered: dict) -> ScalingRules:
 
 
 def floors_of(numbers: ScalingNumbers) -> tuple[tuple[int, int], ...]:
-    """The plan's scheduled floors as (minute of the day, replicas)."""
-    out = []
-    for cron, _tz, n in numbers.floors:
-        m = CRON_RE.match(cron)
-        if m is None:
-            raise SimulationInputError(f"scheduled floor {cron!r} is not cron(M H * * ? *)")
-        out.append((int(m.group(2)) * 60 + int(m.group(1)), n))
-    return tuple(out)
+    """The plan's scheduled floors as (minute of the day or week, replicas); their period is
+    :func:`floors_period_of`'s."""
+    return floor_entries(numbers.floors)[0] if numbers.floors else ()
+
+
+def floors_period_of(numbers: ScalingNumbers) -> int:
+    """Minutes the plan's scheduled floors repeat after: 1440, or 10080 for a weekly schedule."""
+    return floor_entries(numbers.floors)[1] if numbers.floors else 1440
 
 
 def plan_hpa_spec(plan: PlanArtifact, numbers: ScalingNumbers, kind: Kind = "hpa", *, tolerance: bool = True,
@@ -112,7 +116,8 @@ def plan_hpa_spec(plan: PlanArtifact, numbers: ScalingNumbers, kind: Kind = "hpa
     behavior = sizing.behavior(plan, tolerance=tolerance, scale_down=scale_down)
     return HpaSpec(target_per_pod=float(sizing.quantity(sizing.pods_target(plan))), min_replicas=numbers.min_instances,
                    max_replicas=numbers.max_instances, scale_up=rules_of(behavior["scaleUp"]),
-                   scale_down=rules_of(behavior["scaleDown"]), floors=floors_of(numbers), kind=kind)
+                   scale_down=rules_of(behavior["scaleDown"]), floors=floors_of(numbers),
+                   floors_period_min=floors_period_of(numbers), kind=kind)
 
 
 def spec_signature(s: HpaSpec) -> str:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from speech.deploy.scaling import scaling_spec
+from speech.deploy.scaling import cron_minute, scaling_spec
 from speech.errors import SimulationInputError
+from speech.schema.config import WEEK_MIN
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.units import EPS
 
@@ -48,7 +48,7 @@ class ScalingNumbers:
     scale_in_min_removed: int = 1
     """MinAdjustmentMagnitude of the scale-in step."""
     floors: tuple[tuple[str, str, int], ...] = ()
-    """Scheduled floors (cron schedule, time zone, min capacity), by time of day."""
+    """Scheduled floors (cron schedule, time zone, min capacity), by time of day (of the week)."""
     jump_ratio: float | None = None
     """The emergency step (:func:`emergency_size`): when a window's arrivals reach this many times
     the window before's, the fleet goes at once to the instances the new rate needs. The QPS
@@ -87,33 +87,35 @@ def emergency_size(arrivals_in_window: float, window_s: int, x_target_rps: float
     return max(1, math.ceil(arrivals_in_window / window_s / x_target_rps - EPS))
 
 
-CRON_RE = re.compile(r"^cron\((\d+) (\d+) \* \* \? \*\)$")
-
-
 def floor_at(numbers: ScalingNumbers, t_s: float) -> int:
-    """The scalable target's minimum at ``t_s`` seconds into the trace under the daily scheduled
-    floors (``cron(M H * * ? *)``; the trace starts at 00:00 of the schedule's time zone): the
-    latest entry at or before that time of day (the day's last entry before the first), never
-    below the plan's floor."""
+    """The scalable target's minimum at ``t_s`` seconds into the trace under the scheduled floors
+    (daily ``cron(M H * * ? *)``: the trace starts at 00:00 of the schedule's time zone; weekly
+    ``cron(M H ? * MON *)``: at Monday 00:00): the latest entry at or before that time of the day
+    (of the week), the period's last entry before the first, never below the plan's floor."""
     if not numbers.floors:
         return numbers.min_instances
-    entries = floor_entries(numbers.floors)
-    minute = int(t_s // 60) % 1440
+    entries, period = floor_entries(numbers.floors)
+    minute = int(t_s // 60) % period
     past = bisect.bisect_right(entries, (minute, math.inf))  # entries at or before this minute
     return max(numbers.min_instances, entries[past - 1][1] if past else entries[-1][1])
 
 
 @functools.lru_cache(maxsize=256)
-def floor_entries(floors: tuple[tuple[str, str, int], ...]) -> tuple[tuple[int, int], ...]:
-    """The scheduled floors as (minute of the day, instances), sorted; parsed once per schedule
-    (the policy asks every metric period of every simulated day)."""
-    entries = []
+def floor_entries(floors: tuple[tuple[str, str, int], ...]) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The scheduled floors as (minute of the day or week, instances), sorted, and the period in
+    minutes they repeat after (1440 or 10080); parsed once per schedule (the policy asks every metric
+    period of every simulated day)."""
+    entries, kinds = [], set()
     for cron, _tz, n in floors:
-        m = CRON_RE.match(cron)
-        if m is None:
-            raise SimulationInputError(f"scheduled floor {cron!r} is not cron(M H * * ? *)")
-        entries.append((int(m.group(2)) * 60 + int(m.group(1)), n))
-    return tuple(sorted(entries))
+        try:
+            at, weekly = cron_minute(cron)
+        except ValueError as err:
+            raise SimulationInputError(f"scheduled floor: {err}") from None
+        entries.append((at, n))
+        kinds.add(weekly)
+    if len(kinds) > 1:
+        raise SimulationInputError("the scheduled floors mix daily and weekly crons: a schedule is one or the other")
+    return tuple(sorted(entries)), WEEK_MIN if True in kinds else 1440
 
 
 def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:

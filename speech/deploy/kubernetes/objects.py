@@ -18,7 +18,7 @@ from speech.deploy.gate import ModelDeployment
 from speech.deploy.kubernetes import sizing
 from speech.deploy.provenance import TAG_DOC_SHA, TAG_PREFIX, document_sha256, provenance_tags
 from speech.errors import ConfigError
-from speech.schema.config import FloorSchedule, ModelConfig
+from speech.schema.config import WEEKDAYS, FloorSchedule, ModelConfig, ScheduledFloor
 from speech.schema.instances import backend_for_instance
 from speech.schema.kubernetes import KubernetesConfig
 
@@ -171,22 +171,27 @@ def hpa(dep: ModelDeployment, fullname: str) -> dict[str, Any]:
 
 
 def cron_triggers(schedule: FloorSchedule, floor: int) -> list[dict[str, Any]]:
-    """KEDA cron triggers for the floors above the plan's floor: from each ``at`` to the next entry's
-    (wrapping at midnight), ``desiredReplicas`` pods at least, in the schedule's time zone."""
+    """KEDA cron triggers for the floors above the plan's floor: from each entry to the next one
+    (wrapping at midnight, or at Sunday's end for a weekly schedule), ``desiredReplicas`` pods at
+    least, in the schedule's time zone. ``start``/``end`` are standard five-field crons (minute hour
+    day-of-month month day-of-week): ``M H * * *`` every day, ``M H * * 1`` on Mondays."""
     floors = schedule.floors
     out = []
     for i, f in enumerate(floors):
         if f.min_instances <= floor:
             continue
         nxt = floors[(i + 1) % len(floors)]
-        out.append({"type": "cron", "name": f"floor-{f.at.replace(':', '')}", "metadata": {
-            "timezone": schedule.timezone, "start": _cron(f.at), "end": _cron(nxt.at), "desiredReplicas": str(f.min_instances)}})
+        name = f"floor-{'' if f.weekday is None else f.weekday.lower() + '-'}{f.at.replace(':', '')}"
+        out.append({"type": "cron", "name": name, "metadata": {
+            "timezone": schedule.timezone, "start": _cron(f), "end": _cron(nxt), "desiredReplicas": str(f.min_instances)}})
     return out
 
 
-def _cron(hhmm: str) -> str:
-    hh, mm = hhmm.split(":")
-    return f"{int(mm)} {int(hh)} * * *"
+def _cron(f: ScheduledFloor) -> str:
+    """Five-field cron of an entry; the day of week as cron counts it (0 or 7 Sunday, 1 Monday)."""
+    hh, mm = f.at.split(":")
+    dow = "*" if f.weekday is None else str((WEEKDAYS.index(f.weekday) + 1) % 7)
+    return f"{int(mm)} {int(hh)} * * {dow}"
 
 
 def prometheus_query(dep: ModelDeployment, fullname: str) -> str:

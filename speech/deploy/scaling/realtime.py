@@ -11,6 +11,7 @@ from speech.deploy.scaling.spec import (
     QueueSpec,
     ScalingSpec,
     ScheduledActionSpec,
+    floor_cron,
     one_step_policy,
     scale_out_tracking,
     variant_target,
@@ -87,16 +88,16 @@ def _removes(plan: PlanArtifact) -> str:
 
 
 def floor_actions(plan: PlanArtifact, endpoint_name: str) -> tuple[ScheduledActionSpec, ...]:
-    """The plan's daily floors as scheduled actions ``<endpoint>-floor-HHMM``: every day at the
-    floor's local time (cron in the schedule's time zone) the target's MinCapacity becomes the floor;
-    its MaxCapacity stays the plan's (not set by the actions). The plan already clamped each floor
-    into [fleet floor, max]."""
+    """The plan's floors as scheduled actions ``<endpoint>-floor-HHMM`` (``<endpoint>-floor-MON-HHMM``
+    for a weekly schedule's): every day (or every such weekday) at the floor's local time (cron in
+    the schedule's time zone) the target's MinCapacity becomes the floor; its MaxCapacity stays the
+    plan's (not set by the actions). The plan already clamped each floor into [fleet floor, max]."""
     if plan.schedule is None:
         return ()
     return tuple(
         ScheduledActionSpec(
-            name=f"{endpoint_name}{SUFFIX_FLOOR}{f.at.replace(':', '')}",
-            schedule=f"cron({f.minute_of_day % 60} {f.minute_of_day // 60} * * ? *)",
+            name=f"{endpoint_name}{SUFFIX_FLOOR}{f.when.replace(' ', '-').replace(':', '')}",
+            schedule=floor_cron(f.minute_of_day, f.weekday),
             timezone=plan.schedule.timezone,
             min_capacity=f.min_instances,
         )

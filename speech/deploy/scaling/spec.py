@@ -22,6 +22,7 @@ from speech.schema.aws import (
     TARGET_TRACKING,
     resource_id,
 )
+from speech.schema.config import WEEKDAYS
 
 # --- the spec ----------------------------------------------------------------------------------
 
@@ -226,13 +227,14 @@ class QueueSpec:
 
 @dataclass(frozen=True)
 class ScheduledActionSpec:
-    """A daily scheduled action on the scalable target: from ``schedule`` on, MinCapacity is
+    """A daily or weekly scheduled action on the scalable target: from ``schedule`` on, MinCapacity is
     ``min_capacity`` (Application Auto Scaling PutScheduledAction, whose ScalableTargetAction may set
     "both values or just one"). The floors set no MaxCapacity: the cap is the target's, from the plan,
     so a re-plan that moves it reaches AWS at the next ``pulumi up``, not at the next scheduled action."""
 
     name: str = field(compare=False)
-    schedule: str = field(metadata=rule_meta("cron(M H * * ? *): every day at the floor's local time"))
+    schedule: str = field(metadata=rule_meta("cron(M H * * ? *): every day at the floor's local time; cron(M H ? * MON *): "
+                                             "every Monday (a weekly schedule's entry)"))
     timezone: str = field(metadata=rule_meta("the schedule's IANA time zone"))
     min_capacity: int = field(metadata=rule_meta("the scheduled floor, never below the plan's floor"))
     max_capacity: int | None = field(default=None, metadata=rule_meta(
@@ -241,14 +243,37 @@ class ScheduledActionSpec:
 
 CRON_DAILY_RE = re.compile(r"^cron\((?P<minute>\d+) (?P<hour>\d+) \* \* \? \*\)$")
 """The daily cron of a scheduled floor: ``cron(M H * * ? *)``."""
+CRON_WEEKLY_RE = re.compile(r"^cron\((?P<minute>\d+) (?P<hour>\d+) \? \* (?P<day>MON|TUE|WED|THU|FRI|SAT|SUN) \*\)$")
+"""The weekly cron of a per-weekday floor: ``cron(M H ? * MON *)`` (Application Auto Scaling's
+six fields, day of month ``?`` when the day of week is set)."""
+
+
+def floor_cron(minute_of_day: int, weekday: str | None) -> str:
+    """The Application Auto Scaling cron of a floor at ``minute_of_day``: every day, or every
+    ``weekday`` (MON..SUN)."""
+    m, h = minute_of_day % 60, minute_of_day // 60
+    return f"cron({m} {h} * * ? *)" if weekday is None else f"cron({m} {h} ? * {weekday} *)"
+
+
+def cron_minute(cron: str) -> tuple[int, bool]:
+    """(minute the floor's cron runs at, weekly): minutes since 00:00 for a daily cron, since Monday
+    00:00 for a weekly one. Raises ValueError for any other cron (the floors render only these two)."""
+    m = CRON_DAILY_RE.match(cron)
+    if m is not None:
+        return int(m.group("hour")) * 60 + int(m.group("minute")), False
+    m = CRON_WEEKLY_RE.match(cron)
+    if m is not None:
+        return WEEKDAYS.index(m.group("day")) * 1440 + int(m.group("hour")) * 60 + int(m.group("minute")), True
+    raise ValueError(f"{cron!r} is not cron(M H * * ? *) (daily) or cron(M H ? * MON *) (weekly)")
 
 
 def floor_in_force(scheduled: Sequence[ScheduledActionSpec], floor: int, when: datetime) -> tuple[int, ScheduledActionSpec | None]:
-    """The scalable target's MinCapacity at ``when`` (an aware datetime) under daily scheduled floors:
-    each action sets the target's MinCapacity when it runs (Application Auto Scaling,
-    "How scheduled scaling works"), so the one in force is the latest at or before ``when``'s time of
-    day in the schedule's own time zone, and before the day's first, the previous day's last; never
-    below ``floor`` (the plan's). No schedule: ``floor``. Returns (MinCapacity, the action in force).
+    """The scalable target's MinCapacity at ``when`` (an aware datetime) under daily or weekly
+    scheduled floors: each action sets the target's MinCapacity when it runs (Application Auto
+    Scaling, "How scheduled scaling works"), so the one in force is the latest at or before ``when``'s
+    time of day (of the week, for weekly crons) in the schedule's own time zone, and before the
+    first, the period's last; never below ``floor`` (the plan's). No schedule: ``floor``. Returns
+    (MinCapacity, the action in force).
 
     The one rule the program (the MinCapacity it registers the target with), the pack, ``bench drift``
     and ``bench validate`` share."""
@@ -258,15 +283,19 @@ def floor_in_force(scheduled: Sequence[ScheduledActionSpec], floor: int, when: d
         return floor, None
     from zoneinfo import ZoneInfo
 
-    entries = []
+    entries, kinds = [], set()
     for a in scheduled:
-        m = CRON_DAILY_RE.match(a.schedule)
-        if m is None:
-            raise ValueError(f"scheduled action {a.name}: {a.schedule!r} is not a daily cron(M H * * ? *)")
-        entries.append((int(m.group("hour")) * 60 + int(m.group("minute")), a))
+        try:
+            at, weekly = cron_minute(a.schedule)
+        except ValueError as err:
+            raise ValueError(f"scheduled action {a.name}: {err}") from None
+        entries.append((at, a))
+        kinds.add(weekly)
+    if len(kinds) > 1:
+        raise ValueError("the scheduled floors mix daily and weekly crons: a schedule is one or the other")
     entries.sort(key=lambda e: e[0])
     local = when.astimezone(ZoneInfo(scheduled[0].timezone))
-    minute = local.hour * 60 + local.minute
+    minute = (local.weekday() * 1440 if weekly else 0) + local.hour * 60 + local.minute
     past = [a for at, a in entries if at <= minute]
     action = past[-1] if past else entries[-1][1]
     return max(floor, action.min_capacity), action
@@ -286,7 +315,7 @@ class ScalingSpec:
     surge_alarm: AlarmSpec
     queue: QueueSpec
     scheduled: tuple[ScheduledActionSpec, ...] = ()
-    """Daily scheduled floors (empty: none), by time of day."""
+    """Scheduled floors (empty: none), by time of day (of the week, for a weekly schedule)."""
     why: dict = field(compare=False, repr=False, default_factory=dict)
     """(part, field) -> the rule with this plan's numbers, for messages (:func:`rule_of`)."""
 
