@@ -9,9 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from speech.deploy.scaling import cron_minute, scaling_spec
+from speech.deploy.scaling import cron_minutes, scaling_spec
 from speech.errors import SimulationInputError
-from speech.schema.config import WEEK_MIN
 from speech.schema.plan_artifacts import PlanArtifact
 from speech.schema.units import EPS
 
@@ -105,17 +104,11 @@ def floor_entries(floors: tuple[tuple[str, str, int], ...]) -> tuple[tuple[tuple
     """The scheduled floors as (minute of the day or week, instances), sorted, and the period in
     minutes they repeat after (1440 or 10080); parsed once per schedule (the policy asks every metric
     period of every simulated day)."""
-    entries, kinds = [], set()
-    for cron, _tz, n in floors:
-        try:
-            at, weekly = cron_minute(cron)
-        except ValueError as err:
-            raise SimulationInputError(f"scheduled floor: {err}") from None
-        entries.append((at, n))
-        kinds.add(weekly)
-    if len(kinds) > 1:
-        raise SimulationInputError("the scheduled floors mix daily and weekly crons: a schedule is one or the other")
-    return tuple(sorted(entries)), WEEK_MIN if True in kinds else 1440
+    try:
+        minutes, period = cron_minutes([cron for cron, _tz, _n in floors])
+    except ValueError as err:
+        raise SimulationInputError(f"scheduled floors: {err}") from None
+    return tuple(sorted(zip(minutes, (n for _c, _tz, n in floors), strict=True))), period
 
 
 def scaling_numbers(plan: PlanArtifact) -> ScalingNumbers:

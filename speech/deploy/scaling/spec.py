@@ -267,6 +267,20 @@ def cron_minute(cron: str) -> tuple[int, bool]:
     raise ValueError(f"{cron!r} is not cron(M H * * ? *) (daily) or cron(M H ? * MON *) (weekly)")
 
 
+def cron_minutes(crons: Sequence[str]) -> tuple[list[int], int]:
+    """Each floor cron's minute (:func:`cron_minute`) and the period the schedule repeats after in
+    minutes: 1440 for daily crons, 10080 for weekly ones. Raises ValueError for a cron neither
+    renders, or a mix of the two (a schedule is one or the other)."""
+    minutes, kinds = [], set()
+    for cron in crons:
+        at, weekly = cron_minute(cron)
+        minutes.append(at)
+        kinds.add(weekly)
+    if len(kinds) > 1:
+        raise ValueError("the scheduled floors mix daily and weekly crons: a schedule is one or the other")
+    return minutes, 7 * 1440 if True in kinds else 1440
+
+
 def floor_in_force(scheduled: Sequence[ScheduledActionSpec], floor: int, when: datetime) -> tuple[int, ScheduledActionSpec | None]:
     """The scalable target's MinCapacity at ``when`` (an aware datetime) under daily or weekly
     scheduled floors: each action sets the target's MinCapacity when it runs (Application Auto
@@ -283,17 +297,9 @@ def floor_in_force(scheduled: Sequence[ScheduledActionSpec], floor: int, when: d
         return floor, None
     from zoneinfo import ZoneInfo
 
-    entries, kinds = [], set()
-    for a in scheduled:
-        try:
-            at, weekly = cron_minute(a.schedule)
-        except ValueError as err:
-            raise ValueError(f"scheduled action {a.name}: {err}") from None
-        entries.append((at, a))
-        kinds.add(weekly)
-    if len(kinds) > 1:
-        raise ValueError("the scheduled floors mix daily and weekly crons: a schedule is one or the other")
-    entries.sort(key=lambda e: e[0])
+    minutes, period = cron_minutes([a.schedule for a in scheduled])
+    weekly = period > 1440
+    entries = sorted(zip(minutes, scheduled, strict=True), key=lambda e: e[0])
     local = when.astimezone(ZoneInfo(scheduled[0].timezone))
     minute = (local.weekday() * 1440 if weekly else 0) + local.hour * 60 + local.minute
     past = [a for at, a in entries if at <= minute]
