@@ -151,10 +151,13 @@ class TunedTrace:
     tune_s: float
     tune_cpu_s: float = 0.0
     """This process's CPU seconds for the tuning: on a shared machine the wall time moves with the load."""
+    history_draws: int = 0
+    """Draws before the judged ones (seeds 1..history_draws): the training draws and, on the week,
+    the weeks of history before the one it trains on."""
 
     @property
     def test_seed(self) -> int:
-        return 1 + len(self.train)
+        return 1 + max(self.history_draws, len(self.train))
 
     @property
     def warm_x_rps(self) -> float:
@@ -179,30 +182,43 @@ def seed_inputs(first: np.ndarray) -> PlanInputs:
     return PlanInputs(slo_ms=SLO_MS, peak_rps=round(peak_rps(first), 3), trough_rps=trough)
 
 
+WEEK_HISTORY = 3
+"""Weeks of history before the week's judged draws (seeds 1..3): a weekly season needs three, two to
+fit and one to check. The tuner trains on the last of them (one week, as before)."""
+
+
 def forecast_history(train: list[tuple[int, np.ndarray]]) -> np.ndarray | None:
-    """The training draws as consecutive days of history, ending at the 00:00 the judged days
-    start at: what forecast floors and the predictive baseline learn from. None where they are
-    not whole days (the Azure hours) or fewer than three (a forecast checks on the last, fits on two)."""
+    """The training draws as consecutive days (weeks) of history, ending at the 00:00 (Monday
+    00:00) the judged draws start at: what forecast floors and the predictive baseline learn from.
+    None where they are not whole days or weeks (the Azure hours) or fewer than three (a forecast
+    checks on the last, fits on two)."""
     import numpy as np
 
-    if len(train) < 3 or any(a.size != 86400 for _, a in train):
+    if len(train) < 3 or len({a.size for _, a in train}) != 1 or train[0][1].size not in (86400, 7 * 86400):
         return None
     return np.concatenate([a for _, a in train])
+
+
+def season_days(arrivals: np.ndarray) -> int:
+    """The forecast's season for draws of this length: a week for the week trace, else a day."""
+    return 7 if arrivals.size == 7 * 86400 else 1
 
 
 def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceModel, train_days: int = 5,
                miss_chance: float | None = None, forecast_model: str = "auto") -> TunedTrace:
     """The seed plan from the first training draw's busiest and quietest minute, tuned on the
-    training seeds 1..train_days (the week: one week; the share bound for unseen draws,
-    speech.sim.tune.unseen_share_bound, must keep the target); the test day is the next seed."""
+    training seeds 1..train_days (the share bound for unseen draws, speech.sim.tune.unseen_share_bound,
+    must keep the target); the test day is the next seed. The week: :data:`WEEK_HISTORY` weeks of
+    history (seeds 1..3), a weekly forecast of them (floors per weekday), trained on the last."""
     import numpy as np
 
     from speech.sim.tune import Tuner
 
     spec = TRACES[name]
     t0, cpu0 = time.monotonic(), time.process_time()
-    train = [(i, day(spec, 1 + i)) for i in range(1 if name == "week" else train_days)]
-    test = day(spec, 1 + len(train))
+    history = [(i, day(spec, 1 + i)) for i in range(WEEK_HISTORY if name == "week" else train_days)]
+    train = history[-1:] if name == "week" else history
+    test = day(spec, 1 + len(history))
     first = train[0][1]
     inputs = seed_inputs(first)
     from speech.sim.names import PROMISE_MISS_CHANCE
@@ -213,9 +229,11 @@ def tune_trace(name: str, q: QmaxArtifact, t: TtotalArtifact, model: InstanceMod
     rate = np.mean(np.stack([a for _, a in train]), axis=0) if len(lengths) == 1 and first.size <= 86400 else None
     tuner = Tuner(q, t, inputs, model, SLO_SHARE, schedule_rate=rate,
                   miss_chance=PROMISE_MISS_CHANCE if miss_chance is None else miss_chance,
-                  forecast_history=forecast_history(train), forecast_model=forecast_model)
+                  forecast_history=forecast_history(history), forecast_model=forecast_model,
+                  forecast_season_days=season_days(first))
     _, best = tuner.search(train, passes=2)
-    return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0, time.process_time() - cpu0)
+    return TunedTrace(name, spec, train, test, tuner, best, time.monotonic() - t0, time.process_time() - cpu0,
+                      history_draws=len(history))
 
 
 @dataclass
@@ -276,7 +294,8 @@ def baselines(tt: TunedTrace, q, model) -> dict:
         if tu.plan_for(learned) is not None:
             nl = tu.numbers_for(learned)
             out["tuned knobs + learned daily floors"] = lambda a: AwsPolicy(nl, model.cloudwatch_ratio, model.q_max)
-        naive = Tuner(tu.qmax, tu.ttotal, tu.inputs, model, SLO_SHARE, forecast_history=hist, forecast_model="seasonal-naive")
+        naive = Tuner(tu.qmax, tu.ttotal, tu.inputs, model, SLO_SHARE, forecast_history=hist, forecast_model="seasonal-naive",
+                      forecast_season_days=tu.forecast_season_days)
         if _forecast_model(tt) != "seasonal-naive" and naive.plan_for(k) is not None:  # else it is the tuned plan's row
             nn = naive.numbers_for(k)
             out["tuned knobs + seasonal-naive floors"] = lambda a: AwsPolicy(nn, model.cloudwatch_ratio, model.q_max)
@@ -412,7 +431,7 @@ def main() -> int:
     t_all = time.monotonic()
     for name in [x.strip() for x in args.traces.split(",") if x.strip()]:
         tt = tune_trace(name, q, t, model, args.train_draws, args.miss_chance)
-        first = 1 + len(tt.train)
+        first = tt.test_seed
         draws = [(seed, day(tt.spec, seed)) for seed in range(first, first + args.unseen)]
         t0 = time.monotonic()
         extra = None
@@ -435,7 +454,10 @@ def main() -> int:
         total = sum(float(a.sum()) for _, a in draws)
         print(f"\n### {tt.spec} ({args.unseen} unseen draws: seeds {first}..{first + args.unseen - 1}, "
               f"{draws[0][1].size / 3600:.1f} h each, {total / len(draws):,.0f} requests a draw; tuned on seeds "
-              f"1..{len(tt.train)} in {tt.tune_s:.0f} s, CPU {tt.tune_cpu_s:.0f} s, {tt.tuner.simulated} simulated days"
+              f"{tt.train[0][0] + 1}..{tt.train[-1][0] + 1}"
+              + ("" if tt.tuner.forecast_history is None else
+                 f" (forecast history: seeds 1..{tt.history_draws}, {tt.tuner.forecast_season_days}-day season)")
+              + f" in {tt.tune_s:.0f} s, CPU {tt.tune_cpu_s:.0f} s, {tt.tuner.simulated} simulated days"
               + ("" if tt.tuner.simulated_plain is None else f", {tt.tuner.simulated_plain} by the plain descent")
               + "; "
               f"judged in {time.monotonic() - t0:.0f} s)\n")

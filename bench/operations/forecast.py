@@ -25,7 +25,8 @@ from speech.schema.plan_artifacts import PlanArtifact
 
 
 def forecast_floors(args: argparse.Namespace) -> tuple[ForecastArtifact, Path]:
-    """The next day's floors for the parsed flags of ``bench forecast``: the history forecast
+    """The next day's floors (``--season-days 7``: the next week's, per weekday) for the parsed flags
+    of ``bench forecast``: the history forecast
     (backtested against seasonal-naive), its upper quantile sized at the plan's per-instance rate a
     planning T_total ahead; the forecast artifact and where it was written."""
     if not 0.5 <= args.quantile < 1.0:
@@ -39,9 +40,14 @@ def forecast_floors(args: argparse.Namespace) -> tuple[ForecastArtifact, Path]:
     end, arrivals = load_history(args.history, args.history_end)
 
     local_start = (end - timedelta(seconds=int(arrivals.size))).astimezone(ZoneInfo(args.timezone))
+    # a weekly season is forecast a week ahead and written as floors per weekday (cron(M H ? * MON *)):
+    # its minutes count from Monday 00:00 in the schedule's zone
+    weekly = args.season_days == 7
+    start_minute = (local_start.weekday() * DAY_MIN if weekly else 0) + local_start.hour * 60 + local_start.minute
+    horizon = timedelta(days=args.season_days)
     try:
-        fc = forecast_rate(arrivals, start_minute=local_start.hour * 60 + local_start.minute, season_days=args.season_days,
-                           model=args.model, quantile=args.quantile)
+        fc = forecast_rate(arrivals, start_minute=start_minute, season_days=args.season_days,
+                           horizon_min=args.season_days * DAY_MIN, model=args.model, quantile=args.quantile)
     except PlanInputError as err:
         raise UsageError(f"--history {args.history!r}: {err}") from None
     digest = hashlib.sha256(np.asarray(arrivals, dtype=np.float64).tobytes()).hexdigest()
@@ -49,8 +55,8 @@ def forecast_floors(args: argparse.Namespace) -> tuple[ForecastArtifact, Path]:
                         f"--model {args.model}", f"--quantile {args.quantile:g}", f"--season-days {args.season_days}",
                         f"--timezone {args.timezone}", f"--out {args.out}"])
     prov = ForecastProvenance(model=fc.model, quantile=args.quantile, history_sha256=digest,
-                              history_end=end.isoformat().replace("+00:00", "Z"), horizon_s=86400,
-                              valid_until=(end + timedelta(days=1)).isoformat().replace("+00:00", "Z"),
+                              history_end=end.isoformat().replace("+00:00", "Z"), horizon_s=int(horizon.total_seconds()),
+                              valid_until=(end + horizon).isoformat().replace("+00:00", "Z"),
                               backtest_loss={k: round(v, 4) for k, v in fc.backtest.losses.items()}, refresh=refresh)
     per = plan.capacity.per_instance_rps or plan.capacity.throughput_at_target_rps
     try:
@@ -63,8 +69,8 @@ def forecast_floors(args: argparse.Namespace) -> tuple[ForecastArtifact, Path]:
     last = season[: (season.size // 60) * 60].reshape(-1, 60).mean(axis=1)
     art = ForecastArtifact(history=args.history, history_hours=round(arrivals.size / 3600, 3), plan_sha256=canonical_sha256(plan),
                            per_instance_rps=per, lead_s=plan.t_total.planning_s, start_minute=fc.start_minute,
-                           point_rps=[round(float(x), 3) for x in fc.point_rps[:DAY_MIN]],
-                           upper_rps=[round(float(x), 3) for x in fc.upper_rps[:DAY_MIN]],
+                           point_rps=[round(float(x), 3) for x in fc.point_rps[:fc.period_min]],
+                           upper_rps=[round(float(x), 3) for x in fc.upper_rps[:fc.period_min]],
                            last_season_rps=[round(float(x), 3) for x in last], schedule=schedule, created_at=datetime.now(UTC))
     out = write_artifact(args.out / f"forecast-{plan.model}.json", art)
     return art, out

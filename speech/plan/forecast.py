@@ -35,7 +35,7 @@ import numpy as np
 from speech.errors import PlanInputError
 from speech.plan.forecast_names import DEFAULT_QUANTILE, MODELS
 from speech.plan.schedule import _hhmm, minute_means
-from speech.schema.config import MAX_SCHEDULED_FLOORS, FloorSchedule, ForecastProvenance, ScheduledFloor
+from speech.schema.config import MAX_SCHEDULED_FLOORS, WEEK_MIN, WEEKDAYS, FloorSchedule, ForecastProvenance, ScheduledFloor
 from speech.schema.units import EPS
 
 DAY_MIN = 1440
@@ -61,7 +61,8 @@ class Backtest:
 
 @dataclass(frozen=True)
 class Forecast:
-    """Per-minute rates over the horizon (requests/s), starting at ``start_minute`` of the day."""
+    """Per-minute rates over the horizon (requests/s), starting at ``start_minute`` of the season (of
+    the day; of the week from Monday 00:00 when the season is a week)."""
 
     model: str
     quantile: float
@@ -72,6 +73,16 @@ class Forecast:
     backtest: Backtest
     ratio: float
     """The quantile of actual / forecast the upper curve is scaled by."""
+
+    @property
+    def weekly(self) -> bool:
+        """A weekly season forecast a whole week ahead: its floors are per weekday."""
+        return self.season_min == WEEK_MIN and self.point_rps.size >= WEEK_MIN
+
+    @property
+    def period_min(self) -> int:
+        """Minutes of the forecast its floors cover: the week, or its first day."""
+        return WEEK_MIN if self.weekly else DAY_MIN
 
 
 def _bins(minutes: np.ndarray, bin_min: int) -> np.ndarray:
@@ -129,7 +140,9 @@ MAX_FOLDS = 3
 def forecast_rate(rate_rps: Sequence[float] | np.ndarray, *, step_s: int = 1, start_minute: int = 0, season_days: int = 1,
                   horizon_min: int = DAY_MIN, model: str = "auto", quantile: float = DEFAULT_QUANTILE,
                   bin_s: int = BIN_S) -> Forecast:
-    """The next ``horizon_min`` minutes after the history ``rate_rps`` (see the module docstring).
+    """The next ``horizon_min`` minutes after the history ``rate_rps`` (see the module docstring);
+    ``start_minute``: the history's first minute in the season (of the day; with ``season_days`` 7,
+    of the week from Monday 00:00).
 
     The history must cover at least three seasons (``season_days`` days each): a model fits on two
     and is checked on the next. Up to :data:`MAX_FOLDS` of the last seasons are each forecast from
@@ -171,7 +184,7 @@ def forecast_rate(rate_rps: Sequence[float] | np.ndarray, *, step_s: int = 1, st
     else:
         chosen = model
     point = np.repeat(_fit(chosen, y, season, math.ceil(horizon_min / bin_min)), bin_min)[:horizon_min]
-    start = (start_minute + total) % DAY_MIN  # the forecast starts where the history ends
+    start = (start_minute + total) % season_min  # the forecast starts where the history ends
     return Forecast(model=chosen, quantile=quantile, point_rps=point, upper_rps=point * ratios[chosen], start_minute=start,
                     season_min=season_min, backtest=Backtest(losses=losses, chosen=chosen), ratio=ratios[chosen])
 
@@ -188,15 +201,16 @@ def minute_needs(upper_rps: np.ndarray, per_instance_rps: float, lead_s: float, 
     return np.array([padded[m : m + lead + 1].max() for m in range(need.size)], dtype=int)
 
 
-def slot_entries(needs: np.ndarray, start_minute: int, slot_minutes: int) -> list[tuple[int, int]]:
-    """(minute of the day, floor) where a slot's floor (its largest minute) differs from the
-    previous slot's; slots aligned to the day, the first entry always written."""
+def slot_entries(needs: np.ndarray, start_minute: int, slot_minutes: int, period_min: int = DAY_MIN) -> list[tuple[int, int]]:
+    """(minute of the period, floor) where a slot's floor (its largest minute) differs from the
+    previous slot's; slots aligned to the period (a day, or a week from Monday 00:00), the first
+    entry always written."""
     out: list[tuple[int, int]] = []
-    day = np.full(DAY_MIN, -1, dtype=int)
-    for i, n in enumerate(needs[:DAY_MIN]):
-        day[(start_minute + i) % DAY_MIN] = max(day[(start_minute + i) % DAY_MIN], int(n))
+    day = np.full(period_min, -1, dtype=int)
+    for i, n in enumerate(needs[:period_min]):
+        day[(start_minute + i) % period_min] = max(day[(start_minute + i) % period_min], int(n))
     prev = None
-    for s in range(0, DAY_MIN, slot_minutes):
+    for s in range(0, period_min, slot_minutes):
         v = int(day[s : s + slot_minutes].max())
         if v < 0:
             continue
@@ -207,13 +221,15 @@ def slot_entries(needs: np.ndarray, start_minute: int, slot_minutes: int) -> lis
 
 
 def forecast_entries(needs: np.ndarray, start_minute: int, limit: int = MAX_SCHEDULED_ACTIONS,
-                     slots: Sequence[int] = SLOTS_MIN) -> tuple[int, list[tuple[int, int]]]:
-    """(slot minutes, entries) for the shortest slot whose entries fit ``limit``."""
+                     slots: Sequence[int] = SLOTS_MIN, period_min: int = DAY_MIN) -> tuple[int, list[tuple[int, int]]]:
+    """(slot minutes, entries) for the shortest slot whose entries fit ``limit`` (Application Auto
+    Scaling's scheduled actions per scalable target: a week's entries share it)."""
     for slot in slots:
-        entries = slot_entries(needs, start_minute, slot)
+        entries = slot_entries(needs, start_minute, slot, period_min)
         if len(entries) <= limit:
             return slot, entries
-    raise PlanInputError(f"the forecast floors need more than {limit} scheduled actions even in {slots[-1]}-minute slots")
+    raise PlanInputError(f"the forecast floors need more than {limit} scheduled actions even in {slots[-1]}-minute slots"
+                         + ("; use daily floors (--season-days 1)" if period_min > DAY_MIN else ""))
 
 
 BUSY_SHARE = 0.25
@@ -222,19 +238,19 @@ busiest minute: where scheduled headroom (:func:`busy_headroom`) applies."""
 
 
 def busy_headroom(fc: Forecast, headroom: float, busy_share: float = BUSY_SHARE) -> np.ndarray:
-    """The forecast's upper curve with ``headroom`` x more during its busy hours (a scheduled surge
-    ratio): capacity for a crowd no forecast can place, bought only while the traffic is high,
-    where a crowd costs the most requests."""
-    upper = np.asarray(fc.upper_rps[:DAY_MIN], dtype=float)
+    """The forecast's upper curve over its floors' period (:attr:`Forecast.period_min`) with
+    ``headroom`` x more during its busy hours (a scheduled surge ratio): capacity for a crowd no
+    forecast can place, bought only while the traffic is high, where a crowd costs the most requests."""
+    upper = np.asarray(fc.upper_rps[:fc.period_min], dtype=float)
     if headroom == 1.0:
         return upper
-    point = np.asarray(fc.point_rps[:DAY_MIN], dtype=float)
+    point = np.asarray(fc.point_rps[:fc.period_min], dtype=float)
     busy = point >= busy_share * float(point.max())
     return np.where(busy, upper * headroom, upper)
 
 
 def headroom_peak_rps(fc: Forecast, headroom: float, busy_share: float = BUSY_SHARE) -> float:
-    """The busiest minute of the forecast's first day with ``headroom`` over its busy hours
+    """The busiest minute of the forecast's floors' period with ``headroom`` over its busy hours
     (:func:`busy_headroom`), requests/s: the peak a plan's cap must hold for those floors to stand."""
     return float(busy_headroom(fc, headroom, busy_share).max())
 
@@ -243,11 +259,11 @@ def crowd_ratio(fc: Forecast, days: Sequence[np.ndarray]) -> float:
     """The largest crowd the ``days`` (per-second arrivals, each starting at the forecast's start)
     show: the highest ratio of a minute's rate to the forecast's mean at that minute, over the busy
     hours (:data:`BUSY_SHARE`); 1 when none rises above it."""
-    point = np.asarray(fc.point_rps[:DAY_MIN], dtype=float)
+    point = np.asarray(fc.point_rps[:fc.period_min], dtype=float)
     busy = point >= BUSY_SHARE * float(point.max())
     best = 1.0
     for a in days:
-        m = minute_means(np.asarray(a, dtype=float).tolist(), 1)[:DAY_MIN]
+        m = minute_means(np.asarray(a, dtype=float).tolist(), 1)[:fc.period_min]
         k = min(m.size, point.size)
         ok = busy[:k] & (point[:k] > EPS)
         if ok.any():
@@ -258,17 +274,19 @@ def crowd_ratio(fc: Forecast, days: Sequence[np.ndarray]) -> float:
 def forecast_schedule(fc: Forecast, *, per_instance_rps: float, lead_s: float, floor: int, max_instances: int,
                       timezone: str = "UTC", provenance: ForecastProvenance | None = None,
                       trace_sha256: str | None = None, headroom: float = 1.0) -> FloorSchedule | None:
-    """The forecast's first day as daily scheduled floors (:func:`minute_needs`,
+    """The forecast's first day as daily scheduled floors, or for a weekly forecast
+    (:attr:`Forecast.weekly`) its week as floors per weekday (:func:`minute_needs`,
     :func:`forecast_entries`), ``headroom`` x more in its busy hours (:func:`busy_headroom`), or
     None when no minute needs more than ``floor``."""
     needs = minute_needs(busy_headroom(fc, headroom), per_instance_rps, lead_s, floor, max_instances)
     if not (needs > floor).any():
         return None
-    _, entries = forecast_entries(needs, fc.start_minute)
+    _, entries = forecast_entries(needs, fc.start_minute, period_min=fc.period_min)
     if len(entries) < 2:  # one level all day: a raised constant floor, said as a raise and a release at midnight
         entries = [(0, entries[0][1]), (1, entries[0][1])]
-    return FloorSchedule(timezone=timezone, floors=[ScheduledFloor(at=_hhmm(m), min_instances=v) for m, v in entries],
-                         trace_sha256=trace_sha256, forecast=provenance)
+    floors = [ScheduledFloor(at=_hhmm(m), min_instances=v, weekday=WEEKDAYS[m // DAY_MIN] if fc.weekly else None)
+              for m, v in entries]
+    return FloorSchedule(timezone=timezone, floors=floors, trace_sha256=trace_sha256, forecast=provenance)
 
 
 def stale_forecast(prov: ForecastProvenance, now: datetime) -> str | None:

@@ -26,7 +26,8 @@ class ForecastArtifact(Frozen):
     per_instance_rps: float
     lead_s: float
     start_minute: int
-    """Minute of the day (in the schedule's time zone) the forecast curves start at."""
+    """Minute of the day (in the schedule's time zone) the forecast curves start at; of the week from
+    Monday 00:00 for a weekly forecast (``--season-days 7``, curves a week long)."""
     point_rps: list[float]
     """The forecast's mean rate per minute over the horizon."""
     upper_rps: list[float]

@@ -31,12 +31,15 @@ class Evaluator:
                  slo_share: float, on_eval: Callable[[], None] | None = None,
                  schedule_rate: np.ndarray | None = None, miss_chance: float = PROMISE_MISS_CHANCE,
                  map_fn: Mapper = map, width: int = 1, forecast_history: np.ndarray | None = None,
-                 forecast_model: str = "auto", copy_fleet: CopyFleet | None = None) -> None:
+                 forecast_model: str = "auto", copy_fleet: CopyFleet | None = None, forecast_season_days: int = 1) -> None:
         self.qmax, self.ttotal, self.inputs, self.model, self.slo_share = qmax, ttotal, seed_inputs, model, slo_share
         self.forecast_history = forecast_history
         """Per-second arrivals of the days before the judged ones, ending at 00:00 (forecast floors are
         learned from it); None: the forecast knob is not tried."""
         self.forecast_model = forecast_model
+        self.forecast_season_days = forecast_season_days
+        """The forecast's season: 1 (daily floors), or 7 (a weekly forecast a week ahead, floors per
+        weekday; the history starts on a Monday 00:00 and the judged weeks after it)."""
         self.copy_fleet = copy_fleet
         """Where the hot-load knob's copies go (speech.sim.hotload.tuner_copy_fleet: several copies per
         instance, T_copy); None: the knob is not tried (a plain variant, or one copy per instance)."""
@@ -101,7 +104,9 @@ class Evaluator:
             from speech.plan.forecast import forecast_rate
 
             assert self.forecast_history is not None
-            self._forecasts[quantile] = forecast_rate(self.forecast_history, model=self.forecast_model, quantile=quantile)
+            days = self.forecast_season_days
+            self._forecasts[quantile] = forecast_rate(self.forecast_history, model=self.forecast_model, quantile=quantile,
+                                                      season_days=days, horizon_min=days * 1440)
         return self._forecasts[quantile]
 
     def _with_forecast(self, base: PlanInputs, quantile: float, headroom: float = 1.0) -> PlanInputs | None:

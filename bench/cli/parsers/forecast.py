@@ -18,13 +18,17 @@ History (--history): a trace spec as bench simulate reads it (csv:PATH, diurnal:
 its first second at --history-start, ending at --history-end; or cloudwatch:PATH, a per-minute export of
 the endpoint's Invocations metric (CSV Timestamp,Value, or the JSON of aws cloudwatch get-metric-data
 / get-metric-statistics, period 60, statistic Sum), whose own timestamps say when it starts and ends.
-At least three seasons (--season-days days each): the models (statsmodels' STL, the one-season
-MSTL; additive Holt-Winters on the log rate) are checked on the last seasons, each forecast from
-the ones before, against seasonal-naive (yesterday again); --model auto keeps the lowest pinball
-loss, seasonal-naive when no model beats it.
+With --season-days 7 the forecast runs a week ahead and the floors are per weekday (a weekday's
+crowd is not the weekend's), within the 200 scheduled actions of one scalable target (the slots
+widen until the week fits), valid for the week. At least three seasons (--season-days days
+each): the models (statsmodels' STL, the one-season MSTL; additive Holt-Winters on the log rate)
+are checked on the last seasons, each forecast from the ones before, against seasonal-naive (the
+season before again); --model auto keeps the lowest pinball loss, seasonal-naive when no model
+beats it.
 
   python -m bench forecast --plan artifacts/plan-kokoro-82m.json --history cloudwatch:invocations.csv
   python -m bench forecast --plan P.json --history 'csv:requests.csv' --history-end 2026-12-03T00:00:00Z --json
+  python -m bench forecast --plan P.json --history cloudwatch:three-weeks.json --season-days 7 --timezone Europe/Berlin
 
 Exit 0 written, 2 bad input (nothing written).
 """
@@ -41,7 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", choices=MODELS, default="auto", help="forecast model (default auto: the backtest's best)")
     p.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE, metavar="Q",
                    help=f"upper quantile the floors are sized for, in [0.5, 1) (default {DEFAULT_QUANTILE})")
-    p.add_argument("--season-days", type=int, choices=(1, 7), default=1, help="the season: a day, or a week (default 1)")
+    p.add_argument("--season-days", type=int, choices=(1, 7), default=1,
+                   help="the season: a day (daily floors for the next day), or a week (floors per weekday for the next week, "
+                        "cron(M H ? * MON *); at least three weeks of history) (default 1)")
     p.add_argument("--timezone", default="UTC", metavar="TZ", help="IANA time zone of the schedule (default UTC)")
     p.add_argument("--out", type=Path, default=Path("artifacts"), metavar="DIR", help="where forecast-<model>.json goes")
     p.add_argument("--json", action="store_true", help="print the forecast artifact as JSON instead of the table")

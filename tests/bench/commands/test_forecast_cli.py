@@ -72,6 +72,43 @@ def test_floors_from_keeps_the_stack_entrys_cap(tmp_path, plan_file, capsys):
     assert plan["fleet"]["max_instances"] == 5 and max(f["min_instances"] for f in plan["schedule"]["floors"]) <= 5
 
 
+def _weekly_export(path: Path, end: datetime, weeks: int = 3) -> Path:
+    """Per-minute Invocations for ``weeks`` weeks ending at ``end``: weekdays' tide to 800 rps, the
+    weekend's to 300."""
+    t0 = end - timedelta(weeks=weeks)
+    rows = ["Timestamp,Value"]
+    for m in range(weeks * 7 * 1440):
+        at = t0 + timedelta(minutes=m)
+        top = 300 if at.weekday() >= 5 else 800
+        rps = 20 + (top - 20) * (1 - np.cos(2 * np.pi * (at.hour * 60 + at.minute) / 1440)) / 2
+        rows.append(f"{at.isoformat().replace('+00:00', 'Z')},{rps * 60:.0f}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.slow  # seconds (three weeks of minutes written, read and forecast): make test, not test-fast
+def test_season_days_7_writes_a_weeks_floors_per_weekday_valid_for_the_week(tmp_path, plan_file, capsys):
+    # three weeks ending Thursday 2026-12-03 00:00 UTC: the forecast's week starts on a Thursday,
+    # its floors are per weekday (Monday-based crons), valid for seven days
+    history = _weekly_export(tmp_path / "weeks.csv", datetime(2026, 12, 3, tzinfo=UTC))
+    assert main(["forecast", "--plan", str(plan_file), "--history", f"cloudwatch:{history}", "--season-days", "7",
+                 "--model", "seasonal-naive", "--out", str(tmp_path), "--json"]) == 0
+    art = json.loads(capsys.readouterr().out)
+    prov = art["schedule"]["forecast"]
+    assert (prov["horizon_s"], prov["valid_until"]) == (7 * 86400, "2026-12-10T00:00:00Z")
+    assert "--season-days 7" in prov["refresh"]
+    assert art["start_minute"] == 3 * 1440 and len(art["point_rps"]) == 7 * 1440
+    floors = art["schedule"]["floors"]
+    assert len(floors) <= 200 and {f["weekday"] for f in floors} == {"MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"}
+    top = {d: max(f["min_instances"] for f in floors if f["weekday"] == d) for d in ("WED", "SAT")}
+    assert top["WED"] >= 800 / art["per_instance_rps"] > 300 / art["per_instance_rps"] + 1 >= top["SAT"] - 1
+    out = tmp_path / "planned"
+    assert main(["plan", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--peak-rps", "800", "--trough-rps", "20",
+                 "--out", str(out), "--floors-from", str(tmp_path / "forecast-kokoro-82m.json"), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [(f["weekday"], f["at"]) for f in plan["schedule"]["floors"]] == [(f["weekday"], f["at"]) for f in floors]
+
+
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, plan_file, capsys):
     short = _export(tmp_path / "short.csv", days=2)
     assert main(["forecast", "--plan", str(plan_file), "--history", f"cloudwatch:{short}", "--out", str(tmp_path)]) == 2
