@@ -14,12 +14,14 @@ The pack and bench compare with :func:`diff` (one tolerance, :data:`REL_TOL`) an
 edit here only. The AWS names and constants (metric, namespaces, dimensions, variant, resource id,
 policy-name suffixes) are defined once, in :mod:`speech.schema.aws`.
 
-Modules: :mod:`.spec` (shared parts, :func:`diff`), :mod:`.realtime` (instances), :mod:`.batch`
-(batch routes), :mod:`.copies` (inference-component copies); this package re-exports all of them.
+Modules: :mod:`.spec` (shared parts, :func:`diff`), :mod:`.crons` (the scheduled floors' crons),
+:mod:`.realtime` (instances), :mod:`.batch` (batch routes), :mod:`.copies` (inference-component
+copies); this package re-exports all of them.
 """
 
 from speech.deploy.scaling.batch import *  # noqa: F401,F403
 from speech.deploy.scaling.copies import *  # noqa: F401,F403
+from speech.deploy.scaling.crons import *  # noqa: F401,F403
 from speech.deploy.scaling.realtime import *  # noqa: F401,F403
 from speech.deploy.scaling.spec import *  # noqa: F401,F403
 from speech.schema.aws import *  # noqa: F401,F403

@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from speech.deploy.scaling.crons import floor_cron
 from speech.deploy.scaling.spec import (
     AlarmSpec,
     QueueSpec,
     ScalingSpec,
     ScheduledActionSpec,
-    floor_cron,
     one_step_policy,
     scale_out_tracking,
     variant_target,
