@@ -23,12 +23,14 @@ setup: $(STAMP)
 
 # 1. torch alone and first, with pip: the pinned CPU build (pip takes it from the machine's own
 #    configuration, where a CUDA build would otherwise be resolved); uv does not read pip's
-#    configuration, so it never sees torch. 2. uv (pinned) into the venv; where it cannot be had,
+#    configuration, so it never sees torch. --no-compile: byte-compiling all of torch took 19 of the
+#    install's 27 s here; Python compiles what a process imports when it first imports it (and writes
+#    it, above). 2. uv (pinned) into the venv; where it cannot be had,
 #    pip does the rest. 3. Everything else from the lock with --no-deps: exact pins, no resolution.
 # 4. The project (editable) and kokoro-onnx, both --no-deps (see requirements.lock's header).
 $(STAMP): pyproject.toml $(LOCK) container/requirements-nodeps.txt container/requirements-torch.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q "$$(grep -m1 '^torch==' container/requirements-torch.txt)"
+	$(PY) -m pip install -q --no-compile "$$(grep -m1 '^torch==' container/requirements-torch.txt)"
 	@if $(PY) -m pip install -q "uv==$(UV_VERSION)" >/dev/null 2>&1 && $(UV) --version >/dev/null 2>&1; then \
 	  echo "installing $(LOCK) with uv"; \
 	  $(UV) pip install -q --python $(PY) --no-deps -r $(LOCK) && \

@@ -85,6 +85,10 @@ class Tuner(Evaluator):
     """With a forecast history: the days :meth:`search` had simulated when its plain descent ended
     (the rest of :attr:`simulated` is the forecast descent's)."""
 
+    plain_winner: Candidate | None = None
+    """With a forecast history: the plain descent's winner, which the one :meth:`search` returns is
+    never worse than (:meth:`better`)."""
+
     crowd_check: CrowdCheck | None = None
     """What the last :meth:`search` found on the training days with their crowds moved (None: not
     run, no forecast history, or no crowds)."""
@@ -274,7 +278,7 @@ class Tuner(Evaluator):
             seed, plain = self._search(days, passes, pairs)
         finally:
             self.forecast_history = history
-        self.simulated_plain = self.simulated
+        self.simulated_plain, self.plain_winner = self.simulated, plain
         _, forecast = self._search(days, passes, pairs, start=plain)
         best = forecast if self.better(forecast, plain) else plain
         pair = self.best_average_pair(plain.knobs, days)
