@@ -34,10 +34,10 @@ two-peak also on the 25 further draws); no deployable policy keeps its share on 
 less; the tuned plan's cost against the floor (FLOOR_TARGETS: issue 45's, azure-conv no worse than
 before); the tuned plan beats each baseline row (cheaper, or the baseline missed the share).
 
-Reference measurements (artifacts/reference), SLO 3000 ms, SLO share 0.995. The week trains on one
-draw (one week, two passes like every trace: one pass stopped at 1.32x the floor with the surge
-ratio at its seed; the second pass takes 1.1 once the target and floor have moved, 1.19x) and is
-judged on ``--unseen`` other weeks: the slowest part.
+Reference measurements (artifacts/reference), SLO 3000 ms, SLO share 0.995. The week: three weeks
+of history (seeds 1..3, Monday first), forecast a week ahead with a weekly season (floors per
+weekday, cron(M H ? * MON *)); the tuner trains on the last of them (one week) and every policy is
+judged on ``--unseen`` weeks after the history (seeds 4..): the slowest part.
 """
 
 from __future__ import annotations

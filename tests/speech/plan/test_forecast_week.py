@@ -73,3 +73,18 @@ def test_a_noisy_week_is_coarsened_to_fit_the_quota():
     slot, entries = forecast_entries(needs, 0, period_min=WEEK_MIN)
     assert slot > 5 and len(entries) <= MAX_SCHEDULED_FLOORS
     assert s is not None and [(f.minute_of_week, f.min_instances) for f in s.floors] == entries
+
+
+def test_a_weeks_forecast_holds_for_the_week_and_is_stale_after_it():
+    from datetime import UTC, datetime, timedelta
+
+    from speech.plan.forecast import stale_forecast
+    from speech.schema.config import ForecastProvenance
+
+    prov = ForecastProvenance(model="ets", quantile=0.9, history_sha256="x", history_end="2026-12-07T00:00:00Z",
+                              horizon_s=7 * 86400, valid_until="2026-12-14T00:00:00Z",
+                              refresh="python -m bench forecast --season-days 7 --plan P")
+    assert stale_forecast(prov, datetime(2026, 12, 13, 23, 59, tzinfo=UTC)) is None  # day 7 of 7: still the week's
+    msg = stale_forecast(prov, datetime(2026, 12, 14, tzinfo=UTC) + timedelta(hours=2))
+    assert msg is not None and "last week's forecast would size this week's floors" in msg
+    assert "fix: python -m bench forecast --season-days 7 --plan P" in msg
