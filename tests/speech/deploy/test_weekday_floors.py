@@ -101,3 +101,29 @@ def test_keda_cron_triggers_run_from_each_weekday_entry_to_the_next(qmax_ref, tt
                                 {"weekday": "SUN", "at": "22:00", "min_instances": 9}])
     [t] = cron_triggers(sun, 1)
     assert (t["metadata"]["start"], t["metadata"]["end"]) == ("0 22 * * 0", "0 6 * * 1")
+
+
+def test_the_keda_stack_renders_a_weekly_schedule_the_server_rules_accept():
+    """Through the whole Kubernetes render (the k8s-keda example, its plan's schedule made weekly,
+    through YAML and back): the ScaledObject carries one cron trigger per raise with the weekday's
+    day of week, and nothing KEDA's CRD, webhook or cron scaler refuses."""
+    import copy
+    from pathlib import Path
+
+    from speech.deploy.gate import plan_model
+    from speech.deploy.kubernetes import rules
+    from speech.deploy.kubernetes.objects import model_objects
+    from speech.schema.config import ModelConfig
+    from speech.stack.render import read_yaml, to_yaml
+    from tests.stack_files import MODELS, embedded_config
+
+    root = Path(__file__).resolve().parents[3]
+    entry = copy.deepcopy(embedded_config(root / "examples/Pulumi.k8s-keda.yaml")[MODELS]["kokoro-82m"])
+    entry["plan"]["schedule"] = {"timezone": "Europe/Berlin", "floors": WEEK}
+    dep = plan_model("kokoro-82m", ModelConfig.model_validate(entry), endpoint="k8s-keda-kokoro-82m")
+    objects = read_yaml(to_yaml(model_objects(dep, "k8s-keda-kokoro-82m")))
+    assert rules.check_objects(objects) == []
+    [so] = [o for o in objects if o["kind"] == "ScaledObject"]
+    crons = {t["metadata"]["start"]: t["metadata"] for t in so["spec"]["triggers"] if t["type"] == "cron"}
+    assert sorted(crons) == ["0 9 * * 6", "40 7 * * 1", "40 7 * * 2", "40 7 * * 3", "40 7 * * 4", "40 7 * * 5"]
+    assert crons["0 9 * * 6"]["end"] == "0 18 * * 6" and crons["0 9 * * 6"]["timezone"] == "Europe/Berlin"
