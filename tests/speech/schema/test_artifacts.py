@@ -249,3 +249,14 @@ def test_a_kubernetes_measurement_names_its_deployment(ttotal_ref, target, insta
     else:
         with pytest.raises(ValidationError, match=named):
             TtotalArtifact.model_validate(data)
+
+
+def test_a_level_with_an_infinite_throughput_is_refused_with_its_field(tmp_path, qmax_ref):
+    # JSON's 1e999 reads as inf: the CLI fuzz harness found such a file reaching the plan's
+    # queueing math (a ValueError traceback from bench plan) instead of a refusal.
+    data = json.loads(qmax_ref.model_dump_json())
+    data["ladder"][0]["throughput_rps"] = 12345.0
+    p = tmp_path / "q.json"
+    p.write_text(json.dumps(data).replace("12345.0", "1e999"))
+    with pytest.raises(ArtifactError, match=r"field ladder\.0\.throughput_rps"):
+        load_artifact(p, QmaxArtifact)
