@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import (
-    ConfigDict,
     Field,
     NonNegativeFloat,
     NonNegativeInt,
@@ -68,10 +67,6 @@ class Slo(Frozen):
 
 class LadderLevel(Frozen):
     """One closed-loop level: exactly ``concurrency`` requests held outstanding."""
-
-    # A measured level is finite: JSON's 1e999 reads as inf, which the plan's queueing math cannot
-    # take (the CLI fuzz harness found a Q_max file with an infinite throughput reaching it).
-    model_config = ConfigDict(allow_inf_nan=False)
 
     concurrency: Annotated[int, Field(ge=1)]
     completed: NonNegativeInt

@@ -20,9 +20,11 @@ DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class Frozen(BaseModel):
-    """Base for every artifact and config model: immutable, no unknown fields."""
+    """Base for every artifact and config model: immutable, no unknown fields, every number finite
+    (JSON's 1e999 reads as inf: the CLI fuzz harness found a Q_max file with an infinite throughput
+    reaching the plan's queueing math as a traceback; no file of ours holds an infinity)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def instance_family(instance_type: str) -> str:
