@@ -23,11 +23,15 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+import pytest
 
 HZ = os.sysconf("SC_CLK_TCK")
 OUT_ENV = "SUITE_CPU_DIR"
 _last = [0.0]
+_last_wall = [0.0]
 
 
 def _stat_fields(pid: str) -> list[str] | None:
@@ -54,37 +58,52 @@ def tree_cpu_s(root: int) -> float:
     return total
 
 
-def pytest_runtest_logfinish(nodeid, location):
-    """(the plugin) one line per test: CPU seconds since the previous test ended, and its id."""
+def record(nodeid: str) -> None:
+    """One line for a test that just ended: CPU and wall seconds since the previous one, its id."""
     out = os.environ.get(OUT_ENV)
     if not out:
         return
-    now = tree_cpu_s(os.getpid())
+    now, wall = tree_cpu_s(os.getpid()), time.monotonic()
     spent, _last[0] = now - _last[0], now
+    waited, _last_wall[0] = (wall - _last_wall[0]) if _last_wall[0] else 0.0, wall
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(Path(out) / f"cpu-{worker}.tsv", "a", encoding="utf-8") as fh:
-        fh.write(f"{spent:.2f}\t{nodeid}\n")
+        fh.write(f"{spent:.2f}\t{waited:.2f}\t{nodeid}\n")
 
 
-def read_rows(out: Path) -> list[tuple[float, str]]:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """(the plugin) runs in the process that runs the test. Not pytest_runtest_logfinish: under
+    pytest-xdist the controller gets that hook too, for every worker's test, and its own process
+    tree holds every worker, so each test was counted a second time with the whole machine's CPU."""
+    yield
+    record(item.nodeid)
+
+
+def read_rows(out: Path) -> list[tuple[float, float, str]]:
     rows = []
     for path in sorted(out.glob("cpu-*.tsv")):
         for line in path.read_text(encoding="utf-8").splitlines():
-            spent, nodeid = line.split("\t", 1)
-            rows.append((float(spent), nodeid))
+            spent, waited, nodeid = line.split("\t", 2)
+            rows.append((float(spent), float(waited), nodeid))
     return rows
 
 
-def table(rows: list[tuple[float, str]], top: int) -> str:
-    by_file: dict[str, float] = collections.defaultdict(float)
-    for spent, nodeid in rows:
-        by_file[nodeid.split("::")[0]] += spent
-    total = sum(by_file.values())
-    lines = [f"CPU seconds by file (top {top} of {len(by_file)}; {total:.0f} s in {len(rows)} tests)", "",
-             "| CPU s | share | file |", "|---:|---:|---|"]
-    lines += [f"| {s:.1f} | {100 * s / total:.1f}% | {f} |" for f, s in sorted(by_file.items(), key=lambda kv: -kv[1])[:top]]
-    lines += ["", f"CPU seconds by test (top {top})", "", "| CPU s | test |", "|---:|---|"]
-    lines += [f"| {s:.1f} | {n} |" for s, n in sorted(rows, reverse=True)[:top]]
+def table(rows: list[tuple[float, float, str]], top: int) -> str:
+    """By file and by test: CPU seconds, and wall seconds (the test process's own time since its
+    previous test ended; with one process a core, what wall has beyond CPU is mostly waiting)."""
+    cpu: dict[str, float] = collections.defaultdict(float)
+    wall: dict[str, float] = collections.defaultdict(float)
+    for spent, waited, nodeid in rows:
+        cpu[nodeid.split("::")[0]] += spent
+        wall[nodeid.split("::")[0]] += waited
+    total = sum(cpu.values())
+    lines = [f"CPU seconds by file (top {top} of {len(cpu)}; {total:.0f} s in {len(rows)} tests)", "",
+             "| CPU s | share | wall s | file |", "|---:|---:|---:|---|"]
+    lines += [f"| {s:.1f} | {100 * s / total:.1f}% | {wall[f]:.1f} | {f} |"
+              for f, s in sorted(cpu.items(), key=lambda kv: -kv[1])[:top]]
+    lines += ["", f"CPU seconds by test (top {top})", "", "| CPU s | wall s | test |", "|---:|---:|---|"]
+    lines += [f"| {s:.1f} | {w:.1f} | {n} |" for s, w, n in sorted(rows, reverse=True)[:top]]
     return "\n".join(lines)
 
 
