@@ -9,6 +9,7 @@ exactly) or needs another configuration starts its own through `server_factory`.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import socket
@@ -135,10 +136,18 @@ def sine_server():
         srv.stop()
 
 
+# Not in the CPU image; the Makefile installs them from container/requirements-torch.txt. Found, not
+# imported: a test module is imported by every test process at collection (and by the fast tier's),
+# and importing kokoro there (torch, transformers, spaCy) cost each of them 5 s of CPU for files most
+# of them never run. A module marks itself with `needs_torch` and imports torch inside its tests.
+TORCH_MISSING = next((f"BACKEND=torch needs {name} (container/requirements-torch.txt)"
+                      for name in ("torch", "kokoro") if importlib.util.find_spec(name) is None), None)
+needs_torch = pytest.mark.skipif(TORCH_MISSING is not None, reason=TORCH_MISSING or "")
+
+
 def _need_torch():
-    # Not in the CPU image; the Makefile installs them from container/requirements-torch.txt.
-    pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
-    pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
+    if TORCH_MISSING is not None:
+        pytest.skip(TORCH_MISSING)
 
 
 @pytest.fixture(scope="session")

@@ -23,17 +23,12 @@ import httpx
 import numpy as np
 import pytest
 
-# Not in the CPU image; the Makefile installs them from container/requirements-torch.txt.
-pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
-pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
+from container.backends.g2p import EspeakPhonemizer
+from tests.container.conftest import ServerProc, needs_torch
 
-# torch and a Kokoro model in the real upstream architecture: not in the fast tier (make test-fast).
-pytestmark = pytest.mark.slow
-
-import torch  # noqa: E402
-
-from container.backends.g2p import EspeakPhonemizer  # noqa: E402
-from tests.container.conftest import ServerProc  # noqa: E402
+# Not in the CPU image (needs_torch: found, imported by the tests that use it), and a Kokoro model in
+# the real upstream architecture: not in the fast tier (make test-fast).
+pytestmark = [pytest.mark.slow, needs_torch]
 
 VOICE = "af_random"
 FRAMES = 2  # per token at speed 1.0; speed 2.0 then rounds to 1
@@ -84,6 +79,8 @@ def torch_server(upstream_dir, tmp_path_factory):
     a minute on two loaded cores, and nothing here needs a fresh one. Its MODEL_DIR links the
     module's checkpoint and voice (the same files: the same weights sha256) and adds a second voice,
     am_other, for the blends. Yields the server and that directory."""
+    import torch
+
     model_dir, guard, _ = upstream_dir
     d = tmp_path_factory.mktemp("kokoro-two-voices")
     (d / "voices").mkdir()
@@ -187,6 +184,8 @@ def test_missing_pth_refuses_to_start_naming_it(upstream_dir, tmp_path):
 
 def test_checkpoint_that_does_not_match_config_is_refused(upstream_dir, tmp_path):
     """KModel itself would load it with strict=False and serve random noise without a word."""
+    import torch
+
     from container.backends.torch_backend import TorchBackend
     from container.errors import ModelLoadError
     from container.settings import Settings
@@ -214,6 +213,8 @@ def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstre
     """The same normalization table, segmentation case and Kokoro-FastAPI fields as on the onnx
     backend (test_kokoro_fastapi.py), on the torch backend with the generated checkpoint; plus
     blends with subtraction, which this backend now mixes too, and /v1/audio/voices/combine's .pt."""
+    import torch
+
     from tests.container.normalization_cases import CASES
 
     _, _, vocab = upstream_dir
@@ -272,6 +273,7 @@ def test_torch_server_normalizes_segments_and_takes_kokoro_fastapi_fields(upstre
 def test_weight_norm_folding_is_exact(torch_backend, torch_model_dir):
     """Folding the decoder's weight_norm once (load_weights does) must not change a single sample:
     the session's loaded backend against KModel as upstream builds it from the same files."""
+    import torch
     from kokoro import KModel
 
     from tests.container.conftest import torch_process_settings

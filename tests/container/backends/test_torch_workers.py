@@ -12,17 +12,13 @@ import httpx
 import numpy as np
 import pytest
 
-pytest.importorskip("torch", reason="BACKEND=torch needs torch (container/requirements-torch.txt)")
-pytest.importorskip("kokoro", reason="BACKEND=torch needs kokoro (container/requirements-torch.txt)")
+from container.backends.torch_backend import TorchBackend
+from container.backends.torch_workers import WorkerDied
+from container.settings import Settings
+from tests.container.conftest import needs_torch
 
 # torch and a Kokoro model in the real upstream architecture: not in the fast tier (make test-fast).
-pytestmark = pytest.mark.slow
-
-import torch  # noqa: E402
-
-from container.backends.torch_backend import TorchBackend  # noqa: E402
-from container.backends.torch_workers import WorkerDied  # noqa: E402
-from container.settings import Settings  # noqa: E402
+pytestmark = [pytest.mark.slow, needs_torch]
 
 
 def _children(pid: int) -> list[int]:
@@ -46,6 +42,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_workers_match_in_process_audio_and_a_dead_worker_is_an_error(torch_model_dir, torch_backend):
+    import torch
+
     threads = torch.get_num_threads()
     local = torch_backend  # the session's in-process copy of the same checkpoint, loaded once
     pooled = TorchBackend(Settings(backend="torch", model_dir=torch_model_dir, torch_device="cpu",
@@ -104,6 +102,8 @@ def test_workers_match_in_process_audio_and_a_dead_worker_is_an_error(torch_mode
 
 
 def test_worker_that_cannot_load_is_a_load_error_with_no_process_left(torch_model_dir, tmp_path):
+    import torch
+
     from container.errors import ModelLoadError
     for name in ("config.json", "voices"):
         (tmp_path / name).symlink_to(torch_model_dir / name)
