@@ -84,6 +84,32 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.path not in slow_files)
 
 
+# Files that load the torch backend's model in the test process (torch, kokoro, the session's random
+# checkpoint, the session's loaded backend: about 8 s of CPU in each process that needs them) are one
+# unit of `--dist loadfile`'s work, so one process pays for them instead of both. Kept as a list, and
+# tests/test_suite_schedule.py fails when one of these files is renamed or moved.
+TORCH_FILES = ("tests/container/backends/test_torch_workers.py", "tests/container/backends/test_torch_backend.py",
+               "tests/container/test_gpu_benchmark.py")
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The work unit a test belongs to under `--dist loadfile`: its file, or "torch" for TORCH_FILES."""
+    path = nodeid.split("::", 1)[0]
+    return "torch" if path in TORCH_FILES else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None  # pytest-xdist's own scheduler for every other mode
+    from xdist.scheduler import LoadFileScheduling
+
+    class TorchTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return TorchTogether(config, log)
+
+
 class _SlowOnly(RuntimeError):
     pass
 
