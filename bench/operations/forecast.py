@@ -29,8 +29,9 @@ def forecast_floors(args: argparse.Namespace) -> tuple[ForecastArtifact, Path]:
     of ``bench forecast``: the history forecast
     (backtested against seasonal-naive), its upper quantile sized at the plan's per-instance rate a
     planning T_total ahead; the forecast artifact and where it was written."""
-    if not 0.5 <= args.quantile < 1.0:
-        raise UsageError(f"--quantile {args.quantile:g}: must be in [0.5, 1) (e.g. 0.9: the floors cover the forecast's 90th percentile)")
+    if not 0.0 < args.quantile < 1.0:
+        raise UsageError(f"--quantile {args.quantile:g}: must be in (0, 1) (e.g. 0.9: the floors cover the forecast's 90th "
+                         "percentile; below 0.5 only under a reactive layer that answers the rest, as bench tune may choose)")
     plan = load_artifact(args.plan, PlanArtifact)
     try:
         FloorSchedule(timezone=args.timezone, floors=[{"at": "00:00", "min_instances": 1}, {"at": "00:01", "min_instances": 1}])

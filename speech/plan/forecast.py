@@ -147,10 +147,22 @@ def forecast_rate(rate_rps: Sequence[float] | np.ndarray, *, step_s: int = 1, st
     The history must cover at least three seasons (``season_days`` days each): a model fits on two
     and is checked on the next. Up to :data:`MAX_FOLDS` of the last seasons are each forecast from
     the seasons before them (rolling origin); seasonal-naive is judged on the same seasons."""
+    return forecast_rates(rate_rps, step_s=step_s, start_minute=start_minute, season_days=season_days,
+                          horizon_min=horizon_min, model=model, quantiles=(quantile,), bin_s=bin_s)[quantile]
+
+
+def forecast_rates(rate_rps: Sequence[float] | np.ndarray, *, step_s: int = 1, start_minute: int = 0, season_days: int = 1,
+                   horizon_min: int = DAY_MIN, model: str = "auto", quantiles: Sequence[float] = (DEFAULT_QUANTILE,),
+                   bin_s: int = BIN_S) -> dict[float, Forecast]:
+    """:func:`forecast_rate` at each of ``quantiles``, every model fitted once: the backtest's fits
+    and the horizon's fit do not depend on the quantile (only the upper ratio, the pinball loss and
+    so the model ``auto`` chooses do), and a weekly Holt-Winters fit is most of a forecast's CPU
+    (about 15 s a fit on three weeks of 5-minute bins)."""
     if model not in MODELS:
         raise PlanInputError(f"unknown forecast model {model!r}; choose from {', '.join(MODELS)}")
-    if not 0.5 <= quantile < 1.0:
-        raise PlanInputError(f"forecast quantile {quantile:g} must be in [0.5, 1) (e.g. 0.9)")
+    for quantile in quantiles:
+        if not 0.0 < quantile < 1.0:
+            raise PlanInputError(f"forecast quantile {quantile:g} must be in (0, 1) (e.g. 0.9)")
     if bin_s % 60 or DAY_MIN % (bin_s // 60):
         raise PlanInputError(f"forecast bin {bin_s} s must be whole minutes dividing a day")
     minutes = minute_means(np.asarray(rate_rps, dtype=float).tolist(), step_s)
@@ -168,25 +180,31 @@ def forecast_rate(rate_rps: Sequence[float] | np.ndarray, *, step_s: int = 1, st
     y = _bins(minutes, bin_min)
     folds = range(max(2, seasons - MAX_FOLDS), seasons)
     candidates = ("mstl", "ets", "seasonal-naive") if model == "auto" else tuple(dict.fromkeys((model, "seasonal-naive")))
-    losses: dict[str, float] = {}
-    ratios: dict[str, float] = {}
+    backtests: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for m in candidates:
         actual, fitted = [], []
         for k in folds:  # season k forecast from seasons 0..k-1
             fc = _fit(m, y[: k * season], season, season)
             actual.append(minutes[k * season_min : (k + 1) * season_min])
             fitted.append(np.repeat(fc, bin_min)[:season_min])
-        a, f = np.concatenate(actual), np.concatenate(fitted)
-        ratios[m] = _upper_ratio(a, f, 1, quantile)
-        losses[m] = pinball(a, f * ratios[m], quantile)
-    if model == "auto":
-        chosen = min(losses, key=lambda m: (losses[m], m == "seasonal-naive"))
-    else:
-        chosen = model
-    point = np.repeat(_fit(chosen, y, season, math.ceil(horizon_min / bin_min)), bin_min)[:horizon_min]
+        backtests[m] = (np.concatenate(actual), np.concatenate(fitted))
+    points: dict[str, np.ndarray] = {}
     start = (start_minute + total) % season_min  # the forecast starts where the history ends
-    return Forecast(model=chosen, quantile=quantile, point_rps=point, upper_rps=point * ratios[chosen], start_minute=start,
-                    season_min=season_min, backtest=Backtest(losses=losses, chosen=chosen), ratio=ratios[chosen])
+    out: dict[float, Forecast] = {}
+    for quantile in quantiles:
+        losses: dict[str, float] = {}
+        ratios: dict[str, float] = {}
+        for m, (a, f) in backtests.items():
+            ratios[m] = _upper_ratio(a, f, 1, quantile)
+            losses[m] = pinball(a, f * ratios[m], quantile)
+        chosen = min(losses, key=lambda m: (losses[m], m == "seasonal-naive")) if model == "auto" else model
+        if chosen not in points:
+            points[chosen] = np.repeat(_fit(chosen, y, season, math.ceil(horizon_min / bin_min)), bin_min)[:horizon_min]
+        point = points[chosen]
+        out[quantile] = Forecast(model=chosen, quantile=quantile, point_rps=point, upper_rps=point * ratios[chosen],
+                                 start_minute=start, season_min=season_min, backtest=Backtest(losses=losses, chosen=chosen),
+                                 ratio=ratios[chosen])
+    return out
 
 
 def minute_needs(upper_rps: np.ndarray, per_instance_rps: float, lead_s: float, floor: int, max_instances: int) -> np.ndarray:

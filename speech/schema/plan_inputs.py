@@ -106,8 +106,9 @@ class ForecastProvenance(Frozen):
 
     model: str
     """The model the backtest chose: mstl, ets or seasonal-naive."""
-    quantile: Annotated[float, Field(ge=0.5, lt=1.0)]
-    """The upper quantile of the forecast the floors are sized for."""
+    quantile: Annotated[float, Field(gt=0.0, lt=1.0)]
+    """The quantile of the forecast the floors are sized for (an upper one, or below the median
+    under the Average surge, which answers what such floors miss: speech.sim.knobs.LOW_FORECAST_QUANTILES)."""
     history_sha256: str
     """sha256 of the history's per-second arrivals (float64 bytes)."""
     history_end: str

@@ -18,7 +18,16 @@ from speech.schema.plan_artifacts import PlanArtifact
 from speech.sim.fleet import Summary
 from speech.sim.hotload import CopyFleet
 from speech.sim.instance import InstanceModel
-from speech.sim.knobs import DEFAULT_HEADROOM_QUANTILE, Candidate, Knobs, Mapper, floor_day_hours, simulate_day
+from speech.sim.knobs import (
+    DEFAULT_HEADROOM_QUANTILE,
+    FORECAST_QUANTILES,
+    LOW_FORECAST_QUANTILES,
+    Candidate,
+    Knobs,
+    Mapper,
+    floor_day_hours,
+    simulate_day,
+)
 from speech.sim.names import PROMISE_MISS_CHANCE
 from speech.sim.scaler import ScalingNumbers, scaling_numbers
 
@@ -101,12 +110,15 @@ class Evaluator:
     def forecast(self, quantile: float) -> Any:
         """The forecast of the day after :attr:`forecast_history` at ``quantile`` (speech.plan.forecast.Forecast), cached."""
         if quantile not in self._forecasts:
-            from speech.plan.forecast import forecast_rate
+            from speech.plan.forecast import forecast_rates
 
             assert self.forecast_history is not None
             days = self.forecast_season_days
-            self._forecasts[quantile] = forecast_rate(self.forecast_history, model=self.forecast_model, quantile=quantile,
-                                                      season_days=days, horizon_min=days * 1440)
+            # every quantile the search may ask for, from one set of model fits (speech.plan.forecast.forecast_rates)
+            wanted = sorted({quantile, DEFAULT_HEADROOM_QUANTILE, *FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES}
+                            - set(self._forecasts))
+            self._forecasts.update(forecast_rates(self.forecast_history, model=self.forecast_model, quantiles=wanted,
+                                                  season_days=days, horizon_min=days * 1440))
         return self._forecasts[quantile]
 
     def _with_forecast(self, base: PlanInputs, quantile: float, headroom: float = 1.0) -> PlanInputs | None:

@@ -36,6 +36,14 @@ tuned plan."""
 FORECAST_QUANTILES = (0.5, 0.75, 0.9)
 """The forecast's upper quantiles the tuner tries as floors: a floor is a minimum the reactive
 policy builds on, so a lower quantile can be cheaper and still keep the share."""
+LOW_FORECAST_QUANTILES = (0.1, 0.25)
+"""Quantiles below the median the tuner tries as floors under the surge on the Average only
+(with ``surge_average_share`` set, and in :meth:`speech.sim.tune.Tuner.average_moves`): floors a
+few percent under the forecast, the Average surge adding what they miss when the traffic
+outgrows them. On week:peak=5000 the median's floors bought about 0.2 points of share for 7 % of
+the floor where about 0.1 was needed: at 0.1 the training bound kept 99.54 % at 1.07x the floor
+(docs/plan-cost.md, the week's third run). Not offered under target tracking on the Maximum,
+which fires at any floor sized at the SLO rate and would add what a lower floor saves."""
 SURGE_AVERAGE_SHARES = (0.45, 0.5, 0.55)
 """The Average surge thresholds (x Q_max) the tuner tries. At the floor the instances' Average
 stays at 0.2-0.5 x Q_max while some instance refuses in almost every period (diurnal:peak=5000,

@@ -48,6 +48,7 @@ from speech.sim.knobs import (
     HEADROOMS,
     HOT_LOAD_KNOBS,
     KNOBS,
+    LOW_FORECAST_QUANTILES,
     MAX_HEADROOM,
     REASONS,
     SURGE_AVERAGE_SHARES,
@@ -64,7 +65,8 @@ from speech.sim.promise import SPREAD_TEST_LEVEL, ShareBound, block_share_sd, un
 from speech.sim.traces import peak_rps
 
 __all__ = [
-    "DEFAULT_HEADROOM_QUANTILE", "FORECAST_QUANTILES", "HEADROOMS", "HOT_LOAD_KNOBS", "KNOBS", "MAX_HEADROOM", "MAX_PAIR_MOVES", "REASONS",
+    "DEFAULT_HEADROOM_QUANTILE", "FORECAST_QUANTILES", "HEADROOMS", "HOT_LOAD_KNOBS", "KNOBS", "LOW_FORECAST_QUANTILES",
+    "MAX_HEADROOM", "MAX_PAIR_MOVES", "REASONS",
     "SIMULATOR_VERSION", "SPREAD_TEST_LEVEL", "Candidate", "Evaluator", "Knobs", "Mapper", "ShareBound", "Tuner",
     "block_share_sd", "describe_plan", "floor_day_hours", "perturbations", "simulate_day", "unseen_share_bound",
 ]
@@ -228,13 +230,19 @@ class Tuner(Evaluator):
             "scale_in_window_s": [None, 60, 120],
             "scale_in_cooldown_s": [None, 600, planning],
             "scheduled_floors": [False, True] if self.schedule_rate is not None else [False],
-            "forecast_quantile": [None, *FORECAST_QUANTILES] if self.forecast_history is not None else [None],
+            "forecast_quantile": [None, *self.forecast_quantiles(at)] if self.forecast_history is not None else [None],
             "busy_headroom": [None, *self._headrooms] if self.forecast_history is not None else [None],
             # not in the plain descent: there, on diurnal:peak=5000, it led the greedy search to 1.17x the
             # floor where the descent from forecast floors with it (best_average_pair) found 1.05x
             "surge_average_share": [None, *SURGE_AVERAGE_SHARES] if self.forecast_history is not None else [None],
             **({} if self.copy_fleet is None else {"hot_load_headroom_copies": self.hot_load_choices()}),
         }
+
+    @staticmethod
+    def forecast_quantiles(at: Knobs) -> tuple[float, ...]:
+        """The forecast floors' quantiles offered from ``at``: :data:`FORECAST_QUANTILES`, and under the
+        surge on the Average (``at.surge_average_share`` set) :data:`LOW_FORECAST_QUANTILES` too."""
+        return FORECAST_QUANTILES if at.surge_average_share is None else (*FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES)
 
     def hot_load_choices(self) -> list[int | None]:
         """The hot-load knob's candidates (only with a copy fleet): off (one copy per instance), and
@@ -291,10 +299,12 @@ class Tuner(Evaluator):
         return seed, (best if self.crowd_check is None else self.crowd_check.chosen)
 
     def average_moves(self, at: Knobs) -> list[Knobs]:
-        """Forecast floors with the Average surge over them, each quantile with each share, the
-        surge alarm at one datapoint (a floor that undershoots is answered a start-up sooner)."""
+        """Forecast floors with the Average surge over them, each quantile (:data:`FORECAST_QUANTILES`
+        and :data:`LOW_FORECAST_QUANTILES`, tried after them so a tie keeps the higher floors) with
+        each share, the surge alarm at one datapoint (a floor that undershoots is answered a
+        start-up sooner)."""
         return [move(replace(at, surge_average_share=s, datapoints_to_alarm=1), "forecast_quantile", q)
-                for q in FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES]
+                for q in (*FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES) for s in SURGE_AVERAGE_SHARES]
 
     def best_average_pair(self, at: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         """The best of :meth:`average_moves` from ``at`` on ``days`` (:meth:`better`: the share

@@ -44,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="when a trace-spec history ends, ISO 8601 (default: now, to the minute); cloudwatch: its last minute")
     p.add_argument("--model", choices=MODELS, default="auto", help="forecast model (default auto: the backtest's best)")
     p.add_argument("--quantile", type=float, default=DEFAULT_QUANTILE, metavar="Q",
-                   help=f"upper quantile the floors are sized for, in [0.5, 1) (default {DEFAULT_QUANTILE})")
+                   help=f"quantile of the forecast the floors are sized for, in (0, 1) (default {DEFAULT_QUANTILE}; "
+                        "below 0.5 only under a reactive layer that answers the rest: bench tune's surge on the Average)")
     p.add_argument("--season-days", type=int, choices=(1, 7), default=1,
                    help="the season: a day (daily floors for the next day), or a week (floors per weekday for the next week, "
                         "cron(M H ? * MON *); at least three weeks of history) (default 1)")

@@ -75,7 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--forecast-history", default=None, metavar="SPEC",
                    help="request-rate history before the days tuned on (a trace spec, or cloudwatch:PATH as for bench "
                         "forecast), at least three whole days ending at 00:00: forecast floors from it become one more knob "
-                        "(off, or sized for the forecast's 0.5, 0.75 or 0.9 quantile)")
+                        "(off, or sized for the forecast's 0.5, 0.75 or 0.9 quantile; under the surge on the Average also 0.1 or 0.25)")
     p.add_argument("--out", type=Path, default=Path("out/tune"), metavar="DIR", help="artifact directory (default out/tune)")
     p.add_argument("--json", action="store_true", help="print the tune artifact as JSON instead of the table")
     p.add_argument("--no-progress", action="store_true", help="no progress display (it goes to stderr; -q and --json also turn it off)")

@@ -13,6 +13,7 @@ from speech.errors import PlanInputError
 from speech.plan.forecast import (
     forecast_entries,
     forecast_rate,
+    forecast_rates,
     forecast_schedule,
     minute_needs,
     pinball,
@@ -64,6 +65,21 @@ def test_a_history_shorter_than_three_seasons_is_refused_with_what_is_needed():
         forecast_rate(_days(2, 0.1), step_s=60)
     with pytest.raises(PlanInputError, match="quantile"):
         forecast_rate(_days(3, 0.1), step_s=60, quantile=1.0)
+
+
+def test_all_quantiles_from_one_set_of_fits_equal_one_forecast_each():
+    # the tuner asks for five quantiles: one fit of each model, not five, with the same numbers
+    hist = _days(3, 0.1)
+    each = {q: forecast_rate(hist, step_s=60, quantile=q, model="mstl") for q in (0.1, 0.5, 0.9)}
+    together = forecast_rates(hist, step_s=60, quantiles=(0.1, 0.5, 0.9), model="mstl")
+    for q, fc in each.items():
+        assert together[q].model == fc.model and together[q].ratio == fc.ratio
+        np.testing.assert_array_equal(together[q].upper_rps, fc.upper_rps)
+        assert together[q].backtest == fc.backtest
+    # a quantile below the median sizes floors below the forecast (the tuner's floors under the Average surge)
+    assert together[0.1].ratio < together[0.5].ratio < together[0.9].ratio
+    with pytest.raises(PlanInputError, match="quantile 0 must be in"):
+        forecast_rates(hist, step_s=60, quantiles=(0.5, 0.0))
 
 
 def test_needs_are_asked_one_lead_ahead_within_floor_and_max():

@@ -14,7 +14,7 @@ from speech.files import load_artifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.sim.instance import build_instance
-from speech.sim.knobs import SURGE_AVERAGE_SHARES
+from speech.sim.knobs import LOW_FORECAST_QUANTILES, SURGE_AVERAGE_SHARES
 from speech.sim.tune import FORECAST_QUANTILES, Tuner
 from tests.conftest import QMAX_REF, TTOTAL_REF
 
@@ -56,7 +56,25 @@ def test_offered_and_paired_with_forecast_floors(tuner, without_history):
     assert without_history.choices(without_history.seed_knobs())["surge_average_share"] == [None]
     pairs = tuner.average_moves(at)
     assert {(k.forecast_quantile, k.surge_average_share, k.datapoints_to_alarm) for k in pairs} == {
-        (q, s, 1) for q in FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES}
+        (q, s, 1) for q in (*FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES) for s in SURGE_AVERAGE_SHARES}
     # a forecast move takes the learned floors off (a plan has one schedule)
     assert not any(k.scheduled_floors for k in pairs)
     assert all(tuner.inputs_for(k) is not None for k in pairs)
+
+
+def test_floors_below_the_median_are_offered_under_the_average_surge_only(tuner):
+    # On week:peak=5000 the median's floors bought twice the share margin the promise needed; floors
+    # at the 0.1 or 0.25 quantile keep it under the Average surge, which adds what they miss. Under
+    # target tracking on the Maximum they are not offered (not measured there).
+    plain = tuner.seed_knobs()
+    averaged = replace(plain, surge_average_share=0.5)
+    assert tuner.choices(plain)["forecast_quantile"] == [None, *FORECAST_QUANTILES]
+    assert tuner.choices(averaged)["forecast_quantile"] == [None, *FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES]
+    assert all(q < 0.5 for q in LOW_FORECAST_QUANTILES)
+    low = replace(averaged, forecast_quantile=LOW_FORECAST_QUANTILES[0])
+    high = replace(averaged, forecast_quantile=FORECAST_QUANTILES[0])
+    plan_low, plan_high = tuner.plan_for(low), tuner.plan_for(high)
+    assert plan_low is not None and plan_high is not None and plan_low.schedule is not None and plan_high.schedule is not None
+    # the lower quantile's floors are lower at the busiest hour, never higher
+    top = lambda plan: max(f.min_instances for f in plan.schedule.floors)  # noqa: E731
+    assert top(plan_low) <= top(plan_high)
