@@ -17,6 +17,7 @@ import httpx
 import pytest
 from ruamel.yaml import YAML
 
+from container.markers import STAGES
 from speech.files import load_artifact
 from speech.schema.artifacts import QmaxArtifact, TtotalArtifact, canonical_sha256
 from speech.schema.config import ModelConfig
@@ -58,6 +59,8 @@ def test_quick_demo_runs_the_whole_chain(tmp_path):
     assert q.provenance.origin == "measured" and t.provenance.origin == "measured"
     assert [lv.concurrency for lv in q.ladder] == [1, 2]
     assert [p.name for p in t.phases if p.applicable][:2] == ["desired_set", "container_started"]
+    # Every stage marker of the second container (the real model) was parsed and timed, in order.
+    assert [p.name for p in t.phases if p.applicable and p.name in STAGES] == list(STAGES)
     # The plan's numbers follow from the ladder it printed.
     assert plan.q_max == q.q_max
     # At most the surge rule's 0.75 x Q_max; at a small Q_max the SLO share lowers it, and says so.
