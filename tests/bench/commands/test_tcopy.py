@@ -122,15 +122,11 @@ def test_tcopy_unreachable_first_copy_is_exit_2(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_tcopy_on_the_real_onnx_model(tmp_path, capsys):
-    """One start of the int8 ONNX Kokoro-82M beside a running one: markers, /ping 200, footprint."""
-    first = ServerProc({"BACKEND": "onnx"})
-    try:
-        first.wait_ready(timeout=120)
-        rc = main(["tcopy", "--url", first.url, "--serve-cmd", SERVE.format(backend="onnx"), "--starts", "1",
-                   "--load-concurrency", "0", "--out", str(tmp_path), "--json"])
-    finally:
-        first.stop()
+def test_tcopy_on_the_real_onnx_model(onnx_server, tmp_path, capsys):
+    """One start of the int8 ONNX Kokoro-82M beside a running one (the session's, which tcopy only
+    reads: its /ping, to check the copy is of the same model): markers, /ping 200, footprint."""
+    rc = main(["tcopy", "--url", onnx_server.url, "--serve-cmd", SERVE.format(backend="onnx"), "--starts", "1",
+               "--load-concurrency", "0", "--out", str(tmp_path), "--json"])
     assert rc == 0, capsys.readouterr().err
     [path] = tmp_path.glob("copy-*.json")
     a = load_artifact(path, CopyArtifact)
