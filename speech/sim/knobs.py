@@ -41,9 +41,10 @@ LOW_FORECAST_QUANTILES = (0.1, 0.25)
 (with ``surge_average_share`` set, and in :meth:`speech.sim.tune.Tuner.average_moves`): floors a
 few percent under the forecast, the Average surge adding what they miss when the traffic
 outgrows them. On week:peak=5000 the median's floors bought about 0.2 points of share for 7 % of
-the floor where about 0.1 was needed: at 0.1 the training bound kept 99.54 % at 1.07x the floor
-(docs/plan-cost.md, the week's third run). Not offered under target tracking on the Maximum,
-which fires at any floor sized at the SLO rate and would add what a lower floor saves."""
+the floor where about 0.1 was needed: at 0.1 the training bound kept 99.54-99.57 % at 1.07x the
+floor (benchmarks/week_candidates.py; docs/plan-cost.md, the week's third run). Not offered under
+target tracking on the Maximum: not measured there (that layer fires at any floor sized at the
+SLO rate, docs/plan-cost.md "Why the Maximum buys capacity the traffic does not need")."""
 SURGE_AVERAGE_SHARES = (0.45, 0.5, 0.55)
 """The Average surge thresholds (x Q_max) the tuner tries. At the floor the instances' Average
 stays at 0.2-0.5 x Q_max while some instance refuses in almost every period (diurnal:peak=5000,
