@@ -19,9 +19,8 @@ from speech.sim.fleet import Summary
 from speech.sim.hotload import CopyFleet
 from speech.sim.instance import InstanceModel
 from speech.sim.knobs import (
+    AVERAGE_FORECAST_QUANTILES,
     DEFAULT_HEADROOM_QUANTILE,
-    FORECAST_QUANTILES,
-    LOW_FORECAST_QUANTILES,
     Candidate,
     Knobs,
     Mapper,
@@ -115,7 +114,7 @@ class Evaluator:
             assert self.forecast_history is not None
             days = self.forecast_season_days
             # every quantile the search may ask for, from one set of model fits (speech.plan.forecast.forecast_rates)
-            wanted = sorted({quantile, DEFAULT_HEADROOM_QUANTILE, *FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES}
+            wanted = sorted({quantile, DEFAULT_HEADROOM_QUANTILE, *AVERAGE_FORECAST_QUANTILES}
                             - set(self._forecasts))
             self._forecasts.update(forecast_rates(self.forecast_history, model=self.forecast_model, quantiles=wanted,
                                                   season_days=days, horizon_min=days * 1440))

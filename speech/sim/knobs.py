@@ -45,6 +45,9 @@ the floor where about 0.1 was needed: at 0.1 the training bound kept 99.54-99.57
 floor (benchmarks/week_candidates.py; docs/plan-cost.md, the week's third run). Not offered under
 target tracking on the Maximum: not measured there (that layer fires at any floor sized at the
 SLO rate, docs/plan-cost.md "Why the Maximum buys capacity the traffic does not need")."""
+AVERAGE_FORECAST_QUANTILES = (*FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES)
+"""Every quantile a forecast floor may take under the surge on the Average, the low ones last (so a
+tie keeps the higher floors): the tuner's choices there, and what one forecast fit serves."""
 SURGE_AVERAGE_SHARES = (0.45, 0.5, 0.55)
 """The Average surge thresholds (x Q_max) the tuner tries. At the floor the instances' Average
 stays at 0.2-0.5 x Q_max while some instance refuses in almost every period (diurnal:peak=5000,

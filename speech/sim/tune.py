@@ -43,6 +43,7 @@ from speech.sim.crowd_check import CrowdCheck, check_on_moved_crowds
 from speech.sim.evaluate import Evaluator
 from speech.sim.fleet import Summary
 from speech.sim.knobs import (
+    AVERAGE_FORECAST_QUANTILES,
     DEFAULT_HEADROOM_QUANTILE,
     FORECAST_QUANTILES,
     HEADROOMS,
@@ -241,8 +242,8 @@ class Tuner(Evaluator):
     @staticmethod
     def forecast_quantiles(at: Knobs) -> tuple[float, ...]:
         """The forecast floors' quantiles offered from ``at``: :data:`FORECAST_QUANTILES`, and under the
-        surge on the Average (``at.surge_average_share`` set) :data:`LOW_FORECAST_QUANTILES` too."""
-        return FORECAST_QUANTILES if at.surge_average_share is None else (*FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES)
+        surge on the Average (``at.surge_average_share`` set) :data:`AVERAGE_FORECAST_QUANTILES`."""
+        return FORECAST_QUANTILES if at.surge_average_share is None else AVERAGE_FORECAST_QUANTILES
 
     def hot_load_choices(self) -> list[int | None]:
         """The hot-load knob's candidates (only with a copy fleet): off (one copy per instance), and
@@ -300,11 +301,11 @@ class Tuner(Evaluator):
 
     def average_moves(self, at: Knobs) -> list[Knobs]:
         """Forecast floors with the Average surge over them, each quantile (:data:`FORECAST_QUANTILES`
-        and :data:`LOW_FORECAST_QUANTILES`, tried after them so a tie keeps the higher floors) with
+        and :data:`LOW_FORECAST_QUANTILES` after them: :data:`AVERAGE_FORECAST_QUANTILES`) with
         each share, the surge alarm at one datapoint (a floor that undershoots is answered a
         start-up sooner)."""
         return [move(replace(at, surge_average_share=s, datapoints_to_alarm=1), "forecast_quantile", q)
-                for q in (*FORECAST_QUANTILES, *LOW_FORECAST_QUANTILES) for s in SURGE_AVERAGE_SHARES]
+                for q in AVERAGE_FORECAST_QUANTILES for s in SURGE_AVERAGE_SHARES]
 
     def best_average_pair(self, at: Knobs, days: Sequence[tuple[int, np.ndarray]]) -> Candidate | None:
         """The best of :meth:`average_moves` from ``at`` on ``days`` (:meth:`better`: the share
