@@ -46,6 +46,27 @@ TUNED = "surge_ratio=1.1,target_share=0.9,datapoints_to_alarm=3,min_instances=14
 """plan_cost's tuned diurnal plan (docs/plan-cost.md), without its learned floors."""
 
 
+def own_floors(tuner, knobs, floor) -> object:
+    """The scaling numbers of ``knobs``' plan with a draw's OWN floor (``floor``, a
+    speech.sim.floor.floor_schedule) as its daily scheduled floors: a perfect forecast at the
+    schedule's granularity, each minute's need raised a planning T_total ahead. Shared with
+    benchmarks/reactive_layer.py."""
+    from speech.plan.forecast import forecast_entries, minute_needs
+    from speech.plan.realtime import build_plan
+    from speech.plan.schedule import _hhmm
+    from speech.schema.config import FloorSchedule, ScheduledFloor
+    from speech.sim.scaler import scaling_numbers
+
+    plan = tuner.plan_for(knobs)
+    assert plan is not None, f"knobs outside their bounds: {knobs}"
+    need = minute_needs(floor.per_minute.astype(float), 1.0, plan.t_total.planning_s, plan.fleet.min_instances,
+                        plan.fleet.max_instances)
+    _, entries = forecast_entries(need, 0)
+    sched = FloorSchedule(timezone="UTC", floors=[ScheduledFloor(at=_hhmm(m), min_instances=v) for m, v in entries])
+    return scaling_numbers(build_plan(tuner.qmax, tuner.ttotal, tuner.inputs_for(knobs).model_copy(update={"schedule": sched}),
+                                      allow_config_mismatch=True))
+
+
 def _seeds(text: str) -> list[int]:
     lo, _, hi = text.partition("..")
     return list(range(int(lo), int(hi or lo) + 1))
@@ -65,15 +86,13 @@ def main() -> int:
     import plan_cost as pc
     from share_tail import _knobs
 
-    from speech.plan.forecast import forecast_entries, forecast_rate, minute_needs, pinball
-    from speech.plan.realtime import build_plan
-    from speech.plan.schedule import _hhmm, minute_means
-    from speech.schema.config import FloorSchedule, ScheduledFloor
+    from speech.plan.forecast import forecast_rate, pinball
+    from speech.plan.schedule import minute_means
     from speech.sim.fleet import run_policy, summarize
     from speech.sim.floor import floor_schedule
     from speech.sim.floor_policies import PerfectForecastPolicy
     from speech.sim.policies import AwsPolicy
-    from speech.sim.scaler import floor_at, scaling_numbers
+    from speech.sim.scaler import floor_at
     from speech.sim.tune import Tuner
 
     class CappedPolicy(AwsPolicy):
@@ -111,14 +130,6 @@ def main() -> int:
     sn = tu.numbers_for(base)
     off = {"target_value": 1e9, "saturation_threshold": 1e9}
 
-    def own_floors(f) -> object:
-        need = minute_needs(f.per_minute.astype(float), 1.0, plan.t_total.planning_s, plan.fleet.min_instances,
-                            plan.fleet.max_instances)
-        _, entries = forecast_entries(need, 0)
-        sched = FloorSchedule(timezone="UTC", floors=[ScheduledFloor(at=_hhmm(m), min_instances=v) for m, v in entries])
-        return scaling_numbers(build_plan(q, t, tu.inputs_for(base).model_copy(update={"schedule": sched}),
-                                          allow_config_mismatch=True))
-
     def aws(n, **kw):
         from dataclasses import replace as dreplace
 
@@ -139,7 +150,7 @@ def main() -> int:
         a = pc.day(spec, seed)
         f = floor_schedule(model, a, pc.SLO_MS, pc.SLO_SHARE)
         floors_h.append(f.instance_hours)
-        own = own_floors(f)
+        own = own_floors(tu, base, f)
         m = minute_means(a.tolist(), 1)[:1440]
         for name, fc in models.items():
             errors.setdefault(name, []).append((pinball(m, fc.upper_rps[:1440], qq), float(np.abs(m - fc.point_rps[:1440]).mean())))

@@ -158,16 +158,11 @@ def main() -> int:
 
     import numpy as np
     import plan_cost as pc
-    from forecast_overhead import TUNED
+    from forecast_overhead import TUNED, own_floors
     from share_tail import _knobs
 
-    from speech.plan.forecast import forecast_entries, minute_needs
-    from speech.plan.realtime import build_plan
-    from speech.plan.schedule import _hhmm
-    from speech.schema.config import FloorSchedule, ScheduledFloor
     from speech.sim.fleet import run_policy, summarize
     from speech.sim.floor import floor_schedule
-    from speech.sim.scaler import scaling_numbers
     from speech.sim.tune import Tuner
 
     t0, c0 = time.monotonic(), time.process_time()
@@ -180,20 +175,12 @@ def main() -> int:
     assert plan is not None
     forecast = tu.numbers_for(replace(base, forecast_quantile=0.9))
 
-    def own_floors(f):
-        need = minute_needs(f.per_minute.astype(float), 1.0, plan.t_total.planning_s, plan.fleet.min_instances,
-                            plan.fleet.max_instances)
-        _, entries = forecast_entries(need, 0)
-        sched = FloorSchedule(timezone="UTC", floors=[ScheduledFloor(at=_hhmm(m), min_instances=v) for m, v in entries])
-        return scaling_numbers(build_plan(q, t, tu.inputs_for(base).model_copy(update={"schedule": sched}),
-                                          allow_config_mismatch=True))
-
     wanted = args.floors.split(",")
     rows: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for seed in _seeds(args.seeds):
         a = pc.day(spec, seed)
         f = floor_schedule(model, a, pc.SLO_MS, pc.SLO_SHARE)
-        floors = {"own": own_floors(f), "seasonal-naive": forecast}
+        floors = {"own": own_floors(tu, base, f), "seasonal-naive": forecast}
         for name in wanted:
             for layer in LAYERS:
                 pol = layer_policy(floors[name], model, layer)
