@@ -149,9 +149,10 @@ def plot_week(path: Path, P, tuner, history, knobs, judged_seed: int) -> None:
           f"weekdays {floors[weekday].min()}..{floors[weekday].max()} instances, "
           f"weekend {floors[~weekday].min()}..{floors[~weekday].max()}")
     days = " / ".join(("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"))
-    print(f"busiest minute of each day ({days}), requests/s:")
-    for label, m in [*((f"seed {seed}", m) for seed, m in minutes.items()), ("mean", point), (f"q {qq:g}", upper)]:
-        print(f"  {label}: " + " / ".join(f"{x:,.0f}" for x in m.reshape(7, 1440).max(axis=1)))
+    print(f"each day's mean rate ({days}), requests/s (its busiest minute is the peak, a spike, on every draw):")
+    for label, m in [*((f"seed {seed}", m) for seed, m in minutes.items()), ("forecast mean", point),
+                     (f"q {qq:g} curve", upper)]:
+        print(f"  {label}: " + " / ".join(f"{x:,.0f}" for x in m.reshape(7, 1440).mean(axis=1)))
     sat, sun = np.arange(week_min) // 1440 == 5, np.arange(week_min) // 1440 == 6
     print(f"| week | minutes below the q {qq:g} curve: weekdays | Saturday | Sunday | above what the floors are sized "
           "for: weekdays | weekend |")
