@@ -127,3 +127,26 @@ def test_fitted_phases_match_a_nearly_deterministic_fleet_where_exponential_does
     assert fitted.rejected_share == pytest.approx(des_rej, abs=0.02)
     assert fitted.ttfab_p95_ms == pytest.approx(des_p95, rel=0.15)
     assert abs(expo.rejected_share - des_rej) > 2 * abs(fitted.rejected_share - des_rej) + 0.01
+
+
+def test_at_a_few_requests_a_second_the_fluid_step_wants_the_rate_not_its_poisson_counts():
+    """benchmarks/replay_container.py's scale: one instance, 700 ms near-deterministic service,
+    Q_max 2, a step from half to twice its capacity (about 0.7 then 2.9 requests a second). Fed the
+    rate, the fluid step agrees with the discrete-event server. Fed one draw's per-second counts
+    (0 to 8 a second), it takes each second as a steady state and refuses clearly more than the
+    server does on Poisson arrivals at that rate: which is why the benchmark simulates the rate."""
+    service_ms, shape, q_max = 700.0, 64, 2
+    q = _ladder(service_ms, shape, q_max, top=q_max + 2)
+    cap = 1000.0 / service_ms
+    rate = np.where(np.arange(1200) < 60, 0.5 * cap, 2.0 * cap)
+    ttfab, rejected = _des(rate, 1, service_ms / 1000.0, shape, q_max, seed=11)
+    des_rej = rejected / (ttfab.size + rejected)
+    model = build_instance(q, None)
+    on_rate = summarize(run_policy(model, rate, FixedPolicy("one", 1)), model, slo_ms=q.slo.ttfab_p95_ms,
+                        planning_total_s=60).rejected_share
+    counts = np.random.default_rng(3).poisson(rate).astype(float)
+    on_counts = summarize(run_policy(model, counts, FixedPolicy("one", 1)), model, slo_ms=q.slo.ttfab_p95_ms,
+                          planning_total_s=60).rejected_share
+    print(f"DES rejected {des_rej:.4f}; fluid on the rate {on_rate:.4f}, on Poisson counts {on_counts:.4f}")
+    assert on_rate == pytest.approx(des_rej, abs=0.015)
+    assert on_counts - des_rej > 0.02
