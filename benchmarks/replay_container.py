@@ -64,42 +64,42 @@ def _container(out: Path, name: str, queue_max_depth: int):
     return c
 
 
-def _ladder(args, out: Path) -> Path | None:
-    """``bench qmax --url`` against a fresh container (shedding off): the qmax artifact, or None."""
+def _bench_against_container(out: Path, name: str, queue_max_depth: int, say: str, argv) -> bool:
+    """A fresh container (shedding off, the gate at ``queue_max_depth``), one bench command against
+    it (``argv(url)``), the container stopped: whether the command exited 0."""
     from bench.cli.main import main as bench
 
-    top = max(int(x) for x in args.levels.split(","))
-    c = _container(out, "container-ladder", queue_max_depth=max(64, 2 * top))
+    c = _container(out, name, queue_max_depth=queue_max_depth)
     try:
-        print(f"ladder {args.levels} against {c.url} (SLO {args.slo_ms:g} ms, shedding off)", flush=True)
-        for old in out.glob("qmax-*.json"):
-            old.unlink()
-        rc = bench(["qmax", "--url", c.url, "--slo-ms", f"{args.slo_ms:g}", "--levels", args.levels, "--no-refine",
-                    "--settle-s", f"{args.settle_s:g}", "--measure-s", f"{args.measure_s:g}", "--mix", args.mix,
-                    "--out", str(out)])
+        print(f"{say} against {c.url}", flush=True)
+        rc = bench(argv(c.url))
     finally:
         c.stop()
     if rc != 0:
-        print(f"bench qmax failed (exit {rc})", file=sys.stderr)
-        return None
-    return next(out.glob("qmax-*.json"))
+        print(f"bench {argv(c.url)[0]} failed (exit {rc})", file=sys.stderr)
+    return rc == 0
+
+
+def _ladder(args, out: Path) -> Path | None:
+    """``bench qmax --url`` against a fresh container (shedding off): the qmax artifact, or None."""
+    top = max(int(x) for x in args.levels.split(","))
+    for old in out.glob("qmax-*.json"):
+        old.unlink()
+    ok = _bench_against_container(
+        out, "container-ladder", max(64, 2 * top), f"ladder {args.levels} (SLO {args.slo_ms:g} ms, shedding off)",
+        lambda url: ["qmax", "--url", url, "--slo-ms", f"{args.slo_ms:g}", "--levels", args.levels, "--no-refine",
+                     "--settle-s", f"{args.settle_s:g}", "--measure-s", f"{args.measure_s:g}", "--mix", args.mix,
+                     "--out", str(out)])
+    return next(out.glob("qmax-*.json")) if ok else None
 
 
 def _replay(args, out: Path, spec: str, q_max: int) -> dict | None:
     """``bench replay`` of ``spec`` against a fresh container gated at ``q_max``: its artifact, or None."""
-    from bench.cli.main import main as bench
-
-    c = _container(out, "container-replay", queue_max_depth=q_max)
-    try:
-        print(f"replaying {spec} against {c.url} (gate QUEUE_MAX_DEPTH={q_max})", flush=True)
-        rc = bench(["replay", "--trace", spec, "--url", c.url, "--mix", args.mix, "--slo-ms", f"{args.slo_ms:g}",
-                    "--out", str(out)])
-    finally:
-        c.stop()
-    if rc != 0:
-        print(f"bench replay failed (exit {rc})", file=sys.stderr)
-        return None
-    return json.loads((out / "replay-step.json").read_text())
+    ok = _bench_against_container(
+        out, "container-replay", q_max, f"replaying {spec} (gate QUEUE_MAX_DEPTH={q_max})",
+        lambda url: ["replay", "--trace", spec, "--url", url, "--mix", args.mix, "--slo-ms", f"{args.slo_ms:g}",
+                     "--out", str(out)])
+    return json.loads((out / "replay-step.json").read_text()) if ok else None
 
 
 def _simulate(qmax, reqs: list[dict], args) -> tuple[dict, str]:
