@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -72,11 +74,12 @@ def _bench_against_container(out: Path, name: str, queue_max_depth: int, say: st
     c = _container(out, name, queue_max_depth=queue_max_depth)
     try:
         print(f"{say} against {c.url}", flush=True)
-        rc = bench(argv(c.url))
+        command = argv(c.url)
+        rc = bench(command)
     finally:
         c.stop()
     if rc != 0:
-        print(f"bench {argv(c.url)[0]} failed (exit {rc})", file=sys.stderr)
+        print(f"bench {command[0]} failed (exit {rc})", file=sys.stderr)
     return rc == 0
 
 
@@ -102,17 +105,18 @@ def _replay(args, out: Path, spec: str, q_max: int) -> dict | None:
     return json.loads((out / "replay-step.json").read_text()) if ok else None
 
 
-def _simulate(qmax, reqs: list[dict], args) -> tuple[dict, str]:
+def _simulate(qmax, reqs: list[dict], args, base_rps: float) -> tuple[dict, str]:
     """The replay on one instance built from the ladder ({label: summary}, the service fit): the
     fitted Erlang phases on the trace's rate (the judged row), the same on the replay's realized
-    per-second counts, and exponential service (one phase: the plan's chain) on the rate.
+    per-second counts, and exponential service (one phase: the plan's chain) on the rate, the step
+    from ``base_rps`` to ``args.factor`` x it at ``args.at``.
 
     Why the rate: the fleet simulator's fluid step treats each second's count as a steady rate. At
-    one instance and a few requests a second, those counts are Poisson noise around the rate (2.8
-    a second: 0 to 7), and taking each as the steady state over-rejects: an exact event simulation
-    of the same chain on the same 219 arrivals refuses 0.51, the fluid step on their counts 0.55,
-    on the rate 0.50 (docs/simulator.md). A fleet's per-second counts (thousands) carry
-    a fraction of a per cent of such noise."""
+    one instance and a few requests a second, those counts are Poisson noise around the rate, and
+    taking each as the steady state over-rejects: at Q_max 2 and 700 ms service an exact event
+    simulation refuses 0.530, the fluid step on the rate 0.529, on one draw's counts 0.558
+    (tests/speech/sim/test_simulate_instance.py, docs/simulator.md). A fleet's per-second counts
+    (thousands) carry a fraction of a per cent of such noise."""
     import numpy as np
 
     from speech.sim.fleet import run_policy, summarize
@@ -120,8 +124,7 @@ def _simulate(qmax, reqs: list[dict], args) -> tuple[dict, str]:
     from speech.sim.peers import FixedPolicy
 
     counts = np.bincount(np.floor([r["due_s"] for r in reqs]).astype(int), minlength=args.duration).astype(float)
-    base = args.base_x_rps
-    rate = np.where(np.arange(args.duration) < args.at, base, base * args.factor)
+    rate = np.where(np.arange(args.duration) < args.at, base_rps, base_rps * args.factor)
     fitted = build_instance(qmax, None, slo_ms=args.slo_ms)
     exponential = build_instance(qmax, None, slo_ms=args.slo_ms, phases=1)
     sims = {}
@@ -149,8 +152,6 @@ def _agreement_rows(sims: dict, real_rej: float, real_p95: float) -> list[tuple[
 
 
 def _sd(xs: list[float]) -> float:
-    import statistics
-
     return statistics.stdev(xs) if len(xs) > 1 else float("nan")
 
 
@@ -159,22 +160,20 @@ def spread_summary(pairs: list[dict]) -> list[str]:
     ``sim_rej``: the replay's own spread (pooled over the replays of each ladder), the simulation's
     across ladders (one value per ladder: the arrivals are the same), the mean and spread of the
     difference (simulation - replay) over all pairs, and one replay's binomial standard error."""
-    import math
-    import statistics
-
     by_ladder: dict[int, list[dict]] = {}
     for p in pairs:
         by_ladder.setdefault(p["ladder"], []).append(p)
     within = [p["replay_rej"] - statistics.fmean(q["replay_rej"] for q in grp)
               for grp in by_ladder.values() for p in grp]
     dof = len(pairs) - len(by_ladder)
-    replay_sd = math.sqrt(sum(d * d for d in within) / dof) if dof > 0 else float("nan")
+    replay_sd = math.sqrt(sum(d * d for d in within) / dof) if dof > 0 else 0.0
     sims = [grp[0]["sim_rej"] for grp in by_ladder.values()]
     diffs = [p["sim_rej"] - p["replay_rej"] for p in pairs]
     n_req = statistics.fmean(p["requests"] for p in pairs)
     r = statistics.fmean(p["replay_rej"] for p in pairs)
     return [
-        f"replay's own spread (sd of the replays on one ladder, pooled, {dof} degrees of freedom): {replay_sd:.3f}",
+        (f"replay's own spread (sd of the replays on one ladder, pooled, {dof} degrees of freedom): {replay_sd:.3f}"
+         if dof > 0 else "replay's own spread: not measured (one replay a ladder: run --replays 2 or more)"),
         f"binomial standard error of one replay's rejected share ({n_req:.0f} requests at {r:.3f}): "
         f"{math.sqrt(r * (1 - r) / n_req):.3f}",
         f"simulation's spread across the {len(sims)} ladders (sd): {_sd(sims):.3f}",
@@ -226,7 +225,7 @@ def main() -> int:
             print(f"{qmax_path}: Q_max is 0 at SLO {qmax.slo.ttfab_p95_ms:g} ms; raise --slo-ms", file=sys.stderr)
             return 1
         x_q = float(service_rates([(lv.concurrency, lv.throughput_rps) for lv in qmax.ladder], qmax.q_max)[-1])
-        base = args.base_x_rps = round(args.base_x * x_q, 3)
+        base = round(args.base_x * x_q, 3)
         spec = f"step:base={base:g},factor={args.factor:g},at={args.at},duration={args.duration},seed=3"
         sims = fit = None
         for rep in range(1, args.replays + 1):
@@ -235,7 +234,7 @@ def main() -> int:
                 return 1
             reqs = replay["per_request"]
             if sims is None:  # the arrivals are seeded: every replay of this ladder sends the same ones
-                sims, fit = _simulate(qmax, reqs, args)
+                sims, fit = _simulate(qmax, reqs, args, base)
             real_rej, real_p95 = replay["rejected"] / replay["requests"], replay["ttfab_p95_ms"]
             first = sims[next(iter(sims))]
             pairs.append({"ladder": run, "replay": rep, "requests": replay["requests"], "replay_rej": real_rej,
