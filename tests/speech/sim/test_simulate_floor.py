@@ -26,7 +26,7 @@ from speech.schema.artifacts import QmaxArtifact, TtotalArtifact
 from speech.schema.config import PlanInputs
 from speech.sim.fleet import run_policy, simulate, summarize
 from speech.sim.floor import floor_schedule
-from speech.sim.floor_policies import FloorPolicy, PerfectForecastPolicy
+from speech.sim.floor_policies import FloorPolicy, PerfectDetectionPolicy, PerfectForecastPolicy
 from speech.sim.instance import build_instance
 from speech.sim.peers import ScheduledPolicy
 from speech.sim.policies import POLICY_NAMES
@@ -191,3 +191,36 @@ def test_no_single_instance_minute_can_be_removed_from_the_floor(ref, case):
         counts = f.per_minute.copy()
         counts[i] -= 1
         assert _run(model, a, np.repeat(counts, 60)[: a.size]).within_slo_share < f.goal_share, (i, counts)
+
+
+def test_perfect_detection_asks_for_the_present_rate_and_holds_before_removing(ref):
+    """The reactive bound (benchmarks/reactive_bound.py) sees the last 10 s exactly, never ahead."""
+    _, _, model = ref
+    a = np.concatenate([np.full(120, 20.0), np.full(60, 100.0), np.full(600, 20.0)])
+    pol = PerfectDetectionPolicy(10.0, headroom=0.2, min_instances=2, hold_s=60, tick_s=10)
+    hist = History(occupancy=[0.0] * a.size, arrivals=a.tolist(), rejected=[0.0] * a.size, serving=[2] * a.size)
+    # at 119 s only the quiet rate has been seen (the jump at 120 s is not), 20 x 1.2 / 10 -> 3
+    want, _, state = pol.decide(Ctx(t=119, desired=2, history=hist, state=None))
+    assert want == 3 and state == (3,)
+    # once 10 s of the jump are seen: 100 x 1.2 / 10 -> 12, asked at once
+    want, why, state = pol.decide(Ctx(t=129, desired=3, history=hist, state=(3,)))
+    assert want == 12 and "needs more" in why
+    # back at the quiet rate it keeps 12 while an ask of 12 is within the hold, then removes
+    held = (12, 12, 3, 3, 3)
+    assert pol.decide(Ctx(t=249, desired=12, history=hist, state=held))[0] == 12
+    assert pol.decide(Ctx(t=299, desired=12, history=hist, state=(3,) * 6))[0] == 3
+    # pure: the same context, the same answer
+    assert pol.decide(Ctx(t=129, desired=3, history=hist, state=(3,)))[0] == 12
+    # run (the jump later, after the fleet settled at 3): its instances serve a start-up after the
+    # first tick that saw it, not before
+    b = np.concatenate([np.full(400, 20.0), np.full(60, 100.0), np.full(600, 20.0)])
+    run = run_policy(model, b, pol)
+    first_more = int(np.argmax(run.serving > 3))
+    assert 400 + model.startup_s <= first_more <= 410 + model.startup_s + 1 and run.serving.max() == 12
+
+
+def test_perfect_detection_refuses_nonsense_knobs():
+    with pytest.raises(ValueError, match="headroom"):
+        PerfectDetectionPolicy(10.0, headroom=-1.0, min_instances=1)
+    with pytest.raises(ValueError, match="per-instance"):
+        PerfectDetectionPolicy(0.0, headroom=0.0, min_instances=1)
