@@ -184,8 +184,19 @@ def main() -> int:
     if args.trace not in pc.TRACES or args.trace in ("week",):
         print(f"--trace {args.trace!r}: use one of {', '.join(t for t in pc.TRACES if t != 'week')}", file=sys.stderr)
         return 2
-    lo, _, hi = args.judged.partition("..")
-    judged = list(range(int(lo), int(hi) + 1))
+    try:
+        lo, _, hi = args.judged.partition("..")
+        judged = list(range(int(lo), int(hi) + 1))
+        startup_text = [s.strip() for s in args.startup_s.split(",")]
+        startups_given = [None if s == "measured" else float(s) for s in startup_text]
+        flo, _, fhi = (args.floors or "1..1").partition("..")
+        floor_range = (int(flo), int(fhi))
+    except ValueError as err:
+        print(f"--judged FIRST..LAST, --floors LO..HI and --startup-s numbers or 'measured': {err}", file=sys.stderr)
+        return 2
+    if any(s is not None and s < 0 for s in startups_given):
+        print(f"--startup-s {args.startup_s}: a start-up is 0 s or more", file=sys.stderr)
+        return 2
     if not judged or judged[0] <= TRAIN_SEEDS[-1]:
         print(f"--judged {args.judged}: the unseen draws start after the training seeds 1..5", file=sys.stderr)
         return 2
@@ -200,12 +211,11 @@ def main() -> int:
     per_instance_rps = tt.tuned_numbers.x_target_rps
     tuned_fleet = max(d.peak_instances for d in tt.best.days)
     if args.floors:
-        flo, _, fhi = args.floors.partition("..")
-        floor_values = list(range(int(flo), int(fhi) + 1))
+        floor_values = list(range(max(1, floor_range[0]), floor_range[1] + 1))
     else:
         floor_values = [1] + list(range(8, tuned_fleet + 3))
     grid = list(itertools.product(floor_values, HEADROOMS, HOLDS_S))
-    startups = [model.startup_s if s.strip() == "measured" else float(s) for s in args.startup_s.split(",")]
+    startups = [model.startup_s if s is None else s for s in startups_given]
 
     with ProcessPoolExecutor(max(1, args.jobs), initializer=_init, initargs=(spec, tuple(seeds))) as ex:
         floors = dict(zip(seeds, ex.map(_floor_hours, seeds), strict=True))
