@@ -32,7 +32,7 @@ from speech.sim.crowd_check import check_record
 from speech.sim.hpa_artifact import HpaTuneArtifact
 from speech.sim.instance import build_instance
 from speech.sim.traces import TraceError, parse_spec, peak_rps
-from speech.sim.tune import KNOBS, MAX_PAIR_MOVES, REASONS, SIMULATOR_VERSION, Candidate, Tuner, describe_plan, perturbations
+from speech.sim.tune import KNOBS, MAX_PAIR_MOVES, SIMULATOR_VERSION, Candidate, Tuner, describe_plan, knob_reasons, perturbations
 
 MAX_DRAWS = 50
 
@@ -173,7 +173,8 @@ def tune(args: argparse.Namespace) -> TuneOutcome:
 
     digest = hashlib.sha256(b"".join(np.asarray(a, dtype=np.float64).tobytes() for _, a in train)).hexdigest()
     sd, bd = describe_plan(tuner.seed_numbers, seed.knobs), describe_plan(tuner.numbers_for(best.knobs), best.knobs)
-    reasons = {k: REASONS[k] for k in KNOBS if getattr(seed.knobs, k) != getattr(best.knobs, k)}
+    reasons = knob_reasons(seed.knobs, best.knobs, fixed_peak_instances=tuner.fixed_peak_instances(),
+                           startup_s=tuner.model.startup_s)
     trace_hours = round(first.size / 3600, 3)
     promised = _promise(best, args.slo_share, args.trace, digest, args.seed, trace_hours)
     best_inputs = tuner.inputs_for(best.knobs)

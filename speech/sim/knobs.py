@@ -211,6 +211,23 @@ REASONS = {
 }
 
 
+FIXED_FLEET_REASON = ("the fixed-peak fleet ({n} instances: the training draws' busiest minute at the plan's X): every "
+                      "plan with a lower floor missed the share bound or cost more, so this one holds that fleet throughout; "
+                      "typical where bursts are shorter than a start-up ({startup_s:.0f} s), since instances asked for "
+                      "when a burst begins serve after it ends")
+"""``min_instances``'s reason when the search's floor is the fixed-peak fleet (:func:`knob_reasons`):
+the generic "a higher floor" reason would send the user looking at the trough."""
+
+
+def knob_reasons(seed: Knobs, best: Knobs, *, fixed_peak_instances: int | None, startup_s: float) -> dict[str, str]:
+    """Why each knob the search moved away from the seed moved (:data:`REASONS`), with the floor's
+    reason saying so when the search settled on the fixed-peak fleet."""
+    out = {k: REASONS[k] for k in KNOBS if getattr(seed, k) != getattr(best, k)}
+    if "min_instances" in out and fixed_peak_instances is not None and best.min_instances == fixed_peak_instances:
+        out["min_instances"] = FIXED_FLEET_REASON.format(n=fixed_peak_instances, startup_s=startup_s)
+    return out
+
+
 def describe_plan(numbers: ScalingNumbers, k: Knobs) -> dict[str, str]:
     """Each knob as the plan deploys it (the seed formula's value when the input is None)."""
     pct = "1 instance" if numbers.scale_in_percent is None else f"{-numbers.scale_in_percent}% of the fleet"

@@ -58,6 +58,7 @@ from speech.sim.knobs import (
     Mapper,
     describe_plan,
     floor_day_hours,
+    knob_reasons,
     perturbations,
     simulate_day,
 )
@@ -69,7 +70,7 @@ __all__ = [
     "DEFAULT_HEADROOM_QUANTILE", "FORECAST_QUANTILES", "HEADROOMS", "HOT_LOAD_KNOBS", "KNOBS", "LOW_FORECAST_QUANTILES",
     "MAX_HEADROOM", "MAX_PAIR_MOVES", "REASONS",
     "SIMULATOR_VERSION", "SPREAD_TEST_LEVEL", "Candidate", "Evaluator", "Knobs", "Mapper", "ShareBound", "Tuner",
-    "block_share_sd", "describe_plan", "floor_day_hours", "perturbations", "simulate_day", "unseen_share_bound",
+    "block_share_sd", "describe_plan", "floor_day_hours", "knob_reasons", "perturbations", "simulate_day", "unseen_share_bound",
 ]
 """The search's names with those of the modules it was split into (speech.sim.knobs, speech.sim.promise,
 speech.sim.evaluate), so callers keep one import."""

@@ -192,3 +192,33 @@ def test_the_moved_crowds_check_is_recorded_and_said(tuned):
     missed = render_tune(art.model_copy(update={"crowd_check": rec.model_copy(update={"kept": False})}))
     assert "(its bound there is BELOW the target)" in missed
     assert TuneArtifact.model_validate_json(art.model_copy(update={"crowd_check": rec}).model_dump_json()).crowd_check == rec
+
+
+def test_a_fixed_fleet_says_why_it_is_one(tmp_path):
+    """azure-code's bursts are shorter than a start-up: the search settles on the fixed-peak fleet, and
+    the floor's reason must say that (not the generic "the plan's floor let the share slip at the
+    trough", which sends the user to the wrong hours)."""
+    out = tmp_path / "o"
+    rc = main(["tune", "--qmax", str(QMAX_REF), "--ttotal", str(TTOTAL_REF), "--slo-ms", "3000",
+               "--trace", "azure-code:peak=500", "--out", str(out), "--no-progress", "--json", "--jobs", "1"])
+    assert rc in (0, 1)
+    art = load_artifact(out / "tune-kokoro-82m-azure-code.json", TuneArtifact)
+    floor = next(v for v in art.values if v.knob == "min_instances")
+    assert floor.tuned != floor.seed and "fixed-peak fleet" in floor.reason and "start-up (213 s)" in floor.reason
+    assert f"({floor.tuned} instances" in floor.reason
+    plan = load_artifact(out / "plan-kokoro-82m-tuned.json", PlanArtifact)
+    assert plan.inputs.min_instances == int(floor.tuned)
+
+
+def test_a_floor_raised_short_of_the_fixed_fleet_keeps_the_generic_reason():
+    from dataclasses import replace
+
+    from speech.sim.knobs import REASONS, Knobs, knob_reasons
+
+    seed = Knobs(surge_ratio=1.25, target_share=None, datapoints_to_alarm=3, min_instances=5, scale_in_step_share=None,
+                 scale_in_window_s=None, scale_in_cooldown_s=None)
+    seven = knob_reasons(seed, replace(seed, min_instances=7), fixed_peak_instances=28, startup_s=212.8)
+    assert seven == {"min_instances": REASONS["min_instances"]}
+    assert "fixed-peak" in knob_reasons(seed, replace(seed, min_instances=28), fixed_peak_instances=28,
+                                        startup_s=212.8)["min_instances"]
+    assert knob_reasons(seed, seed, fixed_peak_instances=28, startup_s=212.8) == {}
