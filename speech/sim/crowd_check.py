@@ -55,8 +55,11 @@ class CrowdCheck:
     """What is kept: the winner when its bound keeps the target there, else the first raise that
     does, else the winner (its promise then below the target: :attr:`kept` False)."""
     tried: list[tuple[str, Candidate | None]] = field(default_factory=list)
-    """(label, candidate or None where it fell below the target on a draw) of every raise judged."""
+    """(label, candidate or None where it fell below the target on a draw) of every raise judged,
+    and the descent from the kept raise when it found a cheaper plan (Tuner.search)."""
     slo_share: float = 0.0
+    draws: list[tuple[int, np.ndarray]] = field(default_factory=list, repr=False)
+    """The draws every candidate here is judged on: the training draws, then their moved copies."""
 
     @property
     def raised(self) -> bool:
@@ -112,7 +115,8 @@ def check_on_moved_crowds(tuner: Tuner, winner: Candidate, days: Sequence[tuple[
     first = tuner.candidate(winner.knobs, judged)
     if first is None:  # the winner's plan was built by the search: not reached
         return None
-    check = CrowdCheck(crowds=len(crowds), moved_draws=len(moved), winner=first, chosen=first, slo_share=tuner.slo_share)
+    check = CrowdCheck(crowds=len(crowds), moved_draws=len(moved), winner=first, chosen=first, slo_share=tuner.slo_share,
+                       draws=judged)
     if first.share_bound.bound >= tuner.slo_share:
         return check
     k = winner.knobs
