@@ -173,7 +173,12 @@ def main() -> int:
     ap.add_argument("--startup-s", default="measured,120,60,30",
                     help="start-ups to try, s, comma-separated; 'measured': the reference T_total's (default "
                          "measured,120,60,30)")
-    ap.add_argument("--floors", default=None, help="floors to try, LO..HI (default 1 and 8..the tuned plan's fleet + 2)")
+    ap.add_argument("--floors", default=None,
+                    help="floors to try, LO..HI or comma-separated (default 1 and 8..the tuned plan's fleet + 2)")
+    ap.add_argument("--headrooms", default=",".join(f"{h:g}" for h in HEADROOMS),
+                    help=f"headrooms to try, comma-separated fractions (default {','.join(f'{h:g}' for h in HEADROOMS)})")
+    ap.add_argument("--holds-s", default=",".join(map(str, HOLDS_S)),
+                    help=f"hold windows to try, s, comma-separated (default {','.join(map(str, HOLDS_S))})")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     ap.add_argument("--plot", type=Path, default=None, metavar="PNG",
                     help="also draw x floor against the start-up: perfect detection (chosen, hindsight), "
@@ -189,10 +194,20 @@ def main() -> int:
         judged = list(range(int(lo), int(hi) + 1))
         startup_text = [s.strip() for s in args.startup_s.split(",")]
         startups_given = [None if s == "measured" else float(s) for s in startup_text]
-        flo, _, fhi = (args.floors or "1..1").partition("..")
-        floor_range = (int(flo), int(fhi))
+        if args.floors and ".." in args.floors:
+            flo, _, fhi = args.floors.partition("..")
+            floors_given = list(range(max(1, int(flo)), int(fhi) + 1))
+        else:
+            floors_given = [max(1, int(f)) for f in args.floors.split(",")] if args.floors else []
+        headrooms = tuple(float(h) for h in args.headrooms.split(","))
+        holds_s = tuple(int(h) for h in args.holds_s.split(","))
     except ValueError as err:
-        print(f"--judged FIRST..LAST, --floors LO..HI and --startup-s numbers or 'measured': {err}", file=sys.stderr)
+        print(f"--judged FIRST..LAST, --floors LO..HI or a list, --headrooms, --holds-s and --startup-s numbers "
+              f"('measured' for the start-up): {err}", file=sys.stderr)
+        return 2
+    if any(h <= -1.0 for h in headrooms) or any(h < 1 for h in holds_s):
+        print(f"--headrooms {args.headrooms} / --holds-s {args.holds_s}: a headroom above -1, a hold of 1 s or more",
+              file=sys.stderr)
         return 2
     if any(s is not None and s < 0 for s in startups_given):
         print(f"--startup-s {args.startup_s}: a start-up is 0 s or more", file=sys.stderr)
@@ -210,11 +225,11 @@ def main() -> int:
     tuned = [tt.tuner.run(tt.best.knobs, s, pc.day(spec, s)) for s in judged]
     per_instance_rps = tt.tuned_numbers.x_target_rps
     tuned_fleet = max(d.peak_instances for d in tt.best.days)
-    if args.floors:
-        floor_values = list(range(max(1, floor_range[0]), floor_range[1] + 1))
+    if floors_given:
+        floor_values = floors_given
     else:
         floor_values = [1] + list(range(8, tuned_fleet + 3))
-    grid = list(itertools.product(floor_values, HEADROOMS, HOLDS_S))
+    grid = list(itertools.product(floor_values, headrooms, holds_s))
     startups = [model.startup_s if s is None else s for s in startups_given]
 
     with ProcessPoolExecutor(max(1, args.jobs), initializer=_init, initargs=(spec, tuple(seeds))) as ex:
@@ -236,7 +251,7 @@ def main() -> int:
     n = len(judged)
     print(f"{spec}: perfect detection on {n} unseen draws (seeds {judged[0]}..{judged[-1]}), chosen on seeds 1..5; "
           f"{len(grid)} settings (floors {floor_values[0]}..{floor_values[-1]}, headroom "
-          f"{HEADROOMS[0]:+.0%}..{HEADROOMS[-1]:+.0%}, hold {'/'.join(map(str, HOLDS_S))} s) at "
+          f"{min(headrooms):+.0%}..{max(headrooms):+.0%}, hold {'/'.join(map(str, holds_s))} s) at "
           f"{per_instance_rps:.2f} requests/s an instance; floor {np.mean([floors[s] for s in judged]):.1f} "
           f"instance-hours a draw on average\n")
     print(f"baseline (the same draws): the tuned plan of benchmarks/plan_cost.py (floor "
