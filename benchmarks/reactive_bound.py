@@ -166,6 +166,32 @@ def plot(path: Path, spec: str, rows: list, tuned_x: float, measured_s: float, t
     print(f"\nplot: {path}")
 
 
+def _parse_grid(args: argparse.Namespace) -> tuple | str:
+    """(judged seeds, start-ups (None: the measured one), floors (empty: the default), headrooms,
+    holds) from the flags, or what is wrong with them."""
+    try:
+        lo, _, hi = args.judged.partition("..")
+        judged = list(range(int(lo), int(hi) + 1))
+        startups = [None if s.strip() == "measured" else float(s) for s in args.startup_s.split(",")]
+        if args.floors and ".." in args.floors:
+            flo, _, fhi = args.floors.partition("..")
+            floors = list(range(max(1, int(flo)), int(fhi) + 1))
+        else:
+            floors = [max(1, int(f)) for f in args.floors.split(",")] if args.floors else []
+        headrooms = tuple(float(h) for h in args.headrooms.split(","))
+        holds_s = tuple(int(h) for h in args.holds_s.split(","))
+    except ValueError as err:
+        return (f"--judged FIRST..LAST, --floors LO..HI or a list, --headrooms, --holds-s and --startup-s numbers "
+                f"('measured' for the start-up): {err}")
+    if any(h <= -1.0 for h in headrooms) or any(h < 1 for h in holds_s):
+        return f"--headrooms {args.headrooms} / --holds-s {args.holds_s}: a headroom above -1, a hold of 1 s or more"
+    if any(s is not None and s < 0 for s in startups):
+        return f"--startup-s {args.startup_s}: a start-up is 0 s or more"
+    if not judged or judged[0] <= TRAIN_SEEDS[-1]:
+        return f"--judged {args.judged}: the unseen draws start after the training seeds 1..5"
+    return judged, startups, floors, headrooms, holds_s
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", default="azure-code", help="a benchmarks/plan_cost.py trace (default azure-code)")
@@ -186,35 +212,14 @@ def main() -> int:
     ap.add_argument("--target-x", type=float, default=None, metavar="X",
                     help="with --plot: draw a cost target at X times the floor (e.g. issue 45's 1.30 on azure-code)")
     args = ap.parse_args()
-    if args.trace not in pc.TRACES or args.trace in ("week",):
+    if args.trace not in pc.TRACES or args.trace == "week":
         print(f"--trace {args.trace!r}: use one of {', '.join(t for t in pc.TRACES if t != 'week')}", file=sys.stderr)
         return 2
-    try:
-        lo, _, hi = args.judged.partition("..")
-        judged = list(range(int(lo), int(hi) + 1))
-        startup_text = [s.strip() for s in args.startup_s.split(",")]
-        startups_given = [None if s == "measured" else float(s) for s in startup_text]
-        if args.floors and ".." in args.floors:
-            flo, _, fhi = args.floors.partition("..")
-            floors_given = list(range(max(1, int(flo)), int(fhi) + 1))
-        else:
-            floors_given = [max(1, int(f)) for f in args.floors.split(",")] if args.floors else []
-        headrooms = tuple(float(h) for h in args.headrooms.split(","))
-        holds_s = tuple(int(h) for h in args.holds_s.split(","))
-    except ValueError as err:
-        print(f"--judged FIRST..LAST, --floors LO..HI or a list, --headrooms, --holds-s and --startup-s numbers "
-              f"('measured' for the start-up): {err}", file=sys.stderr)
+    parsed = _parse_grid(args)
+    if isinstance(parsed, str):
+        print(parsed, file=sys.stderr)
         return 2
-    if any(h <= -1.0 for h in headrooms) or any(h < 1 for h in holds_s):
-        print(f"--headrooms {args.headrooms} / --holds-s {args.holds_s}: a headroom above -1, a hold of 1 s or more",
-              file=sys.stderr)
-        return 2
-    if any(s is not None and s < 0 for s in startups_given):
-        print(f"--startup-s {args.startup_s}: a start-up is 0 s or more", file=sys.stderr)
-        return 2
-    if not judged or judged[0] <= TRAIN_SEEDS[-1]:
-        print(f"--judged {args.judged}: the unseen draws start after the training seeds 1..5", file=sys.stderr)
-        return 2
+    judged, startups_given, floors_given, headrooms, holds_s = parsed
     seeds = list(TRAIN_SEEDS) + judged
     spec = pc.TRACES[args.trace]
     q, t, model = pc.reference_model()
@@ -225,10 +230,7 @@ def main() -> int:
     tuned = [tt.tuner.run(tt.best.knobs, s, pc.day(spec, s)) for s in judged]
     per_instance_rps = tt.tuned_numbers.x_target_rps
     tuned_fleet = max(d.peak_instances for d in tt.best.days)
-    if floors_given:
-        floor_values = floors_given
-    else:
-        floor_values = [1] + list(range(8, tuned_fleet + 3))
+    floor_values = floors_given or [1] + list(range(8, tuned_fleet + 3))
     grid = list(itertools.product(floor_values, headrooms, holds_s))
     startups = [model.startup_s if s is None else s for s in startups_given]
 
